@@ -1,0 +1,1 @@
+"""The ``mindledger`` command line: one click group per package, loaded lazily."""

@@ -1,0 +1,112 @@
+"""Entry point of the ``mindledger`` command.
+
+Subcommands live in one module each under :mod:`harness.cli` and are imported only when used,
+so ``mindledger --help`` stays fast. Errors: a :class:`~mindledger.errors.MindledgerError` prints
+its message and exits with its ``exit_code`` (2 for user errors); Ctrl-C exits 130; anything
+else is a bug and shows its traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from mindledger.errors import MindledgerError
+
+# name -> ("module", "attribute", "one-line help")
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "doctor": ("harness.cli.doctor_cmd", "doctor", "Check the installation, settings, database and agents."),
+    "config": ("harness.cli.config_cmd", "config", "Show the effective settings and where each came from."),
+    "db": ("harness.cli.db_cmd", "db", "Create or migrate the database; show its schema version."),
+    "nesttom": ("harness.cli.nesttom_cmd", "nesttom", "Nested-belief stories: answer, generate, import Hi-ToM."),
+    "games": ("harness.cli.games_cmd", "games", "Level-k games: list, IDR sequences, check a game, generate trials."),
+    "run": ("harness.cli.run_cmd", "run", "Run a suite against an agent, its control and reference agents."),
+    "runs": ("harness.cli.run_cmd", "runs", "List stored runs."),
+    "quickstart": ("harness.cli.run_cmd", "quickstart", "Start the embedded model and run the quick suite end to end."),
+    "report": ("harness.cli.report_cmd", "report", "Render a run's profile as Markdown, HTML, JSON or CSV."),
+    "ledger": ("harness.cli.ledger_cmd", "ledger", "The prediction ledger: commit, observe, reveal, verify, export."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = set(super().list_commands(ctx))
+        for name, (module, _, _) in COMMANDS.items():
+            if importlib.util.find_spec(module) is not None:
+                names.add(name)
+        return sorted(names)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in COMMANDS:
+            module, attr, _ = COMMANDS[cmd_name]
+            if importlib.util.find_spec(module) is None:
+                return None
+            command = getattr(importlib.import_module(module), attr)
+            assert isinstance(command, click.Command)
+            return command
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx) if name in COMMANDS]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Settings file (default: ./mindledger.toml, else $MINDLEDGER_HOME/mindledger.toml).",
+)
+@click.option("--db", "db_url", default=None, help="Database URL (overrides settings).")
+@click.version_option(package_name="mindledger")
+@click.pass_context
+def cli(ctx: click.Context, config_path: str | None, db_url: str | None) -> None:
+    """mindledger: measure how well an LLM agent models other minds.
+
+    \b
+    Examples:
+      mindledger quickstart              # embedded model, quick suite, report
+      mindledger run --suite quick --agent local --reference oracle
+      mindledger report RUN_ID --format html --out report.html
+      mindledger ledger verify
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["config_path"] = config_path
+    overrides: dict[str, Any] = {}
+    if db_url:
+        overrides["db_url"] = db_url
+    ctx.obj["overrides"] = overrides
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI and turn errors into exit codes."""
+    try:
+        cli.main(args=argv, prog_name="mindledger", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2 if exc.exit_code == 2 else exc.exit_code)
+    except MindledgerError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""mindledger: measure how well an LLM agent models other minds.
+
+This package holds the few pieces every other package shares and that depend on nothing but
+the standard library: the canonical JSON contract (:mod:`mindledger.canonical`), the error tree
+(:mod:`mindledger.errors`) and the :class:`~mindledger.items.Item` value that generators produce
+and the harness runs.
+"""
+
+from mindledger.canonical import canonical_json, content_hash
+from mindledger.errors import (
+    ConfigError,
+    InputError,
+    MindledgerError,
+    StorageError,
+    UserError,
+)
+from mindledger.items import Item
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConfigError",
+    "InputError",
+    "Item",
+    "MindledgerError",
+    "StorageError",
+    "UserError",
+    "__version__",
+    "canonical_json",
+    "content_hash",
+]

@@ -1,0 +1,94 @@
+"""One error tree for all of mindledger. Messages are written for a person.
+
+::
+
+    MindledgerError            base; str(err) is the message a user sees
+    ├── UserError              the user's input is wrong; the CLI exits 2
+    │   ├── ConfigError        bad settings file, key, type or value (carries file and key)
+    │   ├── InputError         bad story, game spec, JSON argument or request (carries the field)
+    │   └── NotFoundError      a run, agent, item or prediction id that does not exist
+    ├── StorageError           the database cannot be reached or is in a bad state (CLI exits 2)
+    ├── AgentError             an agent endpoint failed (recorded on the trial, not raised to users)
+    └── ModelNotInstalledError the embedded model is missing; the message says how to install it
+
+Everything else that escapes is a bug: the CLI shows the traceback.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentError",
+    "ConfigError",
+    "InputError",
+    "MindledgerError",
+    "ModelNotInstalledError",
+    "NotFoundError",
+    "StorageError",
+    "UserError",
+]
+
+
+class MindledgerError(Exception):
+    """Base of every error mindledger raises on purpose."""
+
+    exit_code = 1
+
+
+class UserError(MindledgerError):
+    """The user's input is wrong. The message says what was expected."""
+
+    exit_code = 2
+
+
+class ConfigError(UserError):
+    """A setting is wrong: the message names the file and key."""
+
+    def __init__(self, message: str, *, file: str | None = None, key: str | None = None):
+        prefix = ""
+        if file and key:
+            prefix = f"{file}: {key}: "
+        elif file:
+            prefix = f"{file}: "
+        elif key:
+            prefix = f"{key}: "
+        super().__init__(prefix + message)
+        self.file = file
+        self.key = key
+
+
+class InputError(UserError):
+    """An input document (story, game spec, JSON argument, API request) is wrong.
+
+    ``where`` names the field, event index or question, e.g. ``"events[3].to"``.
+    """
+
+    def __init__(self, message: str, *, where: str | None = None, source: str | None = None):
+        parts = [p for p in (source, where) if p]
+        super().__init__((": ".join(parts) + ": " if parts else "") + message)
+        self.where = where
+        self.source = source
+
+
+class NotFoundError(UserError):
+    """An id that names nothing stored."""
+
+
+class StorageError(MindledgerError):
+    """The database cannot be reached, or its schema is not what this version expects."""
+
+    exit_code = 2
+
+
+class AgentError(MindledgerError):
+    """An agent endpoint failed after retries; recorded on the trial and counted."""
+
+    def __init__(self, message: str, *, kind: str = "error", status: int | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+
+
+class ModelNotInstalledError(MindledgerError):
+    """The embedded model or its server is not installed."""
+
+    exit_code = 2

@@ -1,0 +1,123 @@
+"""The :class:`Item`: one frozen, fully ground-truthed test question, and the :class:`Score`
+a family's pure scorer gives one answer to it.
+
+An item is regenerated from ``(generator, version, seed, params)`` and its stored copy must match
+bit for bit; its id is the :func:`~mindledger.canonical.content_hash` of its canonical dict
+without the id. Everything here is JSON-compatible so that items travel as JSON Lines and are
+stored as canonical JSON.
+
+Answer specs (``Item.answer``) say what form an answer takes, so that the harness can build a
+tool schema, a ``response_format`` schema and a free-text parser from them:
+
+- ``{"kind": "choice", "choices": ["drawer", "safe", ...]}`` — one of the strings;
+- ``{"kind": "integer", "min": 11, "max": 20}`` — an integer in the closed range;
+- ``{"kind": "yesno"}`` — ``"yes"`` or ``"no"``;
+- ``{"kind": "distribution", "choices": [...]}`` — a probability per choice (summing to 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mindledger.canonical import content_hash
+
+__all__ = ["Item", "Score"]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One test question with its exact ground truth.
+
+    Fields:
+        id: ``sha256:…`` of the canonical form of every other field.
+        family: which scorer judges it (``"nesttom"``, ``"games"``, ``"hitom"``, ...).
+        generator, version: the generator's name and version string.
+        seed: the seed it was generated from; params: the generator's other parameters.
+        prompt: the user message the agent sees.
+        answer: the answer spec (see the module docstring).
+        truth: the ground truth and everything the scorer needs (prefix answers, IDR sequence...).
+        meta: factor values used to group results (depth label, belief type, game, condition...).
+        tools: extra tools the agent may call, as OpenAI function specs; the harness answers a
+            call of tool ``name`` with ``tool_results[name]``.
+    """
+
+    family: str
+    generator: str
+    version: str
+    seed: int
+    params: Mapping[str, Any]
+    prompt: str
+    answer: Mapping[str, Any]
+    truth: Mapping[str, Any]
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    tools: tuple[Mapping[str, Any], ...] = ()
+    tool_results: Mapping[str, str] = field(default_factory=dict)
+    id: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            object.__setattr__(self, "id", content_hash(self._body()))
+
+    def _body(self) -> dict[str, Any]:
+        return {
+            "family": self.family,
+            "generator": self.generator,
+            "version": self.version,
+            "seed": self.seed,
+            "params": dict(self.params),
+            "prompt": self.prompt,
+            "answer": dict(self.answer),
+            "truth": dict(self.truth),
+            "meta": dict(self.meta),
+            "tools": [dict(t) for t in self.tools],
+            "tool_results": dict(self.tool_results),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: the body plus ``id``."""
+        return {"id": self.id, **self._body()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Item:
+        """Rebuild an item from :meth:`to_dict` output; the id is recomputed and checked."""
+        body = {k: data[k] for k in data if k != "id"}
+        body["tools"] = tuple(body.get("tools", ()))
+        item = cls(**body)
+        if data.get("id") and data["id"] != item.id:
+            raise ValueError(f"item id {data['id']} does not match its content ({item.id})")
+        return item
+
+    def verify(self) -> list[str]:
+        """Return what is wrong with this item's identity (empty when its id matches)."""
+        expected = content_hash(self._body())
+        return [] if expected == self.id else [f"{self.id}: content hashes to {expected}"]
+
+
+@dataclass(frozen=True)
+class Score:
+    """A pure scorer's verdict on one answer.
+
+    Fields:
+        correct: exact correctness (the primary accuracy).
+        value: a number in [0, 1] for partial credit where a family has one (else 1.0/0.0).
+        error_codes: every error code that matches a wrong answer (empty when correct).
+        primary_error: the first matching code in the family's priority order, or None.
+        details: family-specific extra fields (within-one accuracy, K_B, log score ...).
+    """
+
+    correct: bool
+    value: float
+    error_codes: tuple[str, ...] = ()
+    primary_error: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "correct": self.correct,
+            "value": self.value,
+            "error_codes": list(self.error_codes),
+            "primary_error": self.primary_error,
+            "details": dict(self.details),
+        }
