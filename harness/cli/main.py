@@ -9,6 +9,7 @@ else is a bug and shows its traceback.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from typing import Any
 
@@ -18,16 +19,48 @@ from mindledger.errors import MindledgerError
 
 # name -> ("module", "attribute", "one-line help")
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "doctor": ("harness.cli.doctor_cmd", "doctor", "Check the installation, settings, database and agents."),
-    "config": ("harness.cli.config_cmd", "config", "Show the effective settings and where each came from."),
+    "doctor": (
+        "harness.cli.doctor_cmd",
+        "doctor",
+        "Check the installation, settings, database and agents.",
+    ),
+    "config": (
+        "harness.cli.config_cmd",
+        "config",
+        "Show the effective settings and where each came from.",
+    ),
     "db": ("harness.cli.db_cmd", "db", "Create or migrate the database; show its schema version."),
-    "nesttom": ("harness.cli.nesttom_cmd", "nesttom", "Nested-belief stories: answer, generate, import Hi-ToM."),
-    "games": ("harness.cli.games_cmd", "games", "Level-k games: list, IDR sequences, check a game, generate trials."),
-    "run": ("harness.cli.run_cmd", "run", "Run a suite against an agent, its control and reference agents."),
+    "nesttom": (
+        "harness.cli.nesttom_cmd",
+        "nesttom",
+        "Nested-belief stories: answer, generate, import Hi-ToM.",
+    ),
+    "games": (
+        "harness.cli.games_cmd",
+        "games",
+        "Level-k games: list, IDR sequences, check a game, generate trials.",
+    ),
+    "run": (
+        "harness.cli.run_cmd",
+        "run",
+        "Run a suite against an agent, its control and reference agents.",
+    ),
     "runs": ("harness.cli.run_cmd", "runs", "List stored runs."),
-    "quickstart": ("harness.cli.run_cmd", "quickstart", "Start the embedded model and run the quick suite end to end."),
-    "report": ("harness.cli.report_cmd", "report", "Render a run's profile as Markdown, HTML, JSON or CSV."),
-    "ledger": ("harness.cli.ledger_cmd", "ledger", "The prediction ledger: commit, observe, reveal, verify, export."),
+    "quickstart": (
+        "harness.cli.run_cmd",
+        "quickstart",
+        "Start the embedded model and run the quick suite end to end.",
+    ),
+    "report": (
+        "harness.cli.report_cmd",
+        "report",
+        "Render a run's profile as Markdown, HTML, JSON or CSV.",
+    ),
+    "ledger": (
+        "harness.cli.ledger_cmd",
+        "ledger",
+        "The prediction ledger: commit, observe, reveal, verify, export.",
+    ),
 }
 
 
@@ -67,9 +100,19 @@ class LazyGroup(click.Group):
     help="Settings file (default: ./mindledger.toml, else $MINDLEDGER_HOME/mindledger.toml).",
 )
 @click.option("--db", "db_url", default=None, help="Database URL (overrides settings).")
+@click.option(
+    "-o",
+    "--set",
+    "assignments",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override one setting, e.g. -o concurrency=8 (repeatable; beats file and env).",
+)
 @click.version_option(package_name="mindledger")
 @click.pass_context
-def cli(ctx: click.Context, config_path: str | None, db_url: str | None) -> None:
+def cli(
+    ctx: click.Context, config_path: str | None, db_url: str | None, assignments: tuple[str, ...]
+) -> None:
     """mindledger: measure how well an LLM agent models other minds.
 
     \b
@@ -82,6 +125,11 @@ def cli(ctx: click.Context, config_path: str | None, db_url: str | None) -> None
     ctx.ensure_object(dict)
     ctx.obj["config_path"] = config_path
     overrides: dict[str, Any] = {}
+    for assignment in assignments:
+        key, sep, value = assignment.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected KEY=VALUE, got {assignment!r}", param_hint="--set")
+        overrides[key.strip()] = value
     if db_url:
         overrides["db_url"] = db_url
     ctx.obj["overrides"] = overrides
@@ -90,7 +138,7 @@ def cli(ctx: click.Context, config_path: str | None, db_url: str | None) -> None
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI and turn errors into exit codes."""
     try:
-        cli.main(args=argv, prog_name="mindledger", standalone_mode=False)
+        rv = cli.main(args=argv, prog_name="mindledger", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
@@ -105,7 +153,7 @@ def main(argv: list[str] | None = None) -> None:
     except MindledgerError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    sys.exit(0)
+    sys.exit(rv if isinstance(rv, int) else 0)
 
 
 if __name__ == "__main__":

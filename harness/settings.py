@@ -1,0 +1,401 @@
+"""The one settings object: defaults, then a TOML file, then ``MINDLEDGER_*`` environment
+variables, then command-line flags. Each later layer overrides the earlier ones, field by field,
+and :class:`Settings` remembers where every value came from.
+
+The file is ``mindledger.toml`` in the working directory, else ``$MINDLEDGER_HOME/mindledger.toml``
+(or a path given with ``--config``). Agents are declared in it as tables::
+
+    [agents.mybot]
+    adapter = "openai"                     # openai | command | local | reference
+    endpoint = "http://127.0.0.1:8000/v1"
+    model = "my-model"
+    api_key_env = "MYBOT_API_KEY"          # the key is read from this variable, never stored
+    system_prompt = "You are a careful reasoner."
+    modules = ["perspective", "witness_log", "opponent_sim"]
+    control = "mybot-control"              # the bare-model control it is paired with
+
+Secrets are never read from the file: only the *name* of the environment variable holding a key.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from mindledger.errors import ConfigError
+
+__all__ = [
+    "ADAPTERS",
+    "MODULES",
+    "AgentConfig",
+    "Settings",
+    "default_home",
+    "load_settings",
+]
+
+ADAPTERS = ("openai", "command", "local", "reference")
+"""The adapter kinds an agent may use."""
+
+MODULES = ("perspective", "witness_log", "opponent_sim")
+"""The reference scaffold's switchable modules (seed 002 §16–17: A′, B, D)."""
+
+ENV_PREFIX = "MINDLEDGER_"
+
+
+def default_home() -> Path:
+    """``$MINDLEDGER_HOME`` if set, else the user data directory for mindledger."""
+    env = os.environ.get("MINDLEDGER_HOME")
+    return Path(env).expanduser() if env else Path(platformdirs.user_data_dir("mindledger"))
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """One agent, as declared in the settings file."""
+
+    name: str
+    """The agent's name, unique within the settings."""
+    adapter: str = "openai"
+    """How to talk to it: openai, command, local or reference."""
+    endpoint: str | None = None
+    """Base URL of an OpenAI-compatible API (``…/v1``), for the openai adapter."""
+    model: str | None = None
+    """Model name sent in requests."""
+    api_key_env: str | None = None
+    """Name of the environment variable that holds the API key (the key itself is never stored)."""
+    system_prompt: str | None = None
+    """System prompt; the control gets a minimal one instead."""
+    modules: tuple[str, ...] = ()
+    """Reference-scaffold modules switched on (perspective, witness_log, opponent_sim)."""
+    control: str | None = None
+    """Name of the agent used as this agent's bare-model control."""
+    command: tuple[str, ...] = ()
+    """Program and arguments, for the command adapter."""
+    policy: str | None = None
+    """Scripted policy, for the reference adapter (oracle, random, depth-capped:N, ...)."""
+    temperature: float = 0.0
+    """Sampling temperature."""
+    max_tokens: int = 512
+    """Cap on generated tokens per turn."""
+    concurrency: int | None = None
+    """Requests in flight to this agent at once (default: the global setting)."""
+    rate_limit: float | None = None
+    """Requests per second to this agent (default: unlimited)."""
+
+    def public_dict(self) -> dict[str, Any]:
+        """The declaration as a plain dict (no secret values: only the variable's name)."""
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Effective settings. Build them with :func:`load_settings`."""
+
+    home: Path = field(default_factory=default_home)
+    """Data directory: default database, keys, model cache."""
+    db_url: str = ""
+    """Database URL (sqlite:///… or postgresql://…); default: SQLite in the data directory."""
+    concurrency: int = 64
+    """Requests in flight per endpoint, by default."""
+    timeout: float = 120.0
+    """Seconds before one model request times out."""
+    max_retries: int = 5
+    """Retries of a failed request (429, 5xx, timeouts, dropped connections)."""
+    cache: bool = True
+    """Reuse stored answers to identical requests (turn off to draw fresh samples)."""
+    seed: int | None = None
+    """Default run seed (default: drawn fresh and logged)."""
+    held_out_fraction: float = 0.3
+    """Share of the seed space reserved for scheduled runs."""
+    schedule: str = "0 3 * * *"
+    """Cron expression of the nightly suite."""
+    api_host: str = "127.0.0.1"
+    """Address the daemon's HTTP API listens on."""
+    api_port: int = 8765
+    """Port of the daemon's HTTP API."""
+    prediction_share: float = 0.2
+    """Share of proxied queries that must carry a committed prediction."""
+    reveal_timeout: float = 86400.0
+    """Seconds after a commit before an unrevealed prediction expires."""
+    model_threads: int = 2
+    """CPU threads for the embedded model server."""
+    agents: Mapping[str, AgentConfig] = field(default_factory=dict)
+    """Declared agents by name."""
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False)
+    """Where each field's value came from (default, a file path, an env var, or a flag)."""
+
+    @property
+    def database_url(self) -> str:
+        """``db_url``, or SQLite in the data directory when it is empty."""
+        return self.db_url or f"sqlite:///{self.home / 'mindledger.db'}"
+
+    def agent(self, name: str) -> AgentConfig:
+        """The declared agent ``name``; raises ConfigError naming the known ones."""
+        try:
+            return self.agents[name]
+        except KeyError:
+            known = ", ".join(sorted(self.agents)) or "none"
+            raise ConfigError(
+                f"no agent named {name!r} (declared: {known})", key="agents"
+            ) from None
+
+    def public_dict(self) -> dict[str, Any]:
+        """Every setting as plain data, with secrets masked (URLs lose their passwords)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name == "sources":
+                continue
+            value = getattr(self, f.name)
+            if f.name == "agents":
+                out["agents"] = {n: a.public_dict() for n, a in sorted(value.items())}
+            else:
+                out[f.name] = _plain(value)
+        out["db_url"] = mask_url(self.database_url)
+        return out
+
+
+SCALAR_FIELDS = {f.name: f for f in fields(Settings) if f.name not in ("agents", "sources")}
+
+
+def mask_url(url: str) -> str:
+    """Replace the password in ``scheme://user:password@host`` with ``***``."""
+    if "://" not in url or "@" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    creds, host = rest.rsplit("@", 1)
+    if ":" in creds:
+        creds = creds.split(":", 1)[0] + ":***"
+    return f"{scheme}://{creds}@{host}"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+def _field_type(name: str) -> type:
+    annotation = Settings.__dataclass_fields__[name].type
+    text = str(annotation)
+    if "Path" in text:
+        return Path
+    for t in (bool, int, float, str):
+        if text.startswith(t.__name__) or text == t.__name__:
+            return t
+    return str
+
+
+def _coerce(name: str, raw: Any, *, source: str, from_text: bool) -> Any:
+    """Turn ``raw`` into the type of field ``name`` or raise ConfigError naming source and key."""
+    kind = _field_type(name)
+    optional = "None" in str(Settings.__dataclass_fields__[name].type)
+    if from_text and isinstance(raw, str):
+        text = raw.strip()
+        if optional and text.lower() in ("", "none"):
+            return None
+        try:
+            if kind is bool:
+                if text.lower() in ("1", "true", "yes", "on"):
+                    return True
+                if text.lower() in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError
+            if kind is int:
+                return int(text)
+            if kind is float:
+                return float(text)
+        except ValueError:
+            raise ConfigError(
+                f"expected {kind.__name__}, got {raw!r}", file=source, key=name
+            ) from None
+        return Path(text).expanduser() if kind is Path else text
+    if raw is None and optional:
+        return None
+    if kind is Path and isinstance(raw, str):
+        return Path(raw).expanduser()
+    if kind is float and isinstance(raw, int) and not isinstance(raw, bool):
+        return float(raw)
+    if kind is bool and not isinstance(raw, bool):
+        raise ConfigError(f"expected true or false, got {raw!r}", file=source, key=name)
+    if kind is int and (isinstance(raw, bool) or not isinstance(raw, int)):
+        raise ConfigError(f"expected an integer, got {raw!r}", file=source, key=name)
+    if kind is float and not isinstance(raw, float):
+        raise ConfigError(f"expected a number, got {raw!r}", file=source, key=name)
+    if kind is str and not isinstance(raw, str):
+        raise ConfigError(f"expected a string, got {raw!r}", file=source, key=name)
+    return raw
+
+
+AGENT_FIELDS = {f.name: f for f in fields(AgentConfig)}
+
+
+def parse_agent(name: str, table: Any, *, source: str) -> AgentConfig:
+    """Validate one ``[agents.NAME]`` table."""
+    key = f"agents.{name}"
+    if not isinstance(table, Mapping):
+        raise ConfigError("expected a table of agent settings", file=source, key=key)
+    values: dict[str, Any] = {"name": name}
+    for k, v in table.items():
+        if k not in AGENT_FIELDS or k == "name":
+            known = ", ".join(n for n in AGENT_FIELDS if n != "name")
+            raise ConfigError(f"unknown key (known: {known})", file=source, key=f"{key}.{k}")
+        declared = str(AGENT_FIELDS[k].type)
+        if k in ("modules", "command"):
+            if isinstance(v, str) and k == "command":
+                v = [v]
+            if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                raise ConfigError("expected a list of strings", file=source, key=f"{key}.{k}")
+            v = tuple(v)
+        elif k in ("temperature", "rate_limit"):
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                raise ConfigError(f"expected a number, got {v!r}", file=source, key=f"{key}.{k}")
+            v = float(v)
+        elif k in ("max_tokens", "concurrency"):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ConfigError(
+                    f"expected a positive integer, got {v!r}", file=source, key=f"{key}.{k}"
+                )
+        elif "str" in declared and not isinstance(v, str):
+            raise ConfigError(f"expected a string, got {v!r}", file=source, key=f"{key}.{k}")
+        values[k] = v
+    agent = AgentConfig(**values)
+    if agent.adapter not in ADAPTERS:
+        raise ConfigError(
+            f"unknown adapter {agent.adapter!r} (expected one of {', '.join(ADAPTERS)})",
+            file=source,
+            key=f"{key}.adapter",
+        )
+    for m in agent.modules:
+        if m not in MODULES:
+            raise ConfigError(
+                f"unknown module {m!r} (expected some of {', '.join(MODULES)})",
+                file=source,
+                key=f"{key}.modules",
+            )
+    if agent.adapter == "openai" and not agent.endpoint:
+        raise ConfigError("the openai adapter needs an endpoint URL", file=source, key=key)
+    if agent.adapter == "command" and not agent.command:
+        raise ConfigError("the command adapter needs a command", file=source, key=key)
+    if agent.adapter == "reference" and not agent.policy:
+        raise ConfigError("the reference adapter needs a policy", file=source, key=key)
+    return agent
+
+
+def find_config_file(
+    explicit: str | os.PathLike[str] | None, cwd: Path | None = None
+) -> Path | None:
+    """The settings file to read: the explicit one, ./mindledger.toml, or the one in the home."""
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise ConfigError("settings file not found", file=str(path))
+        return path
+    here = (cwd or Path.cwd()) / "mindledger.toml"
+    if here.is_file():
+        return here
+    home_env = os.environ.get("MINDLEDGER_HOME")
+    if home_env:
+        candidate = Path(home_env).expanduser() / "mindledger.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_settings(
+    config_path: str | os.PathLike[str] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    flags: Mapping[str, Any] | None = None,
+    cwd: Path | None = None,
+) -> Settings:
+    """Build the effective settings: defaults → TOML file → ``MINDLEDGER_*`` env → flags.
+
+    ``flags`` maps field names to values already given on the command line (strings are parsed
+    as the environment's are). Raises :class:`ConfigError` naming the file or variable and the key
+    for a malformed file, an unknown key or a wrong type.
+    """
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {name: "default" for name in SCALAR_FIELDS}
+    agents: dict[str, AgentConfig] = {}
+
+    path = find_config_file(config_path, cwd)
+    if path is not None:
+        source = str(path)
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"not valid TOML: {exc}", file=source) from None
+        except OSError as exc:
+            raise ConfigError(f"cannot read: {exc.strerror}", file=source) from None
+        for key, raw in data.items():
+            if key == "agents":
+                if not isinstance(raw, Mapping):
+                    raise ConfigError("expected tables [agents.NAME]", file=source, key="agents")
+                for name, table in raw.items():
+                    agents[name] = parse_agent(name, table, source=source)
+                    sources[f"agents.{name}"] = source
+            elif key in SCALAR_FIELDS:
+                values[key] = _coerce(key, raw, source=source, from_text=False)
+                sources[key] = source
+            else:
+                known = ", ".join(sorted([*SCALAR_FIELDS, "agents"]))
+                raise ConfigError(f"unknown key (known keys: {known})", file=source, key=key)
+
+    for name in SCALAR_FIELDS:
+        var = ENV_PREFIX + name.upper()
+        if var in env:
+            values[name] = _coerce(name, env[var], source=f"${var}", from_text=True)
+            sources[name] = f"${var}"
+
+    for name, raw in (flags or {}).items():
+        if name not in SCALAR_FIELDS:
+            known = ", ".join(sorted(SCALAR_FIELDS))
+            raise ConfigError(f"unknown setting (known: {known})", file="command line", key=name)
+        values[name] = _coerce(name, raw, source="command line", from_text=isinstance(raw, str))
+        sources[name] = "flag"
+
+    for name, agent in agents.items():
+        if agent.control and agent.control not in agents:
+            raise ConfigError(
+                f"control {agent.control!r} is not a declared agent",
+                file=sources.get(f"agents.{name}"),
+                key=f"agents.{name}.control",
+            )
+    settings = Settings(**values, agents=agents, sources=sources)
+    _check_ranges(settings)
+    return settings
+
+
+def _check_ranges(s: Settings) -> None:
+    def bad(key: str, expected: str) -> ConfigError:
+        return ConfigError(
+            f"expected {expected}, got {getattr(s, key)!r}", file=s.sources.get(key), key=key
+        )
+
+    if s.concurrency < 1:
+        raise bad("concurrency", "a positive integer")
+    if s.timeout <= 0:
+        raise bad("timeout", "a positive number of seconds")
+    if s.max_retries < 0:
+        raise bad("max_retries", "zero or more")
+    if not 0 <= s.held_out_fraction < 1:
+        raise bad("held_out_fraction", "a fraction in [0, 1)")
+    if not 0 <= s.prediction_share <= 1:
+        raise bad("prediction_share", "a fraction in [0, 1]")
+    if not 1 <= s.api_port <= 65535:
+        raise bad("api_port", "a port number")
+    if s.db_url and not s.db_url.startswith(("sqlite:", "postgresql:", "postgresql+", "postgres:")):
+        raise bad("db_url", "a sqlite:/// or postgresql:// URL")
+
+
+def with_overrides(settings: Settings, **changes: Any) -> Settings:
+    """A copy of ``settings`` with some fields changed (for tests and internal use)."""
+    return replace(settings, **changes)

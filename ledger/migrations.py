@@ -1,0 +1,152 @@
+"""Schema migrations: small named functions applied in order and recorded by name.
+
+Each migration takes an alembic :class:`~alembic.operations.Operations` object bound to a
+connection inside one transaction, so a migration either applies whole or not at all. Never edit
+a migration that has shipped: add a new one. ``tests/ledger/test_migrations.py`` checks that a
+database migrated from empty equals the SQLModel models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sqlalchemy as sa
+from alembic.operations import Operations
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy.engine import Connection, Engine
+
+__all__ = ["MIGRATIONS", "applied_migrations", "migrate", "pending_migrations"]
+
+MIGRATIONS_TABLE = "_migrations"
+
+Migration = tuple[str, Callable[[Operations], None]]
+
+
+def m0001_runs_items_trials(op: Operations) -> None:
+    op.create_table(
+        "agents",
+        sa.Column("name", sa.String(), primary_key=True),
+        sa.Column("adapter", sa.String(), nullable=False),
+        sa.Column("config_json", sa.Text(), nullable=False),
+        sa.Column("config_hash", sa.String(), nullable=False),
+        sa.Column("created_at", sa.String(), nullable=False),
+    )
+    op.create_table(
+        "runs",
+        sa.Column("id", sa.String(), primary_key=True),
+        sa.Column("suite", sa.String(), nullable=False),
+        sa.Column("seed", sa.BigInteger(), nullable=False),
+        sa.Column("held_out", sa.Boolean(), nullable=False),
+        sa.Column("params_json", sa.Text(), nullable=False),
+        sa.Column("status", sa.String(), nullable=False),
+        sa.Column("created_at", sa.String(), nullable=False),
+        sa.Column("finished_at", sa.String(), nullable=True),
+    )
+    op.create_index("ix_runs_status", "runs", ["status"])
+    op.create_index("ix_runs_created_at", "runs", ["created_at"])
+    op.create_table(
+        "run_agents",
+        sa.Column("run_id", sa.String(), sa.ForeignKey("runs.id"), primary_key=True),
+        sa.Column("agent", sa.String(), primary_key=True),
+        sa.Column("role", sa.String(), nullable=False),
+        sa.Column("base_agent", sa.String(), nullable=True),
+        sa.Column("spec_json", sa.Text(), nullable=False),
+    )
+    op.create_table(
+        "items",
+        sa.Column("id", sa.String(), primary_key=True),
+        sa.Column("family", sa.String(), nullable=False),
+        sa.Column("generator", sa.String(), nullable=False),
+        sa.Column("version", sa.String(), nullable=False),
+        sa.Column("seed", sa.BigInteger(), nullable=False),
+        sa.Column("body_json", sa.Text(), nullable=False),
+    )
+    op.create_index("ix_items_family", "items", ["family"])
+    op.create_table(
+        "run_items",
+        sa.Column("run_id", sa.String(), sa.ForeignKey("runs.id"), primary_key=True),
+        sa.Column("item_id", sa.String(), sa.ForeignKey("items.id"), primary_key=True),
+        sa.Column("position", sa.Integer(), nullable=False),
+    )
+    op.create_table(
+        "trials",
+        sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
+        sa.Column("run_id", sa.String(), sa.ForeignKey("runs.id"), nullable=False),
+        sa.Column("agent", sa.String(), nullable=False),
+        sa.Column("item_id", sa.String(), sa.ForeignKey("items.id"), nullable=False),
+        sa.Column("status", sa.String(), nullable=False),
+        sa.Column("answer_json", sa.Text(), nullable=True),
+        sa.Column("raw_text", sa.Text(), nullable=True),
+        sa.Column("transcript_json", sa.Text(), nullable=False),
+        sa.Column("confidence", sa.Float(), nullable=True),
+        sa.Column("correct", sa.Boolean(), nullable=True),
+        sa.Column("score_value", sa.Float(), nullable=True),
+        sa.Column("primary_error", sa.String(), nullable=True),
+        sa.Column("score_json", sa.Text(), nullable=True),
+        sa.Column("error", sa.Text(), nullable=True),
+        sa.Column("turns", sa.Integer(), nullable=False),
+        sa.Column("tokens_in", sa.Integer(), nullable=False),
+        sa.Column("tokens_out", sa.Integer(), nullable=False),
+        sa.Column("latency_s", sa.Float(), nullable=False),
+        sa.Column("provider_json", sa.Text(), nullable=True),
+        sa.Column("created_at", sa.String(), nullable=False),
+        sa.UniqueConstraint("run_id", "agent", "item_id", name="uq_trial_run_agent_item"),
+    )
+    op.create_index("ix_trials_run_id", "trials", ["run_id"])
+    op.create_table(
+        "response_cache",
+        sa.Column("key", sa.String(), primary_key=True),
+        sa.Column("response_json", sa.Text(), nullable=False),
+        sa.Column("created_at", sa.String(), nullable=False),
+    )
+
+
+MIGRATIONS: list[Migration] = [
+    ("0001_runs_items_trials", m0001_runs_items_trials),
+]
+"""Every migration, in the order it applies. Append only."""
+
+
+def _ensure_table(conn: Connection) -> None:
+    sa.Table(
+        MIGRATIONS_TABLE,
+        sa.MetaData(),
+        sa.Column("name", sa.String(), primary_key=True),
+        sa.Column("applied_at", sa.String(), nullable=False),
+    ).create(conn, checkfirst=True)
+
+
+def applied_migrations(engine: Engine) -> list[str]:
+    """Names of the migrations already applied (empty for a new database)."""
+    with engine.connect() as conn:
+        if not sa.inspect(conn).has_table(MIGRATIONS_TABLE):
+            return []
+        rows = conn.execute(sa.text(f"SELECT name FROM {MIGRATIONS_TABLE} ORDER BY name"))
+        return [r[0] for r in rows]
+
+
+def pending_migrations(engine: Engine) -> list[str]:
+    """Names of the migrations not yet applied."""
+    done = set(applied_migrations(engine))
+    return [name for name, _ in MIGRATIONS if name not in done]
+
+
+def migrate(engine: Engine, now: Callable[[], str]) -> list[str]:
+    """Apply every pending migration, each in its own transaction; return the names applied."""
+    applied: list[str] = []
+    with engine.begin() as conn:
+        _ensure_table(conn)
+    for name, fn in MIGRATIONS:
+        with engine.begin() as conn:
+            exists = conn.execute(
+                sa.text(f"SELECT 1 FROM {MIGRATIONS_TABLE} WHERE name = :n"), {"n": name}
+            ).first()
+            if exists:
+                continue
+            fn(Operations(MigrationContext.configure(conn)))
+            conn.execute(
+                sa.text(f"INSERT INTO {MIGRATIONS_TABLE} (name, applied_at) VALUES (:n, :t)"),
+                {"n": name, "t": now()},
+            )
+            applied.append(name)
+    return applied

@@ -1,0 +1,125 @@
+"""The database tables (SQLModel). Schema changes go through :mod:`ledger.migrations`; a test
+checks that a freshly migrated database equals these models.
+
+Times are stored as ISO 8601 UTC strings (``2026-11-30T05:40:00.123456+00:00``): sortable,
+readable, and free of the naive/aware datetime trap across SQLite and PostgreSQL.
+JSON columns hold canonical JSON text (:func:`mindledger.canonical.canonical_json`).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Column, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+__all__ = [
+    "AgentRow",
+    "ItemRow",
+    "ResponseCacheRow",
+    "RunAgentRow",
+    "RunItemRow",
+    "RunRow",
+    "TrialRow",
+]
+
+
+class AgentRow(SQLModel, table=True):
+    """An agent as it was declared when a run used it (public settings only, no secrets)."""
+
+    __tablename__ = "agents"
+
+    name: str = Field(primary_key=True)
+    adapter: str
+    config_json: str = Field(sa_column=Column(Text, nullable=False))
+    config_hash: str
+    created_at: str
+
+
+class RunRow(SQLModel, table=True):
+    """One evaluation run: a suite, a seed, and the agents evaluated on the same items."""
+
+    __tablename__ = "runs"
+
+    id: str = Field(primary_key=True)
+    suite: str
+    seed: int = Field(sa_column=Column(BigInteger, nullable=False))
+    held_out: bool = False
+    params_json: str = Field(sa_column=Column(Text, nullable=False))
+    status: str = Field(index=True)
+    created_at: str = Field(index=True)
+    finished_at: str | None = None
+
+
+class RunAgentRow(SQLModel, table=True):
+    """An agent taking part in a run, with its role and what it takes to rebuild its adapter."""
+
+    __tablename__ = "run_agents"
+
+    run_id: str = Field(primary_key=True, foreign_key="runs.id")
+    agent: str = Field(primary_key=True)
+    role: str
+    base_agent: str | None = None
+    spec_json: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class ItemRow(SQLModel, table=True):
+    """A generated item, stored once by its content hash."""
+
+    __tablename__ = "items"
+
+    id: str = Field(primary_key=True)
+    family: str = Field(index=True)
+    generator: str
+    version: str
+    seed: int = Field(sa_column=Column(BigInteger, nullable=False))
+    body_json: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class RunItemRow(SQLModel, table=True):
+    """Which items a run evaluates, in order."""
+
+    __tablename__ = "run_items"
+
+    run_id: str = Field(primary_key=True, foreign_key="runs.id")
+    item_id: str = Field(primary_key=True, foreign_key="items.id")
+    position: int
+
+
+class TrialRow(SQLModel, table=True):
+    """One agent's attempt at one item of one run. Exactly one per (run, agent, item)."""
+
+    __tablename__ = "trials"
+    __table_args__ = (
+        UniqueConstraint("run_id", "agent", "item_id", name="uq_trial_run_agent_item"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: str = Field(foreign_key="runs.id", index=True)
+    agent: str
+    item_id: str = Field(foreign_key="items.id")
+    status: str
+    """``ok`` (an answer, parsed or not, was scored) or ``api_error`` (excluded from accuracy)."""
+    answer_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    raw_text: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    transcript_json: str = Field(sa_column=Column(Text, nullable=False))
+    confidence: float | None = None
+    correct: bool | None = None
+    score_value: float | None = None
+    primary_error: str | None = None
+    score_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    turns: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_s: float = 0.0
+    provider_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    created_at: str
+
+
+class ResponseCacheRow(SQLModel, table=True):
+    """A model response keyed by the hash of the full request."""
+
+    __tablename__ = "response_cache"
+
+    key: str = Field(primary_key=True)
+    response_json: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: str

@@ -1,0 +1,67 @@
+"""Shared fixtures: a fresh database on SQLite and, where configured, on real PostgreSQL.
+
+PostgreSQL tests use the server named by ``MINDLEDGER_TEST_PG_URL`` (``.ci/run`` starts one and
+sets it); each test gets a schema of its own. Under CI (``CI=true``) a missing server is an
+error, not a skip, so the PostgreSQL half of the suite can never silently vanish.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+PG_URL = os.environ.get("MINDLEDGER_TEST_PG_URL", "")
+
+
+def _pg_schema_url(base: str) -> Iterator[str]:
+    from ledger.db import normalise_url
+
+    schema = "t_" + uuid.uuid4().hex[:12]
+    admin = sa.create_engine(normalise_url(base))
+    with admin.begin() as conn:
+        conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+    sep = "&" if "?" in base else "?"
+    try:
+        yield f"{base}{sep}options=-csearch_path%3D{schema}"
+    finally:
+        with admin.begin() as conn:
+            conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A URL of an empty database: SQLite in a temp dir, then PostgreSQL."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'test.db'}"
+        return
+    if not PG_URL:
+        if os.environ.get("CI"):
+            pytest.fail("MINDLEDGER_TEST_PG_URL is not set under CI: PostgreSQL tests must run")
+        pytest.skip("MINDLEDGER_TEST_PG_URL not set")
+    yield from _pg_schema_url(PG_URL)
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'test.db'}"
+
+
+@pytest.fixture
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """MINDLEDGER_HOME in a temp dir, no MINDLEDGER_* variables, cwd in a temp dir."""
+    for key in list(os.environ):
+        if key.startswith("MINDLEDGER_") and key != "MINDLEDGER_TEST_PG_URL":
+            monkeypatch.delenv(key)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("MINDLEDGER_HOME", str(home))
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    return home
