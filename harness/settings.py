@@ -78,6 +78,9 @@ class AgentConfig:
     """Program and arguments, for the command adapter."""
     policy: str | None = None
     """Scripted policy, for the reference adapter (oracle, random, depth-capped:N, ...)."""
+    answer_mode: str = "auto"
+    """How the agent answers: tools (submit_answer call), json (response_format), text, or auto
+    (tools for openai and command, json for the embedded model)."""
     temperature: float = 0.0
     """Sampling temperature."""
     max_tokens: int = 512
@@ -279,6 +282,12 @@ def parse_agent(name: str, table: Any, *, source: str) -> AgentConfig:
                 file=source,
                 key=f"{key}.modules",
             )
+    if agent.answer_mode not in ("auto", "tools", "json", "text"):
+        raise ConfigError(
+            f"unknown answer_mode {agent.answer_mode!r} (expected auto, tools, json or text)",
+            file=source,
+            key=f"{key}.answer_mode",
+        )
     if agent.adapter == "openai" and not agent.endpoint:
         raise ConfigError("the openai adapter needs an endpoint URL", file=source, key=key)
     if agent.adapter == "command" and not agent.command:

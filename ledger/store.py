@@ -230,13 +230,24 @@ class Store:
             provider_json=_json(rec.provider),
             created_at=self.clock(),
         )
+        values = row.model_dump(exclude={"id"})
         try:
-            with Session(self.engine) as s:
-                s.add(row)
-                s.commit()
+            with self.engine.begin() as conn:
+                conn.execute(sa.insert(TrialRow.__table__).values(**values))  # type: ignore[attr-defined]
         except IntegrityError:
-            return False
+            if (rec.agent, rec.item_id) in self._pairs(rec.run_id, rec.agent, rec.item_id):
+                return False
+            raise
         return True
+
+    def _pairs(self, run_id: str, agent: str, item_id: str) -> set[tuple[str, str]]:
+        with Session(self.engine) as s:
+            rows = s.exec(
+                select(TrialRow.agent, TrialRow.item_id).where(
+                    TrialRow.run_id == run_id, TrialRow.agent == agent, TrialRow.item_id == item_id
+                )
+            ).all()
+            return {(a, i) for a, i in rows}
 
     def trials(self, run_id: str, agent: str | None = None) -> list[TrialRow]:
         with Session(self.engine) as s:

@@ -1,0 +1,343 @@
+"""Agents: what turns an :class:`~mindledger.items.Item` into an attempt.
+
+Two kinds:
+
+- :class:`ChatAgent` talks to a chat backend (an OpenAI-compatible endpoint, the embedded model,
+  or a ``command`` program) through the answer protocol of :mod:`harness.answers`, with the
+  reference scaffold's modules (:mod:`harness.scaffold`) switched on or off;
+- :class:`ReferenceAgent` is a scripted reasoner (``oracle``, ``random``, ``depth-capped:N``,
+  ``reality-leak``, ``not-reality``, ``level:K``) whose answers come from the item's family.
+
+An attempt never raises for an agent's failure: API errors come back as ``error`` (recorded,
+excluded from accuracy, counted) and unparseable replies as ``answer=None`` (scored incorrect).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from harness import families
+from harness.answers import (
+    ANSWER_TOOL,
+    ParsedAnswer,
+    answer_tool,
+    instructions,
+    nudge_message,
+    parse_reply,
+    response_format,
+)
+from harness.scaffold import Scaffold
+from mindledger.canonical import canonical_json, content_hash
+from mindledger.errors import AgentError
+from mindledger.items import Item
+
+__all__ = [
+    "MAX_TURNS",
+    "Attempt",
+    "ChatAgent",
+    "ChatBackend",
+    "ChatReply",
+    "CommandBackend",
+    "ReferenceAgent",
+]
+
+MAX_TURNS = 10
+"""Turn cap per trial (answer turns, tool round trips, scaffold steps and the nudge)."""
+
+CONTROL_SYSTEM_PROMPT = "Answer the question."
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    """One assistant turn as a backend returns it."""
+
+    message: dict[str, Any]
+    finish_reason: str | None = None
+    model: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_s: float = 0.0
+    attempts: int = 1
+    cached: bool = False
+
+
+class ChatBackend(Protocol):
+    """Anything that answers a chat request with one assistant message."""
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+    ) -> ChatReply: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass
+class Attempt:
+    """What an agent did with one item."""
+
+    answer: Any = None
+    confidence: float | None = None
+    raw_text: str | None = None
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+    parse_problem: str | None = None
+    turns: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_s: float = 0.0
+    provider: dict[str, Any] = field(default_factory=dict)
+
+
+class ReferenceAgent:
+    """A scripted reasoner. Its random choices come from a generator seeded by the run seed and
+    the item id, so a resumed run gives the same answers."""
+
+    def __init__(self, name: str, policy: str, *, seed: int = 0):
+        families.check_policy(policy)
+        self.name = name
+        self.policy = policy
+        self.seed = seed
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return {"adapter": "reference", "policy": self.policy}
+
+    async def attempt(self, item: Item) -> Attempt:
+        digest = int(content_hash([self.seed, item.id])[7:23], 16)
+        rng = np.random.default_rng([self.seed, digest])
+        start = time.perf_counter()
+        answer = families.reference_answer(item, self.policy, rng)
+        return Attempt(
+            answer=answer,
+            raw_text=json.dumps(answer) if not isinstance(answer, str) else answer,
+            transcript=[{"role": "reference", "policy": self.policy, "answer": answer}],
+            turns=0,
+            latency_s=time.perf_counter() - start,
+            provider={"policy": self.policy},
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+
+class ChatAgent:
+    """An LLM agent behind a chat backend, with the answer protocol and scaffold modules."""
+
+    def __init__(
+        self,
+        name: str,
+        backend: ChatBackend,
+        *,
+        spec: Mapping[str, Any],
+        system_prompt: str | None = None,
+        modules: Sequence[str] = (),
+        answer_mode: str = "tools",
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+    ):
+        if answer_mode not in ("tools", "json", "text"):
+            raise ValueError(f"answer_mode must be tools, json or text, not {answer_mode!r}")
+        self.name = name
+        self.backend = backend
+        self.spec = dict(spec)
+        self.system_prompt = system_prompt
+        self.scaffold = Scaffold(tuple(modules))
+        self.mode = answer_mode
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+
+    async def aclose(self) -> None:
+        await self.backend.aclose()
+
+    async def attempt(self, item: Item) -> Attempt:
+        att = Attempt(provider={"models": [], "finish_reasons": [], "attempts": 0, "cached": 0})
+        messages: list[dict[str, Any]] = []
+        if self.system_prompt:
+            messages.append({"role": "system", "content": self.system_prompt})
+        use_item_tools = self.mode == "tools" and bool(item.tools)
+        prompt = item.prompt
+        if item.tools and not use_item_tools:
+            # No tool calls in this answer mode: give the tool's content in the prompt instead.
+            extra = "\n\n".join(f"[{name}]\n{text}" for name, text in item.tool_results.items())
+            prompt = f"{prompt}\n\n{extra}" if extra else prompt
+        try:
+            prompt = await self.scaffold.prepare(item, prompt, self, messages, att)
+            messages.append(
+                {"role": "user", "content": f"{prompt}\n\n{instructions(item.answer, self.mode)}"}
+            )
+            parsed = await self._answer_loop(item, messages, att, use_item_tools)
+            if parsed.answer is None and att.turns < MAX_TURNS:
+                messages.append({"role": "user", "content": nudge_message(item.answer, self.mode)})
+                parsed = await self._answer_loop(item, messages, att, use_item_tools)
+        except AgentError as exc:
+            att.error = f"{exc.kind}: {exc}"
+            att.transcript = messages
+            return att
+        att.answer = parsed.answer
+        att.confidence = parsed.confidence
+        att.parse_problem = parsed.problem
+        att.transcript = messages
+        return att
+
+    async def turn(
+        self,
+        messages: list[dict[str, Any]],
+        att: Attempt,
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        fmt: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+    ) -> dict[str, Any]:
+        """One model turn: send, record usage, append the reply to ``messages``."""
+        if att.turns >= MAX_TURNS:
+            raise AgentError(f"turn cap of {MAX_TURNS} reached", kind="turn_cap")
+        reply = await self.backend.chat(
+            messages,
+            tools=tools,
+            response_format=fmt,
+            temperature=self.temperature,
+            max_tokens=max_tokens or self.max_tokens,
+        )
+        att.turns += 1
+        att.tokens_in += reply.tokens_in
+        att.tokens_out += reply.tokens_out
+        att.latency_s += reply.latency_s
+        att.provider["models"].append(reply.model)
+        att.provider["finish_reasons"].append(reply.finish_reason)
+        att.provider["attempts"] += reply.attempts
+        att.provider["cached"] += int(reply.cached)
+        message = {k: v for k, v in reply.message.items() if v is not None}
+        message.setdefault("role", "assistant")
+        messages.append(message)
+        content = message.get("content")
+        if isinstance(content, str):
+            att.raw_text = content
+        return message
+
+    async def _answer_loop(
+        self,
+        item: Item,
+        messages: list[dict[str, Any]],
+        att: Attempt,
+        use_item_tools: bool,
+    ) -> ParsedAnswer:
+        tools = fmt = None
+        if self.mode == "tools":
+            tools = [answer_tool(item.answer), *(item.tools if use_item_tools else ())]
+        elif self.mode == "json":
+            fmt = response_format(item.answer)
+        while True:
+            message = await self.turn(messages, att, tools=tools, fmt=fmt)
+            calls = message.get("tool_calls") or []
+            other = [c for c in calls if (c.get("function") or {}).get("name") != ANSWER_TOOL]
+            if calls and len(other) == len(calls):
+                # Only non-answer tool calls (e.g. query_opponent_history): answer them, go on.
+                for call in other:
+                    fn = call.get("function") or {}
+                    name = fn.get("name", "")
+                    content = item.tool_results.get(name, f"unknown tool {name!r}")
+                    messages.append(
+                        {"role": "tool", "tool_call_id": call.get("id", ""), "content": content}
+                    )
+                if att.turns >= MAX_TURNS:
+                    return ParsedAnswer(None, None, None, f"turn cap of {MAX_TURNS} reached")
+                continue
+            if calls:
+                raw = [c for c in calls if (c.get("function") or {}).get("name") == ANSWER_TOOL]
+                att.raw_text = (raw[0].get("function") or {}).get("arguments")
+            return parse_reply(message, item.answer)
+
+
+class CommandBackend:
+    """The ``command`` adapter: runs a program per turn, the chat request as JSON on stdin, and
+    reads a JSON reply on stdout: either ``{"message": {...}}``, an OpenAI chat completion
+    (``{"choices": [{"message": {...}}]}``), or ``{"content": "..."}``."""
+
+    def __init__(self, command: Sequence[str], *, timeout: float = 120.0, concurrency: int = 4):
+        self.command = list(command)
+        self.timeout = timeout
+        self._sem = asyncio.Semaphore(concurrency)
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+    ) -> ChatReply:
+        request = {
+            "messages": messages,
+            "tools": tools,
+            "response_format": response_format,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+        }
+        async with self._sem:
+            start = time.perf_counter()
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    *self.command,
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                )
+            except OSError as exc:
+                raise AgentError(
+                    f"cannot run {self.command[0]}: {exc}", kind="connection"
+                ) from None
+            try:
+                out, err = await asyncio.wait_for(
+                    proc.communicate(canonical_json(request)), self.timeout
+                )
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+                raise AgentError(f"{self.command[0]} timed out", kind="timeout") from None
+            latency = time.perf_counter() - start
+        if proc.returncode != 0:
+            tail = err.decode(errors="replace").strip().splitlines()[-1:] or [""]
+            raise AgentError(
+                f"{self.command[0]} exited with {proc.returncode}: {tail[0]}", kind="server_error"
+            )
+        try:
+            data = json.loads(out)
+        except json.JSONDecodeError:
+            raise AgentError(f"{self.command[0]} wrote no JSON reply", kind="malformed") from None
+        if isinstance(data, dict) and isinstance(data.get("message"), dict):
+            message = data["message"]
+        elif isinstance(data, dict) and data.get("choices"):
+            message = data["choices"][0].get("message") or {}
+        elif isinstance(data, dict) and isinstance(data.get("content"), str):
+            message = {"role": "assistant", "content": data["content"]}
+        else:
+            raise AgentError(
+                f"{self.command[0]} reply has no 'message', 'choices' or 'content'",
+                kind="malformed",
+            )
+        usage = data.get("usage") or {}
+        return ChatReply(
+            message=message,
+            finish_reason=None,
+            model=data.get("model"),
+            tokens_in=int(usage.get("prompt_tokens", 0)),
+            tokens_out=int(usage.get("completion_tokens", 0)),
+            latency_s=latency,
+        )
+
+    async def aclose(self) -> None:
+        return None

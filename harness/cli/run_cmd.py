@@ -1,0 +1,314 @@
+"""``mindledger run``, ``runs`` and ``quickstart``."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from harness.build import plan_agents
+from harness.cli.common import get_settings, get_store
+from harness.runner import RunSummary
+from harness.runs import create_run, execute_stored_run
+from harness.settings import Settings
+from harness.suites import SUITES
+from ledger.store import Store
+
+QUICKSTART_REFERENCES = (
+    "oracle",
+    "random",
+    "depth-capped:2",
+    "reality-leak",
+    "not-reality",
+    "level:2",
+)
+
+
+class RichProgress:
+    """A progress bar per agent, with rate and ETA; quiet when stderr is not a terminal."""
+
+    def __init__(self, console: Console):
+        self.console = console
+        self.progress = Progress(
+            TextColumn("{task.description:<28}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]:>8}"),
+            TextColumn("acc {task.fields[acc]:>5}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            disable=not console.is_terminal,
+        )
+        self.tasks: dict[str, TaskID] = {}
+        self.counts: dict[str, list[int]] = {}
+
+    def start(self, totals: Mapping[str, int], done: Mapping[str, int]) -> None:
+        for name, total in totals.items():
+            self.counts[name] = [0, 0]
+            self.tasks[name] = self.progress.add_task(
+                name, total=total, completed=done.get(name, 0), rate="", acc="-"
+            )
+        self.progress.start()
+
+    def advance(self, agent: str, *, correct: bool | None, error: bool) -> None:
+        c = self.counts[agent]
+        if not error:
+            c[0] += 1
+            c[1] += int(bool(correct))
+        task = self.tasks[agent]
+        self.progress.advance(task)
+        t = self.progress.tasks[task]
+        speed = t.speed
+        self.progress.update(
+            task,
+            rate=f"{speed:.1f}/s" if speed else "",
+            acc=f"{c[1] / c[0]:.0%}" if c[0] else "-",
+        )
+
+    def stop(self) -> None:
+        self.progress.stop()
+
+
+def print_summary(console: Console, store: Store, run_id: str, summary: RunSummary | None) -> None:
+    run = store.get_run(run_id)
+    counts = store.trial_counts(run_id)
+    roles = {ra.name: ra.role for ra in store.run_agents(run_id)}
+    n_items = len(store.run_items(run_id))
+    table = Table(
+        title=f"run {run_id} · suite {run.suite} · seed {run.seed}"
+        + (" (held out)" if run.held_out else "")
+        + f" · {run.status}"
+    )
+    for col in ("agent", "role", "trials", "scored", "correct", "accuracy", "api errors"):
+        table.add_column(col, justify="left" if col in ("agent", "role") else "right")
+    for name in roles:
+        c = counts.get(name, {"ok": 0, "api_error": 0, "correct": 0})
+        scored = c.get("ok", 0)
+        acc = f"{c['correct'] / scored:.1%}" if scored else "n/a"
+        table.add_row(
+            name,
+            roles[name],
+            f"{scored + c.get('api_error', 0)}/{n_items}",
+            str(scored),
+            str(c["correct"]),
+            acc,
+            str(c.get("api_error", 0)),
+        )
+    console.print(table)
+    if summary is not None:
+        console.print(
+            f"{summary.attempted} trial(s) attempted in {summary.wall_s:.1f} s"
+            + (f"; {summary.skipped} already stored" if summary.skipped else "")
+        )
+
+
+def _run(store: Store, settings: Settings, run_id: str, console: Console) -> RunSummary:
+    progress = RichProgress(console)
+    try:
+        summary = asyncio.run(execute_stored_run(store, settings, run_id, progress=progress))
+    except KeyboardInterrupt:
+        console.print(f"[yellow]Interrupted.[/] Continue with: mindledger run --resume {run_id}")
+        raise
+    return summary
+
+
+@click.command()
+@click.option(
+    "--suite",
+    type=click.Choice(sorted(SUITES)),
+    default="quick",
+    show_default=True,
+    help="Suite preset: " + "; ".join(f"{s.name}: {s.description}" for s in SUITES.values()),
+)
+@click.option(
+    "--agent",
+    "agents",
+    multiple=True,
+    metavar="NAME",
+    help="Agent under test, from the settings or built in ('local'); repeatable.",
+)
+@click.option(
+    "--control",
+    default=None,
+    metavar="NAME",
+    help="Control agent (default: the agent's `control` setting, else the same model "
+    "with a minimal system prompt and no modules).",
+)
+@click.option("--no-control", is_flag=True, help="Run without a control (not recommended).")
+@click.option(
+    "--reference",
+    "references",
+    multiple=True,
+    metavar="POLICY",
+    help="Reference agent: oracle, random, depth-capped:N, reality-leak, not-reality, "
+    "level:K; repeatable.",
+)
+@click.option(
+    "--ablate",
+    multiple=True,
+    metavar="MODULE",
+    help="Add a variant of the agent with MODULE switched off (perspective, "
+    "witness_log, opponent_sim); repeatable.",
+)
+@click.option("--seed", type=int, default=None, help="Seed (default: drawn fresh and logged).")
+@click.option(
+    "--held-out", is_flag=True, help="Draw from the held-out seed share (scheduled runs)."
+)
+@click.option(
+    "--hitom",
+    "hitom_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Hi-ToM JSON file, adds test B3.",
+)
+@click.option(
+    "--resume",
+    "resume_id",
+    default=None,
+    metavar="RUN_ID",
+    help="Continue an interrupted run: attempt only what has no stored trial.",
+)
+def run(
+    suite: str,
+    agents: tuple[str, ...],
+    control: str | None,
+    no_control: bool,
+    references: tuple[str, ...],
+    ablate: tuple[str, ...],
+    seed: int | None,
+    held_out: bool,
+    hitom_path: Path | None,
+    resume_id: str | None,
+) -> None:
+    """Run a suite against agents, their controls and reference agents.
+
+    Items are generated from the seed and stored with the run before any trial; every trial is
+    stored as it completes, so an interrupted run loses nothing and --resume finishes it.
+
+    \b
+    Suites and their item counts:
+      quick     16 belief + 6 applied NestToM items, 4 game variants (minutes on 2 CPUs)
+      baseline  B1 960, B2 180, B4 150, B5 ~120 items (+ B3 100 Hi-ToM with --hitom)
+
+    \b
+    Examples:
+      mindledger run --suite quick --agent local --reference oracle --reference depth-capped:2
+      mindledger run --suite baseline --agent mybot --ablate perspective
+      mindledger run --resume 20261130-031500-ab12cd
+    """
+    ctx = click.get_current_context()
+    settings = get_settings(ctx)
+    store = get_store(ctx)
+    console = Console(stderr=True)
+    if resume_id:
+        if agents or references or ablate or seed is not None:
+            raise click.UsageError("--resume takes no other run options: the run's own are used")
+        run_id = resume_id
+        store.get_run(run_id)
+        console.print(f"resuming run {run_id}")
+    else:
+        planned = plan_agents(
+            settings,
+            agents=agents,
+            control=control,
+            references=references,
+            ablate=ablate,
+            no_control=no_control,
+        )
+        run_id, used_seed, n = create_run(
+            store,
+            settings,
+            suite=suite,
+            planned=planned,
+            seed=seed,
+            held_out=held_out,
+            hitom_path=hitom_path,
+        )
+        console.print(
+            f"run {run_id}: suite {suite}, seed {used_seed}, {n} items × "
+            f"{len(planned)} agents ({', '.join(ra.name for ra in planned)})"
+        )
+    summary = _run(store, settings, run_id, console)
+    print_summary(Console(), store, run_id, summary)
+
+
+@click.command()
+@click.option("--limit", default=20, show_default=True, help="How many runs to list.")
+def runs(limit: int) -> None:
+    """List stored runs, newest first.
+
+    \b
+    Example:
+      mindledger runs --limit 5
+    """
+    store = get_store(click.get_current_context())
+    table = Table()
+    for col in ("run", "suite", "seed", "held out", "status", "created", "agents", "trials"):
+        table.add_column(col)
+    for r in store.list_runs(limit):
+        counts = store.trial_counts(r.id)
+        n = sum(c.get("ok", 0) + c.get("api_error", 0) for c in counts.values())
+        table.add_row(
+            r.id,
+            r.suite,
+            str(r.seed),
+            "yes" if r.held_out else "",
+            r.status,
+            r.created_at[:19].replace("T", " "),
+            str(len(store.run_agents(r.id))),
+            str(n),
+        )
+    Console().print(table)
+
+
+@click.command()
+@click.option("--seed", type=int, default=None, help="Seed (default: drawn fresh).")
+def quickstart(seed: int | None) -> None:
+    """Start the embedded model and run the quick suite end to end.
+
+    Runs the `local` agent (SmolLM2-135M with the reference scaffold), its control, and the
+    reference agents on the quick suite, stores everything in the configured database (SQLite
+    in the data directory by default), and writes the report next to it.
+
+    \b
+    Example:
+      mindledger quickstart
+    """
+    ctx = click.get_current_context()
+    settings = get_settings(ctx)
+    store = get_store(ctx)
+    console = Console(stderr=True)
+    planned = plan_agents(settings, agents=("local",), references=QUICKSTART_REFERENCES)
+    run_id, used_seed, n = create_run(store, settings, suite="quick", planned=planned, seed=seed)
+    console.print(f"run {run_id}: quick suite, seed {used_seed}, {n} items × {len(planned)} agents")
+    console.print("starting the embedded model (SmolLM2-135M-Instruct via llama.cpp on 127.0.0.1)…")
+    summary = _run(store, settings, run_id, console)
+    out = Console()
+    print_summary(out, store, run_id, summary)
+    out.print(
+        f"stored in {settings.database_url.split('///')[-1] if settings.database_url.startswith('sqlite') else 'the database'} as run {run_id}"
+    )
+    try:
+        from harness.cli.report_cmd import write_reports
+    except ImportError:
+        out.print(f"report: mindledger report {run_id} --format md")
+        return
+    paths = write_reports(store, run_id, settings.home / "reports")
+    for p in paths:
+        out.print(f"report: {p}")
+    sys.stdout.flush()
