@@ -236,7 +236,7 @@ class ChatAgent:
     ) -> ParsedAnswer:
         tools = fmt = None
         if self.mode == "tools":
-            tools = [answer_tool(item.answer), *(item.tools if use_item_tools else ())]
+            tools = [answer_tool(item.answer), *(dict(t) for t in item.tools if use_item_tools)]
         elif self.mode == "json":
             fmt = response_format(item.answer)
         while True:

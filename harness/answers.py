@@ -164,12 +164,11 @@ def coerce(value: Any, spec: Mapping[str, Any]) -> tuple[Any, str | None]:
     if kind == "integer":
         if isinstance(value, bool):
             return None, f"expected {describe(spec)}, got {value!r}"
+        digits = re.findall(r"-?\d+", value) if isinstance(value, str) else []
         if isinstance(value, int | float) and float(value).is_integer():
             number = int(value)
-        elif isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
-            number = int(value)
-        elif isinstance(value, str) and len(re.findall(r"-?\d+", value)) == 1:
-            number = int(re.findall(r"-?\d+", value)[0])
+        elif len(digits) == 1:
+            number = int(digits[0])
         else:
             return None, f"expected {describe(spec)}, got {value!r}"
         lo, hi = spec.get("min"), spec.get("max")

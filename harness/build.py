@@ -169,7 +169,7 @@ async def built_agents(
     from harness.backends import OpenAIBackend  # deferred: pulls in the HTTP stack
 
     async with AsyncExitStack() as stack:
-        out = []
+        out: list[ChatAgent | ReferenceAgent] = []
         for ra in planned:
             spec = ra.spec
             adapter = spec.get("adapter")

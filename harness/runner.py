@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from harness import families
 from harness.agents import Attempt
@@ -175,7 +176,9 @@ async def execute_run(
                 tally.correct += int(bool(rec.correct))
                 tally.unparsed += int(rec.answer is None)
             loop.call_soon_threadsafe(
-                progress.advance, agent, correct=rec.correct, error=rec.status == "api_error"
+                functools.partial(
+                    progress.advance, agent, correct=rec.correct, error=rec.status == "api_error"
+                )
             )
 
         return _cb
