@@ -165,8 +165,12 @@ class ChatAgent:
     async def attempt(self, item: Item) -> Attempt:
         att = Attempt(provider={"models": [], "finish_reasons": [], "attempts": 0, "cached": 0})
         messages: list[dict[str, Any]] = []
-        if self.system_prompt:
-            messages.append({"role": "system", "content": self.system_prompt})
+        system = [self.system_prompt or ""]
+        task_system = item.meta.get("system_prompt") if isinstance(item.meta, Mapping) else None
+        if isinstance(task_system, str) and task_system:
+            system.append(task_system)  # the task's own instructions (e.g. the paper's prompts)
+        if any(system):
+            messages.append({"role": "system", "content": "\n\n".join(p for p in system if p)})
         use_item_tools = self.mode == "tools" and bool(item.tools)
         prompt = item.prompt
         if item.tools and not use_item_tools:
