@@ -1,1 +1,110 @@
-"""games"""
+"""games: level-k distinguishable games, scripted opponents, and A/B/C strategic prediction.
+
+Built on the paper "Level-k Distinguishable Mechanisms for Evaluating Bounded Rationality in
+LLMs" (seed 000) and seed 002 §5.2, §15.1. Pure code: no I/O, no clock, no global random
+state — everything random takes a seed or a ``numpy.random.Generator``.
+
+- Games: :data:`GAMES` / :func:`get_game` (``11-20``, ``all-pay``, ``nash-demand``,
+  ``ring-11-20``), :func:`build_game` for any parameters of those families, and
+  :func:`generate_variant` for fresh variants verified distinguishable.
+- Analysis: :func:`idr_sequence`, :func:`check_distinguishability` (Definition 1, Lemma 1).
+- Trials: :func:`generate_items` / :func:`make_trial` (recursive and inductive conditions,
+  prompts verbatim), :func:`opponent_history` (Eq. 7).
+- Scoring: :func:`score`, :func:`score_reply` (Appendix D), :func:`summarize`, the judge's
+  pieces in :mod:`games.judge`.
+- Reference agents: :func:`reference_answer` (``oracle``, ``random``, ``level:K``,
+  ``depth-capped:N``).
+- A/B/C: :func:`generate_abc_items`, :func:`summarize_abc`.
+"""
+
+from games.abc import (
+    ABC_GENERATOR,
+    ABC_KINDS,
+    generate_abc_items,
+    make_abc_item,
+    make_abc_scenario,
+    score_abc_answer,
+    summarize_abc,
+)
+from games.catalog import CANONICAL_PARAMS, FAMILIES, GAMES, build_game, game_names, get_game
+from games.equilibrium import symmetric_equilibria
+from games.idr import Distinguishability, Failure, check_distinguishability, idr_sequence
+from games.judge import (
+    EXTRACTION_SCHEMAS,
+    JUDGE_SYSTEM_PROMPT,
+    JudgeReading,
+    judge_messages,
+    quote_grounded,
+    read_extraction,
+)
+from games.prompts import (
+    INDUCTIVE_SYSTEM_APPENDIX,
+    INDUCTIVE_USER_TEXT,
+    NUDGE,
+    SYSTEM_PROMPT,
+    opponent_description,
+    system_prompt,
+    user_prompt,
+)
+from games.quantal import HISTORY_LENGTH, LAMBDAS, opponent_history, quantal_probabilities
+from games.reference import POLICIES, parse_policy, reference_answer
+from games.scoring import parse_action, read_belief, score, score_reply, summarize
+from games.spec import Action, GameSpec
+from games.trials import CONDITIONS, GENERATOR, design_cells, generate_items, make_trial
+from games.variants import VARIANT_FAMILIES, VariantError, generate_variant
+
+__all__ = [
+    "ABC_GENERATOR",
+    "ABC_KINDS",
+    "CANONICAL_PARAMS",
+    "CONDITIONS",
+    "EXTRACTION_SCHEMAS",
+    "FAMILIES",
+    "GAMES",
+    "GENERATOR",
+    "HISTORY_LENGTH",
+    "INDUCTIVE_SYSTEM_APPENDIX",
+    "INDUCTIVE_USER_TEXT",
+    "JUDGE_SYSTEM_PROMPT",
+    "LAMBDAS",
+    "NUDGE",
+    "POLICIES",
+    "SYSTEM_PROMPT",
+    "VARIANT_FAMILIES",
+    "Action",
+    "Distinguishability",
+    "Failure",
+    "GameSpec",
+    "JudgeReading",
+    "VariantError",
+    "build_game",
+    "check_distinguishability",
+    "design_cells",
+    "game_names",
+    "generate_abc_items",
+    "generate_items",
+    "generate_variant",
+    "get_game",
+    "idr_sequence",
+    "judge_messages",
+    "make_abc_item",
+    "make_abc_scenario",
+    "make_trial",
+    "opponent_description",
+    "opponent_history",
+    "parse_action",
+    "parse_policy",
+    "quantal_probabilities",
+    "quote_grounded",
+    "read_belief",
+    "read_extraction",
+    "reference_answer",
+    "score",
+    "score_abc_answer",
+    "score_reply",
+    "summarize",
+    "summarize_abc",
+    "symmetric_equilibria",
+    "system_prompt",
+    "user_prompt",
+]

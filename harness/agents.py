@@ -101,6 +101,12 @@ class Attempt:
     provider: dict[str, Any] = field(default_factory=dict)
 
 
+def answer_tool_name(item: Item) -> str:
+    """The answer tool an item asks for: its own (``meta["answer_tool"]``) or submit_answer."""
+    name = item.meta.get("answer_tool") if isinstance(item.meta, Mapping) else None
+    return name if isinstance(name, str) and name else ANSWER_TOOL
+
+
 class ReferenceAgent:
     """A scripted reasoner. Its random choices come from a generator seeded by the run seed and
     the item id, so a resumed run gives the same answers."""
@@ -179,12 +185,13 @@ class ChatAgent:
             prompt = f"{prompt}\n\n{extra}" if extra else prompt
         try:
             prompt = await self.scaffold.prepare(item, prompt, self, messages, att)
-            messages.append(
-                {"role": "user", "content": f"{prompt}\n\n{instructions(item.answer, self.mode)}"}
-            )
+            tool = answer_tool_name(item)
+            how = instructions(item.answer, self.mode, tool)
+            messages.append({"role": "user", "content": f"{prompt}\n\n{how}"})
             parsed = await self._answer_loop(item, messages, att, use_item_tools)
             if parsed.answer is None and att.turns < MAX_TURNS:
-                messages.append({"role": "user", "content": nudge_message(item.answer, self.mode)})
+                nudge = nudge_message(item.answer, self.mode, tool)
+                messages.append({"role": "user", "content": nudge})
                 parsed = await self._answer_loop(item, messages, att, use_item_tools)
         except AgentError as exc:
             att.error = f"{exc.kind}: {exc}"
@@ -239,14 +246,18 @@ class ChatAgent:
         use_item_tools: bool,
     ) -> ParsedAnswer:
         tools = fmt = None
+        tool = answer_tool_name(item)
         if self.mode == "tools":
-            tools = [answer_tool(item.answer), *(dict(t) for t in item.tools if use_item_tools)]
+            tools = [
+                answer_tool(item.answer, tool),
+                *(dict(t) for t in item.tools if use_item_tools),
+            ]
         elif self.mode == "json":
             fmt = response_format(item.answer)
         while True:
             message = await self.turn(messages, att, tools=tools, fmt=fmt)
             calls = message.get("tool_calls") or []
-            other = [c for c in calls if (c.get("function") or {}).get("name") != ANSWER_TOOL]
+            other = [c for c in calls if (c.get("function") or {}).get("name") != tool]
             if calls and len(other) == len(calls):
                 # Only non-answer tool calls (e.g. query_opponent_history): answer them, go on.
                 for call in other:
@@ -260,9 +271,9 @@ class ChatAgent:
                     return ParsedAnswer(None, None, None, f"turn cap of {MAX_TURNS} reached")
                 continue
             if calls:
-                raw = [c for c in calls if (c.get("function") or {}).get("name") == ANSWER_TOOL]
+                raw = [c for c in calls if (c.get("function") or {}).get("name") == tool]
                 att.raw_text = (raw[0].get("function") or {}).get("arguments")
-            return parse_reply(message, item.answer)
+            return parse_reply(message, item.answer, tool)
 
 
 class CommandBackend:

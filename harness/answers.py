@@ -65,27 +65,33 @@ def _value_schema(spec: Mapping[str, Any]) -> dict[str, Any]:
     raise ValueError(f"unknown answer kind {kind!r}")
 
 
-def answer_json_schema(spec: Mapping[str, Any]) -> dict[str, Any]:
+ANSWER_FIELDS = ("answer", "action")
+"""Keys an answer object may carry its answer under (``action`` is the games paper's)."""
+
+
+def answer_json_schema(spec: Mapping[str, Any], field: str = "answer") -> dict[str, Any]:
     """JSON schema of an answer object: ``{"answer": …, "confidence": 0..1}``."""
     return {
         "type": "object",
         "properties": {
-            "answer": _value_schema(spec),
+            field: _value_schema(spec),
             "confidence": {"type": "number", "minimum": 0, "maximum": 1},
         },
-        "required": ["answer", "confidence"],
+        "required": [field, "confidence"],
         "additionalProperties": False,
     }
 
 
-def answer_tool(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``submit_answer`` tool as an OpenAI function spec."""
+def answer_tool(spec: Mapping[str, Any], name: str = ANSWER_TOOL) -> dict[str, Any]:
+    """The answer tool as an OpenAI function spec: ``submit_answer``, or a task's own name for
+    it (the games paper's ``submit_action``, whose value is called ``action``)."""
+    field = "action" if name == "submit_action" else "answer"
     return {
         "type": "function",
         "function": {
-            "name": ANSWER_TOOL,
+            "name": name,
             "description": "Submit your final answer and how confident you are in it (0 to 1).",
-            "parameters": answer_json_schema(spec),
+            "parameters": answer_json_schema(spec, field),
         },
     }
 
@@ -112,11 +118,11 @@ def describe(spec: Mapping[str, Any]) -> str:
     return "your answer"
 
 
-def instructions(spec: Mapping[str, Any], mode: str) -> str:
+def instructions(spec: Mapping[str, Any], mode: str, tool: str = ANSWER_TOOL) -> str:
     """The line appended to a prompt that says how to answer, for ``mode`` tools/json/text."""
     form = describe(spec)
     if mode == "tools":
-        return f"Answer by calling {ANSWER_TOOL} with your answer ({form}) and your confidence."
+        return f"Answer by calling {tool} with your answer ({form}) and your confidence."
     if mode == "json":
         return (
             f'Reply with a JSON object {{"answer": ..., "confidence": ...}}: the answer is {form}; '
@@ -128,9 +134,9 @@ def instructions(spec: Mapping[str, Any], mode: str) -> str:
     )
 
 
-def nudge_message(spec: Mapping[str, Any], mode: str) -> str:
+def nudge_message(spec: Mapping[str, Any], mode: str, tool: str = ANSWER_TOOL) -> str:
     """The one follow-up turn sent when a reply had no parseable answer."""
-    return "I could not find an answer in your reply. " + instructions(spec, mode)
+    return "I could not find an answer in your reply. " + instructions(spec, mode, tool)
 
 
 _NORMALISE = re.compile(r"[\s_\-]+")
@@ -204,9 +210,12 @@ def _confidence(raw: Any) -> float | None:
 
 
 def _from_object(obj: Any, spec: Mapping[str, Any], via: str) -> ParsedAnswer | None:
-    if not isinstance(obj, Mapping) or "answer" not in obj:
+    if not isinstance(obj, Mapping):
         return None
-    value, problem = coerce(obj["answer"], spec)
+    key = next((k for k in ANSWER_FIELDS if k in obj), None)
+    if key is None:
+        return None
+    value, problem = coerce(obj[key], spec)
     return ParsedAnswer(
         value, _confidence(obj.get("confidence")), via if value is not None else None, problem
     )
@@ -217,23 +226,25 @@ _ANSWER_LINE = re.compile(r"^\s*(?:final\s+)?answer\s*[:=]\s*(.+)$", re.IGNORECA
 _CONF_LINE = re.compile(r"^\s*confidence\s*[:=]\s*([0-9.]+)\s*%?\s*$", re.IGNORECASE)
 
 
-def parse_reply(message: Mapping[str, Any], spec: Mapping[str, Any]) -> ParsedAnswer:
-    """Read the answer from an assistant message: tool call, then JSON content, then the last
-    line of free text. Never raises on a malformed reply: it returns ``answer=None`` with the
-    problem."""
+def parse_reply(
+    message: Mapping[str, Any], spec: Mapping[str, Any], tool: str = ANSWER_TOOL
+) -> ParsedAnswer:
+    """Read the answer from an assistant message: a call of the answer tool ``tool``, then JSON
+    content, then the last line of free text. Never raises on a malformed reply: it returns
+    ``answer=None`` with the problem."""
     for call in message.get("tool_calls") or []:
         fn = call.get("function") or {}
-        if fn.get("name") != ANSWER_TOOL:
+        if fn.get("name") != tool:
             continue
         args = fn.get("arguments")
         try:
             obj = json.loads(args) if isinstance(args, str) else args
         except json.JSONDecodeError:
-            return ParsedAnswer(None, None, None, f"{ANSWER_TOOL} arguments are not JSON")
+            return ParsedAnswer(None, None, None, f"{tool} arguments are not JSON")
         parsed = _from_object(obj, spec, "tool")
         if parsed is not None:
             return parsed
-        return ParsedAnswer(None, None, None, f"{ANSWER_TOOL} arguments lack 'answer'")
+        return ParsedAnswer(None, None, None, f"{tool} arguments lack an answer")
     content = message.get("content")
     if isinstance(content, list):  # content parts
         content = "".join(p.get("text", "") for p in content if isinstance(p, Mapping))

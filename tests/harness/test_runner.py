@@ -44,7 +44,7 @@ def test_reference_and_command_agents(db_url: str, tmp_path: Path, monkeypatch: 
     # the game's own system prompt reached the agent, and the answer tool was offered
     req = json.loads(log.read_text().splitlines()[0])
     assert req["messages"][0]["role"] == "system"
-    assert any(t["function"]["name"] == "submit_answer" for t in req["tools"])
+    assert [t["function"]["name"] for t in req["tools"]] == ["submit_action"]  # the paper's name
     # running again attempts nothing: every pair is stored
     again = asyncio.run(execute_run(store, "r", agents, items, concurrency={"oracle": 4, "cmd": 2}))
     assert again.attempted == 0 and len(store.trials("r")) == 12

@@ -15,7 +15,8 @@ if answer == "FAIL":
     print("upstream exploded", file=sys.stderr)
     sys.exit(3)
 value = int(answer) if answer.lstrip("-").isdigit() else answer
-args = json.dumps({"answer": value, "confidence": 0.5})
+tool = request["tools"][0]["function"] if request.get("tools") else {"name": "submit_answer", "parameters": {"required": ["answer"]}}
+args = json.dumps({tool["parameters"]["required"][0]: value, "confidence": 0.5})
 print(json.dumps({"message": {"role": "assistant", "content": None, "tool_calls": [
-    {"id": "1", "type": "function", "function": {"name": "submit_answer", "arguments": args}}]},
+    {"id": "1", "type": "function", "function": {"name": tool["name"], "arguments": args}}]},
     "usage": {"prompt_tokens": 10, "completion_tokens": 2}, "model": "fixed"}))

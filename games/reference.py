@@ -1,0 +1,67 @@
+"""Reference agents for the games: scripted answers that the suite must diagnose correctly.
+
+- ``oracle`` — the exact answer;
+- ``random`` — uniform over the answer space (a uniformly random distribution for
+  distribution answers);
+- ``level:K`` — the scripted level-K bot: plays ``a(K)`` of the game's IDR sequence, whatever
+  the opponent, so it is correct exactly at target depth K;
+- ``depth-capped:N`` — reasons correctly up to depth N, then stops: plays
+  ``a(min(k_target, N))``.
+
+On A/B/C items (:mod:`games.abc`) ``level:K`` and ``depth-capped:N`` play the action of a
+level-K (resp. level-min(·, N)) scripted bot of that game; see :func:`games.abc.abc_reference`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from games.idr import idr_sequence
+from games.scoring import spec_from_truth
+from games.trials import GENERATOR as TRIAL_GENERATOR
+from mindledger.errors import InputError
+from mindledger.items import Item
+
+__all__ = ["POLICIES", "parse_policy", "reference_answer"]
+
+POLICIES: tuple[str, ...] = ("oracle", "random", "level:K", "depth-capped:N")
+
+
+def parse_policy(policy: str) -> tuple[str, int | None]:
+    """``"level:3"`` -> ``("level", 3)``; ``"oracle"`` -> ``("oracle", None)``."""
+    name, _, arg = policy.partition(":")
+    if name in ("oracle", "random") and not arg:
+        return name, None
+    if name in ("level", "depth-capped") and arg.isdigit():
+        return name, int(arg)
+    raise InputError(f"unknown reference policy {policy!r}; known: {', '.join(POLICIES)}",
+                     where="policy")
+
+
+def _level_action(item: Item, level: int) -> Any:
+    idr = item.truth["idr"]
+    if level < len(idr):
+        return idr[level]
+    return idr_sequence(spec_from_truth(item.truth), level)[level]
+
+
+def reference_answer(item: Item, policy: str, rng: np.random.Generator) -> Any:
+    """The answer reference agent ``policy`` gives to ``item`` (``rng`` for ``random``)."""
+    name, arg = parse_policy(policy)
+    if item.generator != TRIAL_GENERATOR:
+        from games.abc import ABC_GENERATOR, abc_reference
+
+        if item.generator == ABC_GENERATOR:
+            return abc_reference(item, name, arg, rng)
+        raise InputError(f"not a games item: generator {item.generator!r}", where="item")
+    if name == "oracle":
+        return item.truth["target_action"]
+    if name == "random":
+        actions = item.truth["actions"]
+        return actions[int(rng.integers(len(actions)))]
+    assert arg is not None
+    if name == "level":
+        return _level_action(item, arg)
+    return _level_action(item, min(int(item.truth["target_depth"]), arg))

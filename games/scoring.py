@@ -1,0 +1,336 @@
+"""Scoring a trial (Appendix D of the paper): pure functions of the item and the reply.
+
+From the submitted action ``â`` and, when available, the stated belief ``b̂`` and the written
+chain ``c`` (read from the reply's structured fields or from a judge's extraction, see
+:mod:`games.judge`):
+
+- **accuracy**: ``â == a(k_target)`` (exact; a non-integer or out-of-range number matches no
+  depth; a reply with no action is incorrect, never dropped);
+- **K_B**: the unique depth ``k ∈ {0…10}`` with ``a(k) = â`` (Eq. 8); **within-one**:
+  ``|K_B − k_target| ≤ 1``;
+- **K_L**: one plus the unique depth with ``a(k) = b̂`` (Eq. 9);
+- each signal that fails to resolve is recorded as ``unmatched`` (a value matching no depth),
+  ``ambiguous`` (several depths) or ``none`` (no value);
+- **best-response consistency**: ``â ∈ BR(b̂)`` against the full best-response set (Eq. 6),
+  and, when the belief is a distribution, whether ``â`` maximises expected utility under it
+  (kept in a separate field);
+- **chain**: length ``m = |c|`` and per-step consistency
+  ``C = mean[c_{t+1} ∈ BR(c_t)]`` (Eq. 10; undefined for ``m < 2``).
+
+Items whose target action matches two depths (Ring 11–20 at ``k_target = 10``) carry
+``excluded`` in the score details; :func:`summarize` leaves them out of the figures.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from games.abc import ABC_GENERATOR, score_abc_answer
+from games.spec import Action, GameSpec
+from mindledger.errors import InputError
+from mindledger.items import Item, Score
+
+__all__ = [
+    "ERROR_CODES",
+    "parse_action",
+    "read_belief",
+    "score",
+    "score_reply",
+    "spec_from_truth",
+    "summarize",
+]
+
+ERROR_CODES: tuple[str, ...] = (
+    "no_action",
+    "invalid_action",
+    "off_sequence",
+    "ambiguous",
+    "under_iteration",
+    "over_iteration",
+    "not_best_response_to_belief",
+)
+"""Error codes of a wrong trial answer, in priority order."""
+
+Number = int | float
+
+
+def spec_from_truth(truth: Mapping[str, Any], name: str = "item") -> GameSpec:
+    """Rebuild the game from the actions, payoff matrix and anchor stored in an item."""
+    return GameSpec.from_matrix(name, truth["actions"], truth["payoff"], truth["anchor"])
+
+
+def parse_action(answer: Any) -> tuple[Number | None, str]:
+    """``(value, status)`` with status ``"ok"``, ``"none"`` (no answer) or ``"invalid"``.
+
+    Accepts an int, a finite float (integral floats become ints), a numeric string, or a
+    mapping with an ``"action"`` key (the ``submit_action`` arguments).
+    """
+    if isinstance(answer, Mapping):
+        answer = answer.get("action", answer.get("answer"))
+    if answer is None:
+        return None, "none"
+    if isinstance(answer, bool):
+        return None, "invalid"
+    if isinstance(answer, int):
+        return answer, "ok"
+    if isinstance(answer, float):
+        if not math.isfinite(answer):
+            return None, "invalid"
+        return (int(answer) if answer.is_integer() else answer), "ok"
+    if isinstance(answer, str):
+        text = answer.strip()
+        if not text:
+            return None, "none"
+        try:
+            return int(text), "ok"
+        except ValueError:
+            pass
+        try:
+            value = float(text)
+        except ValueError:
+            return None, "invalid"
+        return parse_action(value)
+    return None, "invalid"
+
+
+def _signal(value: Number | None, idr: Sequence[Action]) -> tuple[list[int], str]:
+    if value is None:
+        return [], "none"
+    matches = [k for k, a in enumerate(idr) if a == value]
+    if not matches:
+        return matches, "unmatched"
+    if len(matches) > 1:
+        return matches, "ambiguous"
+    return matches, "resolved"
+
+
+def _number(value: Any) -> Number | None:
+    v, status = parse_action(value)
+    return v if status == "ok" else None
+
+
+def read_belief(stated: Any) -> dict[str, Any]:
+    """Normalise a stated belief into ``{"point", "ambiguous", "distribution", "source"}``.
+
+    Accepted forms: a number; a mapping with ``final_belief_point`` (or ``point`` /
+    ``belief``), ``final_belief_ambiguous``, ``belief_support`` (a list of values or of
+    ``{"value", "p" | "probability" | "weight"}``) or ``distribution`` (value → weight).
+    A belief given only as a distribution takes its unique mode as the point belief.
+    """
+    out: dict[str, Any] = {"point": None, "ambiguous": False, "distribution": None,
+                           "source": None}
+    if stated is None:
+        return out
+    if not isinstance(stated, Mapping):
+        out["point"] = _number(stated)
+        out["source"] = "point" if out["point"] is not None else None
+        return out
+    for key in ("final_belief_point", "point", "belief"):
+        if stated.get(key) is not None:
+            out["point"] = _number(stated[key])
+            out["source"] = "point" if out["point"] is not None else None
+            break
+    out["ambiguous"] = bool(stated.get("final_belief_ambiguous", False))
+    dist: dict[Number, float] = {}
+    support = stated.get("belief_support")
+    if isinstance(support, Sequence) and not isinstance(support, str) and support:
+        for entry in support:
+            if isinstance(entry, Mapping):
+                v = _number(entry.get("value"))
+                w = next((entry[k] for k in ("p", "probability", "weight", "likelihood")
+                          if isinstance(entry.get(k), int | float)), 1.0)
+            else:
+                v, w = _number(entry), 1.0
+            if v is not None and float(w) > 0:
+                dist[v] = dist.get(v, 0.0) + float(w)
+    mapping = stated.get("distribution")
+    if isinstance(mapping, Mapping):
+        for key, w in mapping.items():
+            v = _number(key)
+            if v is not None and isinstance(w, int | float) and w > 0:
+                dist[v] = dist.get(v, 0.0) + float(w)
+    if dist:
+        total = sum(dist.values())
+        out["distribution"] = {v: w / total for v, w in dist.items()}
+        if out["point"] is None:
+            top = max(dist.values())
+            modes = [v for v, w in dist.items() if w == top]
+            if len(modes) == 1:
+                out["point"] = modes[0]
+                out["source"] = "distribution_mode"
+    return out
+
+
+def _chain_values(chain: Sequence[Any] | None) -> list[Number | None]:
+    if not chain:
+        return []
+    values: list[Number | None] = []
+    for entry in chain:
+        values.append(_number(entry.get("value") if isinstance(entry, Mapping) else entry))
+    return values
+
+
+def score_reply(
+    item: Item,
+    action: Any,
+    stated_belief: Any = None,
+    chain: Sequence[Any] | None = None,
+) -> Score:
+    """Score a trial reply per Appendix D (see the module docstring for the fields).
+
+    ``action`` may be the ``submit_action`` arguments; when ``stated_belief`` or ``chain`` is
+    not given and those arguments carry belief fields (``final_belief_point``, ``point``,
+    ``belief``, ``belief_support``, ``distribution``) or a ``chain``, they are used.
+    """
+    if isinstance(action, Mapping):
+        if stated_belief is None and any(
+            k in action for k in ("final_belief_point", "point", "belief", "belief_support",
+                                  "distribution")
+        ):
+            stated_belief = action
+        if chain is None and isinstance(action.get("chain"), Sequence):
+            chain = action["chain"]
+    truth = item.truth
+    idr: list[Action] = list(truth["idr"])
+    k = int(truth["target_depth"])
+    target = truth["target_action"]
+    spec = spec_from_truth(truth, str(item.meta.get("game_name", "item")))
+
+    value, status = parse_action(action)
+    in_space = value is not None and spec.has_action(value)
+    correct = status == "ok" and value == target
+    b_matches, b_status = _signal(value, idr)
+    k_b = b_matches[0] if b_status == "resolved" else None
+
+    belief = read_belief(stated_belief)
+    point = belief["point"]
+    l_matches, l_status = _signal(point, idr)
+    k_l = l_matches[0] + 1 if l_status == "resolved" else None
+
+    br_consistent: bool | None = None
+    br_set: list[Action] | None = None
+    if point is not None and spec.has_action(point):
+        br_set = list(spec.best_responses(point))
+        br_consistent = None if value is None else (in_space and value in br_set)
+    eu_consistent: bool | None = None
+    eu_best: list[Action] | None = None
+    dist = belief["distribution"]
+    if dist and all(spec.has_action(v) for v in dist):
+        eu_best = list(spec.expected_best_responses(dist))
+        eu_consistent = None if value is None else (in_space and value in eu_best)
+
+    values = _chain_values(chain)
+    steps: list[bool] = []
+    for prev, nxt in itertools.pairwise(values):
+        steps.append(
+            prev is not None and nxt is not None and spec.has_action(prev)
+            and spec.has_action(nxt) and nxt in spec.best_responses(prev)
+        )
+    chain_consistency = sum(steps) / len(steps) if steps else None
+
+    codes: list[str] = []
+    if not correct:
+        if status == "none":
+            codes.append("no_action")
+        elif status == "invalid" or not in_space:
+            codes.append("invalid_action")
+        elif b_status == "unmatched":
+            codes.append("off_sequence")
+        elif b_status == "ambiguous":
+            codes.append("ambiguous")
+        elif k_b is not None and k_b < k:
+            codes.append("under_iteration")
+        elif k_b is not None and k_b > k:
+            codes.append("over_iteration")
+        if br_consistent is False:
+            codes.append("not_best_response_to_belief")
+
+    details: dict[str, Any] = {
+        "action": value,
+        "no_action": status == "none",
+        "target_action": target,
+        "target_depth": k,
+        "excluded": bool(truth.get("excluded", False)),
+        "within_one": k_b is not None and abs(k_b - k) <= 1,
+        "K_B": k_b,
+        "K_B_status": b_status,
+        "K_B_matches": b_matches,
+        "K_L": k_l,
+        "K_L_status": l_status,
+        "K_L_matches": l_matches,
+        "belief_point": point,
+        "belief_source": belief["source"],
+        "belief_ambiguous": belief["ambiguous"],
+        "belief_distribution": (
+            None if dist is None else [[v, w] for v, w in sorted(dist.items())]
+        ),
+        "br_set": br_set,
+        "br_consistent": br_consistent,
+        "eu_best_responses": eu_best,
+        "br_consistent_eu": eu_consistent,
+        "chain": values,
+        "chain_length": len(values),
+        "chain_steps": steps,
+        "chain_consistency": chain_consistency,
+        "depth_error": None if k_b is None else k_b - k,
+    }
+    return Score(
+        correct=correct,
+        value=1.0 if correct else 0.0,
+        error_codes=tuple(codes),
+        primary_error=codes[0] if codes else None,
+        details=details,
+    )
+
+
+def score(item: Item, answer: Any) -> Score:
+    """Score one answer to a games item (pure): a trial by :func:`score_reply` without a stated
+    belief or chain; an A/B/C/K item by :func:`games.abc.score_abc_answer`."""
+    if item.family != "games":
+        raise InputError(f"not a games item (family {item.family!r})", where="item")
+    if item.generator == ABC_GENERATOR:
+        return score_abc_answer(item, answer)
+    return score_reply(item, answer)
+
+
+def summarize(scores: Iterable[Score]) -> dict[str, Any]:
+    """Pooled figures over trial scores, excluded trials left out (each figure with its n).
+
+    Returns accuracy, within-one accuracy, the resolution counts of K_B and K_L (resolved /
+    unmatched / ambiguous / none) and K_L coverage, best-response consistency over trials
+    with a point belief in S, mean per-step chain consistency over chains with m ≥ 2, and
+    mean chain length.
+    """
+    kept = [s for s in scores if not s.details.get("excluded")]
+    n = len(kept)
+
+    def rate(flags: list[bool]) -> dict[str, Any]:
+        return {"n": len(flags), "rate": (sum(flags) / len(flags)) if flags else None}
+
+    def counts(key: str) -> dict[str, int]:
+        out = {"resolved": 0, "unmatched": 0, "ambiguous": 0, "none": 0}
+        for s in kept:
+            out[str(s.details.get(key, "none"))] += 1
+        return out
+
+    br = [bool(s.details["br_consistent"]) for s in kept
+          if s.details.get("br_consistent") is not None]
+    cs = [float(s.details["chain_consistency"]) for s in kept
+          if s.details.get("chain_consistency") is not None]
+    ms = [int(s.details.get("chain_length", 0)) for s in kept]
+    kl = counts("K_L_status")
+    return {
+        "n": n,
+        "accuracy": rate([s.correct for s in kept]),
+        "within_one": rate([bool(s.details.get("within_one")) for s in kept]),
+        "K_B": counts("K_B_status"),
+        "K_L": kl,
+        "K_L_coverage": {"n": n, "rate": (kl["resolved"] / n) if n else None},
+        "br_consistency": rate(br),
+        "chain_consistency": {"n": len(cs), "mean": (sum(cs) / len(cs)) if cs else None},
+        "chain_length": {"n": len(ms), "mean": (sum(ms) / len(ms)) if ms else None},
+        "no_action": sum(1 for s in kept if s.details.get("no_action")),
+    }

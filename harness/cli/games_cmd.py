@@ -1,0 +1,245 @@
+"""``mindledger games``: list the built-in games, print IDR sequences, check a game given as
+JSON, and generate trial items as JSON Lines.
+
+Errors in the user's input (an unknown game, a malformed spec) exit with status 2 and a
+message naming the problem.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from mindledger.canonical import canonical_json
+from mindledger.errors import MindledgerError
+from mindledger.items import Item
+
+__all__ = ["games"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _UserFailure(click.ClickException):
+    """A user error shown as ``error: …`` with exit status 2."""
+
+    exit_code = 2
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.message}", err=True)
+
+
+def _user_errors(func: F) -> F:
+    """Turn mindledger's user errors into exit status 2 however the command is invoked."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except MindledgerError as exc:
+            if exc.exit_code != 2:
+                raise
+            raise _UserFailure(str(exc)) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, ensure_ascii=False))
+
+
+@click.group(name="games")
+def games() -> None:
+    """Level-k games: list, IDR sequences, check a game, generate trials."""
+
+
+@games.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array instead of a table.")
+@_user_errors
+def list_games(as_json: bool) -> None:
+    """List the built-in games (the paper's four) with their IDR depth K_max."""
+    from games import FAMILIES, GAMES, check_distinguishability
+
+    rows: list[dict[str, Any]] = []
+    for name, spec in GAMES.items():
+        verdict = check_distinguishability(spec)
+        rows.append(
+            {
+                "name": name,
+                "title": FAMILIES[spec.family].title,
+                "players": spec.players,
+                "actions": [spec.actions[0], spec.actions[-1]],
+                "anchor": spec.anchor,
+                "kmax": verdict.kmax,
+            }
+        )
+    if as_json:
+        _echo_json(rows)
+        return
+    for r in rows:
+        lo, hi = r["actions"]
+        click.echo(
+            f"{r['name']:<12} {r['title']:<18} players {r['players']}  S = {lo}..{hi}  "
+            f"a(0) = {r['anchor']}  K_max = {r['kmax']}"
+        )
+
+
+@games.command(name="idr")
+@click.argument("name")
+@click.option(
+    "--depth",
+    default=10,
+    show_default=True,
+    type=click.IntRange(0, 1000),
+    help="Deepest level to print.",
+)
+@_user_errors
+def idr(name: str, depth: int) -> None:
+    """Print NAME's IDR sequence a(0)..a(depth) and K_max as JSON."""
+    from games import check_distinguishability, get_game
+
+    verdict = check_distinguishability(get_game(name), depth)
+    _echo_json({"game": name, "idr": list(verdict.idr), "kmax": verdict.kmax})
+
+
+@games.command(name="check")
+@click.argument("spec_path", metavar="SPEC.json", type=click.Path(dir_okay=False))
+@click.option(
+    "--depth",
+    default=10,
+    show_default=True,
+    type=click.IntRange(0, 1000),
+    help="Depth to check distinguishability to.",
+)
+@_user_errors
+def check(spec_path: str, depth: int) -> None:
+    """Check a game given as {"actions": [...], "payoff": [[u(s, a) ...] ...], "anchor": a0}.
+
+    Rows are the player's own action s, columns the opponent's action a. Prints the IDR
+    sequence, K_max, and where and why distinguishability fails.
+    """
+    from games import GameSpec, check_distinguishability
+    from mindledger.errors import InputError
+
+    path = Path(spec_path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror or exc}", source=spec_path) from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", source=spec_path
+        ) from exc
+    spec = GameSpec.from_dict(data, source=spec_path, default_name=path.stem)
+    out = check_distinguishability(spec, depth).to_dict()
+    _echo_json(
+        {
+            "game": spec.name,
+            "idr": out.pop("idr"),
+            "kmax": out.pop("kmax"),
+            **{k: v for k, v in out.items() if k not in ("game", "depth")},
+        }
+    )
+
+
+def _write_items(items: Iterable[Item], out: str | None) -> None:
+    lines = (canonical_json(item.to_dict()).decode("utf-8") + "\n" for item in items)
+    if out is None or out == "-":
+        for line in lines:
+            click.echo(line, nl=False)
+        return
+    with open(out, "w", encoding="utf-8") as fh:
+        fh.writelines(lines)
+
+
+def _lambdas(values: Sequence[float]) -> tuple[float, ...]:
+    return tuple(int(v) if float(v).is_integer() else v for v in values)
+
+
+@games.command(name="generate")
+@click.option("--seed", required=True, type=int, help="Seed of the batch.")
+@click.option("--n", "n", required=True, type=click.IntRange(0), help="Number of items.")
+@click.option(
+    "--game",
+    "game_names",
+    multiple=True,
+    type=click.Choice(["11-20", "all-pay", "nash-demand", "ring-11-20"]),
+    help="Game(s) to draw from (repeatable; default: all four).",
+)
+@click.option(
+    "--condition",
+    "conditions",
+    multiple=True,
+    type=click.Choice(["recursive", "inductive"]),
+    help="Condition(s) (repeatable; default: both).",
+)
+@click.option(
+    "--lambda",
+    "lambdas",
+    multiple=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Precision(s) λ of the inductive histories (repeatable; default 1, 3, 10).",
+)
+@click.option(
+    "--depth",
+    "depths",
+    multiple=True,
+    type=click.IntRange(1, 10),
+    help="Target depth(s) (repeatable; default 1..10).",
+)
+@click.option(
+    "--variants/--canonical",
+    default=False,
+    show_default=True,
+    help="Play fresh distinguishable variants instead of the paper's games.",
+)
+@click.option("--out", default=None, help="Write to this file instead of standard output.")
+@_user_errors
+def generate(
+    seed: int,
+    n: int,
+    game_names: tuple[str, ...],
+    conditions: tuple[str, ...],
+    lambdas: tuple[float, ...],
+    depths: tuple[int, ...],
+    variants: bool,
+    out: str | None,
+) -> None:
+    """Write N trial items as JSON Lines (one item per line, canonical JSON)."""
+    from games import CONDITIONS, FAMILIES, LAMBDAS, generate_items
+
+    items = generate_items(
+        seed,
+        n,
+        games=game_names or tuple(FAMILIES),
+        conditions=conditions or CONDITIONS,
+        lambdas=_lambdas(lambdas) if lambdas else LAMBDAS,
+        depths=depths or tuple(range(1, 11)),
+        variants=variants,
+    )
+    _write_items(items, out)
+
+
+@games.command(name="abc")
+@click.option("--seed", required=True, type=int, help="Seed of the batch.")
+@click.option("--n", "n", required=True, type=click.IntRange(0), help="Number of scenarios.")
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    type=click.Choice(["beauty", "11-20", "guessing"]),
+    help="Scenario kind(s) (repeatable; default: all three).",
+)
+@click.option("--out", default=None, help="Write to this file instead of standard output.")
+@_user_errors
+def abc(seed: int, n: int, kinds: tuple[str, ...], out: str | None) -> None:
+    """Write the A/B/C(/K) items of N strategic-prediction scenarios as JSON Lines."""
+    from games import ABC_KINDS, generate_abc_items
+
+    _write_items(generate_abc_items(seed, n, kinds=kinds or ABC_KINDS), out)
