@@ -93,6 +93,8 @@ class Attempt:
     raw_text: str | None = None
     transcript: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    not_applicable: bool = False
+    """The agent does not apply to this item (a reference policy of another family)."""
     parse_problem: str | None = None
     turns: int = 0
     tokens_in: int = 0
@@ -124,6 +126,12 @@ class ReferenceAgent:
     async def attempt(self, item: Item) -> Attempt:
         digest = int(content_hash([self.seed, item.id])[7:23], 16)
         rng = np.random.default_rng([self.seed, digest])
+        if not families.applies(item, self.policy):
+            return Attempt(
+                not_applicable=True,
+                transcript=[{"role": "reference", "policy": self.policy, "not_applicable": True}],
+                provider={"policy": self.policy},
+            )
         start = time.perf_counter()
         answer = families.reference_answer(item, self.policy, rng)
         return Attempt(

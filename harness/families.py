@@ -10,7 +10,7 @@ import numpy as np
 from mindledger.errors import UserError
 from mindledger.items import Item, Score
 
-__all__ = ["POLICIES", "check_policy", "reference_answer", "score"]
+__all__ = ["POLICIES", "applies", "check_policy", "reference_answer", "score"]
 
 POLICIES = ("oracle", "random", "depth-capped:N", "reality-leak", "not-reality", "level:K")
 _POLICY = re.compile(r"^(oracle|random|reality-leak|not-reality|depth-capped:\d+|level:\d+)$")
@@ -33,6 +33,10 @@ def _module(family: str) -> Any:
         import games
 
         return games
+    if family == "repeated":
+        import games.repeated as repeated
+
+        return repeated
     raise ValueError(f"no scorer for item family {family!r}")
 
 
@@ -44,6 +48,17 @@ def score(item: Item, answer: Any) -> Score:
         )
     result: Score = _module(item.family).score(item, answer)
     return result
+
+
+def applies(item: Item, policy: str) -> bool:
+    """Whether the reference agent ``policy`` means anything on ``item``'s family (``level:K``
+    plays games; ``reality-leak`` and ``not-reality`` answer belief questions)."""
+    kind = policy.split(":", 1)[0]
+    if item.family in ("nesttom", "hitom"):
+        return kind in ("oracle", "random", "depth-capped", "reality-leak", "not-reality")
+    if item.family == "games":
+        return kind in ("oracle", "random", "depth-capped", "level")
+    return kind in ("oracle", "random")
 
 
 def reference_answer(item: Item, policy: str, rng: np.random.Generator) -> Any:

@@ -22,6 +22,7 @@ from typing import Protocol
 
 from harness import families
 from harness.agents import Attempt
+from harness.episodes import play_episode
 from ledger.store import Store, TrialRecord
 from mindledger.items import Item
 
@@ -112,7 +113,7 @@ def score_attempt(run_id: str, agent: str, item: Item, att: Attempt) -> TrialRec
         run_id=run_id,
         agent=agent,
         item_id=item.id,
-        status="api_error" if att.error else "ok",
+        status="not_applicable" if att.not_applicable else "api_error" if att.error else "ok",
         transcript=att.transcript,
         answer=att.answer,
         raw_text=att.raw_text,
@@ -124,7 +125,7 @@ def score_attempt(run_id: str, agent: str, item: Item, att: Attempt) -> TrialRec
         latency_s=att.latency_s,
         provider=att.provider,
     )
-    if att.error:
+    if att.error or att.not_applicable:
         return rec
     result = families.score(item, att.answer)
     details = dict(result.details)
@@ -171,6 +172,8 @@ async def execute_run(
             tally.trials += 1
             if rec.status == "api_error":
                 tally.api_errors += 1
+            elif rec.status == "not_applicable":
+                pass
             else:
                 tally.scored += 1
                 tally.correct += int(bool(rec.correct))
@@ -186,7 +189,10 @@ async def execute_run(
     async def worker(agent: AgentLike, queue: list[Item]) -> None:
         while queue:
             item = queue.pop()
-            att = await agent.attempt(item)
+            if item.family == "repeated":
+                att = await play_episode(agent, item)  # type: ignore[arg-type]
+            else:
+                att = await agent.attempt(item)
             rec = score_attempt(run_id, agent.name, item, att)
             writer.submit(rec, stored(agent.name, rec))
 

@@ -70,10 +70,8 @@ def _hitom_sample(seed: int, path: Path, n: int) -> list[Item]:
 def _quick(seed: int, hitom_path: Path | None) -> list[Item]:
     nt = _nesttom()
     items: list[Item] = []
-    items += nt.generate_items(seed, len(DEPTHS) * 2, depths=DEPTHS, length=12, agents=4, stream=10)
-    items += nt.generate_items(
-        seed, 2, depths=("R1", "R2"), belief_types=("false",), applied=True, stream=11
-    )
+    items += nt.b1_items(seed, per_cell=1)  # each depth once as false, once as true belief
+    items += nt.b4_items(seed, per_cell=1)  # behaviour + judgment on the R1–R3 stories above
     items += _games().generate_items(seed, 4, conditions=("recursive",), variants=True)
     if hitom_path is not None:
         items += _hitom_sample(seed, hitom_path, 10)
@@ -107,14 +105,14 @@ def _baseline(seed: int, hitom_path: Path | None) -> list[Item]:
 SUITES: dict[str, Suite] = {
     "quick": Suite(
         "quick",
-        "smoke pass: every depth once as false and true belief, 2 applied stories, 4 game variants",
+        "smoke pass: every depth once as false and true belief, 6 applied questions, 4 game variants",
         {"nesttom_belief": 16, "nesttom_applied": 6, "games": 4},
         _quick,
     ),
     "baseline": Suite(
         "baseline",
         "seed 002 baseline table: B1 960, B2 180, B4 150, B5 ~120 (+ B3 100 with --hitom)",
-        {"B1": 960, "B2": 180, "B4": 150, "B5": 120},
+        {"B1": 960, "B2": 180, "B4": 150, "B5": 120},  # B5: 60 trials + 16 A/B/C scenarios
         _baseline,
     ),
 }

@@ -97,7 +97,8 @@ class TrialRow(SQLModel, table=True):
     agent: str
     item_id: str = Field(foreign_key="items.id")
     status: str
-    """``ok`` (an answer, parsed or not, was scored) or ``api_error`` (excluded from accuracy)."""
+    """``ok`` (an answer, parsed or not, was scored), ``api_error`` (excluded from accuracy,
+    counted) or ``not_applicable`` (a reference policy of another item family; excluded)."""
     answer_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     raw_text: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     transcript_json: str = Field(sa_column=Column(Text, nullable=False))

@@ -266,7 +266,7 @@ class Store:
                 .group_by(col(TrialRow.agent), col(TrialRow.status), col(TrialRow.correct))
             )
             for agent, status, correct, n in s.exec(stmt).all():
-                d = out.setdefault(agent, {"ok": 0, "api_error": 0, "correct": 0})
+                d = out.setdefault(agent, {"ok": 0, "api_error": 0, "not_applicable": 0, "correct": 0})
                 d[status] = d.get(status, 0) + n
                 if correct:
                     d["correct"] += n

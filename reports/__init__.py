@@ -1,1 +1,82 @@
-"""reports"""
+"""Reports: the recursive-reasoning profile of a run, its statistics and its renderings.
+
+Public API::
+
+    build_profile(store, run_id, *, seed=0, n_boot=2000) -> dict   # JSON-ready profile
+    report(store, run_id, "md" | "html" | "json" | "csv") -> str
+    compare(store, run_a, run_b) -> dict ; render_compare_markdown(cmp) -> str
+    diagnose_references(profile) -> list[str]                      # [] when references look right
+
+Statistics (pure; seeded generators only) live in :mod:`reports.stats`.
+"""
+
+from reports.data import RunData, load_run
+from reports.profile import (
+    PROFILE_SCHEMA,
+    TRUE_BELIEF_THRESHOLD,
+    Analysis,
+    analyse,
+    build_profile,
+    diagnose_references,
+    profile_from_data,
+)
+from reports.render import (
+    compare,
+    compare_runs,
+    render_compare_markdown,
+    render_csv,
+    render_html,
+    render_json,
+    render_markdown,
+    report,
+)
+from reports.stats import (
+    Calibration,
+    ClusterBootstrap,
+    D50Result,
+    Interval,
+    SlopeResult,
+    bootstrap_pvalue,
+    cluster_bootstrap,
+    d50_estimate,
+    d50_replicates,
+    degradation_slope,
+    ece,
+    holm,
+    paired_difference,
+    wilson_interval,
+)
+
+__all__ = [
+    "PROFILE_SCHEMA",
+    "TRUE_BELIEF_THRESHOLD",
+    "Analysis",
+    "Calibration",
+    "ClusterBootstrap",
+    "D50Result",
+    "Interval",
+    "RunData",
+    "SlopeResult",
+    "analyse",
+    "bootstrap_pvalue",
+    "build_profile",
+    "cluster_bootstrap",
+    "compare",
+    "compare_runs",
+    "d50_estimate",
+    "d50_replicates",
+    "degradation_slope",
+    "diagnose_references",
+    "ece",
+    "holm",
+    "load_run",
+    "paired_difference",
+    "profile_from_data",
+    "render_compare_markdown",
+    "render_csv",
+    "render_html",
+    "render_json",
+    "render_markdown",
+    "report",
+    "wilson_interval",
+]

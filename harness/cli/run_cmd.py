@@ -94,20 +94,24 @@ def print_summary(console: Console, store: Store, run_id: str, summary: RunSumma
         + (" (held out)" if run.held_out else "")
         + f" · {run.status}"
     )
-    for col in ("agent", "role", "trials", "scored", "correct", "accuracy", "api errors"):
-        table.add_column(col, justify="left" if col in ("agent", "role") else "right")
+    for col in ("agent", "role", "trials", "scored", "correct", "accuracy", "api errors", "n/a"):
+        table.add_column(
+            col, justify="left" if col in ("agent", "role") else "right", no_wrap=col == "agent"
+        )
     for name in roles:
-        c = counts.get(name, {"ok": 0, "api_error": 0, "correct": 0})
+        c = counts.get(name, {"ok": 0, "api_error": 0, "not_applicable": 0, "correct": 0})
         scored = c.get("ok", 0)
         acc = f"{c['correct'] / scored:.1%}" if scored else "n/a"
+        stored = scored + c.get("api_error", 0) + c.get("not_applicable", 0)
         table.add_row(
             name,
             roles[name],
-            f"{scored + c.get('api_error', 0)}/{n_items}",
+            f"{stored}/{n_items}",
             str(scored),
             str(c["correct"]),
             acc,
             str(c.get("api_error", 0)),
+            str(c.get("not_applicable", 0)),
         )
     console.print(table)
     if summary is not None:
@@ -115,6 +119,12 @@ def print_summary(console: Console, store: Store, run_id: str, summary: RunSumma
             f"{summary.attempted} trial(s) attempted in {summary.wall_s:.1f} s"
             + (f"; {summary.skipped} already stored" if summary.skipped else "")
         )
+
+
+def _stdout() -> Console:
+    """Standard output; wide enough for the tables when it is not a terminal."""
+    console = Console()
+    return console if console.is_terminal else Console(width=140)
 
 
 def _run(store: Store, settings: Settings, run_id: str, console: Console) -> RunSummary:
@@ -244,7 +254,7 @@ def run(
             f"{len(planned)} agents ({', '.join(ra.name for ra in planned)})"
         )
     summary = _run(store, settings, run_id, console)
-    print_summary(Console(), store, run_id, summary)
+    print_summary(_stdout(), store, run_id, summary)
 
 
 @click.command()
@@ -262,7 +272,7 @@ def runs(limit: int) -> None:
         table.add_column(col)
     for r in store.list_runs(limit):
         counts = store.trial_counts(r.id)
-        n = sum(c.get("ok", 0) + c.get("api_error", 0) for c in counts.values())
+        n = sum(v for c in counts.values() for k, v in c.items() if k != "correct")
         table.add_row(
             r.id,
             r.suite,
@@ -273,7 +283,7 @@ def runs(limit: int) -> None:
             str(len(store.run_agents(r.id))),
             str(n),
         )
-    Console().print(table)
+    _stdout().print(table)
 
 
 @click.command()
@@ -298,7 +308,7 @@ def quickstart(seed: int | None) -> None:
     console.print(f"run {run_id}: quick suite, seed {used_seed}, {n} items × {len(planned)} agents")
     console.print("starting the embedded model (SmolLM2-135M-Instruct via llama.cpp on 127.0.0.1)…")
     summary = _run(store, settings, run_id, console)
-    out = Console()
+    out = _stdout()
     print_summary(out, store, run_id, summary)
     out.print(
         f"stored in {settings.database_url.split('///')[-1] if settings.database_url.startswith('sqlite') else 'the database'} as run {run_id}"

@@ -289,12 +289,24 @@ def test_separate_process_is_configured_over_http() -> None:
         assert r.json()["choices"][0]["message"]["content"] == "yes"
         stats = proc.stats()
         assert stats["requests"] == 2 and stats["outcomes"] == {"500": 1, "ok": 1}
-        config = proc.configure(latency=0.05, faults=Faults(kinds=("429",), first=1))
+        config = proc.configure(latency=0.05, faults=Faults(kinds=("429",), first=1), answer="no")
         assert config["latency"] == 0.05 and config["faults"]["kinds"] == ["429"]
         proc.reset()
         started = time.monotonic()
         assert httpx.post(url, json=chat_body("new")).status_code == 429
         assert time.monotonic() - started >= 0.05
-        assert proc.stats()["requests"] == 1
+        r = httpx.post(url, json=chat_body("new"))
+        assert r.json()["choices"][0]["message"]["content"] == "no"
+        assert proc.stats()["requests"] == 2
         pid = proc.process.pid if proc.process else None
     assert pid is not None and proc.process is None
+
+
+def test_public_api() -> None:
+    import harness.testing as testing
+    import harness.testing.fake_openai as module
+
+    assert testing.__all__ == module.__all__
+    assert all(getattr(testing, name) is getattr(module, name) for name in testing.__all__)
+    with pytest.raises(AttributeError):
+        _ = testing.nothing_here

@@ -433,6 +433,17 @@ async def test_bad_replies_are_protocol_errors(
             await c.get(base)
 
 
+async def test_stream_outliving_its_transport_is_not_pooled(
+    aio_server: Callable[..., Awaitable[str]],
+) -> None:
+    base = await aio_server(aio_app([]))
+    transport = FastTransport()
+    async with client(transport) as c, c.stream("GET", base + "/big") as r:
+        await transport.aclose()
+        assert len(await r.aread()) == len(BIG)
+    assert all(not pool.idle for pool in transport._pools.values())
+
+
 async def test_closed_transport_refuses_requests() -> None:
     transport = FastTransport()
     await transport.aclose()

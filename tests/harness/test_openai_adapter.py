@@ -9,7 +9,7 @@ import asyncio
 import email.utils
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -75,17 +75,31 @@ def mock(
     return chat, seen, sleeps
 
 
-def script(*replies: httpx.Response | Exception) -> Callable[[httpx.Request], httpx.Response]:
-    """A handler giving the replies in order (an exception is raised), then the last forever."""
+Reply = httpx.Response | Exception | Callable[[], httpx.Response]
+
+
+def script(*replies: Reply) -> Callable[[httpx.Request], httpx.Response]:
+    """A handler giving the replies in order (an exception is raised, a callable called), then
+    the last one forever."""
     queue = list(replies)
 
     def handler(request: httpx.Request) -> httpx.Response:
         reply = queue.pop(0) if len(queue) > 1 else queue[0]
         if isinstance(reply, Exception):
             raise reply
-        return reply
+        return reply if isinstance(reply, httpx.Response) else reply()
 
     return handler
+
+
+GZIP = {"content-encoding": "gzip"}
+
+
+class NotGzip(httpx.AsyncByteStream):
+    """A body that claims to be gzip and is not (read lazily, so httpx fails on reading)."""
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield b"plain text"
 
 
 def ok() -> httpx.Response:
@@ -263,6 +277,7 @@ def status(code: int, **kw: Any) -> httpx.Response:
         (status(200, json={"choices": []}), "malformed", 200, 3),
         (status(200, json=[1, 2]), "malformed", 200, 3),
         (status(200, json={"error": {"message": "upstream failed"}}), "server_error", 200, 3),
+        (lambda: httpx.Response(200, headers=GZIP, stream=NotGzip()), "malformed", None, 3),
         (httpx.ConnectError("refused"), "connection", None, 3),
         (httpx.RemoteProtocolError("Server disconnected"), "connection", None, 3),
         (httpx.ReadError("reset"), "connection", None, 3),
@@ -271,9 +286,7 @@ def status(code: int, **kw: Any) -> httpx.Response:
         (httpx.UnsupportedProtocol("ftp"), "connection", None, 1),
     ],
 )
-async def test_error_kinds(
-    reply: httpx.Response | Exception, kind: str, code: int | None, attempts: int
-) -> None:
+async def test_error_kinds(reply: Reply, kind: str, code: int | None, attempts: int) -> None:
     chat, seen, sleeps = mock(script(reply), max_retries=2, backoff_base=0.01)
     with pytest.raises(ChatError) as caught:
         await chat.chat(USER)
@@ -317,6 +330,15 @@ async def test_api_key_never_shown(caplog: pytest.LogCaptureFixture) -> None:
     shown = [str(caught.value), repr(chat), caplog.text, repr(caught.value)]
     assert not any("sk-very-secret" in text for text in shown)
     assert "retry 1/5" in caplog.text
+
+
+async def test_credentials_in_the_url_are_not_shown() -> None:
+    chat, seen, _ = mock(script(status(500)), base_url="http://user:pw@endpoint.test/v1?key=k1")
+    with pytest.raises(ChatError) as caught:
+        await chat.chat(USER)
+    assert seen[0].url.password == "pw" and seen[0].url.params["key"] == "k1"
+    for text in (str(caught.value), caught.value.url, repr(chat)):
+        assert "pw" not in text and "k1" not in text and "endpoint.test/v1" in text
 
 
 async def test_total_timeout_per_attempt() -> None:
@@ -530,3 +552,22 @@ async def test_many_calls_under_random_faults_lose_and_duplicate_nothing(
     assert stats["requests"] == sum(r.attempts for r in results)
     assert sum(r.attempts > 1 for r in results) > n // 5  # faults really happened
     assert set(stats["outcomes"]) == {"ok", *kinds}
+
+
+def test_public_api() -> None:
+    import harness.adapters as adapters
+
+    assert set(adapters.__all__) == {
+        "RETRY_AFTER_CAP",
+        "TRANSPORT_KINDS",
+        "ChatError",
+        "ChatResult",
+        "FastTransport",
+        "OpenAIChat",
+        "RateLimiter",
+        "default_transport",
+        "make_transport",
+        "parse_retry_after",
+    }
+    assert all(hasattr(adapters, name) for name in adapters.__all__)
+    assert issubclass(adapters.ChatError, AgentError)

@@ -35,7 +35,7 @@ concurrency = 2
             "--suite",
             "quick",
             "--seed",
-            "7",
+            "12",
             "--agent",
             "slow",
             "--reference",

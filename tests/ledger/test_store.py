@@ -53,7 +53,7 @@ def test_run_items_trials_round_trip(db_url: str) -> None:
     assert store.record_trial(rec) is True
     assert store.record_trial(rec) is False  # exactly one per (run, agent, item)
     assert store.done_pairs("r1") == {("a", items[0].id)}
-    assert store.trial_counts("r1") == {"a": {"ok": 1, "api_error": 0, "correct": 1}}
+    assert store.trial_counts("r1") == {"a": {"ok": 1, "api_error": 0, "not_applicable": 0, "correct": 1}}
     store.set_run_status("r1", "complete", finished=True)
     assert store.get_run("r1").status == "complete"
     assert [r.id for r in store.list_runs()] in (["r2", "r1"], ["r1", "r2"])

@@ -1,0 +1,451 @@
+"""The ``openai`` adapter: any OpenAI-compatible ``/v1/chat/completions`` endpoint (vLLM,
+llama.cpp, Ollama, OpenRouter, OpenAI, an agent gateway), through one ``httpx.AsyncClient`` per
+endpoint.
+
+Per endpoint, :class:`OpenAIChat` holds at most ``concurrency`` requests in flight (a semaphore)
+and sends at most ``rate_limit`` requests per second (a token bucket). A failed attempt is retried
+after an exponential backoff with full jitter drawn from a seeded ``numpy.random.Generator``,
+``uniform(0, min(backoff_max, backoff_base · 2^(n-1)))`` before retry n, when it is:
+
+* HTTP 429 (``rate_limited``), 5xx (``server_error``), 408 (``timeout``) or 409;
+* a timeout: no complete reply within ``timeout`` seconds (``timeout``);
+* a connection refused, reset or closed before the reply was complete (``connection``);
+* a 2xx reply that is not JSON or has no ``choices[0].message`` (``malformed``).
+
+On 429 and 503 the wait is at least the server's ``Retry-After`` (seconds or an HTTP date;
+``retry-after-ms`` too), up to :data:`RETRY_AFTER_CAP`. Other 4xx replies are not retried
+(``client_error``). When the retries run out, :class:`ChatError` — an
+:class:`~mindledger.errors.AgentError` with ``kind``, ``status`` and ``attempts`` — says what
+happened. The API key is passed in by the caller (who reads it from the environment variable
+named in the agent's config); it is sent as a bearer token and never logged or shown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import numpy as np
+
+from harness.adapters.transports import default_transport
+from mindledger.errors import AgentError
+
+__all__ = [
+    "RETRY_AFTER_CAP",
+    "ChatError",
+    "ChatResult",
+    "OpenAIChat",
+    "RateLimiter",
+    "parse_retry_after",
+]
+
+log = logging.getLogger(__name__)
+
+RETRY_AFTER_CAP = 120.0
+"""Longest wait honoured from a ``Retry-After`` header, in seconds (or backoff_max if longer)."""
+
+USER_AGENT = "mindledger/0.1"
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """One successful chat completion."""
+
+    message: dict[str, Any]
+    """The assistant message (role, content, tool_calls, …)."""
+    finish_reason: str | None
+    """Why generation stopped (stop, length, tool_calls, …) as reported."""
+    model: str | None
+    """The serving model as reported by the endpoint."""
+    tokens_in: int
+    """Prompt tokens (usage.prompt_tokens; 0 if not reported)."""
+    tokens_out: int
+    """Completion tokens (usage.completion_tokens; 0 if not reported)."""
+    latency_s: float
+    """Wall time of the successful attempt, in seconds."""
+    attempts: int
+    """1 + the number of retries."""
+    raw: dict[str, Any]
+    """The full response JSON."""
+
+
+class ChatError(AgentError):
+    """A chat completion failed for good: ``kind`` is rate_limited, server_error, timeout,
+    connection, malformed or client_error; ``status`` the last HTTP status (None without one);
+    ``attempts`` how many requests were sent."""
+
+    def __init__(
+        self, message: str, *, kind: str, status: int | None, attempts: int, url: str
+    ) -> None:
+        super().__init__(message, kind=kind, status=status)
+        self.attempts = attempts
+        self.url = url
+
+
+class RateLimiter:
+    """At most ``rate`` acquisitions per second, in bursts of at most ``burst``.
+
+    A token bucket in its GCRA form: each caller reserves the next free slot at once and sleeps
+    until it, so concurrent callers never race and the order of arrival is kept.
+    """
+
+    def __init__(
+        self,
+        rate: float,
+        *,
+        burst: int = 1,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ) -> None:
+        if not rate > 0 or burst < 1:
+            raise ValueError("rate must be positive and burst at least 1")
+        self.rate = rate
+        self.burst = burst
+        self._interval = 1.0 / rate
+        self._clock = clock
+        self._sleep = sleep
+        self._next = -math.inf  # theoretical arrival time of the next request
+
+    async def acquire(self) -> None:
+        now = self._clock()
+        slot = max(self._next, now)
+        self._next = slot + self._interval
+        wait = slot - (self.burst - 1) * self._interval - now
+        if wait > 0:
+            await self._sleep(wait)
+
+
+def parse_retry_after(headers: httpx.Headers, now: datetime | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (delta-seconds or HTTP date);
+    None if absent or unreadable."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            value = float(millis) / 1000.0
+            if math.isfinite(value):
+                return max(0.0, value)
+        except ValueError:
+            pass
+    text = headers.get("retry-after")
+    if not text:
+        return None
+    text = text.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        pass
+    else:
+        return max(0.0, seconds) if math.isfinite(seconds) else None
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+class _Failure(Exception):
+    """One failed attempt."""
+
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        retryable: bool = True,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.status = status
+        self.retry_after = retry_after
+        self.retryable = retryable
+
+
+_WHAT = {
+    "rate_limited": "rate limited",
+    "server_error": "server error",
+    "timeout": "timed out",
+    "connection": "connection failed",
+    "malformed": "malformed reply",
+    "client_error": "request rejected",
+}
+
+
+class OpenAIChat:
+    """Client of one OpenAI-compatible endpoint. ``base_url`` is the API root (``…/v1``; a bare
+    ``http://host:port`` gets ``/v1``); ``model`` None leaves the model to the server.
+
+    ``transport`` defaults to the fastest correct one (see :mod:`harness.adapters.transports`);
+    tests inject ``httpx.MockTransport``. ``rng`` draws the backoff jitter; ``sleep`` waits it
+    out (tests pass a fake).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None,
+        *,
+        api_key: str | None = None,
+        concurrency: int = 64,
+        rate_limit: float | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 5,
+        backoff_base: float = 0.5,
+        backoff_max: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+        rng: np.random.Generator | None = None,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        if not timeout > 0:
+            raise ValueError("timeout must be positive")
+        if max_retries < 0 or backoff_base < 0 or backoff_max < 0:
+            raise ValueError("max_retries, backoff_base and backoff_max must not be negative")
+        if rate_limit is not None and not rate_limit > 0:
+            raise ValueError("rate_limit must be positive (or None for no limit)")
+        root = httpx.URL(base_url)
+        path = root.path.rstrip("/") or "/v1"
+        self.base_url = str(root.copy_with(path=path))
+        self.url = root.copy_with(path=path + "/chat/completions")
+        # What messages and logs show: no user:password, no query (where some put keys).
+        self.shown_url = str(self.url.copy_with(userinfo=b"", query=None))
+        self.model = model
+        self.concurrency = concurrency
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self._rng = rng if rng is not None else np.random.default_rng()
+        self._sleep = sleep
+        self._slots = asyncio.Semaphore(concurrency)
+        self._limiter = RateLimiter(rate_limit, sleep=sleep) if rate_limit else None
+        headers = {
+            "content-type": "application/json",
+            "accept": "application/json",
+            "user-agent": USER_AGENT,
+        }
+        if api_key:
+            headers["authorization"] = f"Bearer {api_key}"
+        if transport is None:
+            transport = default_transport(self.base_url, max_connections=concurrency)
+        self._client = httpx.AsyncClient(
+            transport=transport,
+            headers=headers,
+            timeout=httpx.Timeout(timeout),
+            follow_redirects=False,
+            trust_env=False,
+        )
+
+    def __repr__(self) -> str:
+        return f"OpenAIChat({self.shown_url!r}, model={self.model!r})"
+
+    async def __aenter__(self) -> OpenAIChat:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the client and its connections."""
+        await self._client.aclose()
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | dict[str, Any] | None = None,
+        response_format: dict[str, Any] | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+        seed: int | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> ChatResult:
+        """One chat completion, retried as the module docstring says; raises ChatError."""
+        body: dict[str, Any] = {}
+        if self.model is not None:
+            body["model"] = self.model
+        body["messages"] = messages
+        body["temperature"] = temperature
+        body["max_tokens"] = max_tokens
+        if tools:
+            body["tools"] = tools
+            if tool_choice is not None:
+                body["tool_choice"] = tool_choice
+        if response_format is not None:
+            body["response_format"] = response_format
+        if seed is not None:
+            body["seed"] = seed
+        if extra:
+            body.update(extra)
+        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                return await self._attempt(payload, attempts)
+            except _Failure as failure:
+                if not failure.retryable or attempts > self.max_retries:
+                    raise self._error(failure, attempts) from failure.__cause__
+                delay = self.retry_delay(attempts, failure.retry_after)
+                log.info(
+                    "retry %d/%d of POST %s in %.2f s: %s",
+                    attempts,
+                    self.max_retries,
+                    self.shown_url,
+                    delay,
+                    failure.message,
+                )
+                await self._sleep(delay)
+
+    def retry_delay(self, failures: int, retry_after: float | None = None) -> float:
+        """Seconds to wait after the ``failures``-th failed attempt: full jitter under
+        ``min(backoff_max, backoff_base · 2^(failures-1))``, but at least ``retry_after``."""
+        ceiling = min(self.backoff_max, self.backoff_base * 2.0 ** min(failures - 1, 60))
+        delay = float(self._rng.uniform(0.0, ceiling)) if ceiling > 0 else 0.0
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, max(RETRY_AFTER_CAP, self.backoff_max)))
+        return delay
+
+    async def _attempt(self, payload: bytes, attempts: int) -> ChatResult:
+        async with self._slots:
+            if self._limiter is not None:
+                await self._limiter.acquire()
+            started = time.perf_counter()
+            try:
+                async with asyncio.timeout(self.timeout):
+                    response = await self._client.post(self.url, content=payload)
+            except (httpx.TimeoutException, TimeoutError) as exc:
+                if _mislabelled_timeout(exc):
+                    raise _Failure("connection", str(exc) or "connection failed") from exc
+                raise _Failure("timeout", f"no reply within {self.timeout:g} s") from exc
+            except (httpx.UnsupportedProtocol, httpx.LocalProtocolError) as exc:
+                raise _Failure("connection", str(exc), retryable=False) from exc
+            except httpx.DecodingError as exc:  # a body whose Content-Encoding does not decode
+                raise _Failure("malformed", f"undecodable body: {exc}") from exc
+            except httpx.RequestError as exc:  # refused, reset, closed early, proxy errors
+                detail = str(exc) or type(exc).__name__
+                raise _Failure("connection", detail) from exc
+            latency = time.perf_counter() - started
+        return self._result(response, latency, attempts)
+
+    def _result(self, response: httpx.Response, latency: float, attempts: int) -> ChatResult:
+        status = response.status_code
+        if 200 <= status < 300:
+            try:
+                data = json.loads(response.content)
+            except ValueError as exc:  # also UnicodeDecodeError
+                snippet = response.content[:80].decode("utf-8", "replace")
+                raise _Failure(
+                    "malformed",
+                    f"HTTP {status} with a body that is not JSON: {snippet!r}",
+                    status=status,
+                ) from exc
+            choice = _first_choice(data)
+            if choice is None:
+                if isinstance(data, dict) and "error" in data:
+                    raise _Failure(
+                        "server_error",
+                        f"HTTP {status} carrying an error: {_error_text(data)}",
+                        status=status,
+                    )
+                raise _Failure(
+                    "malformed", f"HTTP {status} without choices[0].message", status=status
+                )
+            usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+            model = data.get("model")
+            finish = choice.get("finish_reason")
+            return ChatResult(
+                message=choice["message"],
+                finish_reason=finish if isinstance(finish, str) else None,
+                model=model if isinstance(model, str) else None,
+                tokens_in=_count(usage.get("prompt_tokens")),
+                tokens_out=_count(usage.get("completion_tokens")),
+                latency_s=latency,
+                attempts=attempts,
+                raw=data,
+            )
+        detail = f"HTTP {status}: {_response_error(response)}"
+        if status == 429:
+            retry_after = parse_retry_after(response.headers)
+            raise _Failure("rate_limited", detail, status=status, retry_after=retry_after)
+        if status >= 500:
+            retry_after = parse_retry_after(response.headers) if status == 503 else None
+            raise _Failure("server_error", detail, status=status, retry_after=retry_after)
+        if status == 408:
+            raise _Failure("timeout", detail, status=status)
+        if status == 409:
+            raise _Failure("client_error", detail, status=status)
+        if status in (401, 403):
+            detail += " (check the API key: it is read from the agent's api_key_env variable)"
+        raise _Failure("client_error", detail, status=status, retryable=False)
+
+    def _error(self, failure: _Failure, attempts: int) -> ChatError:
+        tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
+        what = _WHAT[failure.kind]
+        message = f"POST {self.shown_url} failed after {tries}: {what}: {failure.message}"
+        return ChatError(
+            message, kind=failure.kind, status=failure.status, attempts=attempts, url=self.shown_url
+        )
+
+
+def _mislabelled_timeout(exc: BaseException) -> bool:
+    """httpx-aiohttp maps every aiohttp ClientConnectionError (a server that hung up, a reset)
+    to ``httpx.ConnectTimeout``; those are connection failures, not timeouts."""
+    cause = exc.__cause__
+    return (
+        cause is not None
+        and type(cause).__module__.startswith("aiohttp")
+        and not isinstance(cause, TimeoutError)
+    )
+
+
+def _first_choice(data: Any) -> dict[str, Any] | None:
+    if not isinstance(data, dict):
+        return None
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        return None
+    choice = choices[0]
+    if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
+        return None
+    return choice
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _error_text(data: Any) -> str:
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict):
+        text = error.get("message") or json.dumps(error)[:200]
+    elif error is not None:
+        text = str(error)
+    elif isinstance(data, dict) and "detail" in data:
+        text = str(data["detail"])
+    else:
+        text = json.dumps(data)[:200]
+    return str(text)[:300]
+
+
+def _response_error(response: httpx.Response) -> str:
+    try:
+        return _error_text(json.loads(response.content))
+    except ValueError:
+        text = response.content[:200].decode("utf-8", "replace").strip()
+        return text or response.reason_phrase or "no body"

@@ -1,0 +1,109 @@
+"""``mindledger report``: a run's profile as Markdown, HTML, JSON or CSV; or two runs compared."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from harness.cli.common import echo_json, get_store
+
+__all__ = ["report"]
+
+
+@click.command("report")
+@click.argument("run_id", required=False)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["md", "html", "json", "csv"]),
+    default="md",
+    show_default=True,
+    help="md: tables (and figure files with --out); html: one self-contained file with plots; "
+    "json: every number with its interval and n; csv: one row per trial.",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write to this file instead of stdout (md also writes its figures to <name>_files/).",
+)
+@click.option(
+    "--compare",
+    "compare_ids",
+    nargs=2,
+    metavar="RUN_A RUN_B",
+    default=None,
+    help="Show what changed from RUN_A to RUN_B for the agents in both (md or json).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option(
+    "--bootstrap",
+    "n_boot",
+    type=click.IntRange(100, 100_000),
+    default=2000,
+    show_default=True,
+    help="Bootstrap replicates per interval.",
+)
+@click.pass_context
+def report(
+    ctx: click.Context,
+    run_id: str | None,
+    fmt: str,
+    out: str | None,
+    compare_ids: tuple[str, str] | None,
+    seed: int,
+    n_boot: int,
+) -> None:
+    """Render a run's recursive-reasoning profile, or compare two runs.
+
+    \b
+    Examples:
+      mindledger report RUN_ID                       # Markdown on stdout
+      mindledger report RUN_ID --format html --out report.html
+      mindledger report RUN_ID --format json | jq '.agents[].d50'
+      mindledger report --compare RUN_A RUN_B
+    """
+    from reports.render import compare, render_compare_markdown
+    from reports.render import report as render_report
+
+    if compare_ids and run_id:
+        raise click.UsageError("give either RUN_ID or --compare RUN_A RUN_B, not both")
+    if not compare_ids and not run_id:
+        raise click.UsageError("missing RUN_ID (or --compare RUN_A RUN_B); see `mindledger runs`")
+    store = get_store(ctx)
+    if compare_ids:
+        if fmt not in ("md", "json"):
+            raise click.UsageError("--compare renders as md or json")
+        cmp = compare(store, compare_ids[0], compare_ids[1], seed=seed, n_boot=n_boot)
+        if fmt == "json":
+            if out:
+                import json
+
+                Path(out).write_text(json.dumps(cmp, indent=2, ensure_ascii=False) + "\n",
+                                     encoding="utf-8")
+                click.echo(f"wrote {out}", err=True)
+            else:
+                echo_json(cmp)
+            return
+        _emit(render_compare_markdown(cmp), out)
+        return
+    assert run_id is not None
+    figures_dir = None
+    prefix = ""
+    if out and fmt == "md":
+        path = Path(out)
+        figures_dir = path.parent / f"{path.stem}_files"
+        prefix = f"{path.stem}_files/"
+    text = render_report(store, run_id, fmt, seed=seed, n_boot=n_boot, figures_dir=figures_dir,
+                         figures_link_prefix=prefix)
+    _emit(text, out)
+
+
+def _emit(text: str, out: str | None) -> None:
+    if out:
+        Path(out).write_text(text, encoding="utf-8")
+        click.echo(f"wrote {out}", err=True)
+    else:
+        click.echo(text, nl=not text.endswith("\n"))

@@ -1,0 +1,365 @@
+"""The story model: agents, objects, events and questions, and the validator of the story JSON.
+
+A story has agents, objects with initial containers (common knowledge), the agents present at
+the start (default: everyone) and an ordered list of events:
+
+- :class:`Move` — an agent moves an object to a container. Seen by everyone present, plus the
+  ``hidden`` watchers: absent agents secretly watching, whom nobody else knows to have seen it.
+- :class:`Leave`, :class:`Enter` — change who is present.
+- :class:`Tell` — a private message from one agent to another about an object's container:
+  ``claimed`` is what the sender said, ``received`` what the recipient heard (equal unless the
+  message was garbled).
+
+The JSON form (read by ``mindledger nesttom answer``)::
+
+    {"agents": ["Ann", "Ben"], "objects": {"key": "drawer"}, "present": ["Ann", "Ben"],
+     "events": [{"type": "leave", "agent": "Ben"},
+                {"type": "move", "agent": "Ann", "object": "key", "to": "safe", "hidden": []},
+                {"type": "enter", "agent": "Ben"},
+                {"type": "tell", "from": "Ann", "to": "Ben", "object": "key",
+                 "claimed": "box", "received": "box"}],
+     "questions": [{"chain": ["Ann", "Ben"], "object": "key"}]}
+
+``present`` defaults to all agents, ``received`` to ``claimed``, ``hidden`` to none, and
+``questions`` to none. :func:`validate_story` turns that form into a :class:`Story` or raises
+:class:`~mindledger.errors.InputError` naming the event index or question and the problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from mindledger.errors import InputError
+
+if TYPE_CHECKING:
+    from nesttom.semantics import Compiled
+
+__all__ = [
+    "Enter",
+    "Event",
+    "Leave",
+    "Move",
+    "Question",
+    "Story",
+    "Tell",
+    "event_to_dict",
+    "validate_story",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """``agent`` moves ``object`` to ``to``; ``hidden`` absent agents watch in secret."""
+
+    agent: str
+    object: str
+    to: str
+    hidden: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Leave:
+    """``agent`` leaves (stops seeing moves)."""
+
+    agent: str
+
+
+@dataclass(frozen=True, slots=True)
+class Enter:
+    """``agent`` comes back (sees moves again; containers are opaque, so sees nothing else)."""
+
+    agent: str
+
+
+@dataclass(frozen=True, slots=True)
+class Tell:
+    """A private message from ``sender`` to ``recipient`` saying where ``object`` is."""
+
+    sender: str
+    recipient: str
+    object: str
+    claimed: str
+    received: str
+
+
+Event = Move | Leave | Enter | Tell
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """What ``chain[0]`` believes ``chain[1]`` believes … about ``object`` (empty: reality)."""
+
+    chain: tuple[str, ...]
+    object: str
+
+
+@dataclass(frozen=True)
+class Story:
+    """A validated story. ``objects`` maps each object to its initial container, in order."""
+
+    agents: tuple[str, ...]
+    objects: tuple[tuple[str, str], ...]
+    present: tuple[str, ...]
+    events: tuple[Event, ...]
+    questions: tuple[Question, ...] = field(default=())
+
+    @property
+    def initial(self) -> dict[str, str]:
+        """Each object's initial container."""
+        return dict(self.objects)
+
+    @cached_property
+    def compiled(self) -> Compiled:
+        """The story with per-event observer sets precomputed (built once, on first use)."""
+        from nesttom.semantics import compile_story
+
+        return compile_story(self)
+
+    def containers(self) -> list[str]:
+        """Every container the story mentions, sorted."""
+        found = {c for _, c in self.objects}
+        for ev in self.events:
+            if isinstance(ev, Move):
+                found.add(ev.to)
+            elif isinstance(ev, Tell):
+                found.add(ev.claimed)
+                found.add(ev.received)
+        return sorted(found)
+
+    def to_dict(self, *, questions: bool = True) -> dict[str, Any]:
+        """The JSON form (the inverse of :func:`validate_story`)."""
+        out: dict[str, Any] = {
+            "agents": list(self.agents),
+            "objects": dict(self.objects),
+            "present": list(self.present),
+            "events": [event_to_dict(ev) for ev in self.events],
+        }
+        if questions:
+            out["questions"] = [
+                {"chain": list(q.chain), "object": q.object} for q in self.questions
+            ]
+        return out
+
+
+def event_to_dict(ev: Event) -> dict[str, Any]:
+    """The JSON form of one event."""
+    if isinstance(ev, Move):
+        return {
+            "type": "move",
+            "agent": ev.agent,
+            "object": ev.object,
+            "to": ev.to,
+            "hidden": list(ev.hidden),
+        }
+    if isinstance(ev, Leave):
+        return {"type": "leave", "agent": ev.agent}
+    if isinstance(ev, Enter):
+        return {"type": "enter", "agent": ev.agent}
+    return {
+        "type": "tell",
+        "from": ev.sender,
+        "to": ev.recipient,
+        "object": ev.object,
+        "claimed": ev.claimed,
+        "received": ev.received,
+    }
+
+
+_EVENT_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    # type: (required keys, optional keys) besides "type"
+    "move": (frozenset({"agent", "object", "to"}), frozenset({"hidden"})),
+    "leave": (frozenset({"agent"}), frozenset()),
+    "enter": (frozenset({"agent"}), frozenset()),
+    "tell": (frozenset({"from", "to", "object", "claimed"}), frozenset({"received"})),
+}
+
+
+def _string(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"expected a non-empty string, got {value!r}", where=where)
+    return value
+
+
+def _agent(value: Any, where: str, agents: Mapping[str, int]) -> str:
+    name = _string(value, where)
+    if name not in agents:
+        raise InputError(f"unknown agent {name!r} (agents: {', '.join(agents)})", where=where)
+    return name
+
+
+def _object(value: Any, where: str, objects: Mapping[str, str]) -> str:
+    name = _string(value, where)
+    if name not in objects:
+        raise InputError(f"unknown object {name!r} (objects: {', '.join(objects)})", where=where)
+    return name
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise InputError(f"expected a list, got {type(value).__name__}", where=where)
+    return value
+
+
+def _chain(value: Any, where: str, agents: Mapping[str, int]) -> tuple[str, ...]:
+    items = _list(value, where)
+    chain = tuple(_agent(a, f"{where}[{i}]", agents) for i, a in enumerate(items))
+    for i in range(1, len(chain)):
+        if chain[i] == chain[i - 1]:
+            raise InputError(
+                f"the chain names {chain[i]!r} twice in a row (positions {i - 1} and {i})",
+                where=where,
+            )
+    return chain
+
+
+def validate_question(value: Any, where: str, story: Story) -> Question:
+    """Check one question (``{"chain": [...], "object": ...}``) against ``story``."""
+    if not isinstance(value, Mapping):
+        raise InputError(f"expected an object, got {type(value).__name__}", where=where)
+    for key in ("chain", "object"):
+        if key not in value:
+            raise InputError(f"missing field {key!r}", where=where)
+    agents = {a: i for i, a in enumerate(story.agents)}
+    chain = _chain(value["chain"], f"{where}.chain", agents)
+    obj = _object(value["object"], f"{where}.object", story.initial)
+    return Question(chain, obj)
+
+
+def validate_story(data: Any) -> Story:
+    """Turn the JSON form of a story into a :class:`Story`, or raise
+    :class:`~mindledger.errors.InputError` naming the field, event index or question.
+
+    Rejected: a missing field, a value of the wrong type, an unknown agent or object, an unknown
+    event type or event field, a mover who is absent, a hidden watcher who is present (or named
+    twice), an agent who leaves while absent or enters while present, a message to oneself, and a
+    question whose chain names the same agent twice in a row. Unknown keys at the top level and
+    in questions are ignored (questions are echoed back by the CLI); unknown keys inside an event
+    are rejected, because a misspelt ``hidden`` or ``received`` would silently change the answer.
+    """
+    if not isinstance(data, Mapping):
+        raise InputError(f"a story must be a JSON object, got {type(data).__name__}")
+    for key in ("agents", "objects", "events"):
+        if key not in data:
+            raise InputError(f"missing field {key!r}", where="story")
+
+    raw_agents = _list(data["agents"], "agents")
+    if not raw_agents:
+        raise InputError("a story needs at least one agent", where="agents")
+    agents: dict[str, int] = {}
+    for i, a in enumerate(raw_agents):
+        name = _string(a, f"agents[{i}]")
+        if name in agents:
+            raise InputError(f"agent {name!r} is listed twice", where=f"agents[{i}]")
+        agents[name] = i
+
+    raw_objects = data["objects"]
+    if not isinstance(raw_objects, Mapping) or not raw_objects:
+        raise InputError(
+            "expected a non-empty object mapping each object to its container", where="objects"
+        )
+    objects: dict[str, str] = {}
+    for obj, container in raw_objects.items():
+        objects[_string(obj, "objects")] = _string(container, f"objects.{obj}")
+
+    if data.get("present") is None:
+        present_list = list(agents)
+    else:
+        present_list = []
+        for i, a in enumerate(_list(data["present"], "present")):
+            name = _agent(a, f"present[{i}]", agents)
+            if name in present_list:
+                raise InputError(f"agent {name!r} is listed twice", where=f"present[{i}]")
+            present_list.append(name)
+    present = set(present_list)
+
+    events: list[Event] = []
+    for i, ev in enumerate(_list(data["events"], "events")):
+        where = f"events[{i}]"
+        if not isinstance(ev, Mapping):
+            raise InputError(f"expected an object, got {type(ev).__name__}", where=where)
+        if "type" not in ev:
+            raise InputError("missing field 'type'", where=where)
+        kind = ev["type"]
+        if kind not in _EVENT_KEYS:
+            raise InputError(
+                f"unknown event type {kind!r} (expected move, leave, enter or tell)",
+                where=f"{where}.type",
+            )
+        required, optional = _EVENT_KEYS[kind]
+        for key in sorted(required):
+            if key not in ev:
+                raise InputError(f"missing field {key!r} in a {kind} event", where=where)
+        extra = sorted(set(ev) - required - optional - {"type"})
+        if extra:
+            allowed = ", ".join(sorted(required | optional))
+            raise InputError(
+                f"unknown field {extra[0]!r} in a {kind} event (allowed: type, {allowed})",
+                where=f"{where}.{extra[0]}",
+            )
+        if kind == "move":
+            mover = _agent(ev["agent"], f"{where}.agent", agents)
+            obj = _object(ev["object"], f"{where}.object", objects)
+            to = _string(ev["to"], f"{where}.to")
+            if mover not in present:
+                raise InputError(
+                    f"{mover} moves the {obj} but is not present", where=f"{where}.agent"
+                )
+            hidden: list[str] = []
+            raw_hidden = ev.get("hidden")
+            for j, h in enumerate(
+                _list(raw_hidden if raw_hidden is not None else [], f"{where}.hidden")
+            ):
+                name = _agent(h, f"{where}.hidden[{j}]", agents)
+                if name in present:
+                    raise InputError(
+                        f"hidden watcher {name} is present (a hidden watcher must be absent)",
+                        where=f"{where}.hidden[{j}]",
+                    )
+                if name in hidden:
+                    raise InputError(
+                        f"hidden watcher {name} is listed twice", where=f"{where}.hidden[{j}]"
+                    )
+                hidden.append(name)
+            events.append(Move(mover, obj, to, tuple(hidden)))
+        elif kind == "leave":
+            who = _agent(ev["agent"], f"{where}.agent", agents)
+            if who not in present:
+                raise InputError(f"{who} leaves but is not present", where=f"{where}.agent")
+            present.discard(who)
+            events.append(Leave(who))
+        elif kind == "enter":
+            who = _agent(ev["agent"], f"{where}.agent", agents)
+            if who in present:
+                raise InputError(f"{who} enters but is already present", where=f"{where}.agent")
+            present.add(who)
+            events.append(Enter(who))
+        else:
+            sender = _agent(ev["from"], f"{where}.from", agents)
+            recipient = _agent(ev["to"], f"{where}.to", agents)
+            if sender == recipient:
+                raise InputError(f"{sender} sends a message to themself", where=f"{where}.to")
+            obj = _object(ev["object"], f"{where}.object", objects)
+            claimed = _string(ev["claimed"], f"{where}.claimed")
+            raw_received = ev.get("received")
+            received = (
+                claimed if raw_received is None else _string(raw_received, f"{where}.received")
+            )
+            events.append(Tell(sender, recipient, obj, claimed, received))
+
+    story = Story(
+        agents=tuple(agents),
+        objects=tuple(objects.items()),
+        present=tuple(present_list),
+        events=tuple(events),
+    )
+    raw_questions = data.get("questions")
+    if raw_questions is None:
+        return story
+    questions = tuple(
+        validate_question(q, f"questions[{i}]", story)
+        for i, q in enumerate(_list(raw_questions, "questions"))
+    )
+    return Story(story.agents, story.objects, story.present, story.events, questions)

@@ -1,0 +1,720 @@
+"""Renderings of a profile: Markdown, one self-contained HTML file, JSON and CSV; and
+:func:`compare`, what changed between two runs of the same agents.
+
+Every number is printed with its interval and n, and every table says which interval it shows
+(``W`` Wilson 95%, ``CB`` cluster bootstrap 95%, ``PB`` paired cluster bootstrap 95%, ``N``
+normal approximation 95%; the profile's ``intervals`` key has the full definitions).
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ledger.store import Store
+from reports.data import RunData, depth_sort_key, load_run
+from reports.profile import Analysis, analyse
+from reports.stats import bootstrap_pvalue, holm, percentile_interval
+
+__all__ = [
+    "CSV_COLUMNS",
+    "compare",
+    "compare_runs",
+    "render_compare_markdown",
+    "render_csv",
+    "render_html",
+    "render_json",
+    "render_markdown",
+    "report",
+]
+
+TAGS = {
+    "wilson-95": "W",
+    "cluster-bootstrap-95": "CB",
+    "paired-cluster-bootstrap-95": "PB",
+    "normal-95": "N",
+    "wald-cluster-robust-95": "Wald-CR",
+}
+LEGEND = (
+    "Intervals are 95%. W = Wilson; CB = cluster bootstrap over (story, belief, depth) or "
+    "(game, condition, depth, λ) cells within the design's strata; PB = paired cluster bootstrap "
+    "on the items both agents answered; N = normal approximation; Wald-CR = Wald with "
+    "cluster-robust SEs. Proportions show the wider of W and CB. p(Holm) is adjusted across "
+    "every contrast in the report. API errors are excluded from accuracy and counted."
+)
+
+
+# -- formatting ----------------------------------------------------------------------------
+
+
+def _f(v: Any, digits: int = 3) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "—"
+    if isinstance(v, int | float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def _pct(v: Any) -> str:
+    return "—" if v is None else f"{100 * v:.1f}%"
+
+
+def _ci(ci: Any, pct: bool = True, digits: int = 3) -> str:
+    if not ci:
+        return ""
+    lo, hi = ci
+    f = (lambda x: "—" if x is None else f"{100 * x:.1f}") if pct else (
+        lambda x: "open" if x is None else f"{x:.{digits}f}"
+    )
+    return f" [{f(lo)}, {f(hi)}]"
+
+
+def _tag(d: Mapping[str, Any]) -> str:
+    t = d.get("interval")
+    return TAGS.get(str(t), str(t)) if t else ""
+
+
+def fmt_prop(d: Mapping[str, Any] | None) -> str:
+    """``58.1% [51.2, 64.8] n=420 W`` (or the reason when there is no value)."""
+    if not d or d.get("value") is None:
+        return "—" if not d or not d.get("reason") else f"— ({d['reason']})"
+    return f"{_pct(d['value'])}{_ci(d.get('ci'))} n={d.get('n')} {_tag(d)}".rstrip()
+
+
+def fmt_diff(d: Mapping[str, Any] | None, pct: bool = True) -> str:
+    if not d:
+        return "—"
+    if d.get("difference") is None:
+        return str(d.get("display") or d.get("reason") or "—")
+    v = d["difference"]
+    if pct:
+        return f"{100 * v:+.1f} pts{_ci(d.get('ci'))}"
+    return f"{v:+.2f}{_ci(d.get('ci'), pct=False, digits=2)}"
+
+
+def fmt_p(p: Any) -> str:
+    if p is None or (isinstance(p, float) and not math.isfinite(p)):
+        return "—"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        out.append("| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |")
+    return "\n".join(out)
+
+
+# -- shared section builders (rows), used by Markdown and HTML ------------------------------
+
+
+def _headline_rows(profile: Mapping[str, Any]) -> list[list[str]]:
+    rows = []
+    for name, a in profile["agents"].items():
+        skill = a.get("agent_prediction_skill") or {}
+        rows.append([
+            name,
+            str(a.get("role")),
+            {True: "yes", False: "**NO**", None: "unchecked"}[a.get("valid")],
+            (a.get("d50") or {}).get("display", "—"),
+            fmt_prop(a.get("leakage_resistance")),
+            _f(skill.get("value")) if skill.get("available") else "not measured",
+            fmt_prop(a.get("true_belief_control_accuracy")),
+        ])
+    return rows
+
+
+HEADLINE_HEAD = ["agent", "role", "valid", "D50 [bootstrap 95%]", "leakage resistance",
+                 "skill S", "true-belief control acc."]
+
+
+def _depth_rows(a: Mapping[str, Any]) -> list[list[str]]:
+    acc = a.get("accuracy_by_depth") or {}
+    joint = a.get("joint_accuracy_by_depth") or {}
+    labels = sorted(set(acc.get("false", {})) | set(acc.get("true", {})), key=depth_sort_key)
+    rows = []
+    for lab in labels:
+        rows.append([
+            lab,
+            fmt_prop(acc.get("false", {}).get(lab)),
+            fmt_prop(acc.get("true", {}).get(lab)),
+            fmt_prop(joint.get("false", {}).get(lab)),
+        ])
+    return rows
+
+
+DEPTH_HEAD = ["depth", "false belief", "true belief", "joint (false belief)"]
+
+
+def _error_rows(a: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    cells = (a.get("error_types_by_depth") or {}).get("false", {})
+    codes = sorted({k for c in cells.values() for k in c["counts"]})
+    head = ["depth", "n", "wrong", *codes]
+    rows = []
+    for lab in sorted(cells, key=depth_sort_key):
+        c = cells[lab]
+        rows.append([lab, str(c["n"]), str(c["n_wrong"]),
+                     *[str(c["counts"].get(k, 0)) for k in codes]])
+    return head, rows
+
+
+CONTRAST_LABELS = {
+    "false_belief_accuracy": ("false-belief accuracy", True),
+    "d50": ("D50", False),
+    "leakage_resistance": ("leakage resistance", True),
+    "applied_gap": ("applied-ToM gap", True),
+    "games_accuracy": ("games accuracy", True),
+    "log_score_c": ("log score of C", False),
+    "abc_dissociation": ("A/B/C dissociation", True),
+    "opponent_type_inference": ("opponent-type inference", True),
+    "agent_prediction_skill": ("agent-prediction skill S", False),
+}
+
+
+def _contrast_rows(metrics: Mapping[str, Any], names: tuple[str, str]) -> list[list[str]]:
+    rows = []
+    for key, (label, pct) in CONTRAST_LABELS.items():
+        d = metrics.get(key)
+        if d is None:
+            continue
+        if d.get("available") is False:
+            rows.append([label, "—", "—", f"— ({d.get('reason')})", "—", "—", "—"])
+            continue
+
+        def val(v: Any, pct: bool = pct) -> str:
+            if isinstance(v, str):
+                return v
+            return _pct(v) if pct else _f(v, 2)
+
+        rows.append([label, val(d.get(names[0])), val(d.get(names[1])), fmt_diff(d, pct),
+                     str(d.get("n", "—")), fmt_p(d.get("p")), fmt_p(d.get("p_holm"))])
+        if key == "false_belief_accuracy":
+            for lab, dd in (metrics.get("accuracy_by_depth") or {}).items():
+                rows.append([f"  FB accuracy {lab}", val(dd.get(names[0])),
+                             val(dd.get(names[1])), fmt_diff(dd, True), str(dd.get("n")),
+                             fmt_p(dd.get("p")), fmt_p(dd.get("p_holm"))])
+    return rows
+
+
+def _games_rows(g: Mapping[str, Any]) -> list[list[str]]:
+    return [[r["game"], r["condition"], fmt_prop(r["accuracy"]), fmt_prop(r["within_one"])]
+            for r in g.get("by_game_condition", [])]
+
+
+def _kcurve_rows(g: Mapping[str, Any]) -> list[list[str]]:
+    rows = []
+    for c in g.get("k_curves", []):
+        def m(d: Mapping[str, Any]) -> str:
+            if d.get("mean") is None:
+                return f"— (unresolved {d.get('unresolved')})"
+            return (f"{d['mean']:.2f}{_ci(d.get('ci'), pct=False, digits=2)} n={d['n']} N"
+                    f" (unresolved {d['unresolved']})")
+
+        rows.append([c["condition"], _f(c["target_depth"], 0), m(c["K_B"]), m(c["K_L"]),
+                     f"{_pct(c['accuracy'])} n={c['n']}"])
+    return rows
+
+
+# -- Markdown --------------------------------------------------------------------------------
+
+
+def render_markdown(
+    profile: Mapping[str, Any],
+    *,
+    figures_dir: str | Path | None = None,
+    figures_link_prefix: str = "",
+    figures: Sequence[tuple[str, str, bytes]] | None = None,
+) -> str:
+    """The profile as Markdown. With ``figures_dir`` the figures are written there as PNG files
+    and linked (``figures_link_prefix`` + file name); without it they are left out, and the
+    report says so. ``figures`` reuses figures already drawn by :func:`reports.plots.figures`."""
+    run = profile["run"]
+    out: list[str] = [f"# mindledger profile — run `{run['id']}`", ""]
+    out += [f"> **{n}**" if n.startswith(("INVALID", "HELD-OUT", "UNCHECKED")) else f"> {n}"
+            for n in profile.get("notices", [])]
+    out += [
+        "",
+        f"Suite `{run.get('suite')}`, seed {run.get('seed')}, "
+        f"{'held-out' if run.get('held_out') else 'development'} seeds, status "
+        f"{run.get('status')}; {run.get('n_items')} items, {run.get('n_trials')} trials.",
+        "",
+        f"_{LEGEND} Bootstrap: B={profile['intervals']['bootstrap_replicates']}, seed "
+        f"{profile['intervals']['bootstrap_seed']}._",
+        "",
+        "## Headline",
+        "",
+        _table(HEADLINE_HEAD, _headline_rows(profile)),
+        "",
+    ]
+    figs: dict[str, str] = {}
+    if figures_dir is not None:
+        if figures is None:
+            from reports.plots import figures as draw
+
+            figures = draw(profile)
+        d = Path(figures_dir)
+        d.mkdir(parents=True, exist_ok=True)
+        for key, caption, png in figures:
+            (d / f"{key}.png").write_bytes(png)
+            figs[key] = f"![{caption}]({figures_link_prefix}{key}.png)"
+    else:
+        out += ["_Figures: not included (render with an output path to write them)._", ""]
+    for key in ("headline", "depth_curves", "error_types", "reliability", "contrasts"):
+        if key in figs:
+            out += [figs[key], ""]
+    for name, a in profile["agents"].items():
+        out += _agent_markdown(name, a)
+    if profile.get("contrasts"):
+        out += ["## All contrasts (Holm-adjusted)", "",
+                f"Family: {profile['multiple_comparisons']['family']}; "
+                f"m = {profile['multiple_comparisons']['m']}.", ""]
+        rows = []
+        for c in profile["contrasts"]:
+            label = "agent − control" if c["kind"] == "minus_control" else (
+                f"ablation of {c['module']}")
+            pct = not c["metric"].startswith(("d50", "log_score"))
+            rows.append([c["agent"], label, c["metric"], fmt_diff(c, pct), str(c["n"]),
+                         fmt_p(c["p"]), fmt_p(c["p_holm"])])
+        out += [_table(["agent", "contrast", "metric", "difference [PB]", "n", "p", "p (Holm)"],
+                       rows), ""]
+    return "\n".join(out) + "\n"
+
+
+def _agent_markdown(name: str, a: Mapping[str, Any]) -> list[str]:
+    out = [f"## {name} ({a.get('role')})", ""]
+    for n in a.get("notices", []):
+        out += [f"> **{n}**", ""]
+    tb = a.get("true_belief_control_accuracy") or {}
+    out += [
+        f"- True-belief control accuracy: {fmt_prop(tb)} — valid: {a.get('valid')}",
+        f"- D50: {(a.get('d50') or {}).get('display')}"
+        + (f" (n={a['d50'].get('n')}, chance {_f(a['d50'].get('chance'))}, ceiling "
+           f"{_f(a['d50'].get('ceiling'))})" if (a.get('d50') or {}).get('chance') is not None
+           else ""),
+        "- Degradation slope (log-odds per level, controlling for length): "
+        + _slope_text(a.get("degradation_slope") or {}),
+        f"- Leakage resistance: {fmt_prop(a.get('leakage_resistance'))}",
+        f"- False-belief accuracy (all depths): {fmt_prop(a.get('false_belief_accuracy'))}",
+        "",
+    ]
+    rows = _depth_rows(a)
+    if rows:
+        out += ["### Accuracy by depth", "", _table(DEPTH_HEAD, rows), ""]
+    head, erows = _error_rows(a)
+    if erows:
+        out += ["### Error types by depth (false belief; counts, no interval)", "",
+                _table(head, erows), ""]
+    ap = a.get("applied_gap") or {}
+    if ap.get("available"):
+        out += ["### Applied-ToM gap", "",
+                f"Belief {_pct(ap['belief_accuracy'])} (n={ap['belief_n']}) − behaviour "
+                f"{_pct(ap['behaviour_accuracy'])} (n={ap['behaviour_n']}) = "
+                f"{100 * ap['value']:+.1f} pts{_ci(ap.get('ci'))} CB; judgment "
+                f"{_pct(ap.get('judgment_accuracy'))} (n={ap.get('judgment_n')}).", ""]
+    g = a.get("games") or {}
+    if g.get("available"):
+        out += ["### Strategic", ""]
+        if g.get("by_game_condition"):
+            out += [_table(["game", "condition", "accuracy", "within one"], _games_rows(g)), ""]
+        if g.get("k_curves"):
+            out += [_table(["condition", "target depth", "K_B", "K_L", "accuracy"],
+                           _kcurve_rows(g)), ""]
+        abc = g.get("abc") or {}
+        if abc.get("accuracy"):
+            out += [
+                "A/B/C: " + "; ".join(f"{q} {fmt_prop(abc['accuracy'][q])}" for q in "ABC")
+                + f"; dissociation {fmt_prop(abc.get('dissociation'))}; log score of C "
+                + (f"{_f(abc['log_score_c']['value'])}{_ci(abc['log_score_c'].get('ci'), False)}"
+                   f" n={abc['log_score_c']['n']} CB" if abc.get("log_score_c", {}).get("value")
+                   is not None else "—"),
+                "",
+            ]
+    cal = a.get("calibration") or {}
+    if cal.get("available"):
+        e = cal["ece"]
+        s = cal["confidence_depth_slope"]
+        out += ["### Calibration", "",
+                f"ECE {_f(e['value'])}{_ci(e.get('ci'), False)} n={e['n']} CB ({e['bins']} "
+                f"bins); confidence slope on depth {_f(s.get('value'))}"
+                f"{_ci(s.get('ci'), False)} per level CB; Brier {_f(cal['brier']['value'])}."
+                + (f" {cal['note']}." if cal.get("note") else ""), ""]
+    cost = (a.get("cost") or {}).get("by_depth") or {}
+    if cost:
+        out += ["### Cost per correct answer (descriptive)", "",
+                _table(["depth", "trials", "correct", "tokens / correct", "latency s / correct"],
+                       [[lab, str(c["n_trials"]), str(c["n_correct"]),
+                         _f(c["tokens_per_correct"], 0), _f(c["latency_s_per_correct"], 2)]
+                        for lab, c in cost.items()]), ""]
+    api = a.get("api_errors") or {}
+    out += [f"API errors: {api.get('count', 0)} of {api.get('trials', 0)} trials (excluded from "
+            f"accuracy){'; by family ' + json.dumps(api['by_family']) if api.get('count') else ''}"
+            + (f"; {api['ok_without_score']} ok trials without a score counted as wrong"
+               if api.get("ok_without_score") else "") + ".", ""]
+    mc = a.get("minus_control") or {}
+    if mc.get("available"):
+        out += [f"### Base-model subtraction: {mc['direction']}", ""]
+        if mc.get("note"):
+            out += [f"> {mc['note']}", ""]
+        out += [_table(["metric", "agent", "control", "difference [PB 95%]", "n", "p",
+                        "p (Holm)"], _contrast_rows(mc["metrics"], ("agent", "control"))), ""]
+    else:
+        out += [f"Base-model subtraction: {mc.get('reason', 'not available')}.", ""]
+    for module, blk in (a.get("ablation_credit") or {}).items():
+        out += [f"### Ablation credit: {module} ({blk['direction']})", ""]
+        out += [_table(["metric", "full", "ablated", "credit [PB 95%]", "n", "p", "p (Holm)"],
+                       _contrast_rows(blk["metrics"], ("full", "ablated"))), ""]
+    return out
+
+
+def _slope_text(s: Mapping[str, Any]) -> str:
+    if s.get("value") is None:
+        return f"not estimable ({s.get('reason')})"
+    notes = ("; " + "; ".join(s["notes"])) if s.get("notes") else ""
+    return (f"{s['value']:+.3f}{_ci(s.get('ci'), False)} n={s['n']} "
+            f"{TAGS.get(s.get('interval', ''), s.get('interval'))}{notes}")
+
+
+# -- HTML ------------------------------------------------------------------------------------
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;
+max-width:1180px;color:#222;line-height:1.45;padding:0 1rem}
+h1{font-size:1.6rem}h2{border-bottom:2px solid #ddd;padding-bottom:.2rem;margin-top:2rem}
+table{border-collapse:collapse;margin:.6rem 0;font-size:.86rem}
+th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:left;vertical-align:top}
+th{background:#f4f4f4}.notice{background:#fdecea;border-left:5px solid #d1495b;
+padding:.6rem 1rem;margin:.6rem 0;font-weight:600}.info{background:#eef5fb;
+border-left:5px solid #00798c;padding:.6rem 1rem;margin:.6rem 0}
+.legend{color:#555;font-size:.85rem}figure{margin:1rem 0}img{max-width:100%;
+border:1px solid #eee}figcaption{color:#555;font-size:.85rem}
+"""
+
+
+def _h(s: Any) -> str:
+    return html.escape(str(s))
+
+
+def _html_table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    def cell(v: Any) -> str:
+        return _h(v).replace("**", "")
+
+    h = "".join(f"<th>{_h(x)}</th>" for x in head)
+    b = "".join("<tr>" + "".join(f"<td>{cell(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{h}</tr></thead><tbody>{b}</tbody></table>"
+
+
+def render_html(
+    profile: Mapping[str, Any], *, figures: Sequence[tuple[str, str, bytes]] | None = None
+) -> str:
+    """The profile as ONE self-contained HTML file: tables plus every figure embedded as a
+    base64 PNG (no external resources). ``figures`` reuses figures already drawn."""
+    if figures is None:
+        from reports.plots import figures as draw
+
+        figures = draw(profile)
+
+    run = profile["run"]
+    parts = [
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>mindledger profile — {_h(run['id'])}</title><style>{_CSS}</style></head><body>",
+        f"<h1>mindledger profile — run <code>{_h(run['id'])}</code></h1>",
+    ]
+    for n in profile.get("notices", []):
+        cls = "notice" if n.startswith(("INVALID", "UNCHECKED")) else "info"
+        parts.append(f"<div class='{cls}'>{_h(n)}</div>")
+    parts.append(
+        f"<p>Suite <code>{_h(run.get('suite'))}</code>, seed {_h(run.get('seed'))}, "
+        f"{'held-out' if run.get('held_out') else 'development'} seeds, status "
+        f"{_h(run.get('status'))}; {_h(run.get('n_items'))} items, {_h(run.get('n_trials'))} "
+        f"trials.</p><p class='legend'>{_h(LEGEND)} Bootstrap: "
+        f"B={_h(profile['intervals']['bootstrap_replicates'])}, seed "
+        f"{_h(profile['intervals']['bootstrap_seed'])}.</p>"
+    )
+    parts += ["<h2>Headline</h2>", _html_table(HEADLINE_HEAD, _headline_rows(profile))]
+    for key, caption, png in figures:
+        b64 = base64.b64encode(png).decode("ascii")
+        parts.append(
+            f"<figure id='fig-{key}'><img alt='{_h(caption)}' "
+            f"src='data:image/png;base64,{b64}'><figcaption>{_h(caption)}</figcaption></figure>"
+        )
+    md_agent = {name: _agent_markdown(name, a) for name, a in profile["agents"].items()}
+    for name, a in profile["agents"].items():
+        parts.append(f"<h2>{_h(name)} ({_h(a.get('role'))})</h2>")
+        for n in a.get("notices", []):
+            parts.append(f"<div class='notice'>{_h(n)}</div>")
+        parts.append(_md_to_html(md_agent[name][2:]))
+    if profile.get("contrasts"):
+        parts.append("<h2>All contrasts (Holm-adjusted)</h2>")
+        rows = [[c["agent"], c["kind"] if c["kind"] == "minus_control" else
+                 f"ablation of {c['module']}", c["metric"],
+                 fmt_diff(c, not c["metric"].startswith(("d50", "log_score"))), c["n"],
+                 fmt_p(c["p"]), fmt_p(c["p_holm"])] for c in profile["contrasts"]]
+        parts.append(_html_table(["agent", "contrast", "metric", "difference [PB]", "n", "p",
+                                  "p (Holm)"], rows))
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _md_to_html(lines: Sequence[str]) -> str:
+    """The small subset of Markdown the agent sections use: headings, tables, lists, quotes."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("### "):
+            out.append(f"<h3>{_h(line[4:])}</h3>")
+        elif line.startswith("> "):
+            pass  # notices are rendered as boxes by the caller
+        elif line.startswith("| "):
+            block = []
+            while i < len(lines) and lines[i].startswith("|"):
+                block.append(lines[i])
+                i += 1
+            head = [c.strip() for c in block[0].strip("|").split(" | ")]
+            rows = [[c.strip().replace("\\|", "|") for c in r.strip().strip("|").split(" | ")]
+                    for r in block[2:]]
+            out.append(_html_table(head, rows))
+            continue
+        elif line.startswith("- "):
+            items = []
+            while i < len(lines) and lines[i].startswith("- "):
+                items.append(f"<li>{_h(lines[i][2:])}</li>")
+                i += 1
+            out.append("<ul>" + "".join(items) + "</ul>")
+            continue
+        elif line.strip():
+            out.append(f"<p>{_h(line)}</p>")
+        i += 1
+    return "\n".join(out)
+
+
+# -- JSON and CSV ----------------------------------------------------------------------------
+
+
+def render_json(profile: Mapping[str, Any], *, indent: int | None = 2) -> str:
+    """The profile as strict JSON (no NaN: missing numbers are null with a reason)."""
+    return json.dumps(profile, indent=indent, ensure_ascii=False, allow_nan=False)
+
+
+CSV_COLUMNS = (
+    "run_id", "agent", "role", "item_id", "family", "depth", "depth_n", "belief", "question",
+    "story_id", "length", "game", "condition", "target_depth", "lambda", "status", "correct",
+    "score_value", "primary_error", "confidence", "tokens_in", "tokens_out", "latency_s",
+    "answer_json", "score_json", "error",
+)
+
+
+def render_csv(data: RunData) -> str:
+    """One row per trial with the item's factors, for people who want their own analysis."""
+    buf = io.StringIO()
+    write_csv(data, buf)
+    return buf.getvalue()
+
+
+def write_csv(data: RunData, fp: Any) -> None:
+    """Write :func:`render_csv`'s rows to a text file object."""
+    w = csv.writer(fp, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    it = data.items
+    tr = data.trials
+    roles = {a.name: a.role for a in data.agents}
+    run_id = data.run.get("id")
+
+    def num(v: float) -> str:
+        return "" if not math.isfinite(v) else f"{v:g}"
+
+    factors = [
+        [it.family[i], it.depth[i], num(it.depth_n[i]), it.belief[i], it.question[i],
+         it.story[i], num(it.length[i]), it.game[i], it.condition[i], num(it.target_depth[i]),
+         num(it.lam[i])]
+        for i in range(len(it))
+    ]
+    factors.append([""] * 11)  # index -1: a trial whose item is not in the run
+    correct = ["" if math.isnan(v) else str(int(v)) for v in tr.correct.tolist()]
+    score_value = [num(v) for v in tr.score_value.tolist()]
+    confidence = [num(v) for v in tr.confidence.tolist()]
+    latency = [f"{v:.6g}" for v in tr.latency.tolist()]
+    tin = tr.tokens_in.astype(np.int64).tolist()
+    tout = tr.tokens_out.astype(np.int64).tolist()
+    items = tr.item.tolist()
+    prim = tr.primary_error.tolist()
+    w.writerows(
+        [run_id, tr.agent[r], roles.get(tr.agent[r], ""), tr.item_id[r], *factors[items[r]],
+         tr.status[r], correct[r], score_value[r], prim[r] or "", confidence[r], tin[r],
+         tout[r], latency[r], tr.answer_json[r] or "", tr.score_json[r] or "", tr.error[r] or ""]
+        for r in range(len(tr))
+    )
+
+
+# -- one entry point for the CLI -------------------------------------------------------------
+
+
+def report(
+    store: Store,
+    run_id: str,
+    fmt: str = "md",
+    *,
+    seed: int = 0,
+    n_boot: int = 2000,
+    figures_dir: str | Path | None = None,
+    figures_link_prefix: str = "",
+) -> str:
+    """Render run ``run_id`` as ``md``, ``html``, ``json`` or ``csv``."""
+    data = load_run(store, run_id)
+    if fmt == "csv":
+        return render_csv(data)
+    profile = analyse(data, seed=seed, n_boot=n_boot).profile
+    if fmt == "json":
+        return render_json(profile)
+    if fmt == "html":
+        return render_html(profile)
+    if fmt == "md":
+        return render_markdown(profile, figures_dir=figures_dir,
+                               figures_link_prefix=figures_link_prefix)
+    raise ValueError(f"unknown format {fmt!r} (md, html, json, csv)")
+
+
+# -- comparing two runs ----------------------------------------------------------------------
+
+COMPARE_METRICS = (
+    ("false_belief_accuracy", True),
+    ("true_belief_control_accuracy", True),
+    ("d50", False),
+    ("leakage_resistance", True),
+    ("applied_gap", True),
+    ("games_accuracy", True),
+    ("log_score_c", False),
+    ("abc_dissociation", True),
+    ("ece", False),
+)
+
+
+def compare_runs(a: Analysis, b: Analysis) -> dict[str, Any]:
+    """What changed from run ``a`` to run ``b`` for every agent present in both (pure).
+
+    The runs have different items, so the contrasts are unpaired: the interval is the
+    percentile interval of differences between the two runs' independent cluster-bootstrap
+    replicates. Differences are ``b − a``; p-values are Holm-adjusted across the table.
+    """
+    pa, pb = a.profile, b.profile
+    names_a = list(pa["agents"])
+    names_b = list(pb["agents"])
+    common = [n for n in names_a if n in pb["agents"]]
+    notes = []
+    if pa["run"].get("suite") != pb["run"].get("suite"):
+        notes.append(f"the runs used different suites ({pa['run'].get('suite')} vs "
+                     f"{pb['run'].get('suite')}): differences mix agent and item changes")
+    if bool(pa["held_out"]) != bool(pb["held_out"]):
+        notes.append("one run used held-out seeds and the other did not")
+    agents: dict[str, Any] = {}
+    flat: list[dict[str, Any]] = []
+    for name in common:
+        ga, gb = pa["agents"][name], pb["agents"][name]
+        ra = a.metric_replicates.get(name, {})
+        rb = b.metric_replicates.get(name, {})
+        metrics: dict[str, Any] = {}
+        keys = [k for k, _ in COMPARE_METRICS] + sorted(
+            k for k in ra if k.startswith("accuracy_by_depth.") and k in rb
+        )
+        for key in keys:
+            if key in ra and key in rb:
+                va, repa, na = ra[key]
+                vb, repb, nb = rb[key]
+                with np.errstate(invalid="ignore"):
+                    diff = repb - repa
+                lo, hi, _ = percentile_interval(diff)
+                d = {
+                    "a": va, "b": vb, "difference": vb - va,
+                    "ci": [lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None],
+                    "n_a": na, "n_b": nb,
+                    "interval": "independent-cluster-bootstrap-95",
+                    "p": bootstrap_pvalue(diff, estimate=vb - va), "p_holm": None,
+                }
+                metrics[key] = d
+                flat.append(d)
+            elif key == "d50":
+                metrics[key] = {
+                    "a": (ga.get("d50") or {}).get("display"),
+                    "b": (gb.get("d50") or {}).get("display"),
+                    "difference": None,
+                    "reason": "D50 is not a point estimate in both runs",
+                }
+        spec_changes = {
+            k: [ga.get("spec", {}).get(k), gb.get("spec", {}).get(k)]
+            for k in set(ga.get("spec", {})) | set(gb.get("spec", {}))
+            if ga.get("spec", {}).get(k) != gb.get("spec", {}).get(k)
+        }
+        agents[name] = {
+            "role": [ga.get("role"), gb.get("role")],
+            "valid": [ga.get("valid"), gb.get("valid")],
+            "spec_changes": spec_changes,
+            "metrics": metrics,
+        }
+    for d, ph in zip(flat, holm([d["p"] for d in flat]), strict=True):
+        d["p_holm"] = ph
+    return {
+        "schema": "mindledger.compare/1",
+        "run_a": pa["run"],
+        "run_b": pb["run"],
+        "direction": "b − a",
+        "interval": "percentile interval of differences of independent cluster-bootstrap "
+        "replicates (95%); p two-sided bootstrap, Holm-adjusted across the table",
+        "agents": agents,
+        "only_in_a": [n for n in names_a if n not in pb["agents"]],
+        "only_in_b": [n for n in names_b if n not in pa["agents"]],
+        "notes": notes,
+    }
+
+
+def compare(
+    store: Store, run_a: str, run_b: str, *, seed: int = 0, n_boot: int = 2000
+) -> dict[str, Any]:
+    """:func:`compare_runs` for two stored runs (independent bootstrap seeds per run)."""
+    a = analyse(load_run(store, run_a), seed=seed, n_boot=n_boot)
+    b = analyse(load_run(store, run_b), seed=seed + 1, n_boot=n_boot)
+    return compare_runs(a, b)
+
+
+def render_compare_markdown(cmp: Mapping[str, Any]) -> str:
+    """The comparison as Markdown tables, one per agent."""
+    ra, rb = cmp["run_a"], cmp["run_b"]
+    out = [f"# mindledger compare — `{ra['id']}` → `{rb['id']}`", "",
+           f"Differences are {cmp['direction']}; {cmp['interval']}.", ""]
+    for n in cmp.get("notes", []):
+        out += [f"> {n}", ""]
+    if cmp.get("only_in_a") or cmp.get("only_in_b"):
+        out += [f"Only in {ra['id']}: {', '.join(cmp['only_in_a']) or '—'}; only in "
+                f"{rb['id']}: {', '.join(cmp['only_in_b']) or '—'}.", ""]
+    pct_keys = {k for k, pct in COMPARE_METRICS if pct}
+    for name, ag in cmp["agents"].items():
+        out += [f"## {name}", ""]
+        if ag["valid"][0] != ag["valid"][1]:
+            out += [f"> validity changed: {ag['valid'][0]} → {ag['valid'][1]}", ""]
+        if ag["spec_changes"]:
+            out += ["Settings changed: " + "; ".join(
+                f"{k}: {v[0]!r} → {v[1]!r}" for k, v in sorted(ag["spec_changes"].items())), ""]
+        rows = []
+        for key, d in ag["metrics"].items():
+            pct = key in pct_keys or key.startswith("accuracy_by_depth.")
+            if d.get("difference") is None:
+                rows.append([key, str(d.get("a")), str(d.get("b")), d.get("reason", "—"),
+                             "—", "—", "—"])
+                continue
+
+            def v(x: Any, pct: bool = pct) -> str:
+                return _pct(x) if pct else _f(x, 3)
+
+            rows.append([key, v(d["a"]), v(d["b"]), fmt_diff(d, pct),
+                         f"{d['n_a']} / {d['n_b']}", fmt_p(d["p"]), fmt_p(d["p_holm"])])
+        out += [_table(["metric", ra["id"], rb["id"], "change [95%]", "n (a / b)", "p",
+                        "p (Holm)"], rows), ""]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,1055 @@
+"""Pure statistics for profiles: intervals, the cluster bootstrap, D50, slopes, Holm, ECE.
+
+Nothing here does I/O, reads a clock or touches a global random state: every resampling function
+takes a seeded :class:`numpy.random.Generator`, so the same seed gives the same interval.
+
+Intervals (all two-sided, 95% unless a ``level`` says otherwise):
+
+- **Wilson score interval** for a proportion (:func:`wilson_interval`): good near 0 and 1, where
+  the Wald interval fails.
+- **Cluster bootstrap** (:class:`ClusterBootstrap`, :func:`cluster_bootstrap`): whole clusters are
+  resampled with replacement, optionally *within strata* (the design's fixed cells, e.g. belief
+  type x depth), and the percentile interval of the replicates is reported. Trials that share a
+  story (or a game cell) are not independent, so this interval is the honest one where clusters
+  hold more than one trial; it is never narrower than the data allow.
+- **Normal approximation** for means of non-binary quantities (:func:`mean_interval`).
+
+D50 (:func:`d50_estimate`) is the depth at which the fitted false-belief accuracy of a logistic
+regression on depth falls halfway between the ceiling and chance:
+``halfway = chance + (ceiling - chance) / 2``. Chance is the mean of ``1 / number of choices``
+over the items; the ceiling defaults to **1.0**, the accuracy of an exact reasoner, so that an
+agent that is poor at every depth cannot buy a deep D50 with a low ceiling (its true-belief
+accuracy is reported, and policed, separately). A caller can pass another ceiling (for example the
+agent's R0 or true-belief accuracy). When the data cannot support a number the result says so
+and why: perfect separation gives the bracket between two tested depths, accuracy still above
+halfway at the deepest level gives a lower bound ("beyond the deepest level tested"), and so on.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "Z95",
+    "Calibration",
+    "ClusterBootstrap",
+    "D50Result",
+    "Interval",
+    "SlopeResult",
+    "bootstrap_pvalue",
+    "cluster_bootstrap",
+    "d50_estimate",
+    "d50_from_fit",
+    "d50_replicates",
+    "degradation_slope",
+    "ece",
+    "fit_logistic_grouped",
+    "holm",
+    "logistic_batch",
+    "mean_interval",
+    "paired_difference",
+    "percentile_interval",
+    "wilson_interval",
+]
+
+Z95 = 1.959963984540054
+"""The standard normal quantile for a two-sided 95% interval."""
+
+FloatArray = npt.NDArray[np.float64]
+
+
+# -- proportions, means, multiplicity ------------------------------------------------------
+
+
+def wilson_interval(k: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval for ``k`` successes in ``n`` trials.
+
+    ``(p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)``. Returns ``(nan, nan)`` when
+    ``n == 0`` (no data, no interval).
+    """
+    if n <= 0:
+        return (math.nan, math.nan)
+    if k < 0 or k > n:
+        raise ValueError(f"k={k} is outside 0..n={n}")
+    p = k / n
+    z2 = z * z
+    denom = 1.0 + z2 / n
+    centre = (p + z2 / (2.0 * n)) / denom
+    half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def mean_interval(values: npt.ArrayLike, z: float = Z95) -> tuple[float, float, float, int]:
+    """Mean, normal-approximation interval and n of the finite values (nan when n < 2)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    n = int(v.size)
+    if n == 0:
+        return (math.nan, math.nan, math.nan, 0)
+    m = float(v.mean())
+    if n < 2:
+        return (m, math.nan, math.nan, n)
+    half = z * float(v.std(ddof=1)) / math.sqrt(n)
+    return (m, m - half, m + half, n)
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the input order.
+
+    Sort ascending; the i-th smallest (1-based) becomes ``max_{j<=i} min(1, (m-j+1)·p_(j))``.
+    NaN p-values (contrasts that could not be tested) stay NaN and do not count in ``m``.
+    """
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, math.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    m = ok.size
+    if m == 0:
+        return out.tolist()
+    order = ok[np.argsort(p[ok], kind="stable")]
+    running = 0.0
+    for rank, idx in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[idx]))
+        out[idx] = running
+    return out.tolist()
+
+
+def percentile_interval(
+    replicates: npt.ArrayLike, level: float = 0.95
+) -> tuple[float, float, int]:
+    """The percentile interval of bootstrap replicates, ignoring NaN ones.
+
+    Infinite replicates are allowed (a D50 beyond every tested depth is +inf) and are never
+    interpolated with finite ones: the interval ends are order statistics. Returns
+    ``(lo, hi, number of finite-or-infinite replicates used)``.
+    """
+    r = np.asarray(replicates, dtype=float)
+    r = r[~np.isnan(r)]
+    if r.size == 0:
+        return (math.nan, math.nan, 0)
+    alpha = (1.0 - level) / 2.0
+    lo, hi = np.quantile(r, [alpha, 1.0 - alpha], method="inverted_cdf")
+    return (float(lo), float(hi), int(r.size))
+
+
+def bootstrap_pvalue(
+    replicates: npt.ArrayLike, null: float = 0.0, *, estimate: float | None = None
+) -> float:
+    """Two-sided bootstrap p-value for ``null``.
+
+    With ``estimate``, and when every replicate is finite with a positive spread, it is the
+    normal approximation with the bootstrap standard error, ``2·Φ(−|estimate − null| / sd)``:
+    it resolves the small p-values a Holm correction needs, which a count over B replicates
+    cannot (its floor is about 2/B). Otherwise (unbounded replicates such as a D50 beyond the
+    tested depths, or no spread) it is the percentile p-value
+    ``min(1, 2·min((1 + #{r <= null}), (1 + #{r >= null})) / (B + 1))``.
+    """
+    r = np.asarray(replicates, dtype=float)
+    r = r[~np.isnan(r)]
+    if r.size == 0:
+        return math.nan
+    if estimate is not None and math.isfinite(estimate) and np.all(np.isfinite(r)):
+        sd = float(r.std(ddof=1)) if r.size > 1 else 0.0
+        if sd > 0:
+            return float(math.erfc(abs(estimate - null) / sd / math.sqrt(2.0)))
+    b = r.size
+    below = (1 + np.count_nonzero(r <= null)) / (b + 1)
+    above = (1 + np.count_nonzero(r >= null)) / (b + 1)
+    return float(min(1.0, 2.0 * min(below, above)))
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate with its interval, n and the name of the interval shown."""
+
+    value: float
+    lo: float
+    hi: float
+    n: int
+    interval: str
+    replicates: FloatArray | None = field(default=None, repr=False, compare=False)
+    p: float = math.nan
+
+
+# -- calibration ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Expected calibration error and the reliability bins it was computed from.
+
+    ``bins`` holds one dict per non-empty bin: ``lo``, ``hi``, ``n``, ``confidence`` (mean stated
+    confidence) and ``accuracy``.
+    """
+
+    ece: float
+    n: int
+    bins: tuple[dict[str, float], ...]
+
+
+def ece(confidences: npt.ArrayLike, correct: npt.ArrayLike, bins: int = 10) -> Calibration:
+    """Expected calibration error over ``bins`` equal-width bins of [0, 1].
+
+    ``ECE = Σ_b (n_b / N) · |accuracy_b − mean confidence_b|``. A confidence of exactly 1 falls in
+    the last bin. Non-finite confidences are ignored. Confidences must be probabilities.
+    """
+    c = np.asarray(confidences, dtype=float)
+    y = np.asarray(correct, dtype=float)
+    keep = np.isfinite(c) & np.isfinite(y)
+    c, y = c[keep], y[keep]
+    if c.size and (c.min() < 0 or c.max() > 1):
+        raise ValueError("confidences must lie in [0, 1]")
+    n = int(c.size)
+    if n == 0:
+        return Calibration(math.nan, 0, ())
+    idx = np.minimum((c * bins).astype(int), bins - 1)
+    counts = np.bincount(idx, minlength=bins)
+    conf_sum = np.bincount(idx, weights=c, minlength=bins)
+    cor_sum = np.bincount(idx, weights=y, minlength=bins)
+    total = float(np.abs(cor_sum - conf_sum).sum() / n)
+    out = []
+    for b in range(bins):
+        if counts[b]:
+            out.append(
+                {
+                    "lo": b / bins,
+                    "hi": (b + 1) / bins,
+                    "n": int(counts[b]),
+                    "confidence": float(conf_sum[b] / counts[b]),
+                    "accuracy": float(cor_sum[b] / counts[b]),
+                }
+            )
+    return Calibration(total, n, tuple(out))
+
+
+# -- the cluster bootstrap -----------------------------------------------------------------
+
+
+class ClusterBootstrap:
+    """Resample whole clusters with replacement, within strata, ``B`` times.
+
+    ``clusters`` and ``strata`` give one label per observation (any hashable values). Each
+    cluster must lie inside one stratum. Replicate ``b`` draws, in every stratum, as many
+    clusters as the stratum has, with replacement; an observation's weight in the replicate is
+    the number of times its cluster was drawn.
+
+    The weights are drawn once per stratum from seeds taken from ``rng`` when the object is made,
+    so the object is reproducible and :meth:`sums` can be called repeatedly with the same
+    replicates (paired contrasts computed in separate calls still share their resamples).
+
+    :meth:`sums` is the fast path: any statistic that is a function of weighted sums (a mean, a
+    ratio, a difference of means, counts per depth for a logistic fit, ECE's bin sums...) is
+    computed for all replicates at once by one matrix product per stratum.
+    """
+
+    def __init__(
+        self,
+        clusters: Sequence[Hashable] | npt.ArrayLike,
+        rng: np.random.Generator,
+        *,
+        B: int = 2000,
+        strata: Sequence[Hashable] | npt.ArrayLike | None = None,
+    ):
+        if B < 1:
+            raise ValueError("B must be at least 1")
+        cl: list[Any] = list(clusters)  # type: ignore[arg-type]
+        st: list[Any] = [None] * len(cl) if strata is None else list(strata)  # type: ignore[arg-type]
+        if len(st) != len(cl):
+            raise ValueError("clusters and strata must have one label per observation")
+        self.B = B
+        self.n_obs = len(cl)
+        stratum_code: dict[Hashable, int] = {}
+        cluster_code: dict[Hashable, int] = {}
+        cluster_stratum: list[int] = []
+        obs_cluster = np.empty(self.n_obs, dtype=np.int64)
+        for i, (c, s) in enumerate(zip(cl, st, strict=True)):
+            sc = stratum_code.setdefault(s, len(stratum_code))
+            cc = cluster_code.get(c)
+            if cc is None:
+                cc = cluster_code[c] = len(cluster_code)
+                cluster_stratum.append(sc)
+            elif cluster_stratum[cc] != sc:
+                raise ValueError(f"cluster {c!r} spans more than one stratum")
+            obs_cluster[i] = cc
+        self.strata: list[Hashable] = list(stratum_code)
+        self.n_clusters = len(cluster_code)
+        self.obs_cluster = obs_cluster
+        cs = np.asarray(cluster_stratum, dtype=np.int64)
+        self.obs_stratum = cs[obs_cluster] if self.n_obs else np.empty(0, dtype=np.int64)
+        # per stratum: its clusters (global codes, sorted), and its observations sorted by cluster
+        self._clusters_of: list[npt.NDArray[np.int64]] = []
+        self._obs_of: list[npt.NDArray[np.int64]] = []
+        self._starts_of: list[npt.NDArray[np.int64]] = []
+        order = np.lexsort((obs_cluster, self.obs_stratum))
+        bounds = np.searchsorted(self.obs_stratum[order], np.arange(len(self.strata) + 1))
+        for s in range(len(self.strata)):
+            obs = order[bounds[s] : bounds[s + 1]]
+            ccodes = obs_cluster[obs]
+            starts = np.flatnonzero(np.r_[True, ccodes[1:] != ccodes[:-1]])
+            self._obs_of.append(obs)
+            self._starts_of.append(starts)
+            self._clusters_of.append(ccodes[starts])
+        self._seeds = [int(x) for x in rng.integers(0, 2**63 - 1, size=len(self.strata))]
+        self._cache: dict[int, npt.NDArray[np.float32]] = {}
+        self._cache_budget = 40_000_000  # float32 entries kept (160 MB at most)
+
+    def clusters_in(self, stratum: int) -> int:
+        """How many clusters stratum number ``stratum`` holds."""
+        return int(self._clusters_of[stratum].size)
+
+    def weights(self, stratum: int) -> npt.NDArray[np.float32]:
+        """The (B x clusters-in-stratum) matrix of draw counts for one stratum."""
+        w = self._cache.get(stratum)
+        if w is not None:
+            return w
+        c = self.clusters_in(stratum)
+        rng = np.random.default_rng(self._seeds[stratum])
+        if c == 1:
+            w = np.ones((self.B, 1), dtype=np.float32)
+        else:
+            draws = rng.integers(0, c, size=(self.B, c), dtype=np.int64)
+            draws += (np.arange(self.B, dtype=np.int64) * c)[:, None]
+            w = np.bincount(draws.ravel(), minlength=self.B * c).astype(np.float32)
+            w = w.reshape(self.B, c)
+        if w.size <= self._cache_budget:
+            self._cache[stratum] = w
+            self._cache_budget -= w.size
+        return w
+
+    def sums(
+        self,
+        columns: Mapping[str, npt.ArrayLike],
+        *,
+        by_stratum: Sequence[str] = (),
+    ) -> BootstrapSums:
+        """Weighted sums of each column for the full sample and for every replicate.
+
+        ``columns`` maps a name to one value per observation. Names in ``by_stratum`` are also
+        kept per stratum (for cell-level statistics); the others only as totals.
+        """
+        names = list(columns)
+        if not names:
+            return BootstrapSums(self, {}, {}, {}, {})
+        mat = np.empty((self.n_obs, len(names)), dtype=np.float64)
+        for j, name in enumerate(names):
+            col = np.asarray(columns[name], dtype=np.float64)
+            if col.shape != (self.n_obs,):
+                raise ValueError(f"column {name!r} has shape {col.shape}, not ({self.n_obs},)")
+            mat[:, j] = col
+        keep = set(by_stratum)
+        point_total = {n: 0.0 for n in names}
+        rep_total = {n: np.zeros(self.B) for n in names}
+        point_s: dict[str, dict[int, float]] = {n: {} for n in names if n in keep}
+        rep_s: dict[str, dict[int, FloatArray]] = {n: {} for n in names if n in keep}
+        for s in range(len(self.strata)):
+            obs = self._obs_of[s]
+            if obs.size == 0:
+                continue
+            sub = mat[obs]
+            nz = np.flatnonzero(np.any(sub != 0.0, axis=0))
+            if nz.size == 0:
+                continue
+            csum = np.add.reduceat(sub[:, nz], self._starts_of[s], axis=0)
+            reps = (self.weights(s) @ csum.astype(np.float32)).astype(np.float64)
+            pts = csum.sum(axis=0)
+            for jj, j in enumerate(nz.tolist()):
+                name = names[j]
+                point_total[name] += float(pts[jj])
+                rep_total[name] += reps[:, jj]
+                if name in keep:
+                    point_s[name][s] = float(pts[jj])
+                    rep_s[name][s] = reps[:, jj]
+        return BootstrapSums(self, point_total, rep_total, point_s, rep_s)
+
+
+@dataclass
+class BootstrapSums:
+    """Full-sample and replicate sums from :meth:`ClusterBootstrap.sums`."""
+
+    boot: ClusterBootstrap
+    point_total: dict[str, float]
+    rep_total: dict[str, FloatArray]
+    point_stratum: dict[str, dict[int, float]]
+    rep_stratum: dict[str, dict[int, FloatArray]]
+
+    def total(self, name: str) -> tuple[float, FloatArray]:
+        """(full-sample sum, replicate sums) of a column over all strata."""
+        if name not in self.point_total:
+            return (0.0, np.zeros(self.boot.B))
+        return self.point_total[name], self.rep_total[name]
+
+    def over(self, name: str, strata: Sequence[int]) -> tuple[float, FloatArray]:
+        """(full-sample sum, replicate sums) of a ``by_stratum`` column over some strata."""
+        pt = 0.0
+        rp = np.zeros(self.boot.B)
+        ps = self.point_stratum.get(name, {})
+        rs = self.rep_stratum.get(name, {})
+        for s in strata:
+            if s in ps:
+                pt += ps[s]
+                rp = rp + rs[s]
+        return pt, rp
+
+
+def _labels(labels: Sequence[Hashable] | npt.ArrayLike, keep: npt.NDArray[np.bool_]
+            ) -> npt.NDArray[Any]:
+    """A 1-D object array of the kept labels (tuples stay whole, unlike ``np.asarray``)."""
+    seq = list(labels)  # type: ignore[arg-type]
+    out = np.empty(int(np.count_nonzero(keep)), dtype=object)
+    for j, i in enumerate(np.flatnonzero(keep)):
+        out[j] = seq[i]
+    return out
+
+
+def _ratio(num: FloatArray, den: FloatArray) -> FloatArray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def cluster_bootstrap(
+    values: npt.ArrayLike,
+    clusters: Sequence[Hashable] | npt.ArrayLike,
+    rng: np.random.Generator,
+    stat: Callable[[FloatArray, FloatArray], float] | None = None,
+    *,
+    B: int = 2000,
+    strata: Sequence[Hashable] | npt.ArrayLike | None = None,
+    level: float = 0.95,
+) -> Interval:
+    """Cluster-bootstrap percentile interval of a statistic of ``values``.
+
+    ``stat(values, weights)`` is a *weighted* statistic (weights are each observation's draw
+    count in a replicate, all ones for the estimate itself); the default is the weighted mean,
+    computed for all replicates at once. A custom ``stat`` is called once per replicate.
+    """
+    v = np.asarray(values, dtype=float)
+    boot = ClusterBootstrap(clusters, rng, B=B, strata=strata)
+    label = (
+        f"cluster bootstrap {level:.0%} percentile ({boot.n_clusters} clusters"
+        f"{', stratified' if strata is not None else ''}, B={B})"
+    )
+    if stat is None:
+        sums = boot.sums({"y": v, "n": np.ones_like(v)})
+        y0, yr = sums.total("y")
+        n0, nr = sums.total("n")
+        reps = _ratio(yr, nr)
+        est = y0 / n0 if n0 else math.nan
+    else:
+        est = float(stat(v, np.ones_like(v)))
+        reps = np.empty(B)
+        for b in range(B):
+            w = np.zeros(boot.n_obs)
+            for s in range(len(boot.strata)):
+                obs = boot._obs_of[s]
+                if obs.size == 0:
+                    continue
+                per_cluster = boot.weights(s)[b]
+                counts = np.diff(np.r_[boot._starts_of[s], obs.size])
+                w[obs] = np.repeat(per_cluster, counts)
+            reps[b] = stat(v, w)
+    lo, hi, _ = percentile_interval(reps, level)
+    return Interval(float(est), lo, hi, int(v.size), label, reps)
+
+
+def paired_difference(
+    x: npt.ArrayLike,
+    y: npt.ArrayLike,
+    clusters: Sequence[Hashable] | npt.ArrayLike,
+    rng: np.random.Generator,
+    *,
+    B: int = 2000,
+    strata: Sequence[Hashable] | npt.ArrayLike | None = None,
+    level: float = 0.95,
+) -> Interval:
+    """Mean of ``x - y`` over paired observations (the same items), with a cluster-bootstrap
+    percentile interval and a two-sided bootstrap p-value for "no difference".
+
+    Pairs where either value is NaN (e.g. one side had an API error) are dropped.
+    """
+    xa = np.asarray(x, dtype=float)
+    ya = np.asarray(y, dtype=float)
+    keep = np.isfinite(xa) & np.isfinite(ya)
+    cl = _labels(clusters, keep)
+    st = None if strata is None else _labels(strata, keep)
+    d = xa[keep] - ya[keep]
+    res = cluster_bootstrap(d, cl, rng, B=B, strata=st, level=level)
+    p = (
+        bootstrap_pvalue(res.replicates, estimate=res.value)
+        if res.replicates is not None
+        else math.nan
+    )
+    label = "paired " + res.interval
+    return Interval(res.value, res.lo, res.hi, res.n, label, res.replicates, p)
+
+
+# -- logistic fits and D50 ---------------------------------------------------------------
+
+
+def fit_logistic_grouped(
+    x: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike
+) -> tuple[float, float, bool]:
+    """Maximum-likelihood logistic regression of ``k`` of ``n`` successes on ``x`` (statsmodels
+    GLM, binomial family). Returns ``(intercept, slope, converged)``."""
+    from statsmodels.genmod.families import Binomial
+    from statsmodels.genmod.generalized_linear_model import GLM
+    from statsmodels.tools.sm_exceptions import (
+        ConvergenceWarning,
+        PerfectSeparationError,
+        PerfectSeparationWarning,
+    )
+
+    xa = np.asarray(x, dtype=float)
+    ka = np.asarray(k, dtype=float)
+    na = np.asarray(n, dtype=float)
+    keep = na > 0
+    xa, ka, na = xa[keep], ka[keep], na[keep]
+    endog = np.column_stack([ka, na - ka])
+    exog = np.column_stack([np.ones_like(xa), xa])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", PerfectSeparationWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            res = GLM(endog, exog, family=Binomial()).fit(maxiter=100)
+        except PerfectSeparationError:
+            return (math.nan, math.nan, False)
+    params = np.asarray(res.params, dtype=float)
+    converged = bool(getattr(res, "converged", True)) and bool(np.all(np.isfinite(params)))
+    return (float(params[0]), float(params[1]), converged)
+
+
+def logistic_batch(
+    x: npt.ArrayLike, K: npt.ArrayLike, N: npt.ArrayLike, *, iters: int = 40
+) -> tuple[FloatArray, FloatArray, npt.NDArray[np.bool_]]:
+    """Vectorised logistic regression for many replicate data sets at once.
+
+    ``x`` has one value per group (D); ``K`` and ``N`` are (R x D) successes and trials. Newton's
+    method on centred ``x``; returns per replicate ``(intercept, slope, converged)`` on the
+    original scale. It fits the same model as :func:`fit_logistic_grouped` (a test checks that
+    they agree) and exists because calling statsmodels B times per agent would be too slow.
+    Separated replicates do not converge; callers detect separation first.
+    """
+    xa = np.asarray(x, dtype=float)
+    Ka = np.atleast_2d(np.asarray(K, dtype=float))
+    Na = np.atleast_2d(np.asarray(N, dtype=float))
+    r = Ka.shape[0]
+    xbar = float((Na.sum(axis=0) * xa).sum() / max(Na.sum(), 1.0))
+    xc = xa - xbar
+    a = np.zeros(r)
+    b = np.zeros(r)
+    grad_norm = np.full(r, np.inf)
+    for _ in range(iters):
+        eta = a[:, None] + b[:, None] * xc[None, :]
+        p = 1.0 / (1.0 + np.exp(-eta))
+        resid = Ka - Na * p
+        g0 = resid.sum(axis=1)
+        g1 = (resid * xc).sum(axis=1)
+        w = Na * p * (1.0 - p)
+        h00 = w.sum(axis=1)
+        h01 = (w * xc).sum(axis=1)
+        h11 = (w * xc * xc).sum(axis=1)
+        det = h00 * h11 - h01 * h01
+        safe = det > 1e-12
+        det = np.where(safe, det, 1.0)
+        da = np.where(safe, (h11 * g0 - h01 * g1) / det, 0.0)
+        db = np.where(safe, (h00 * g1 - h01 * g0) / det, 0.0)
+        a = a + np.clip(da, -10, 10)
+        b = b + np.clip(db, -10, 10)
+        grad_norm = np.abs(g0) + np.abs(g1)
+        if float(np.max(np.abs(da) + np.abs(db), initial=0.0)) < 1e-10:
+            break
+    total = np.maximum(Na.sum(axis=1), 1.0)
+    converged = grad_norm / total < 1e-6
+    return a - b * xbar, b, converged
+
+
+def _logit(p: float) -> float:
+    return math.log(p / (1.0 - p))
+
+
+def d50_from_fit(intercept: float, slope: float, halfway: float) -> float:
+    """The depth where ``sigmoid(intercept + slope·depth) == halfway`` (slope must be < 0)."""
+    return (_logit(halfway) - intercept) / slope
+
+
+@dataclass(frozen=True)
+class D50Result:
+    """A D50 estimate, or the reason there is none.
+
+    ``status`` is one of:
+
+    - ``"estimated"``: ``value`` is the fitted depth, inside the tested range;
+    - ``"beyond"``: fitted accuracy is still above halfway at the deepest level tested;
+      ``lower_bound`` is that depth (a bound, not a number);
+    - ``"below"``: accuracy is below halfway already at the shallowest level; ``upper_bound``;
+    - ``"bracketed"``: perfect separation (every answer right up to one depth, wrong after it):
+      the logistic fit has no finite maximum, and the data place D50 between ``lower_bound``
+      and ``upper_bound``;
+    - ``"not_estimable"``: see ``reason``.
+
+    ``ci`` is the bootstrap percentile interval; an end outside the tested range is None and
+    ``ci_note`` says which way it goes.
+    """
+
+    status: str
+    value: float | None
+    lower_bound: float | None
+    upper_bound: float | None
+    reason: str | None
+    chance: float
+    ceiling: float
+    halfway: float
+    intercept: float | None
+    slope: float | None
+    depths: tuple[float, ...]
+    n: int
+    ci: tuple[float | None, float | None] | None = None
+    ci_note: str | None = None
+    interval: str | None = None
+    replicates: FloatArray | None = field(default=None, repr=False, compare=False)
+
+    def display(self) -> str:
+        """A short human form: ``2.7 [2.3, 3.1]``, ``> 5 (beyond …)``, ``between 2 and 3``."""
+        def fmt(v: float | None) -> str:
+            return "?" if v is None else f"{v:.2f}".rstrip("0").rstrip(".")
+
+        if self.status == "estimated" and self.value is not None:
+            ci = ""
+            if self.ci is not None:
+                lo = fmt(self.ci[0]) if self.ci[0] is not None else f"<{fmt(self.depths[0])}"
+                hi = fmt(self.ci[1]) if self.ci[1] is not None else f">{fmt(self.depths[-1])}"
+                ci = f" [{lo}, {hi}]"
+            return f"{self.value:.2f}{ci}"
+        if self.status == "beyond":
+            return f"> {fmt(self.lower_bound)} (beyond the deepest level tested)"
+        if self.status == "below":
+            return f"< {fmt(self.upper_bound)} (below the shallowest level tested)"
+        if self.status == "bracketed":
+            return f"between {fmt(self.lower_bound)} and {fmt(self.upper_bound)}"
+        return f"not estimable: {self.reason}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "value": self.value,
+            "ci": None if self.ci is None else list(self.ci),
+            "ci_note": self.ci_note,
+            "interval": self.interval,
+            "lower_bound": self.lower_bound,
+            "upper_bound": self.upper_bound,
+            "reason": self.reason,
+            "display": self.display(),
+            "n": self.n,
+            "depths_tested": list(self.depths),
+            "chance": self.chance,
+            "ceiling": self.ceiling,
+            "halfway": self.halfway,
+            "fit": None
+            if self.intercept is None
+            else {"intercept": self.intercept, "slope": self.slope, "model": "logit(acc) ~ depth"},
+        }
+
+
+def _separation(depths: FloatArray, k: FloatArray, n: FloatArray) -> str:
+    """'none', 'all_correct', 'all_wrong', 'decreasing' or 'increasing' for grouped data."""
+    has = n > 0
+    d, kk, nn = depths[has], k[has], n[has]
+    succ = d[kk > 0]
+    fail = d[kk < nn]
+    if fail.size == 0:
+        return "all_correct"
+    if succ.size == 0:
+        return "all_wrong"
+    if succ.max() <= fail.min():
+        return "decreasing"
+    if fail.max() <= succ.min():
+        return "increasing"
+    return "none"
+
+
+def d50_estimate(
+    depths: npt.ArrayLike,
+    k: npt.ArrayLike,
+    n: npt.ArrayLike,
+    *,
+    chance: float,
+    ceiling: float = 1.0,
+    replicates: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
+    level: float = 0.95,
+    interval: str | None = None,
+) -> D50Result:
+    """D50 from false-belief successes ``k`` of ``n`` at each depth (grouped data).
+
+    The point fit is statsmodels' GLM. ``replicates``, when given, is a pair of (R x D) arrays of
+    bootstrap successes and trials per depth (e.g. from :class:`ClusterBootstrap`); their D50s
+    (:func:`d50_replicates`) give the percentile interval named by ``interval``.
+    """
+    d = np.asarray(depths, dtype=float)
+    ka = np.asarray(k, dtype=float)
+    na = np.asarray(n, dtype=float)
+    order = np.argsort(d)
+    d, ka, na = d[order], ka[order], na[order]
+    has = na > 0
+    tested = tuple(float(x) for x in d[has])
+    total = int(na[has].sum())
+    halfway = chance + (ceiling - chance) / 2.0
+
+    def result(status: str, reason: str | None, **kw: Any) -> D50Result:
+        base: dict[str, Any] = {
+            "value": None,
+            "lower_bound": None,
+            "upper_bound": None,
+            "intercept": None,
+            "slope": None,
+        }
+        base.update(kw)
+        return D50Result(
+            status=status,
+            reason=reason,
+            chance=chance,
+            ceiling=ceiling,
+            halfway=halfway,
+            depths=tested,
+            n=total,
+            **base,
+        )
+
+    if not math.isfinite(chance):
+        return result("not_estimable", "chance level unknown (items do not list their choices)")
+    if len(tested) < 2:
+        return result(
+            "not_estimable",
+            f"false-belief items at {len(tested)} depth(s); a fit on depth needs at least 2",
+        )
+    if not ceiling > chance:
+        return result("not_estimable", f"ceiling {ceiling:.3g} is not above chance {chance:.3g}")
+    dmin, dmax = tested[0], tested[-1]
+    acc = np.where(has, ka / np.where(has, na, 1.0), np.nan)
+    sep = _separation(d, ka, na)
+    if sep == "all_correct":
+        return result(
+            "beyond",
+            f"no false-belief errors at any depth up to {dmax:g}",
+            lower_bound=dmax,
+        )
+    if sep == "all_wrong":
+        return result(
+            "below", "no correct false-belief answers at any depth", upper_bound=dmin
+        )
+    if sep == "decreasing":
+        lo, hi = _bracket(d[has], acc[has], halfway)
+        if lo is None:
+            return result(
+                "below",
+                "perfect separation with accuracy below halfway from the shallowest depth",
+                upper_bound=dmin,
+            )
+        if hi is None:
+            return result(
+                "beyond",
+                "perfect separation with accuracy above halfway through the deepest depth",
+                lower_bound=dmax,
+            )
+        return result(
+            "bracketed",
+            "perfect separation (all right up to one depth, all wrong after it): the logistic "
+            "fit has no finite maximum; the data place D50 between two tested depths",
+            lower_bound=lo,
+            upper_bound=hi,
+        )
+    a, b, converged = fit_logistic_grouped(d[has], ka[has], na[has])
+    if not converged or not (math.isfinite(a) and math.isfinite(b)):
+        return result("not_estimable", "the logistic fit did not converge")
+    overall = float(ka[has].sum() / na[has].sum())
+    if sep == "increasing" or b >= 0:
+        if overall > halfway and np.all(acc[has] >= halfway):
+            return result(
+                "beyond",
+                "accuracy does not decline with depth and stays above halfway",
+                lower_bound=dmax,
+                intercept=a,
+                slope=b,
+            )
+        return result(
+            "not_estimable",
+            f"accuracy does not decline with depth (fitted slope {b:+.3g})",
+            intercept=a,
+            slope=b,
+        )
+    value = d50_from_fit(a, b, halfway)
+    reps = None
+    ci: tuple[float | None, float | None] | None = None
+    note = None
+    if replicates is not None:
+        reps = d50_replicates(
+            d, np.asarray(replicates[0], float)[:, order], np.asarray(replicates[1], float)[:, order],
+            chance=chance, ceiling=ceiling,
+        )
+        lo_r, hi_r, used = percentile_interval(reps, level)
+        if used:
+            lo_c: float | None = lo_r if lo_r >= dmin else None
+            hi_c: float | None = hi_r if hi_r <= dmax else None
+            notes = []
+            if lo_c is None:
+                notes.append(f"lower end below the shallowest level tested ({dmin:g})")
+            if hi_c is None:
+                notes.append(f"upper end beyond the deepest level tested ({dmax:g})")
+            ci = (lo_c, hi_c)
+            note = "; ".join(notes) or None
+    if value > dmax:
+        return result(
+            "beyond",
+            f"fitted accuracy stays above halfway through the deepest level tested ({dmax:g})",
+            lower_bound=dmax,
+            intercept=a,
+            slope=b,
+            ci=ci,
+            ci_note=note,
+            interval=interval,
+            replicates=reps,
+        )
+    if value < dmin:
+        return result(
+            "below",
+            f"fitted accuracy is below halfway already at the shallowest level ({dmin:g})",
+            upper_bound=dmin,
+            intercept=a,
+            slope=b,
+            ci=ci,
+            ci_note=note,
+            interval=interval,
+            replicates=reps,
+        )
+    return result(
+        "estimated",
+        None,
+        value=value,
+        intercept=a,
+        slope=b,
+        ci=ci,
+        ci_note=note,
+        interval=interval,
+        replicates=reps,
+    )
+
+
+def _bracket(
+    d: FloatArray, acc: FloatArray, halfway: float
+) -> tuple[float | None, float | None]:
+    """The last depth with accuracy >= halfway before the first one below it."""
+    below = np.flatnonzero(acc < halfway)
+    if below.size == 0:
+        return (float(d[-1]), None)
+    first = int(below[0])
+    if first == 0:
+        return (None, float(d[0]))
+    return (float(d[first - 1]), float(d[first]))
+
+
+def d50_replicates(
+    depths: npt.ArrayLike,
+    K: npt.ArrayLike,
+    N: npt.ArrayLike,
+    *,
+    chance: float,
+    ceiling: float = 1.0,
+) -> FloatArray:
+    """D50 of each replicate row of grouped counts (R x D), vectorised.
+
+    Conventions for replicates the fit cannot place: no errors, or no decline with accuracy
+    above halfway, give +inf; no successes, or no decline below halfway, give -inf; perfect
+    separation gives the midpoint of its bracket; a fit that does not converge gives NaN (and
+    is left out of the interval). Infinite replicates make an interval end a bound.
+    """
+    d = np.asarray(depths, dtype=float)
+    Ka = np.atleast_2d(np.asarray(K, dtype=float))
+    Na = np.atleast_2d(np.asarray(N, dtype=float))
+    r = Ka.shape[0]
+    halfway = chance + (ceiling - chance) / 2.0
+    out = np.full(r, np.nan)
+    big = 1e9
+    has = Na > 0
+    succ = Ka > 0
+    fail = Ka < Na
+    dd = np.broadcast_to(d, Ka.shape)
+    smax = np.where(has & succ, dd, -big).max(axis=1)
+    smin = np.where(has & succ, dd, big).min(axis=1)
+    fmax = np.where(has & fail, dd, -big).max(axis=1)
+    fmin = np.where(has & fail, dd, big).min(axis=1)
+    any_s = (has & succ).any(axis=1)
+    any_f = (has & fail).any(axis=1)
+    overall = Ka.sum(axis=1) / np.maximum(Na.sum(axis=1), 1.0)
+    all_correct = ~any_f
+    all_wrong = ~any_s & any_f
+    dec = any_s & any_f & (smax <= fmin)
+    inc = any_s & any_f & ~dec & (fmax <= smin)
+    out[all_correct] = np.inf
+    out[all_wrong] = -np.inf
+    out[dec] = (smax[dec] + fmin[dec]) / 2.0
+    out[inc] = np.where(overall[inc] > halfway, np.inf, -np.inf)
+    rest = ~(all_correct | all_wrong | dec | inc)
+    if rest.any():
+        a, b, conv = logistic_batch(d, Ka[rest], Na[rest])
+        val = np.full(a.shape, np.nan)
+        neg = conv & (b < 0)
+        val[neg] = (_logit(halfway) - a[neg]) / b[neg]
+        flat = conv & (b >= 0)
+        val[flat] = np.where(overall[rest][flat] > halfway, np.inf, -np.inf)
+        out[rest] = val
+    return out
+
+
+# -- slopes ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SlopeResult:
+    """A regression coefficient with its interval, or the reason there is none."""
+
+    status: str
+    coef: float | None
+    ci: tuple[float, float] | None
+    se: float | None
+    p: float | None
+    n: int
+    n_clusters: int
+    covariates: tuple[str, ...]
+    interval: str
+    reason: str | None = None
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "value": self.coef,
+            "ci": None if self.ci is None else list(self.ci),
+            "se": self.se,
+            "p": self.p,
+            "n": self.n,
+            "n_clusters": self.n_clusters,
+            "model": "logit(correct) ~ " + " + ".join(self.covariates),
+            "interval": self.interval,
+            "reason": self.reason,
+            "notes": list(self.notes),
+        }
+
+
+def degradation_slope(
+    depth: npt.ArrayLike,
+    correct: npt.ArrayLike,
+    length: npt.ArrayLike | None = None,
+    groups: Sequence[Hashable] | npt.ArrayLike | None = None,
+    *,
+    level: float = 0.95,
+) -> SlopeResult:
+    """Logistic-regression coefficient of correctness on depth, controlling for story length.
+
+    statsmodels GLM (binomial); the interval is a Wald interval with cluster-robust standard
+    errors over ``groups`` (e.g. story cells) when at least two groups are given. Length is
+    dropped, with a note, when it is missing or constant. Observations are aggregated to
+    (group, depth, length) cells first, which leaves the estimates unchanged.
+    """
+    from scipy import stats as sps
+    from statsmodels.genmod.families import Binomial
+    from statsmodels.genmod.generalized_linear_model import GLM
+    from statsmodels.tools.sm_exceptions import (
+        ConvergenceWarning,
+        PerfectSeparationError,
+        PerfectSeparationWarning,
+    )
+
+    x = np.asarray(depth, dtype=float)
+    y = np.asarray(correct, dtype=float)
+    notes: list[str] = []
+    ln = None if length is None else np.asarray(length, dtype=float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    if ln is not None:
+        if np.all(~np.isfinite(ln[keep])):
+            notes.append("story length unknown: fitted on depth alone")
+            ln = None
+        else:
+            missing = keep & ~np.isfinite(ln)
+            if missing.any():
+                notes.append(f"{int(missing.sum())} items without a story length left out")
+            keep &= np.isfinite(ln)
+    x, y = x[keep], y[keep]
+    if ln is not None:
+        ln = ln[keep]
+        if np.unique(ln).size < 2:
+            notes.append("story length constant: fitted on depth alone")
+            ln = None
+    g = None
+    if groups is not None:
+        g = _labels(groups, keep)
+    covariates = ("depth",) if ln is None else ("depth", "length")
+    n = int(x.size)
+    n_groups = 0 if g is None else len(set(g.tolist()))
+    interval = (
+        f"Wald {level:.0%}, cluster-robust over {n_groups} clusters"
+        if g is not None and n_groups >= 2
+        else f"Wald {level:.0%} (model-based)"
+    )
+
+    def fail(reason: str) -> SlopeResult:
+        return SlopeResult(
+            "not_estimable", None, None, None, None, n, n_groups, covariates, interval, reason,
+            tuple(notes),
+        )
+
+    if n == 0:
+        return fail("no scored false-belief items")
+    if np.unique(x).size < 2:
+        return fail("items at fewer than two depths")
+    if y.min() == y.max():
+        return fail("every answer " + ("right" if y.max() == 1 else "wrong") + ": no variation")
+    # aggregate to (group, depth, length) cells: the score sums per cluster are unchanged
+    keys: dict[tuple[Any, ...], int] = {}
+    cell = np.empty(n, dtype=np.int64)
+    gl = g.tolist() if g is not None else [None] * n
+    ll = ln.tolist() if ln is not None else [None] * n
+    for i, (gg, xx, lv) in enumerate(zip(gl, x.tolist(), ll, strict=True)):
+        cell[i] = keys.setdefault((gg, xx, lv), len(keys))
+    kk = np.bincount(cell, weights=y)
+    nn = np.bincount(cell).astype(float)
+    cx = np.empty(len(keys))
+    cl = np.empty(len(keys))
+    cg: list[Any] = [None] * len(keys)
+    for (gg, xx, lv), j in keys.items():
+        cx[j] = xx
+        cl[j] = lv if lv is not None else 0.0
+        cg[j] = gg
+    exog = cx[:, None] if ln is None else np.column_stack([cx, cl])
+    exog = np.column_stack([np.ones(len(keys)), exog])
+    endog = np.column_stack([kk, nn - kk])
+    fit_kw: dict[str, Any] = {"maxiter": 100}
+    if g is not None and n_groups >= 2:
+        codes = {v: i for i, v in enumerate(dict.fromkeys(cg))}
+        fit_kw["cov_type"] = "cluster"
+        fit_kw["cov_kwds"] = {"groups": np.asarray([codes[v] for v in cg])}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PerfectSeparationWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            res = GLM(endog, exog, family=Binomial()).fit(**fit_kw)
+        except (PerfectSeparationError, PerfectSeparationWarning):
+            return fail("perfect separation: the coefficient is infinite")
+    params = np.asarray(res.params, dtype=float)
+    bse = np.asarray(res.bse, dtype=float)
+    if not getattr(res, "converged", True) or not np.all(np.isfinite(params)):
+        return fail("the logistic fit did not converge")
+    if abs(params[1]) > 20:
+        return fail("quasi-separation: the depth coefficient diverges")
+    coef, se = float(params[1]), float(bse[1])
+    zq = float(sps.norm.ppf(0.5 + level / 2.0))
+    p = float(2 * sps.norm.sf(abs(coef / se))) if se > 0 else math.nan
+    return SlopeResult(
+        "estimated", coef, (coef - zq * se, coef + zq * se), se, p, n, n_groups, covariates,
+        interval, None, tuple(notes),
+    )

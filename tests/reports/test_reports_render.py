@@ -1,0 +1,110 @@
+"""Renderings (Markdown, HTML, JSON, CSV) and comparing two runs."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from reports import (
+    compare,
+    render_compare_markdown,
+    render_csv,
+    render_html,
+    render_json,
+    render_markdown,
+    report,
+)
+from reports.data import load_run
+from reports.plots import figures
+from reports.synthetic import SyntheticAgent, logistic_accuracy, synthetic_run
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_markdown_has_tables_notices_first_and_figure_files(
+    stored_profile: dict[str, Any], tmp_path: Path
+) -> None:
+    md = render_markdown(stored_profile, figures_dir=tmp_path / "f", figures_link_prefix="f/")
+    assert md.startswith("# mindledger profile — run `run-a`")
+    assert "| agent | role | valid | D50" in md
+    section = md[md.index("## not-reality (reference)"):]
+    first_content = next(line for line in section.splitlines()[1:] if line.strip())
+    assert first_content.startswith("> **INVALID")  # says so first
+    for key in ("headline", "depth_curves", "error_types", "reliability", "contrasts"):
+        assert f"](f/{key}.png)" in md
+        assert (tmp_path / "f" / f"{key}.png").read_bytes().startswith(PNG)
+    assert "### Base-model subtraction: piper − piper-control" in md
+    assert "### Ablation credit: perspective-filtering" in md
+    assert "p (Holm)" in md and "W = Wilson" in md
+    bare = render_markdown(stored_profile)
+    assert "Figures: not included" in bare
+
+
+def test_html_is_one_self_contained_file_with_plots(stored_profile: dict[str, Any]) -> None:
+    html = render_html(stored_profile)
+    assert html.startswith("<!doctype html>") and html.rstrip().endswith("</html>")
+    assert not re.search(r"""(src|href)\s*=\s*['"]?(https?:|//|file:)""", html)
+    images = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", html)
+    assert len(images) == 5
+    assert all(base64.b64decode(b).startswith(PNG) for b in images)
+    for fig_id in ("headline", "depth_curves", "error_types", "reliability", "contrasts"):
+        assert f"id='fig-{fig_id}'" in html
+    assert html.index("INVALID") < html.index("<h2>piper (agent)</h2>")
+
+
+def test_json_is_strict_and_round_trips(stored_profile: dict[str, Any]) -> None:
+    text = render_json(stored_profile)
+    assert json.loads(text) == stored_profile
+    assert "NaN" not in text and "Infinity" not in text
+
+
+def test_csv_has_one_row_per_trial(stored_run: Any) -> None:
+    data = load_run(stored_run.store, stored_run.run_id)
+    rows = list(csv.DictReader(io.StringIO(render_csv(data))))
+    assert len(rows) == len(stored_run.run.trials)
+    errors = [r for r in rows if r["status"] == "api_error"]
+    assert errors and all(r["correct"] == "" and r["error"] for r in errors)
+    ok = [r for r in rows if r["family"] == "nesttom" and r["status"] == "ok"]
+    assert {r["depth"] for r in ok} >= {"R0", "R1", "R5", "R2-self"}
+    assert all(r["correct"] in ("0", "1") for r in ok)
+    assert json.loads(ok[0]["score_json"])["details"] is not None
+    assert report(stored_run.store, stored_run.run_id, "csv") == render_csv(data)
+
+
+def test_figures_skip_what_the_run_cannot_show() -> None:
+    prof = {"agents": {}, "run": {"id": "x"}}
+    assert figures(prof) == []
+
+
+def test_compare_shows_what_changed_with_intervals(tmp_path: Path) -> None:
+    from ledger.db import open_engine
+    from ledger.store import Store
+
+    store = Store(open_engine(f"sqlite:///{tmp_path / 'c.db'}"))
+    before = logistic_accuracy(1.5, -1.2, 0.25)
+    after = logistic_accuracy(3.0, -1.2, 0.25)
+    for run_id, f, seed in (("old", before, 1), ("new", after, 2)):
+        run = synthetic_run(np.random.default_rng(seed),
+                            [SyntheticAgent("piper", f, confidence_noise=None)],
+                            stories=25, behaviour_every=0)
+        run.write(store, run_id)
+    cmp = compare(store, "old", "new", n_boot=500)
+    m = cmp["agents"]["piper"]["metrics"]
+    fb = m["false_belief_accuracy"]
+    assert fb["difference"] > 0 and fb["ci"][0] > 0 and fb["p_holm"] < 0.05
+    assert m["d50"]["difference"] > 0 and m["d50"]["ci"][0] > 0
+    tb = m["true_belief_control_accuracy"]
+    assert tb["ci"][0] < 0 < tb["ci"][1] or tb["difference"] == 0
+    md = render_compare_markdown(cmp)
+    assert "# mindledger compare — `old` → `new`" in md and "false_belief_accuracy" in md
+    json.dumps(cmp, allow_nan=False)
+    with pytest.raises(Exception, match="no run with id"):
+        compare(store, "old", "missing")
