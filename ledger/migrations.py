@@ -101,8 +101,51 @@ def m0001_runs_items_trials(op: Operations) -> None:
     )
 
 
+def m0002_predictions(op: Operations) -> None:
+    """The prediction ledger: one append-only, hash-chained table (see ledger.ledger_models)."""
+    op.create_table(
+        "ledger_entries",
+        sa.Column("seq", sa.BigInteger(), primary_key=True, autoincrement=False),
+        sa.Column("subject", sa.String(), nullable=False),
+        sa.Column("kind", sa.String(), nullable=False),
+        sa.Column("payload_json", sa.Text(), nullable=False),
+        sa.Column("time", sa.String(), nullable=False),
+        sa.Column("prev_hash", sa.String(), nullable=False),
+        sa.Column("prev_signature", sa.Text(), nullable=False),
+        sa.Column("hash", sa.String(), nullable=False),
+        sa.Column("signature", sa.Text(), nullable=False),
+        sa.UniqueConstraint("prev_hash", name="uq_ledger_entries_prev_hash"),
+        sa.UniqueConstraint("hash", name="uq_ledger_entries_hash"),
+    )
+    op.create_index("ix_ledger_entries_subject", "ledger_entries", ["subject"])
+    op.create_index("ix_ledger_entries_kind", "ledger_entries", ["kind"])
+    # Append-only, enforced by the database too: UPDATE and DELETE (and TRUNCATE) fail. Someone
+    # with rights to drop the triggers can still tamper; verification is what catches that.
+    if op.get_bind().dialect.name == "sqlite":
+        for action in ("UPDATE", "DELETE"):
+            op.execute(
+                f"CREATE TRIGGER ledger_entries_no_{action.lower()} BEFORE {action} "
+                "ON ledger_entries BEGIN "
+                "SELECT RAISE(ABORT, 'ledger entries are append-only'); END"
+            )
+    else:
+        op.execute(
+            "CREATE FUNCTION ledger_entries_append_only() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'ledger entries are append-only'; END $$"
+        )
+        op.execute(
+            "CREATE TRIGGER ledger_entries_no_change BEFORE UPDATE OR DELETE ON ledger_entries "
+            "FOR EACH ROW EXECUTE FUNCTION ledger_entries_append_only()"
+        )
+        op.execute(
+            "CREATE TRIGGER ledger_entries_no_truncate BEFORE TRUNCATE ON ledger_entries "
+            "FOR EACH STATEMENT EXECUTE FUNCTION ledger_entries_append_only()"
+        )
+
+
 MIGRATIONS: list[Migration] = [
     ("0001_runs_items_trials", m0001_runs_items_trials),
+    ("0002_predictions", m0002_predictions),
 ]
 """Every migration, in the order it applies. Append only."""
 
@@ -131,22 +174,36 @@ def pending_migrations(engine: Engine) -> list[str]:
     return [name for name, _ in MIGRATIONS if name not in done]
 
 
+def _lock(conn: Connection) -> None:
+    """Take the database's migration lock for this transaction, so that two processes opening
+    a new database at once cannot both apply a migration: SQLite's write lock (BEGIN IMMEDIATE;
+    pysqlite issues no BEGIN of its own, so this also makes the DDL transactional), or a
+    PostgreSQL transaction-scoped advisory lock."""
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    elif conn.dialect.name == "postgresql":
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(7466715423)"))
+
+
 def migrate(engine: Engine, now: Callable[[], str]) -> list[str]:
-    """Apply every pending migration, each in its own transaction; return the names applied."""
+    """Apply every pending migration, each in its own transaction under the migration lock;
+    return the names applied (by this call)."""
     applied: list[str] = []
-    with engine.begin() as conn:
-        _ensure_table(conn)
     for name, fn in MIGRATIONS:
-        with engine.begin() as conn:
+        with engine.connect() as conn:
+            _lock(conn)
+            _ensure_table(conn)
             exists = conn.execute(
                 sa.text(f"SELECT 1 FROM {MIGRATIONS_TABLE} WHERE name = :n"), {"n": name}
             ).first()
             if exists:
+                conn.rollback()
                 continue
             fn(Operations(MigrationContext.configure(conn)))
             conn.execute(
                 sa.text(f"INSERT INTO {MIGRATIONS_TABLE} (name, applied_at) VALUES (:n, :t)"),
                 {"n": name, "t": now()},
             )
+            conn.commit()
             applied.append(name)
     return applied

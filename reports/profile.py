@@ -310,6 +310,8 @@ class Analysis:
         for a in declared:
             rows = np.flatnonzero(agent_arr == a.name) if len(tr) else np.empty(0, np.int64)
             rows = rows[tr.item[rows] >= 0]
+            # a reference policy of another family (level:K on a story) has no attempt at all
+            rows = rows[status_arr[rows] != "not_applicable"]
             idx = tr.item[rows]
             has = np.zeros(n, bool)
             has[idx] = True

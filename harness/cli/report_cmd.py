@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from harness.cli.common import echo_json, get_store
+from ledger.store import Store
 
 __all__ = ["report"]
 
@@ -81,8 +82,9 @@ def report(
             if out:
                 import json
 
-                Path(out).write_text(json.dumps(cmp, indent=2, ensure_ascii=False) + "\n",
-                                     encoding="utf-8")
+                Path(out).write_text(
+                    json.dumps(cmp, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+                )
                 click.echo(f"wrote {out}", err=True)
             else:
                 echo_json(cmp)
@@ -96,8 +98,15 @@ def report(
         path = Path(out)
         figures_dir = path.parent / f"{path.stem}_files"
         prefix = f"{path.stem}_files/"
-    text = render_report(store, run_id, fmt, seed=seed, n_boot=n_boot, figures_dir=figures_dir,
-                         figures_link_prefix=prefix)
+    text = render_report(
+        store,
+        run_id,
+        fmt,
+        seed=seed,
+        n_boot=n_boot,
+        figures_dir=figures_dir,
+        figures_link_prefix=prefix,
+    )
     _emit(text, out)
 
 
@@ -107,3 +116,24 @@ def _emit(text: str, out: str | None) -> None:
         click.echo(f"wrote {out}", err=True)
     else:
         click.echo(text, nl=not text.endswith("\n"))
+
+
+def write_reports(store: Store, run_id: str, directory: Path) -> list[Path]:
+    """Write the run's Markdown (with its figures) and HTML reports into ``directory``."""
+    from reports.render import report as render_report
+
+    directory.mkdir(parents=True, exist_ok=True)
+    md = directory / f"{run_id}.md"
+    md.write_text(
+        render_report(
+            store,
+            run_id,
+            "md",
+            figures_dir=directory / f"{run_id}_files",
+            figures_link_prefix=f"{run_id}_files/",
+        ),
+        encoding="utf-8",
+    )
+    html = directory / f"{run_id}.html"
+    html.write_text(render_report(store, run_id, "html"), encoding="utf-8")
+    return [md, html]

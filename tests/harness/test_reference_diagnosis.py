@@ -19,7 +19,9 @@ POLICIES = ("oracle", "random", "depth-capped:2", "reality-leak", "not-reality",
 
 
 @pytest.fixture(scope="module", params=[12, 40, 33])
-def quick_run(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> tuple[Store, str]:
+def quick_run(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> tuple[Store, str]:
     path = tmp_path_factory.mktemp("diag") / "t.db"
     settings = load_settings(None, env={}, flags={"db_url": f"sqlite:///{path}"})
     store = Store(open_engine(settings.database_url))
@@ -39,8 +41,11 @@ def rows(store: Store, run_id: str, agent: str) -> list[tuple[dict, object]]:
 
 
 def belief_rows(store: Store, run_id: str, agent: str):  # noqa: ANN201
-    return [(i, t) for i, t in rows(store, run_id, agent)
-            if i.family == "nesttom" and i.meta["question"] == "belief"]
+    return [
+        (i, t)
+        for i, t in rows(store, run_id, agent)
+        if i.family == "nesttom" and i.meta["question"] == "belief"
+    ]
 
 
 def test_every_pair_stored_once(quick_run: tuple[Store, str]) -> None:
@@ -58,7 +63,11 @@ def test_oracle_is_perfect(quick_run: tuple[Store, str]) -> None:
 
 def test_reality_leak_shows_reality_leak_errors(quick_run: tuple[Store, str]) -> None:
     store, run_id = quick_run
-    fb = [(i, t) for i, t in belief_rows(store, run_id, "reality-leak") if i.meta["belief"] == "false" and i.meta["depth"] != "R0"]
+    fb = [
+        (i, t)
+        for i, t in belief_rows(store, run_id, "reality-leak")
+        if i.meta["belief"] == "false" and i.meta["depth"] != "R0"
+    ]
     assert fb and all(not t.correct and t.primary_error == "reality_leak" for _, t in fb)
     tb = [t for i, t in belief_rows(store, run_id, "reality-leak") if i.meta["belief"] == "true"]
     assert tb and all(t.correct for t in tb)
@@ -86,6 +95,26 @@ def test_not_reality_fails_true_belief_controls(quick_run: tuple[Store, str]) ->
 
 def test_level_bot_plays_games_only(quick_run: tuple[Store, str]) -> None:
     store, run_id = quick_run
-    statuses = {(store_item.family, t.status) for store_item, t in
-                [({i.id: i for i in store.run_items(run_id)}[t.item_id], t) for t in store.trials(run_id, "ref:level:2")]}
+    statuses = {
+        (store_item.family, t.status)
+        for store_item, t in [
+            ({i.id: i for i in store.run_items(run_id)}[t.item_id], t)
+            for t in store.trials(run_id, "ref:level:2")
+        ]
+    }
     assert ("nesttom", "not_applicable") in statuses and ("games", "ok") in statuses
+
+
+def test_profiles_diagnose_references(quick_run: tuple[Store, str]) -> None:
+    """Issue 6: oracle D50 beyond the deepest level, depth-capped:2 between 2 and 3,
+    not-reality invalid (reports.diagnose_references checks each)."""
+    from reports import build_profile, diagnose_references
+
+    store, run_id = quick_run
+    profile = build_profile(store, run_id, n_boot=200)
+    assert diagnose_references(profile) == []
+    agents = profile["agents"]
+    assert agents["ref:oracle"]["d50"]["status"] == "beyond"
+    assert agents["ref:not-reality"]["valid"] is False
+    capped = agents["ref:depth-capped:2"]["d50"]
+    assert capped["status"] == "bracketed"

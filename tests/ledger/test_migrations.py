@@ -22,3 +22,22 @@ def test_migrated_schema_equals_models(db_url: str) -> None:
     assert schema_version(engine) == (MIGRATIONS[-1][0], 0)
     assert migrate(engine, utc_now) == []
     engine.dispose()
+
+
+def _open(url: str) -> int:
+    from ledger.db import open_engine
+
+    engine = open_engine(url)
+    engine.dispose()
+    return 0
+
+
+def test_concurrent_first_opens_do_not_collide(db_url: str) -> None:
+    """Several processes opening a new database at once: each migration applies exactly once."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(4) as pool:
+        assert list(pool.map(_open, [db_url] * 4)) == [0, 0, 0, 0]
+    engine = open_engine(db_url, migrate_schema=False)
+    assert schema_version(engine) == (MIGRATIONS[-1][0], 0)
+    engine.dispose()
