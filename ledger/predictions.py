@@ -1,0 +1,836 @@
+"""The prediction ledger over a database: commit, observe, reveal, expire, verify, export.
+
+Every request becomes one entry (an ``open`` entry first, when the ledger is new), appended in
+its own transaction under a lock that serialises all writers — ``BEGIN IMMEDIATE`` on SQLite,
+``LOCK TABLE … IN EXCLUSIVE MODE`` on PostgreSQL — and the table's UNIQUE ``seq``, ``prev_hash``
+and ``hash`` make a fork impossible even if the lock were bypassed. Before linking to the head
+the service checks it: its hash and signature (unless it is the head this process wrote last),
+and the head witness (so it never builds on a ledger whose tail was cut off). No row is ever
+updated or deleted; a prediction's state is the fold of its entries
+(:class:`~ledger.protocol.PredictionState`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import secrets
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from sqlalchemy.engine import Engine
+
+from ledger.chain import (
+    GENESIS_HASH,
+    LEDGER_FORMAT,
+    Entry,
+    Failure,
+    Verification,
+    Witness,
+    entry_hash,
+    make_entry,
+    signature_ok,
+    verify_entries,
+)
+from ledger.db import Clock, mask, open_engine, utc_now
+from ledger.keys import (
+    COMMIT_TAG,
+    EXPORT_TAG,
+    load_or_create_service_key,
+    parse_public_key,
+    public_key_hex,
+    sign,
+    verify_signature,
+)
+from ledger.ledger_errors import (
+    LedgerIntegrityError,
+    LedgerKeyError,
+    LedgerStateError,
+)
+from ledger.protocol import (
+    PredictionState,
+    check_reveal,
+    commit_message,
+    parse_time,
+    prediction_id,
+)
+from ledger.scoring import ScoreRecord, aggregate, penalty_scores, score_prediction
+from ledger.witness import HeadWitness
+from mindledger.canonical import canonical_json
+from mindledger.errors import InputError, NotFoundError, StorageError
+
+if TYPE_CHECKING:
+    from ledger.client import LedgerClient
+
+__all__ = [
+    "WITNESS_DIR",
+    "CommitReceipt",
+    "Ledger",
+    "RevealResult",
+    "open_ledger",
+    "verify_export",
+]
+
+_COLUMNS = "seq, subject, kind, payload_json, time, prev_hash, prev_signature, hash, signature"
+_INSERT = f"INSERT INTO ledger_entries ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_PREDICTION_KINDS = ("commit", "observe", "reveal", "reject", "expire")
+WITNESS_DIR = "ledger-witness"
+"""The head witness's directory, relative to the data directory."""
+EXPORT_FORMAT = "mindledger-export/1"
+"""The ``format`` of an export's signed trailer."""
+
+Spec = tuple[str, str, dict[str, Any]]
+"""(kind, subject, payload) of an entry to append."""
+
+
+@dataclass(frozen=True)
+class CommitReceipt:
+    """What the committer gets back. The salt is not in it: it never leaves the committer."""
+
+    id: str
+    commitment: str
+    seq: int
+    entry: str
+    deadline: str
+    committed_at: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "commitment": self.commitment,
+            "seq": self.seq,
+            "entry": self.entry,
+            "deadline": self.deadline,
+            "committed_at": self.committed_at,
+        }
+
+
+@dataclass(frozen=True)
+class RevealResult:
+    """The outcome of a reveal: ``scored``, or ``rejected`` (does not match its commitment) or
+    ``expired`` (too late), both recorded with the worst-case penalty."""
+
+    id: str
+    status: str
+    scores: dict[str, Any]
+    reason: str | None
+    seq: int
+    entry: str
+
+    @property
+    def accepted(self) -> bool:
+        return self.status == "scored"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "status": self.status,
+            "scores": self.scores,
+            "reason": self.reason,
+            "seq": self.seq,
+            "entry": self.entry,
+        }
+
+
+def _text(value: Any, where: str, *, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value:
+        raise InputError("expected a non-empty string", where=where)
+    return value
+
+
+def _row_entry(row: Any) -> Entry:
+    return Entry(*row)
+
+
+class _Cursor:
+    """A DBAPI cursor taking ``?`` placeholders on SQLite and PostgreSQL alike. The ledger's
+    hot paths go straight to the driver: SQLAlchemy's per-statement overhead would cost a
+    third of the commit rate."""
+
+    def __init__(self, cursor: Any, postgres: bool):
+        self.cursor = cursor
+        self.postgres = postgres
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("?", "%s") if self.postgres else sql
+
+    def run(self, sql: str, params: tuple[Any, ...] = ()) -> None:
+        self.cursor.execute(self._sql(sql), params)
+
+    def one(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        self.cursor.execute(self._sql(sql), params)
+        return self.cursor.fetchone()
+
+    def all(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        self.cursor.execute(self._sql(sql), params)
+        return list(self.cursor.fetchall())
+
+    def many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        self.cursor.executemany(self._sql(sql), rows)
+
+
+class Ledger:
+    """The prediction ledger in one database, signed with one service key.
+
+    ``clock`` returns the current time as an ISO 8601 UTC string (tests pass their own);
+    ``reveal_timeout`` is how many seconds after its commit a prediction expires;
+    ``witness_dir`` holds the head witness (see :mod:`ledger.witness`; None turns it off, and
+    with it the detection of a cut-off tail).
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        key: Ed25519PrivateKey,
+        *,
+        clock: Clock = utc_now,
+        reveal_timeout: float = 86400.0,
+        witness_dir: Path | None = None,
+    ):
+        if reveal_timeout <= 0:
+            raise InputError("must be a positive number of seconds", where="reveal_timeout")
+        self.engine = engine
+        self.key = key
+        self.public_key = key.public_key()
+        self.public_key_hex = public_key_hex(key)
+        self.clock = clock
+        self.reveal_timeout = reveal_timeout
+        self.witness = HeadWitness(witness_dir) if witness_dir is not None else None
+        self.db_label = mask(engine.url.render_as_string(hide_password=False))
+        self._sqlite = engine.dialect.name == "sqlite"
+        self._integrity_error: type[Exception] = engine.dialect.loaded_dbapi.IntegrityError
+        self._operational_error: type[Exception] = engine.dialect.loaded_dbapi.OperationalError
+        self._trusted: tuple[int, str, str] | None = None
+        """The head this process last wrote or verified: no need to check its signature."""
+        self._ledger_id: str | None = None
+
+    def close(self) -> None:
+        """Release the head witness's file descriptors (the engine is the caller's)."""
+        if self.witness is not None:
+            self.witness.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def client(self, predictor: str, *, agent_key: Ed25519PrivateKey | None = None) -> LedgerClient:
+        """A :class:`~ledger.client.LedgerClient` for ``predictor``."""
+        from ledger.client import LedgerClient  # here: ledger.client imports this module
+
+        return LedgerClient(self, predictor, agent_key=agent_key)
+
+    # -- writing --------------------------------------------------------------------------
+
+    @contextmanager
+    def _locked(self) -> Iterator[_Cursor]:
+        """One transaction holding the ledger's write lock."""
+        raw = self.engine.raw_connection()
+        try:
+            cur = _Cursor(raw.cursor(), not self._sqlite)
+            if self._sqlite:
+                cur.run("BEGIN IMMEDIATE")
+            else:
+                cur.run("LOCK TABLE ledger_entries IN EXCLUSIVE MODE")
+            try:
+                yield cur
+            except BaseException:
+                raw.rollback()
+                raise
+            raw.commit()
+        finally:
+            raw.close()
+
+    @contextmanager
+    def _reading(self) -> Iterator[_Cursor]:
+        raw = self.engine.raw_connection()
+        try:
+            yield _Cursor(raw.cursor(), not self._sqlite)
+        finally:
+            raw.rollback()
+            raw.close()
+
+    def _head(self, cur: _Cursor) -> Entry | None:
+        row = cur.one(f"SELECT {_COLUMNS} FROM ledger_entries ORDER BY seq DESC LIMIT 1")
+        return None if row is None else _row_entry(row)
+
+    def _genesis(self, cur: _Cursor) -> str | None:
+        """The ledger's id (hash of entry 1), checking it names our public key."""
+        if self._ledger_id is not None:
+            return self._ledger_id
+        row = cur.one("SELECT hash, payload_json FROM ledger_entries WHERE seq = 1")
+        if row is None:
+            return None
+        try:
+            opened_with = json.loads(row[1]).get("public_key")
+        except (ValueError, AttributeError):
+            opened_with = None
+        if opened_with != self.public_key_hex:
+            raise LedgerKeyError(
+                f"this ledger was opened with public key {opened_with}, but the service key "
+                f"here is {self.public_key_hex}: use the key the ledger was created with"
+            )
+        self._ledger_id = row[0]
+        return self._ledger_id
+
+    def _check_head(self, cur: _Cursor, head: Entry | None) -> None:
+        """Refuse to build on a head that is not authentic or on a ledger shorter than the
+        head witness."""
+        lid = self._genesis(cur) if head is not None else None
+        if self.witness is not None:
+            if head is None:
+                recorded = self.witness.for_database(self.db_label)
+                if recorded:
+                    _, seen = max(recorded, key=lambda t: t[1].seq)
+                    raise LedgerIntegrityError(
+                        f"the ledger is empty, but {seen.source} recorded entry {seen.seq}: "
+                        "refusing to start it again (run `mindledger ledger verify`)"
+                    )
+            elif lid is not None:
+                w = self.witness.read(lid)
+                if w is not None:
+                    if head.seq < w.seq or (head.seq == w.seq and head.hash != w.hash):
+                        raise LedgerIntegrityError(
+                            f"the ledger ends at entry {head.seq}, but {w.source} recorded "
+                            f"entry {w.seq} ({w.hash}): entries are missing or were "
+                            "rewritten; refusing to append (run `mindledger ledger verify`)"
+                        )
+                    if head.seq > w.seq:
+                        row = cur.one("SELECT hash FROM ledger_entries WHERE seq = ?", (w.seq,))
+                        if row is None or row[0] != w.hash:
+                            raise LedgerIntegrityError(
+                                f"entry {w.seq} is not the one {w.source} recorded: the ledger "
+                                "was rewritten; refusing to append (run `mindledger ledger verify`)"
+                            )
+        if head is None:
+            return
+        if entry_hash(head) != head.hash or (
+            self._trusted != (head.seq, head.hash, head.signature)
+            and not signature_ok(self.public_key, head)
+        ):
+            raise LedgerIntegrityError(
+                f"the ledger's last entry ({head.seq}) does not verify: it was changed or "
+                "forged; refusing to append (run `mindledger ledger verify`)"
+            )
+        self._trusted = (head.seq, head.hash, head.signature)
+
+    def _append(
+        self, build: Callable[[_Cursor, str], tuple[list[Spec], Any]]
+    ) -> tuple[list[Entry], Any]:
+        """Append the entries ``build(cur, now)`` asks for, in one locked transaction."""
+        for _attempt in range(3):
+            try:
+                with self._locked() as cur:
+                    head = self._head(cur)
+                    self._check_head(cur, head)
+                    now = self.clock()
+                    specs, outcome = build(cur, now)
+                    if not specs:
+                        return [], outcome
+                    if head is None:
+                        specs = [
+                            (
+                                "open",
+                                "ledger",
+                                {
+                                    "format": LEDGER_FORMAT,
+                                    "public_key": self.public_key_hex,
+                                    "nonce": secrets.token_hex(16),
+                                },
+                            ),
+                            *specs,
+                        ]
+                    seq = 0 if head is None else head.seq
+                    prev_hash = GENESIS_HASH if head is None else head.hash
+                    prev_sig = "" if head is None else head.signature
+                    entries: list[Entry] = []
+                    for kind, subject, payload in specs:
+                        seq += 1
+                        e = make_entry(
+                            self.key,
+                            seq=seq,
+                            prev_hash=prev_hash,
+                            prev_signature=prev_sig,
+                            time=now,
+                            kind=kind,
+                            subject=subject,
+                            payload=payload,
+                        )
+                        entries.append(e)
+                        prev_hash, prev_sig = e.hash, e.signature
+                    rows = [
+                        (
+                            e.seq,
+                            e.subject,
+                            e.kind,
+                            e.payload_json,
+                            e.time,
+                            e.prev_hash,
+                            e.prev_signature,
+                            e.hash,
+                            e.signature,
+                        )
+                        for e in entries
+                    ]
+                    if len(rows) == 1:
+                        cur.run(_INSERT, rows[0])
+                    else:
+                        cur.many(_INSERT, rows)
+            except self._integrity_error:
+                # Only possible if the lock was bypassed: the UNIQUE constraints stopped a fork.
+                self._trusted = None
+                continue
+            except self._operational_error as exc:
+                raise StorageError(
+                    f"cannot append to the ledger in {self.db_label}: {str(exc).strip()}"
+                ) from exc
+            last = entries[-1]
+            self._trusted = (last.seq, last.hash, last.signature)
+            if head is None:
+                self._ledger_id = entries[0].hash
+            if self.witness is not None and self._ledger_id is not None:
+                self.witness.advance(self._ledger_id, last, self.db_label)
+            return entries, outcome
+        raise StorageError("could not append to the ledger: concurrent writers kept colliding")
+
+    def _deadline(self, now: str) -> str:
+        t = parse_time(now) + dt.timedelta(seconds=self.reveal_timeout)
+        return t.isoformat(timespec="microseconds")
+
+    def _state(self, cur: _Cursor, pid: str) -> PredictionState:
+        rows = cur.all(
+            "SELECT seq, kind, payload_json, time FROM ledger_entries WHERE subject = ? "
+            "ORDER BY seq",
+            (pid,),
+        )
+        if not rows or rows[0][1] != "commit":
+            raise NotFoundError(f"no prediction with id {pid!r} (see `mindledger ledger show`)")
+        seq, _, payload_json, time = rows[0]
+        state = PredictionState.from_commit(pid, json.loads(payload_json), time, seq)
+        for _, kind, payload_json, time in rows[1:]:
+            state.apply(kind, json.loads(payload_json), time)
+        return state
+
+    def register_agent(self, predictor: str, public_key: str) -> Entry:
+        """Register ``predictor``'s Ed25519 public key (hex): from now on its commits must
+        carry its signature over :func:`~ledger.protocol.commit_message`."""
+        _text(predictor, "predictor")
+        key_hex = public_key_hex(parse_public_key(public_key))
+        entries, _ = self._append(
+            lambda cur, now: (
+                [
+                    (
+                        "register",
+                        f"agent:{predictor}",
+                        {"predictor": predictor, "public_key": key_hex},
+                    )
+                ],
+                None,
+            )
+        )
+        return entries[-1]
+
+    def commit(
+        self,
+        predictor: str,
+        target: str,
+        query: str,
+        commitment: str,
+        *,
+        item: str | None = None,
+        condition: Any = None,
+        agent_signature: str | None = None,
+    ) -> CommitReceipt:
+        """Record a commitment (see :func:`~ledger.protocol.commitment`). The prediction itself
+        stays with the committer until the reveal."""
+        _text(predictor, "predictor")
+        _text(target, "target")
+        _text(query, "query")
+        _text(item, "item", optional=True)
+        if (
+            not isinstance(commitment, str)
+            or not commitment.startswith("sha256:")
+            or len(commitment) != 71
+            or any(c not in "0123456789abcdef" for c in commitment[7:])
+        ):
+            raise InputError("expected sha256: and 64 lowercase hex digits", where="commitment")
+        try:
+            canonical_json(condition)
+        except (TypeError, ValueError):
+            raise InputError("must be JSON", where="condition") from None
+        pid = prediction_id(commitment)
+
+        def build(cur: _Cursor, now: str) -> tuple[list[Spec], Any]:
+            agent_key: str | None = None
+            for subject, payload_json in cur.all(
+                "SELECT subject, payload_json FROM ledger_entries WHERE subject IN (?, ?) "
+                "ORDER BY seq DESC",
+                (pid, f"agent:{predictor}"),
+            ):
+                if subject == pid:
+                    raise InputError(
+                        f"this commitment is already recorded as prediction {pid}",
+                        where="commitment",
+                    )
+                if agent_key is None:
+                    agent_key = str(json.loads(payload_json)["public_key"])
+            payload = {
+                "predictor": predictor,
+                "target": target,
+                "query": query,
+                "item": item,
+                "condition": condition,
+                "commitment": commitment,
+                "deadline": self._deadline(now),
+                "agent_signature": agent_signature,
+            }
+            if agent_key is None and agent_signature is not None:
+                raise InputError(
+                    f"no public key is registered for {predictor!r}: register one before "
+                    "signing commits",
+                    where="agent_signature",
+                )
+            if agent_key is not None and (
+                agent_signature is None
+                or not verify_signature(
+                    parse_public_key(agent_key),
+                    COMMIT_TAG,
+                    commit_message(payload),
+                    agent_signature,
+                )
+            ):
+                raise LedgerKeyError(
+                    f"{predictor!r} has registered a public key, so its commits must carry its "
+                    "valid signature (agent_signature: "
+                    f"{'missing' if agent_signature is None else 'does not verify'})"
+                )
+            return [("commit", pid, payload)], payload["deadline"]
+
+        entries, deadline = self._append(build)
+        e = entries[-1]
+        return CommitReceipt(pid, commitment, e.seq, e.hash, deadline, e.time)
+
+    def observe(self, prediction: str, answer: str) -> Entry:
+        """Record one answer of the target to the prediction's query (repeatable, for a target
+        sampled several times). Refused for an unknown id and after the reveal."""
+        if not isinstance(answer, str):
+            raise InputError("expected the answer as text", where="answer")
+
+        def build(cur: _Cursor, now: str) -> tuple[list[Spec], Any]:
+            state = self._state(cur, prediction)
+            if state.final:
+                raise LedgerStateError(
+                    f"prediction {prediction} is {state.state}: answers are refused after "
+                    "the reveal",
+                    prediction=prediction,
+                    state=state.state,
+                )
+            return [("observe", prediction, {"answer": answer})], None
+
+        entries, _ = self._append(build)
+        return entries[-1]
+
+    def reveal(
+        self, prediction: str, revealed: Mapping[str, Any], salt: bytes | str
+    ) -> RevealResult:
+        """Open the commitment with the prediction and salt, and score it against the observed
+        answers. A reveal that does not match (or comes after the deadline) is recorded as
+        ``rejected`` (``expired``) with the worst-case score, and the result says so."""
+        salt_hex = salt.hex() if isinstance(salt, bytes | bytearray) else salt
+        if not isinstance(salt_hex, str):
+            raise InputError("expected hex", where="salt")
+        try:
+            canonical_json(revealed)
+        except (TypeError, ValueError):
+            raise InputError("the prediction must be JSON", where="prediction") from None
+
+        def build(cur: _Cursor, now: str) -> tuple[list[Spec], Any]:
+            state = self._state(cur, prediction)
+            if state.final:
+                raise LedgerStateError(
+                    f"prediction {prediction} is already {state.state}",
+                    prediction=prediction,
+                    state=state.state,
+                )
+            if parse_time(now) > parse_time(state.deadline):
+                late = penalty_scores(state.observed)
+                why = f"the reveal came after the deadline {state.deadline}"
+                return [("expire", prediction, {"scores": late})], ("expired", late, why)
+            if not state.observed:
+                raise LedgerStateError(
+                    f"no answer of the target has been observed for {prediction} yet: reveal "
+                    "after the query has run",
+                    prediction=prediction,
+                    state=state.state,
+                )
+            ok, reason, dist, top1 = check_reveal(state.commit, revealed, salt_hex)
+            if ok and dist is not None and top1 is not None:
+                scores = score_prediction(dist, top1, state.observed)
+                payload = {"revealed": revealed, "salt": salt_hex, "scores": scores}
+                return [("reveal", prediction, payload)], ("scored", scores, None)
+            penalty = penalty_scores(state.observed)
+            rejected = {"revealed": revealed, "salt": salt_hex, "reason": reason, "scores": penalty}
+            return [("reject", prediction, rejected)], ("rejected", penalty, reason)
+
+        entries, (status, scores, reason) = self._append(build)
+        e = entries[-1]
+        return RevealResult(prediction, status, scores, reason, e.seq, e.hash)
+
+    def expire_overdue(self) -> list[str]:
+        """Record an ``expire`` entry, with the worst-case score, for every prediction still
+        open after its deadline. Returns their ids."""
+        now = self.clock()
+        expired: list[str] = []
+        for state in self.predictions():
+            if not state.overdue(now):
+                continue
+
+            def build(cur: _Cursor, now: str, pid: str = state.id) -> tuple[list[Spec], Any]:
+                current = self._state(cur, pid)
+                if not current.overdue(now):
+                    return [], None
+                return [("expire", pid, {"scores": penalty_scores(current.observed)})], None
+
+            if self._append(build)[0]:
+                expired.append(state.id)
+        return expired
+
+    # -- reading --------------------------------------------------------------------------
+
+    def iter_entries(self) -> Iterator[Entry]:
+        """Every entry in ``seq`` order, streamed (one consistent snapshot)."""
+        raw = self.engine.raw_connection()
+        try:
+            if self._sqlite:
+                cursor = raw.cursor()
+            else:
+                cursor = raw.driver_connection.cursor(name="ledger_scan")  # type: ignore[union-attr]
+            cursor.execute(f"SELECT {_COLUMNS} FROM ledger_entries ORDER BY seq")
+            while True:
+                rows = cursor.fetchmany(5000)
+                if not rows:
+                    break
+                for row in rows:
+                    yield Entry(*row)
+            cursor.close()
+        finally:
+            raw.rollback()
+            raw.close()
+
+    def entries(self) -> list[Entry]:
+        return list(self.iter_entries())
+
+    def head(self) -> Entry | None:
+        with self._reading() as cur:
+            return self._head(cur)
+
+    def ledger_id(self) -> str | None:
+        """The hash of entry 1, which names this ledger (None while it is empty)."""
+        with self._reading() as cur:
+            return self._genesis(cur)
+
+    def prediction(self, prediction: str) -> PredictionState:
+        """The current state of one prediction (NotFoundError if there is none)."""
+        with self._reading() as cur:
+            return self._state(cur, prediction)
+
+    def predictions(
+        self, predictor: str | None = None, target: str | None = None
+    ) -> list[PredictionState]:
+        """Every prediction (optionally of one predictor and/or target), in commit order."""
+        states: dict[str, PredictionState] = {}
+        with self._reading() as cur:
+            rows = cur.all(
+                "SELECT seq, subject, kind, payload_json, time FROM ledger_entries "
+                "WHERE kind IN ('commit', 'observe', 'reveal', 'reject', 'expire') "
+                "ORDER BY seq"
+            )
+            for seq, subject, kind, payload_json, time in rows:
+                payload = json.loads(payload_json)
+                if kind == "commit":
+                    if (predictor is None or payload.get("predictor") == predictor) and (
+                        target is None or payload.get("target") == target
+                    ):
+                        states[subject] = PredictionState.from_commit(subject, payload, time, seq)
+                elif subject in states:
+                    states[subject].apply(kind, payload, time)
+        return list(states.values())
+
+    def summary(self, predictor: str | None = None, target: str | None = None) -> dict[str, Any]:
+        """Counts by state and aggregate scores of the final predictions, penalties included
+        (an open prediction past its deadline counts as expired)."""
+        now = self.clock()
+        everyone = self.predictions()
+        selected = [
+            s
+            for s in everyone
+            if (predictor is None or s.predictor == predictor)
+            and (target is None or s.target == target)
+        ]
+        by_query: dict[str, list[PredictionState]] = defaultdict(list)
+        for s in everyone:
+            by_query[s.query].append(s)
+        counts: dict[str, int] = defaultdict(int)
+        records: list[ScoreRecord] = []
+        for s in selected:
+            state = s.effective_state(now)
+            counts[state] += 1
+            if state not in ("scored", "rejected", "expired"):
+                continue
+            scores = s.scores if s.final and s.scores else penalty_scores(s.observed)
+            own = s.revealed.get("own_answer") if state == "scored" and s.revealed else None
+            population = [
+                a for other in by_query[s.query] if other.target != s.target for a in other.observed
+            ]
+            records.append(
+                ScoreRecord(
+                    scores=scores,
+                    observed=list(s.observed),
+                    own_answer=own if isinstance(own, str) else None,
+                    population=population,
+                )
+            )
+        return {
+            "predictor": predictor,
+            "target": target,
+            "states": dict(counts),
+            **aggregate(records),
+        }
+
+    # -- verification and export ----------------------------------------------------------
+
+    def _witness_for(self) -> Witness | None:
+        if self.witness is None:
+            return None
+        lid = self.ledger_id()
+        if lid is not None:
+            return self.witness.read(lid)
+        recorded = self.witness.for_database(self.db_label)
+        return max((w for _, w in recorded), key=lambda w: w.seq) if recorded else None
+
+    def verification(self, *, full: bool = False) -> Verification:
+        """Verify the stored ledger (see :func:`~ledger.chain.verify_entries`)."""
+        try:
+            witness = self._witness_for()
+        except LedgerKeyError:
+            witness = None
+        result = verify_entries(self.iter_entries, self.public_key, full=full, witness=witness)
+        result.ledger_id = self._ledger_id
+        return result
+
+    def verify(self, *, full: bool = False) -> list[Failure]:
+        """What is wrong with the stored ledger, first bad entry first; empty when intact."""
+        return self.verification(full=full).failures
+
+    def export(self, path: Path) -> int:
+        """Write every entry, one canonical JSON object a line, then a trailer signed by the
+        service naming the head, so a third party can verify it offline with the public key.
+        Returns the number of entries."""
+        count = 0
+        last: Entry | None = None
+        tmp = Path(path).with_name(Path(path).name + ".part")
+        with open(tmp, "wb") as f:
+            for e in self.iter_entries():
+                f.write(canonical_json(e.to_export()) + b"\n")
+                count += 1
+                last = e
+            trailer = {
+                "format": EXPORT_FORMAT,
+                "ledger": self._ledger_id,
+                "public_key": self.public_key_hex,
+                "entries": count,
+                "head_seq": 0 if last is None else last.seq,
+                "head_hash": None if last is None else last.hash,
+                "exported_at": self.clock(),
+            }
+            signature = sign(self.key, EXPORT_TAG, canonical_json(trailer))
+            f.write(canonical_json({"trailer": trailer, "signature": signature}) + b"\n")
+        tmp.replace(path)
+        return count
+
+
+def open_ledger(
+    home: Path,
+    db_url: str | None = None,
+    *,
+    clock: Clock = utc_now,
+    reveal_timeout: float = 86400.0,
+) -> Ledger:
+    """The ledger of the data directory ``home``: its service key (created if missing), its
+    database (``db_url``, default SQLite in ``home``, migrated) and its head witness."""
+    home = Path(home).expanduser()
+    key = load_or_create_service_key(home)
+    engine = open_engine(db_url or f"sqlite:///{home / 'mindledger.db'}", clock=clock)
+    return Ledger(
+        engine, key, clock=clock, reveal_timeout=reveal_timeout, witness_dir=home / WITNESS_DIR
+    )
+
+
+def verify_export(path: Path, public_key: str, *, full: bool = False) -> Verification:
+    """Verify an export offline with nothing but the service's public key (hex, PEM, or a file
+    holding either). The signed trailer names the head, so a file cut short is caught."""
+    pub = parse_public_key(public_key)
+    lines: list[bytes] = Path(path).read_bytes().splitlines()
+    lines = [ln for ln in lines if ln.strip()]
+    failures: list[Failure] = []
+    trailer: dict[str, Any] | None = None
+    entries: list[Entry] = []
+    for n, line in enumerate(lines, start=1):
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            failures.append(
+                Failure(len(entries) + 1, "invalid-entry", f"line {n} of the export is not JSON")
+            )
+            continue
+        if isinstance(obj, dict) and "trailer" in obj:
+            if n != len(lines):
+                failures.append(
+                    Failure(len(entries) + 1, "invalid-entry", f"a trailer at line {n}, not last")
+                )
+            trailer = obj
+            continue
+        try:
+            entries.append(Entry.from_export(obj))
+        except (KeyError, TypeError, ValueError):
+            failures.append(
+                Failure(len(entries) + 1, "invalid-entry", f"line {n} is not a ledger entry")
+            )
+    witness: Witness | None = None
+    if trailer is None:
+        head = entries[-1].seq if entries and type(entries[-1].seq) is int else 0
+        failures.append(
+            Failure(
+                head + 1,
+                "entry-missing",
+                "the export has no signed trailer: it may have been cut short",
+            )
+        )
+    else:
+        body = trailer.get("trailer")
+        sig = trailer.get("signature")
+        if (
+            not isinstance(body, dict)
+            or not isinstance(sig, str)
+            or not verify_signature(pub, EXPORT_TAG, canonical_json(body), sig)
+        ):
+            head = entries[-1].seq if entries and type(entries[-1].seq) is int else 0
+            failures.append(
+                Failure(head + 1, "signature-invalid", "the export's trailer signature is invalid")
+            )
+        elif body.get("head_hash") is not None:
+            witness = Witness(int(body["head_seq"]), str(body["head_hash"]), "the signed trailer")
+    result = verify_entries(lambda: entries, pub, full=full, witness=witness)
+    if failures:
+        result.failures = sorted(
+            [*result.failures, *failures], key=lambda f: (f.seq, f.problem != "entry-missing")
+        )
+    return result

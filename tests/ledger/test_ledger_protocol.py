@@ -1,0 +1,212 @@
+"""The canonical forms are contracts: test vectors (also in docs/ledger.md) and properties."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ledger.chain import GENESIS_HASH, entry_hash, hash_input, make_entry
+from ledger.keys import COMMIT_TAG, public_key_hex, sign
+from ledger.protocol import (
+    check_reveal,
+    commit_message,
+    commitment,
+    prediction_body,
+    prediction_id,
+)
+from mindledger.canonical import canonical_json
+from mindledger.errors import InputError
+
+KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+SALT = bytes(range(32, 64))
+T = "2026-01-01T00:00:00.000000+00:00"
+
+PUBLIC_KEY = "03a107bff3ce10be1d70dd18e74bc09967e4d6309ba50d5f1ddc8664125531b8"
+PREDICTION = (
+    '{"condition":null,"distribution":{"3":0.4,"7":0.6},"item":null,"own_answer":null,'
+    '"predictor":"piper","query":"Pick a number from 1 to 10","rationale":null,"target":"dusk",'
+    '"top1":"7","v":1}'
+)
+COMMITMENT = "sha256:871d2d04f1b8e14bd01f3811f3ea3d8f2afa75cf9478292c5864932ba219a020"
+PREDICTION_ID = "p871d2d04f1b8e14bd01f"
+OPEN_HASH = "sha256:79e0f5f599f162840590cb9cdff9de4cfa24e44312d23471e652f17db68349a8"
+OPEN_SIGNATURE = (
+    "36c79088fd77aa14bc5b06e28ea3e31c420267e1720886fb028d60d301f7f932"
+    "5aabf2999d8b5bf15dcfd6ff38874340e69c18e385f5cee719308d1274779606"
+)
+COMMIT_HASH = "sha256:caf4965e0073af9504e13661e41ce1ba2a072b57bd479a449f294ae4d8714e69"
+COMMIT_SIGNATURE = (
+    "dec58512dda9df6ef0c12ff67352f32591cc76656cf6521d5abbc325836ec6cc"
+    "363e6753362b2106678f27a0ff95a3e8ebd80607afae231474f12b101c745e0c"
+)
+AGENT_SIGNATURE = (
+    "1ad2f35bc8683835501231a62372962f7f8f0922ed4c4a9e9e41183bc1fcff32"
+    "898b8a1eade87c76f93c194ac88dbd42ce1c11ad06854eeaa0e32ba7608e6101"
+)
+
+
+def body() -> dict[str, object]:
+    return prediction_body(
+        predictor="piper",
+        target="dusk",
+        query="Pick a number from 1 to 10",
+        distribution={"7": 0.6, "3": 0.4},
+    )
+
+
+def test_prediction_and_commitment_vectors() -> None:
+    assert public_key_hex(KEY) == PUBLIC_KEY
+    assert canonical_json(body()).decode() == PREDICTION
+    assert commitment(body(), SALT) == COMMITMENT
+    assert prediction_id(COMMITMENT) == PREDICTION_ID
+    # probabilities are written as floats, so {"7": 1} and {"7": 1.0} commit alike
+    one = dict(predictor="p", target="t", query="q")
+    assert prediction_body(**one, distribution={"7": 1}) == prediction_body(
+        **one, distribution={"7": 1.0}
+    )
+
+
+def test_entry_vectors() -> None:
+    opened = make_entry(
+        KEY,
+        seq=1,
+        prev_hash=GENESIS_HASH,
+        prev_signature="",
+        time=T,
+        kind="open",
+        subject="ledger",
+        payload={"format": "mindledger-ledger/1", "public_key": PUBLIC_KEY, "nonce": "00" * 16},
+    )
+    assert opened.hash == OPEN_HASH and opened.signature == OPEN_SIGNATURE
+    payload = {
+        "predictor": "piper",
+        "target": "dusk",
+        "query": "Pick a number from 1 to 10",
+        "item": None,
+        "condition": None,
+        "commitment": COMMITMENT,
+        "deadline": "2026-01-02T00:00:00.000000+00:00",
+        "agent_signature": None,
+    }
+    committed = make_entry(
+        KEY,
+        seq=2,
+        prev_hash=opened.hash,
+        prev_signature=opened.signature,
+        time=T,
+        kind="commit",
+        subject=PREDICTION_ID,
+        payload=payload,
+    )
+    assert committed.hash == COMMIT_HASH and committed.signature == COMMIT_SIGNATURE
+    assert sign(KEY, COMMIT_TAG, commit_message(payload)) == AGENT_SIGNATURE
+    # the hash input is exactly the canonical JSON of the entry object
+    as_object = {
+        "v": 1,
+        "seq": 2,
+        "prev_hash": opened.hash,
+        "prev_signature": opened.signature,
+        "time": T,
+        "kind": "commit",
+        "subject": PREDICTION_ID,
+        "payload": payload,
+    }
+    assert hash_input(
+        2, opened.hash, opened.signature, T, "commit", PREDICTION_ID, committed.payload_json
+    ) == canonical_json(as_object)
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(), children, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    seq=st.integers(1, 2**62),
+    text=st.text(),
+    payload=st.dictionaries(st.text(), json_values, max_size=4),
+)
+def test_hash_input_is_canonical_json(seq: int, text: str, payload: dict[str, object]) -> None:
+    payload_json = canonical_json(payload).decode()
+    got = hash_input(seq, text, text[::-1], text + "t", "k" + text, "s" + text, payload_json)
+    assert got == canonical_json(
+        {
+            "v": 1,
+            "seq": seq,
+            "prev_hash": text,
+            "prev_signature": text[::-1],
+            "time": text + "t",
+            "kind": "k" + text,
+            "subject": "s" + text,
+            "payload": payload,
+        }
+    )
+    assert json.loads(got)["payload"] == payload
+
+
+def test_entry_hash_rejects_a_non_integer_seq() -> None:
+    e = make_entry(
+        KEY,
+        seq=1,
+        prev_hash=GENESIS_HASH,
+        prev_signature="",
+        time=T,
+        kind="k",
+        subject="s",
+        payload={},
+    )
+    with pytest.raises(TypeError):
+        entry_hash(e, seq="1")  # type: ignore[arg-type]
+
+
+def test_check_reveal_says_what_is_wrong() -> None:
+    commit = {
+        "predictor": "piper",
+        "target": "dusk",
+        "query": "Pick a number from 1 to 10",
+        "item": None,
+        "condition": None,
+        "commitment": COMMITMENT,
+    }
+    ok, reason, dist, top1 = check_reveal(commit, body(), SALT.hex())
+    assert ok and reason is None and top1 == "7" and dist == {"7": 0.6, "3": 0.4}
+    cases = [
+        (body(), "00" * 32, "do not hash"),
+        ({**body(), "distribution": {"7": 0.7, "3": 0.3}}, SALT.hex(), "do not hash"),
+        (body(), SALT.hex()[:-2], "31 bytes"),
+        (body(), "zz", "not hex"),
+        ("not an object", SALT.hex(), "not a JSON object"),
+    ]
+    for revealed, salt, needle in cases:
+        ok, reason, _, _ = check_reveal(commit, revealed, salt)
+        assert not ok and needle in (reason or ""), needle
+    # a commitment over a body naming another target does not open this commit
+    other = {**body(), "target": "someone-else"}
+    ok, reason, _, _ = check_reveal(
+        {**commit, "commitment": commitment(other, SALT)}, other, SALT.hex()
+    )
+    assert not ok and "target" in (reason or "")
+
+
+def test_prediction_body_names_bad_fields() -> None:
+    with pytest.raises(InputError, match="predictor"):
+        prediction_body(predictor="", target="t", query="q", distribution={"a": 1})
+    with pytest.raises(InputError, match="condition"):
+        prediction_body(
+            predictor="p", target="t", query="q", distribution={"a": 1}, condition=float("nan")
+        )
+    with pytest.raises(InputError, match="distribution"):
+        prediction_body(predictor="p", target="t", query="q", distribution={"a": 0.2})
