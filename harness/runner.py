@@ -87,9 +87,16 @@ class TrialWriter:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trial-writer")
         self._pending: list[Future[bool]] = []
         self._lock = threading.Lock()
+        self._writer = contextlib.ExitStack()
+        self._write: Callable[[TrialRecord], bool] | None = None
+
+    def _record(self, rec: TrialRecord) -> bool:  # on the writer thread only
+        if self._write is None:
+            self._write = self._writer.enter_context(self.store.trial_writer())
+        return self._write(rec)
 
     def submit(self, rec: TrialRecord, done: Callable[[bool], None]) -> None:
-        fut = self._pool.submit(self.store.record_trial, rec)
+        fut = self._pool.submit(self._record, rec)
         fut.add_done_callback(lambda f: done(f.result()) if f.exception() is None else None)
         with self._lock:
             self._pending.append(fut)
@@ -102,8 +109,11 @@ class TrialWriter:
             fut.result()
 
     def close(self) -> None:
-        self.flush()
-        self._pool.shutdown(wait=True)
+        try:
+            self.flush()
+        finally:
+            self._pool.submit(self._writer.close).result()
+            self._pool.shutdown(wait=True)
 
 
 def score_attempt(run_id: str, agent: str, item: Item, att: Attempt) -> TrialRecord:

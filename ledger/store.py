@@ -8,7 +8,8 @@ and items at once; a trial is written alone, as it completes, and at most once p
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,13 @@ from mindledger.errors import NotFoundError
 from mindledger.items import Item
 
 __all__ = ["RunAgent", "Store", "TrialRecord"]
+
+
+_TRIAL_COLUMNS = (
+    "run_id", "agent", "item_id", "status", "answer_json", "raw_text", "transcript_json",
+    "confidence", "correct", "score_value", "primary_error", "score_json", "error", "turns",
+    "tokens_in", "tokens_out", "latency_s", "provider_json", "created_at",
+)  # fmt: skip
 
 
 def _json(value: Any) -> str:
@@ -209,36 +217,80 @@ class Store:
     def record_trial(self, rec: TrialRecord) -> bool:
         """Write one trial in its own transaction. Returns False (and writes nothing) when the
         run already has a trial for this agent and item."""
-        row = TrialRow(
-            run_id=rec.run_id,
-            agent=rec.agent,
-            item_id=rec.item_id,
-            status=rec.status,
-            answer_json=None if rec.answer is None else _json(rec.answer),
-            raw_text=rec.raw_text,
-            transcript_json=_json(rec.transcript),
-            confidence=rec.confidence,
-            correct=rec.correct,
-            score_value=rec.score_value,
-            primary_error=rec.primary_error,
-            score_json=None if rec.score is None else _json(rec.score),
-            error=rec.error,
-            turns=rec.turns,
-            tokens_in=rec.tokens_in,
-            tokens_out=rec.tokens_out,
-            latency_s=rec.latency_s,
-            provider_json=_json(rec.provider),
-            created_at=self.clock(),
+        with self.trial_writer() as write:
+            return write(rec)
+
+    @contextmanager
+    def trial_writer(self) -> Iterator[Callable[[TrialRecord], bool]]:
+        """A function that writes one trial per call, each in its own transaction, over one
+        connection held for the duration (the runner's writer thread uses it).
+
+        It goes beneath the ORM: a trial is one plain INSERT, and at thousands of trials a
+        second the ORM's per-row cost would be the runner's bottleneck. On SQLite the
+        connection commits with ``synchronous=NORMAL``: in WAL mode a committed trial survives
+        the process being killed (what resuming relies on); only a power cut can lose the
+        last few, and those are simply re-run on resume. (The prediction ledger keeps FULL.)
+        """
+        raw = self.engine.raw_connection()
+        sqlite = self.engine.dialect.name == "sqlite"
+        mark = "?" if self.engine.dialect.paramstyle == "qmark" else "%s"
+        sql = (
+            f"INSERT INTO trials ({', '.join(_TRIAL_COLUMNS)}) "
+            f"VALUES ({', '.join([mark] * len(_TRIAL_COLUMNS))})"
         )
-        values = row.model_dump(exclude={"id"})
+        integrity = self.engine.dialect.loaded_dbapi.IntegrityError
+        if sqlite:
+            cur = raw.cursor()
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.close()
+
+        def write(rec: TrialRecord) -> bool:
+            values = (
+                rec.run_id,
+                rec.agent,
+                rec.item_id,
+                rec.status,
+                None if rec.answer is None else _json(rec.answer),
+                rec.raw_text,
+                _json(rec.transcript),
+                rec.confidence,
+                rec.correct,
+                rec.score_value,
+                rec.primary_error,
+                None if rec.score is None else _json(rec.score),
+                rec.error,
+                rec.turns,
+                rec.tokens_in,
+                rec.tokens_out,
+                rec.latency_s,
+                _json(rec.provider),
+                self.clock(),
+            )
+            cur = raw.cursor()
+            try:
+                cur.execute(sql, values)
+                raw.commit()
+            except integrity:
+                raw.rollback()
+                if (rec.agent, rec.item_id) in self._pairs(rec.run_id, rec.agent, rec.item_id):
+                    return False
+                raise
+            except BaseException:
+                raw.rollback()
+                raise
+            finally:
+                cur.close()
+            return True
+
         try:
-            with self.engine.begin() as conn:
-                conn.execute(sa.insert(TrialRow.__table__).values(**values))  # type: ignore[attr-defined]
-        except IntegrityError:
-            if (rec.agent, rec.item_id) in self._pairs(rec.run_id, rec.agent, rec.item_id):
-                return False
-            raise
-        return True
+            yield write
+        finally:
+            if sqlite:
+                with suppress(Exception):
+                    cur = raw.cursor()
+                    cur.execute("PRAGMA synchronous=FULL")
+                    cur.close()
+            raw.close()
 
     def _pairs(self, run_id: str, agent: str, item_id: str) -> set[tuple[str, str]]:
         with Session(self.engine) as s:
