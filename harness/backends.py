@@ -33,6 +33,7 @@ class OpenAIBackend:
         max_retries: int = 5,
         store: Store | None = None,
         transport: Any = None,
+        **client_options: Any,
     ):
         self.base_url = base_url
         self.model = model
@@ -46,6 +47,7 @@ class OpenAIBackend:
             timeout=timeout,
             max_retries=max_retries,
             transport=transport,
+            **client_options,
         )
 
     async def chat(
