@@ -40,7 +40,7 @@ def rows(store: Store, run_id: str, agent: str) -> list[tuple[dict, object]]:
     return out
 
 
-def belief_rows(store: Store, run_id: str, agent: str):  # noqa: ANN201
+def belief_rows(store: Store, run_id: str, agent: str):
     return [
         (i, t)
         for i, t in rows(store, run_id, agent)

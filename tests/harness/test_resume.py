@@ -55,7 +55,7 @@ concurrency = 2
                 continue
             store = store or Store(open_engine(f"sqlite:///{home / 'mindledger.db'}"))
             runs = store.list_runs()
-            if runs and 6 <= len(store.trials(runs[0].id)) and proc.poll() is None:
+            if runs and len(store.trials(runs[0].id)) >= 6 and proc.poll() is None:
                 break
         assert proc.poll() is None, proc.communicate()
         proc.send_signal(signal.SIGKILL)
