@@ -143,9 +143,21 @@ def m0002_predictions(op: Operations) -> None:
         )
 
 
+def m0003_api_tokens(op: Operations) -> None:
+    """The daemon's bearer tokens, stored hashed (see harness.daemon.models)."""
+    op.create_table(
+        "api_tokens",
+        sa.Column("token_hash", sa.String(), primary_key=True),
+        sa.Column("agent", sa.String(), nullable=False),
+        sa.Column("created_at", sa.String(), nullable=False),
+    )
+    op.create_index("ix_api_tokens_agent", "api_tokens", ["agent"])
+
+
 MIGRATIONS: list[Migration] = [
     ("0001_runs_items_trials", m0001_runs_items_trials),
     ("0002_predictions", m0002_predictions),
+    ("0003_api_tokens", m0003_api_tokens),
 ]
 """Every migration, in the order it applies. Append only."""
 

@@ -61,6 +61,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "ledger",
         "The prediction ledger: commit, observe, reveal, verify, export.",
     ),
+    "dashboard": (
+        "harness.cli.dashboard_cmd",
+        "dashboard",
+        "Browse runs, profiles and the prediction ledger in the terminal.",
+    ),
+    "serve": (
+        "harness.cli.serve_cmd",
+        "serve",
+        "Run the daemon: scheduler, HTTP API and query proxy.",
+    ),
 }
 
 

@@ -1,0 +1,285 @@
+"""The daemon's scheduler: APScheduler 3 with its job store in mindledger's own database.
+
+Jobs are stored (pickled references to the top-level functions below, with string arguments)
+in the ``apscheduler_jobs`` table of the same database as the runs, so schedules survive a
+restart. Three kinds of job:
+
+* ``nightly:AGENT`` — the nightly suite of each declared agent (``settings.schedule``, a cron
+  expression in UTC). A job already stored with the same trigger and arguments is kept as it is,
+  so a restart does not move its next run time: runs missed while the daemon was down are
+  *coalesced* into one (``coalesce=True``) if the latest is within ``misfire_grace_time``;
+* ``run:RUN_ID`` — a run-now request: execute a run that the API has already planned and stored;
+* ``expire-predictions`` — every few minutes, record expiry of predictions past their deadline.
+
+Every run the daemon starts draws a **held-out** seed (``create_run(..., held_out=True)``).
+
+The job functions find what they run against (settings, store, ledger) in the
+:class:`DaemonContext` made active by :meth:`DaemonScheduler.start` — a pickled job carries
+only a reference to the function and its string arguments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.job import Job
+from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.schedulers.base import STATE_STOPPED
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+from sqlalchemy.engine import Engine
+
+from harness.build import plan_agents
+from harness.runs import create_run, execute_stored_run
+from harness.settings import Settings
+from ledger.predictions import Ledger
+from ledger.store import Store
+from mindledger.errors import ConfigError
+
+__all__ = [
+    "JOBS_TABLE",
+    "DaemonContext",
+    "DaemonScheduler",
+    "execute_planned_run",
+    "expire_predictions",
+    "nightly_agents",
+    "nightly_suite",
+]
+
+log = logging.getLogger("mindledger.daemon")
+
+JOBS_TABLE = "apscheduler_jobs"
+"""The job store's table (created by APScheduler, next to mindledger's own tables)."""
+NIGHTLY_PREFIX = "nightly:"
+RUN_PREFIX = "run:"
+EXPIRE_JOB = "expire-predictions"
+
+
+class DaemonContext:
+    """What the scheduled jobs run against: the settings, the store and the ledger."""
+
+    def __init__(self, settings: Settings, store: Store, ledger: Ledger | None = None):
+        self.settings = settings
+        self.store = store
+        self.ledger = ledger
+
+    def plan_run(
+        self, *, suite: str, agents: Sequence[str] = (), references: Sequence[str] = ()
+    ) -> str:
+        """Plan and store a run on a held-out seed; return its id."""
+        planned = plan_agents(self.settings, agents=agents, references=references)
+        run_id, _, _ = create_run(
+            self.store, self.settings, suite=suite, planned=planned, held_out=True
+        )
+        return run_id
+
+    def execute(self, run_id: str) -> None:
+        """Run every missing trial of a stored run (in this thread's own event loop)."""
+        asyncio.run(execute_stored_run(self.store, self.settings, run_id))
+
+    def run_suite(self, *, suite: str, agents: Sequence[str]) -> str:
+        """Plan and execute a suite for ``agents``; return the run id."""
+        run_id = self.plan_run(suite=suite, agents=agents)
+        log.info("scheduled run %s: suite %s, agents %s", run_id, suite, ", ".join(agents))
+        self.execute(run_id)
+        return run_id
+
+    def expire(self) -> list[str]:
+        """Record expiry of every open prediction past its deadline."""
+        return [] if self.ledger is None else self.ledger.expire_overdue()
+
+
+_active: DaemonContext | None = None
+_active_lock = threading.Lock()
+
+
+def _context() -> DaemonContext:
+    with _active_lock:
+        if _active is None:
+            raise RuntimeError("no daemon context is active: start a DaemonScheduler first")
+        return _active
+
+
+def nightly_suite(agent: str, suite: str) -> None:
+    """Job: the nightly suite of one agent (held-out seed)."""
+    _context().run_suite(suite=suite, agents=(agent,))
+
+
+def execute_planned_run(run_id: str) -> None:
+    """Job: execute a run planned by a run-now request."""
+    _context().execute(run_id)
+
+
+def expire_predictions() -> None:
+    """Job: expire the predictions past their deadline."""
+    expired = _context().expire()
+    if expired:
+        log.info("expired %d predictions", len(expired))
+
+
+def nightly_agents(settings: Settings) -> list[str]:
+    """The declared agents that get a nightly suite: all but those serving as another agent's
+    control (a run of the agent includes its control already)."""
+    controls = {a.control for a in settings.agents.values() if a.control}
+    return sorted(name for name in settings.agents if name not in controls)
+
+
+def _cron(expression: str) -> CronTrigger:
+    try:
+        return CronTrigger.from_crontab(expression, timezone=dt.UTC)
+    except ValueError as exc:
+        raise ConfigError(
+            f"expected a cron expression like '0 3 * * *', got {expression!r} ({exc})",
+            key="schedule",
+        ) from None
+
+
+class _StoppableScheduler(BackgroundScheduler):
+    """BackgroundScheduler that does nothing once stopped. APScheduler 3's loop wakes up once
+    more after ``shutdown()`` and processes due jobs: submitting them to the executors already
+    shut down fails, yet it advances their next run time in the store, so a run due at shutdown
+    (or while paused) would be lost instead of coalesced after the restart."""
+
+    def _process_jobs(self) -> float | None:
+        if self.state == STATE_STOPPED:
+            return None
+        result: float | None = super()._process_jobs()
+        return result
+
+
+class DaemonScheduler:
+    """APScheduler's BackgroundScheduler over the database of ``context.store``.
+
+    ``suite`` is the nightly suite; ``misfire_grace_time`` is how late (seconds) a missed run may
+    still start after downtime (None: however late), missed runs being coalesced into one;
+    ``max_workers`` is how many runs execute at once; ``expire_every`` is the period (seconds)
+    of the expiry sweep (None: no sweep).
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        context: DaemonContext,
+        *,
+        suite: str = "quick",
+        misfire_grace_time: int | None = 23 * 3600,
+        max_workers: int = 1,
+        expire_every: float | None = 300.0,
+    ):
+        self.context = context
+        self.suite = suite
+        self.misfire_grace_time = misfire_grace_time
+        self.expire_every = expire_every
+        self.trigger = _cron(context.settings.schedule)
+        self.scheduler = _StoppableScheduler(
+            jobstores={"default": SQLAlchemyJobStore(engine=engine, tablename=JOBS_TABLE)},
+            executors={"default": ThreadPoolExecutor(max_workers)},
+            job_defaults={
+                "coalesce": True,
+                "misfire_grace_time": misfire_grace_time,
+                "max_instances": 1,
+            },
+            timezone=dt.UTC,
+        )
+
+    @property
+    def running(self) -> bool:
+        return bool(self.scheduler.running)
+
+    def start(self, *, paused: bool = False) -> None:
+        """Make this scheduler's context the active one, bring the stored nightly jobs in line
+        with the settings, then start processing (unless ``paused``)."""
+        global _active
+        with _active_lock:
+            _active = self.context
+        self.scheduler.start(paused=True)
+        self.sync_nightly()
+        if self.expire_every:
+            self.scheduler.add_job(
+                expire_predictions,
+                IntervalTrigger(seconds=self.expire_every, timezone=dt.UTC),
+                id=EXPIRE_JOB,
+                name="expire overdue predictions",
+                replace_existing=True,
+            )
+        if not paused:
+            self.scheduler.resume()
+
+    def resume(self) -> None:
+        self.scheduler.resume()
+
+    def shutdown(self, *, wait: bool = True) -> None:
+        """Stop; with ``wait``, after the running jobs finish. The jobs stay stored."""
+        global _active
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=wait)
+        with _active_lock:
+            if _active is self.context:
+                _active = None
+
+    def sync_nightly(self) -> list[str]:
+        """Add a nightly job for every agent that should have one, replace those whose
+        schedule or suite changed, remove those of agents no longer declared; keep the next run
+        time of unchanged ones (so their missed runs coalesce), updating only their misfire
+        grace time. Returns the nightly job ids."""
+        wanted = {NIGHTLY_PREFIX + a: a for a in nightly_agents(self.context.settings)}
+        for job in self.scheduler.get_jobs():
+            if job.id.startswith(NIGHTLY_PREFIX) and job.id not in wanted:
+                job.remove()
+        for job_id, agent in wanted.items():
+            args = (agent, self.suite)
+            existing = self.scheduler.get_job(job_id)
+            if (
+                existing is not None
+                and str(existing.trigger) == str(self.trigger)
+                and tuple(existing.args) == args
+            ):
+                if existing.misfire_grace_time != self.misfire_grace_time or not existing.coalesce:
+                    # the stored job keeps its next run time: only how misses are treated changes
+                    existing.modify(misfire_grace_time=self.misfire_grace_time, coalesce=True)
+                continue
+            self.scheduler.add_job(
+                nightly_suite,
+                self.trigger,
+                args=args,
+                id=job_id,
+                name=f"nightly {self.suite} suite of {agent}",
+                replace_existing=True,
+            )
+        return sorted(wanted)
+
+    def run_now(self, run_id: str) -> str:
+        """Queue the execution of a planned run; returns the job id. The job is stored, so a
+        restart before it runs still runs it."""
+        job = self.scheduler.add_job(
+            execute_planned_run,
+            "date",
+            args=(run_id,),
+            id=RUN_PREFIX + run_id,
+            name=f"run-now {run_id}",
+            run_date=dt.datetime.now(dt.UTC),
+            misfire_grace_time=None,
+            replace_existing=True,
+        )
+        return str(job.id)
+
+    def jobs(self) -> list[dict[str, Any]]:
+        """The stored jobs as plain data."""
+        return [_job_dict(j) for j in self.scheduler.get_jobs()]
+
+
+def _job_dict(job: Job) -> dict[str, Any]:
+    nrt = getattr(job, "next_run_time", None)
+    return {
+        "id": job.id,
+        "name": job.name,
+        "trigger": str(job.trigger),
+        "next_run_time": nrt.isoformat() if nrt else None,
+    }

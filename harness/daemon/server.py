@@ -1,0 +1,161 @@
+"""The daemon assembled: database, ledger, scheduler and API in one process, served by uvicorn.
+
+:func:`build_daemon` wires the parts over one engine; :meth:`Daemon.serve` runs them until
+interrupted; :class:`BackgroundServer` serves the app on a thread (a real socket on
+127.0.0.1), for tests and embedding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import uvicorn
+from cryptography.hazmat.primitives import serialization
+from sqlalchemy.engine import Engine
+from starlette.applications import Starlette
+
+from harness.daemon.api import create_app
+from harness.daemon.proxy import TransportFactory
+from harness.daemon.scheduler import DaemonContext, DaemonScheduler
+from harness.settings import Settings
+from ledger.db import open_engine
+from ledger.keys import load_or_create_service_key
+from ledger.predictions import WITNESS_DIR, Ledger
+from ledger.store import Store
+
+__all__ = ["BackgroundServer", "Daemon", "build_daemon"]
+
+
+@dataclass
+class Daemon:
+    """The daemon's parts over one database."""
+
+    settings: Settings
+    engine: Engine
+    store: Store
+    ledger: Ledger
+    scheduler: DaemonScheduler | None
+    app: Starlette
+
+    def serve(self, host: str | None = None, port: int | None = None) -> None:
+        """Start the scheduler and serve the API until interrupted (Ctrl-C, SIGTERM)."""
+        if self.scheduler is not None:
+            self.scheduler.start()
+        try:
+            config = uvicorn.Config(
+                self.app,
+                host=host or self.settings.api_host,
+                port=port or self.settings.api_port,
+                log_level="info",
+                lifespan="on",
+            )
+            uvicorn.Server(config).run()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the scheduler (waiting for running jobs), release the ledger and the engine."""
+        if self.scheduler is not None:
+            self.scheduler.shutdown(wait=True)
+        self.ledger.close()
+        self.engine.dispose()
+
+
+def sampling_key_of(ledger: Ledger) -> bytes:
+    """The proxy's sampling key, derived from the service key: secret, and stable across
+    restarts (so the same request is sampled the same way)."""
+    raw = ledger.key.private_bytes(
+        serialization.Encoding.Raw,
+        serialization.PrivateFormat.Raw,
+        serialization.NoEncryption(),
+    )
+    return hashlib.sha256(b"mindledger proxy sampling\0" + raw).digest()
+
+
+def build_daemon(
+    settings: Settings,
+    *,
+    scheduler: bool = True,
+    suite: str = "quick",
+    transport_factory: TransportFactory | None = None,
+    sampling_key: bytes | None = None,
+    scheduler_options: dict[str, Any] | None = None,
+) -> Daemon:
+    """Open the database (migrated), the ledger and, unless ``scheduler`` is false, the
+    scheduler (not started: :meth:`Daemon.serve` starts it), and build the app."""
+    engine = open_engine(settings.database_url)
+    store = Store(engine)
+    key = load_or_create_service_key(settings.home)
+    ledger = Ledger(
+        engine,
+        key,
+        reveal_timeout=settings.reveal_timeout,
+        witness_dir=settings.home / WITNESS_DIR,
+    )
+    sched = (
+        DaemonScheduler(
+            engine, DaemonContext(settings, store, ledger), suite=suite, **(scheduler_options or {})
+        )
+        if scheduler
+        else None
+    )
+    app = create_app(
+        settings,
+        store=store,
+        ledger=ledger,
+        scheduler=sched,
+        transport_factory=transport_factory,
+        sampling_key=sampling_key_of(ledger) if sampling_key is None else sampling_key,
+        on_shutdown=[] if sched is None else [lambda: sched.shutdown(wait=True)],
+    )
+    return Daemon(settings, engine, store, ledger, sched, app)
+
+
+class BackgroundServer:
+    """Serve an ASGI app with uvicorn on a thread, on a real socket (port 0: a free one).
+
+    ::
+
+        with BackgroundServer(app) as server:
+            httpx.get(server.url + "/health")
+    """
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0):
+        self.app = app
+        self.host = host
+        self.port = port
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def __enter__(self) -> BackgroundServer:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(self.app, log_level="warning", lifespan="on")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the API server did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(10)
