@@ -1,0 +1,122 @@
+"""A seeded SQLite database for the dashboard tests: a synthetic run (an agent under test, its
+control, one ablation, and a reference whose profile is invalid), an empty running run, and a
+prediction ledger holding one prediction in each state, all on a frozen clock."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from ledger.db import open_engine
+from ledger.predictions import Ledger
+from ledger.store import RunAgent, Store
+from reports.synthetic import SyntheticAgent, logistic_accuracy, synthetic_run
+from tui.source import DashboardSource
+
+KEY = Ed25519PrivateKey.from_private_bytes(b"\x07" * 32)
+N_BOOT = 200
+
+
+class FakeClock:
+    """A clock the test moves."""
+
+    def __init__(self) -> None:
+        self.t = dt.datetime(2026, 3, 1, 12, tzinfo=dt.UTC)
+
+    def __call__(self) -> str:
+        return self.t.isoformat(timespec="microseconds")
+
+    def advance(self, seconds: float) -> None:
+        self.t += dt.timedelta(seconds=seconds)
+
+
+def synthetic_agents() -> list[SyntheticAgent]:
+    return [
+        SyntheticAgent("piper", logistic_accuracy(2.7, -1.2, 0.25), spec={"adapter": "openai"},
+                       api_error_rate=0.05),
+        SyntheticAgent("piper-control", logistic_accuracy(1.6, -1.2, 0.25), role="control",
+                       base_agent="piper"),
+        SyntheticAgent("piper-no-perspective", logistic_accuracy(1.9, -1.2, 0.25),
+                       role="ablation", base_agent="piper",
+                       spec={"ablated": "perspective-filtering"}),
+        SyntheticAgent("not-reality", lambda d: 0.9, tb_accuracy=0.04, role="reference",
+                       spec={"policy": "not-reality"}, confidence_noise=None),
+    ]  # fmt: skip
+
+
+@dataclass
+class Seeded:
+    store: Store
+    clock: FakeClock
+    home: Path
+    predictions: dict[str, str]
+    """state → prediction id"""
+
+    def ledger(self) -> Ledger:
+        return Ledger(
+            self.store.engine,
+            KEY,
+            clock=self.clock,
+            reveal_timeout=60,
+            witness_dir=self.home / "witness",
+        )
+
+    def source(self, *, with_ledger: bool = True) -> DashboardSource:
+        return DashboardSource(
+            self.store,
+            self.ledger if with_ledger else None,
+            n_boot=N_BOOT,
+            seed=1,
+            clock=self.clock,
+        )
+
+
+def _seed_ledger(led: Ledger, clock: FakeClock) -> dict[str, str]:
+    c = led.client("piper")
+    expired = c.commit("dusk", "What will you pick, 1 to 10?", {"7": 1.0})
+    clock.advance(61)
+    assert led.expire_overdue() == [expired.id]
+    scored = c.commit("dusk", "Pick a number from 1 to 10", {"7": 0.6, "3": 0.4})
+    scored.observe("7")
+    scored.reveal()
+    rejected = c.commit("wren", "Heads or tails?", {"heads": 0.9, "tails": 0.1})
+    rejected.observe("tails")
+    led.reveal(rejected.id, {**rejected.body, "distribution": {"tails": 1.0}}, rejected.salt)
+    observed = c.commit("wren", "Red or blue?", {"red": 0.5, "blue": 0.5})
+    observed.observe("blue")
+    committed = c.commit("dusk", "Which door?", {"left": 0.7, "right": 0.3})
+    assert led.verify() == []
+    return {
+        "expired": expired.id,
+        "scored": scored.id,
+        "rejected": rejected.id,
+        "observed": observed.id,
+        "committed": committed.id,
+    }
+
+
+@pytest.fixture
+def seeded(tmp_path: Path) -> Iterator[Seeded]:
+    clock = FakeClock()
+    store = Store(open_engine(f"sqlite:///{tmp_path / 'dash.db'}", clock=clock), clock=clock)
+    store.create_run(
+        "run-empty", suite="quick", seed=3, held_out=True, params={},
+        agents=[RunAgent("piper", "agent", {"adapter": "openai"})], items=[],
+    )  # fmt: skip
+    clock.advance(60)
+    run = synthetic_run(np.random.default_rng(7), synthetic_agents(), stories=4, games=0)
+    run.write(store, "run-a", seed=11)
+    seeded = Seeded(store, clock, tmp_path, {})
+    led = seeded.ledger()
+    try:
+        seeded.predictions = _seed_ledger(led, clock)
+    finally:
+        led.close()
+    yield seeded
+    store.engine.dispose()

@@ -1,0 +1,246 @@
+"""Whole screens over the seeded database, driven with App.run_test() and Pilot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sqlalchemy as sa
+from rich.text import Text
+from textual.widgets import DataTable, Static
+
+from ledger.store import RunAgent
+from tui import DashboardApp
+from tui.screens import HelpScreen, LedgerScreen, RunScreen, RunsScreen
+from tui.state import INVALID, fmt_pct
+from tui.widgets import AgentDetail, RunsTable, VerifyBanner
+
+from .conftest import Seeded
+
+
+def _cells(table: DataTable[Text]) -> list[list[str]]:
+    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+def _text(widget: Static) -> str:
+    return str(widget.render())
+
+
+def _app(seeded: Seeded, tmp_path: Path, *, with_ledger: bool = True) -> DashboardApp:
+    return DashboardApp(
+        seeded.source(with_ledger=with_ledger),
+        refresh_seconds=0,
+        export_dir=tmp_path / "exports",
+    )
+
+
+async def test_runs_screen_lists_runs_with_accuracy_per_agent(
+    seeded: Seeded, tmp_path: Path
+) -> None:
+    app = _app(seeded, tmp_path)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, RunsScreen)
+        rows = _cells(app.screen.query_one(RunsTable))
+        assert [r[0] for r in rows] == ["run-a", "run-empty"]  # newest first
+        run_a, empty = rows
+        counts = seeded.store.trial_counts("run-a")
+        assert run_a[1:8] == [
+            "synthetic", "11", "dev", "complete", "2026-03-01 12:01:00", "4",
+            str(sum(c["ok"] + c["api_error"] + c["not_applicable"] for c in counts.values())),
+        ]  # fmt: skip
+        piper = fmt_pct(counts["piper"]["correct"] / counts["piper"]["ok"], 0)
+        assert run_a[8].startswith(f"piper {piper} · piper-control ")
+        assert run_a[8].endswith(" · not-reality " + fmt_pct(
+            counts["not-reality"]["correct"] / counts["not-reality"]["ok"], 0))  # fmt: skip
+        assert empty[3:5] == ["held-out", "running"] and empty[7:] == ["0", "piper —"]
+        status = _text(app.screen.query_one("#runs-status", Static))
+        assert status.startswith("2 runs")
+
+
+async def test_runs_table_refreshes_in_a_worker(seeded: Seeded, tmp_path: Path) -> None:
+    app = DashboardApp(seeded.source(), refresh_seconds=0.1, export_dir=tmp_path)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        table = app.screen.query_one(RunsTable)
+        assert table.row_count == 2
+        seeded.clock.advance(60)
+        seeded.store.create_run(
+            "run-new", suite="nightly", seed=5, held_out=True, params={},
+            agents=[RunAgent("piper", "agent", {})], items=[],
+        )  # fmt: skip
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if table.row_count == 3:
+                break
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert [r[0] for r in _cells(table)] == ["run-new", "run-a", "run-empty"]
+
+
+async def test_enter_opens_the_run_with_validity_first(seeded: Seeded, tmp_path: Path) -> None:
+    app = _app(seeded, tmp_path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, RunScreen) and screen.run_id == "run-a"
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        title = _text(screen.query_one("#run-title", Static))
+        assert title.startswith("Run run-a · suite synthetic · seed 11")
+        assert "development seeds" in title
+        notices = screen.query_one("#run-notices", Static)
+        assert "INVALID: not-reality" in _text(notices) and notices.has_class("-invalid")
+        agents = _cells(screen.query_one("#agents", DataTable))
+        assert [r[1] for r in agents] == [
+            "piper", "piper-control", "piper-no-perspective", "not-reality",
+        ]  # fmt: skip
+        assert agents[0][0] == "yes" and agents[0][3][0].isdigit()
+        assert agents[3][0] == f"✗ {INVALID}" and agents[3][3] == INVALID
+
+        detail = screen.query_one(AgentDetail)
+        validity = detail.query_one("#validity", Static)
+        assert _text(validity).startswith("VALID: true-belief control accuracy")
+        contrasts = _cells(detail.query_one("#contrasts", DataTable))
+        assert contrasts[0][:2] == ["agent − control", "false-belief accuracy"]
+        assert contrasts[0][2].startswith(("+", "-")) and " pts [" in contrasts[0][2]
+        assert any(r[0] == "credit: perspective-filtering" for r in contrasts)
+        depth = _cells(detail.query_one("#depth", DataTable))
+        assert depth[0][:2] == ["R0", "—"] and "R5" in [r[0] for r in depth]
+
+        for _ in range(3):
+            await pilot.press("down")
+        await pilot.pause()
+        assert detail.agent is not None and detail.agent.name == "not-reality"
+        assert _text(validity).startswith("INVALID: not-reality's true-belief control")
+        assert validity.has_class("-invalid")
+        assert "(not counted)" in _text(detail.query_one("#metrics", Static))
+
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, RunsScreen)
+
+
+async def test_export_keys_write_reports_and_say_where(seeded: Seeded, tmp_path: Path) -> None:
+    app = _app(seeded, tmp_path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("m")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        md = (tmp_path / "exports" / "run-a.md").resolve()
+        assert md.exists() and "piper-control" in md.read_text(encoding="utf-8")
+        await pilot.press("h")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        html = (tmp_path / "exports" / "run-a.html").resolve()
+        assert html.read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html")
+        messages = [n.message for n in app._notifications]
+        assert f"Wrote the report to {md}" in messages
+        assert f"Wrote the report to {html}" in messages
+
+
+async def test_a_run_that_cannot_be_profiled_says_why(seeded: Seeded, tmp_path: Path) -> None:
+    app = _app(seeded, tmp_path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        app.push_screen(RunScreen(app.source, "no-such-run", export_dir=tmp_path))
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        notices = _text(app.screen.query_one("#run-notices", Static))
+        assert notices.startswith("Could not build the profile: no run with id 'no-such-run'")
+        assert not app.screen.query_one("#loading").display
+
+
+async def test_ledger_screen_shows_every_state_and_that_it_verifies(
+    seeded: Seeded, tmp_path: Path
+) -> None:
+    app = _app(seeded, tmp_path)
+    async with app.run_test(size=(180, 40)) as pilot:
+        await pilot.press("l")
+        await pilot.pause()
+        assert isinstance(app.screen, LedgerScreen)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        banner = app.screen.query_one(VerifyBanner)
+        assert _text(banner).startswith("Ledger intact: 12 entries, head 12 sha256:")
+        assert banner.has_class("-ok")
+        rows = _cells(app.screen.query_one("#predictions", DataTable))
+        by_id = {r[0]: r for r in rows}
+        for state, pid in seeded.predictions.items():
+            assert by_id[pid][4] == state
+        assert rows[0][0] == seeded.predictions["committed"]  # newest first
+        scored = by_id[seeded.predictions["scored"]]
+        assert scored[5:8] == ["7", "1.00", "-0.511"]
+        counts = _text(app.screen.query_one("#ledger-counts", Static))
+        assert counts == "1 committed · 1 observed · 1 scored · 1 expired · 1 rejected"
+        # the ledger screen is not stacked twice
+        await pilot.press("l")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, RunsScreen)
+
+
+async def test_ledger_screen_names_the_first_bad_entry(seeded: Seeded, tmp_path: Path) -> None:
+    with seeded.store.engine.begin() as conn:
+        conn.execute(sa.text("DROP TRIGGER IF EXISTS ledger_entries_no_update"))
+        conn.execute(
+            sa.text("UPDATE ledger_entries SET payload_json = :p WHERE seq = 6"),
+            {"p": '{"answer":"3"}'},
+        )
+    app = _app(seeded, tmp_path)
+    async with app.run_test(size=(180, 40)) as pilot:
+        await pilot.press("l")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        banner = app.screen.query_one(VerifyBanner)
+        assert _text(banner).startswith("LEDGER BROKEN at entry 6")
+        assert banner.has_class("-broken")
+
+
+async def test_ledger_screen_without_a_ledger(seeded: Seeded, tmp_path: Path) -> None:
+    app = _app(seeded, tmp_path, with_ledger=False)
+    async with app.run_test(size=(180, 40)) as pilot:
+        await pilot.press("l")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        banner = app.screen.query_one(VerifyBanner)
+        assert _text(banner) == "No prediction ledger: no prediction ledger is configured"
+        assert app.screen.query_one("#predictions", DataTable).row_count == 0
+
+
+async def test_footer_keys_help_and_quit(seeded: Seeded, tmp_path: Path) -> None:
+    app = _app(seeded, tmp_path)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        shown = {
+            b.binding.key: b.binding.description
+            for b in app.screen.active_bindings.values()
+            if b.binding.show
+        }
+        assert {"q": "Quit", "question_mark": "Help", "l": "Ledger", "r": "Refresh"}.items() <= (
+            shown.items()
+        )
+        assert shown["enter"] == "Open run"
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        assert "m export Markdown" in _text(app.screen.query_one("#help-text", Static))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, RunsScreen)
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0
+    assert not app.is_running

@@ -1,0 +1,216 @@
+"""The view-model, with plain pytest: formatting, ordering, and what is shown when a figure is
+not estimable or a profile is invalid."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ledger.chain import Failure, Verification
+from ledger.protocol import PredictionState
+from reports import profile_from_data
+from reports.synthetic import synthetic_run
+from tui.state import (
+    INVALID,
+    MISSING,
+    NOT_ESTIMABLE,
+    AgentCount,
+    RunSummary,
+    accuracy_cell,
+    agent_views,
+    fmt_d50,
+    fmt_difference,
+    fmt_pct,
+    fmt_proportion,
+    fmt_time,
+    prediction_rows,
+    run_header,
+    run_rows,
+    state_counts,
+    verify_view,
+)
+
+from .conftest import synthetic_agents
+
+
+@pytest.fixture(scope="module")
+def profile() -> dict[str, Any]:
+    run = synthetic_run(np.random.default_rng(7), synthetic_agents(), stories=4, games=0)
+    return profile_from_data(run.run_data("run-a"), seed=1, n_boot=200)
+
+
+def test_percentages_and_missing_values() -> None:
+    assert fmt_pct(0.5961) == "59.6%"
+    assert fmt_pct(1) == "100.0%"
+    assert fmt_pct(0.25, 0) == "25%"
+    for nothing in (None, float("nan"), float("inf"), "x", True):
+        assert fmt_pct(nothing) == MISSING
+    assert fmt_time("2026-03-01T12:00:05.123456+00:00") == "2026-03-01 12:00:05"
+    assert fmt_time(None) == MISSING
+
+
+def test_a_proportion_shows_value_interval_and_n_or_why_not() -> None:
+    block = {"value": 0.596, "ci": [0.4607, 0.7184], "n": 52}
+    assert fmt_proportion(block) == "59.6% [46.1, 71.8] n=52"
+    assert fmt_proportion(block, with_ci=False) == "59.6% n=52"
+    assert fmt_proportion({"value": 0.5, "ci": [None, 0.7], "n": 4}) == "50.0% [?, 70.0] n=4"
+    missing = {"value": None, "n": 0, "reason": "no scored false-belief NestToM items"}
+    assert fmt_proportion(missing) == f"{NOT_ESTIMABLE} (no scored false-belief NestToM items)"
+    assert fmt_proportion(None) == NOT_ESTIMABLE
+
+
+@pytest.mark.parametrize(
+    ("d50", "expected"),
+    [
+        ({"status": "estimated", "value": 2.88, "display": "2.88 [2.3, 3.42]", "n": 52},
+         "2.88 [2.3, 3.42] (estimated, n=52)"),
+        ({"status": "beyond", "value": None, "display": "> 5 (beyond the deepest level tested)",
+          "lower_bound": 5.0, "n": 56}, "> 5 (beyond the deepest level tested) (beyond, n=56)"),
+        ({"status": "bracketed", "value": None, "display": "between 2 and 3", "n": 56},
+         "between 2 and 3 (bracketed, n=56)"),
+        ({"status": "not_estimable", "value": None, "display": None, "n": 0,
+          "reason": "no false-belief items"}, f"{NOT_ESTIMABLE} (no false-belief items)"),
+        ({"status": "estimated", "value": 1.5, "n": 9}, "1.50 (estimated, n=9)"),
+        (None, NOT_ESTIMABLE),
+    ],
+)  # fmt: skip
+def test_d50_in_each_status(d50: dict[str, Any] | None, expected: str) -> None:
+    assert fmt_d50(d50) == expected
+
+
+def test_differences_in_points_or_units_with_holm_p() -> None:
+    prop = {"difference": 0.25, "ci": [0.1346, 0.3519], "n": 52, "p_holm": 0.00263}
+    assert fmt_difference(prop) == "+25.0 pts [+13.5, +35.2] n=52 p_holm=0.00263"
+    d50 = {"difference": -1.1425, "ci": [-1.8, None], "n": 52}
+    assert fmt_difference(d50, proportion=False) == "-1.14 [-1.80, ?] n=52"
+    note = {"difference": None, "note": "D50 not estimable for the control", "n": 3}
+    assert fmt_difference(note) == f"{NOT_ESTIMABLE} (D50 not estimable for the control)"
+    assert fmt_difference({"available": False, "reason": "no games"}) == (
+        f"{NOT_ESTIMABLE} (no games)"
+    )
+
+
+def test_runs_newest_first_with_accuracy_per_agent_agents_under_test_first() -> None:
+    old = RunSummary("r-old", "quick", 1, True, "complete", "2026-01-01T00:00:00+00:00", (
+        AgentCount("oracle", "reference", ok=10, correct=10),
+        AgentCount("piper", "agent", ok=8, api_error=2, correct=6),
+        AgentCount("piper-control", "control", ok=0, api_error=1),
+    ))  # fmt: skip
+    new = RunSummary("r-new", "nightly", 2, False, "running", "2026-02-01T00:00:00+00:00")
+    rows = run_rows([old, new])
+    assert [r.key for r in rows] == ["r-new", "r-old"]
+    assert rows[0].cells == (
+        "r-new", "nightly", "2", "dev", "running", "2026-02-01 00:00:00", "0", "0", MISSING,
+    )  # fmt: skip
+    cells = rows[1].cells
+    assert cells[3] == "held-out" and cells[6] == "3" and cells[7] == "21"
+    # API errors are excluded from accuracy; an agent with no answered trial shows MISSING
+    assert cells[8] == f"piper 75% · piper-control {MISSING} · oracle 100%"
+    assert accuracy_cell([]) == MISSING
+
+
+def test_agent_views_put_validity_first_and_withhold_invalid_false_belief_figures(
+    profile: dict[str, Any],
+) -> None:
+    views = agent_views(profile)
+    assert [(v.name, v.role) for v in views] == [
+        ("piper", "agent"),
+        ("piper-control", "control"),
+        ("piper-no-perspective", "ablation"),
+        ("not-reality", "reference"),
+    ]
+    piper, _, _, bad = views
+    assert piper.valid and piper.validity.startswith("VALID: true-belief control accuracy")
+    assert piper.summary[0] == "yes" and piper.summary[1] == "piper"
+    assert "(estimated, n=" in piper.d50 and "not counted" not in piper.d50
+
+    assert not bad.valid
+    assert bad.validity.startswith("INVALID: not-reality's true-belief control accuracy")
+    assert bad.summary[0] == f"✗ {INVALID}"
+    # D50, leakage resistance and false-belief accuracy: withheld in the summary row ...
+    assert bad.summary[3] == bad.summary[4] == bad.summary[6] == INVALID
+    # ... shown in the detail only marked as not counted; true-belief accuracy stays
+    assert bad.d50.endswith("(not counted)") and bad.false_belief.endswith("(not counted)")
+    assert bad.summary[5].endswith(f"n={profile['agents']['not-reality']['validity']['n']}")
+    assert all(r.false_belief.endswith("(not counted)") for r in bad.depth_rows if r.depth != "R0")
+    assert bad.validity not in bad.notices
+
+
+def test_depth_table_is_ordered_by_depth_with_no_false_belief_at_r0(
+    profile: dict[str, Any],
+) -> None:
+    rows = agent_views(profile)[0].depth_rows
+    assert rows[0].depth == "R0" and rows[0].false_belief == MISSING
+    assert rows[0].true_belief.endswith("n=4")
+    depths = [r.depth for r in rows]
+    assert depths.index("R1") < depths.index("R2") < depths.index("R3") < depths.index("R5")
+    cell = profile["agents"]["piper"]["accuracy_by_depth"]["false"]["R1"]
+    r1 = rows[depths.index("R1")]
+    assert r1.false_belief == fmt_proportion(cell)
+
+
+def test_contrasts_give_agent_minus_control_and_ablation_credit(
+    profile: dict[str, Any],
+) -> None:
+    piper, control, _, _ = agent_views(profile)
+    kinds = {c.contrast for c in piper.contrasts}
+    assert kinds == {"agent − control", "credit: perspective-filtering"}
+    fba = [c for c in piper.contrasts if c.metric == "false-belief accuracy"]
+    mc = profile["agents"]["piper"]["minus_control"]["metrics"]["false_belief_accuracy"]
+    assert fba[0].contrast == "agent − control" and fba[0].value == fmt_difference(mc)
+    assert any(c.metric == "false-belief R2" for c in piper.contrasts)
+    # games were not run: their contrasts are left out, not shown as zeros
+    assert not any(c.metric == "games accuracy" for c in piper.contrasts)
+    assert control.contrasts[0].value.startswith("not available (piper-control is a control")
+
+
+def test_run_header_says_which_seeds(profile: dict[str, Any]) -> None:
+    header = run_header(profile)
+    assert header.title == "Run run-a · suite synthetic · seed 0"
+    assert "development seeds" in header.detail
+    assert any(n.startswith("INVALID: not-reality") for n in header.notices)
+
+
+def _state(pid: str, seq: int, state: str, **kw: Any) -> PredictionState:
+    return PredictionState(
+        id=pid, predictor="piper", target="dusk", query=kw.pop("query", "q"), item=None,
+        condition=None, commitment="sha256:00", deadline=kw.pop("deadline",
+        "2026-03-01T13:00:00+00:00"), committed_at="2026-03-01T12:00:00+00:00",
+        commit_seq=seq, agent_signed=False, commit={}, state=state, **kw,
+    )  # fmt: skip
+
+
+def test_prediction_rows_newest_first_in_their_state_now() -> None:
+    states = [
+        _state("p1", 2, "scored", observed=["7"], scores={"top1_match": 1.0, "log_score": -0.51}),
+        _state("p2", 5, "committed", deadline="2026-03-01T12:30:00+00:00"),
+        _state("p3", 9, "observed", observed=["a", "b"], query="a very long question " * 5),
+    ]
+    rows = prediction_rows(states, now="2026-03-01T12:45:00+00:00")
+    assert [r.key for r in rows] == ["p3", "p2", "p1"]
+    assert rows[0].cells[5] == "a, b" and rows[0].cells[3].endswith("…")
+    assert len(rows[0].cells[3]) == 40
+    assert rows[1].state == "expired"  # open past its deadline
+    assert rows[2].cells[4:8] == ("scored", "7", "1.00", "-0.510")
+    assert rows[1].cells[6:8] == (MISSING, MISSING)
+    assert state_counts(rows) == "1 observed · 1 scored · 1 expired"
+    assert state_counts([]) == "no predictions"
+
+
+def test_verify_view_intact_or_first_bad_entry() -> None:
+    ok = verify_view(Verification([], entries=12, head_seq=12, head_hash="sha256:" + "ab" * 32))
+    assert ok.ok and ok.headline == "Ledger intact: 12 entries, head 12 sha256:abababababab…"
+    assert verify_view(Verification([])).headline == "Ledger intact: 0 entries, empty ledger"
+    bad = verify_view(
+        Verification(
+            [
+                Failure(5, "hash-mismatch", "the stored hash is not the entry's"),
+                Failure(5, "bad-signature", "not signed by the service"),
+                Failure(9, "broken-link", "prev_hash does not match"),
+            ]
+        )
+    )
+    assert not bad.ok and bad.headline == "LEDGER BROKEN at entry 5: hash mismatch"
+    assert len(bad.details) == 2 and all(d.startswith("entry 5") for d in bad.details)

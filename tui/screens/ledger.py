@@ -1,0 +1,78 @@
+"""The prediction ledger: every prediction in its state, and whether the chain verifies."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+from textual.worker import Worker, WorkerState
+
+from tui.source import DashboardSource, NoLedger
+from tui.state import PREDICTION_COLUMNS, LedgerView, ledger_view
+from tui.widgets.tables import fill_table
+from tui.widgets.verify_banner import VerifyBanner
+
+__all__ = ["LedgerScreen"]
+
+
+class LedgerScreen(Screen[None]):
+    """Predictions newest first; the ledger is read and verified in a worker."""
+
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("r", "reload", "Reload and verify"),
+    ]
+
+    def __init__(self, source: DashboardSource) -> None:
+        super().__init__()
+        self.source = source
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield VerifyBanner("Verifying the ledger…", id="verify", markup=False)
+        yield Static(id="ledger-counts", markup=False)
+        yield DataTable[Text](id="predictions", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "Prediction ledger"
+        fill_table(self.query_one("#predictions", DataTable), PREDICTION_COLUMNS, [])
+        self.load_ledger()
+
+    def action_reload(self) -> None:
+        self.query_one(VerifyBanner).show_message("Verifying the ledger…")
+        self.load_ledger()
+
+    @work(thread=True, exclusive=True, group="ledger", exit_on_error=False)
+    def load_ledger(self) -> LedgerView:
+        snap = self.source.ledger_snapshot()
+        return ledger_view(snap.predictions, snap.verification, snap.now)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != "ledger":
+            return
+        banner = self.query_one(VerifyBanner)
+        if event.state == WorkerState.SUCCESS and event.worker.result is not None:
+            view: LedgerView = event.worker.result
+            banner.verification = view.verify
+            self.query_one("#ledger-counts", Static).update(Text(view.counts))
+            table = self.query_one("#predictions", DataTable)
+            rows = []
+            for row in view.rows:
+                cells = [Text(c) for c in row.cells]
+                if row.state in ("rejected", "expired"):
+                    cells[4].stylize("bold red")
+                elif row.state == "scored":
+                    cells[4].stylize("green")
+                rows.append(cells)
+            fill_table(table, PREDICTION_COLUMNS, rows, [r.key for r in view.rows])
+        elif event.state == WorkerState.ERROR:
+            error = event.worker.error
+            if isinstance(error, NoLedger):
+                banner.show_message(f"No prediction ledger: {error}")
+            else:
+                banner.show_message(f"Could not read the ledger: {error}")
+                banner.add_class("-broken")

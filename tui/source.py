@@ -1,0 +1,129 @@
+"""Where the dashboard's data comes from: the only module of :mod:`tui` that does I/O.
+
+Every method blocks (database reads, profile statistics, file writes), so the screens call them
+only from ``@work(thread=True)`` workers, never on the UI thread.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ledger.chain import Verification
+from ledger.db import Clock, utc_now
+from ledger.predictions import Ledger
+from ledger.protocol import PredictionState
+from ledger.store import Store
+from tui.state import AgentCount, RunSummary
+
+__all__ = ["EXPORT_FORMATS", "DashboardSource", "LedgerSnapshot", "NoLedger"]
+
+EXPORT_FORMATS = ("md", "html")
+
+
+class NoLedger(Exception):
+    """There is no prediction ledger to show here; the message says why, for a person."""
+
+
+@dataclass(frozen=True)
+class LedgerSnapshot:
+    predictions: list[PredictionState]
+    verification: Verification
+    now: str
+
+
+class DashboardSource:
+    """Reads runs, profiles and the prediction ledger; writes exported reports.
+
+    ``ledger`` opens the prediction ledger (it is called in a worker, so it may read the key
+    file) and raises :class:`NoLedger` when there is none; ``n_boot`` and ``seed`` are the
+    profile's bootstrap settings; ``clock`` gives "now" for predictions past their deadline.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        ledger: Callable[[], Ledger] | None = None,
+        *,
+        n_boot: int = 2000,
+        seed: int = 0,
+        clock: Clock = utc_now,
+        run_limit: int = 200,
+    ):
+        self.store = store
+        self.open_ledger = ledger
+        self.n_boot = n_boot
+        self.seed = seed
+        self.clock = clock
+        self.run_limit = run_limit
+
+    def runs(self) -> list[RunSummary]:
+        """The latest runs with their agents' trial counts."""
+        out = []
+        for run in self.store.list_runs(limit=self.run_limit):
+            counts = self.store.trial_counts(run.id)
+            agents = tuple(
+                AgentCount(
+                    name=a.name,
+                    role=a.role,
+                    ok=counts.get(a.name, {}).get("ok", 0),
+                    api_error=counts.get(a.name, {}).get("api_error", 0),
+                    not_applicable=counts.get(a.name, {}).get("not_applicable", 0),
+                    correct=counts.get(a.name, {}).get("correct", 0),
+                )
+                for a in self.store.run_agents(run.id)
+            )
+            out.append(
+                RunSummary(
+                    id=run.id,
+                    suite=run.suite,
+                    seed=run.seed,
+                    held_out=run.held_out,
+                    status=run.status,
+                    created_at=run.created_at,
+                    agents=agents,
+                )
+            )
+        return out
+
+    def profile(self, run_id: str) -> dict[str, Any]:
+        """The run's profile (see :func:`reports.build_profile`)."""
+        from reports import build_profile
+
+        return build_profile(self.store, run_id, seed=self.seed, n_boot=self.n_boot)
+
+    def export(self, run_id: str, fmt: str, directory: Path) -> Path:
+        """Write the run's report as ``md`` (with its figures in ``<run>_files/``) or ``html``
+        into ``directory``; returns the file written."""
+        from reports.render import report
+
+        if fmt not in EXPORT_FORMATS:
+            raise ValueError(f"unknown export format {fmt!r} (md, html)")
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "_", run_id) or "run"
+        path = directory / f"{stem}.{fmt}"
+        kw: dict[str, Any] = {}
+        if fmt == "md":
+            kw = {
+                "figures_dir": directory / f"{stem}_files",
+                "figures_link_prefix": f"{stem}_files/",
+            }
+        text = report(self.store, run_id, fmt, seed=self.seed, n_boot=self.n_boot, **kw)
+        path.write_text(text, encoding="utf-8")
+        return path.resolve()
+
+    def ledger_snapshot(self) -> LedgerSnapshot:
+        """Every prediction and the ledger's verification (raises :class:`NoLedger`)."""
+        if self.open_ledger is None:
+            raise NoLedger("no prediction ledger is configured")
+        ledger = self.open_ledger()
+        try:
+            predictions = ledger.predictions()
+            verification = ledger.verification()
+        finally:
+            ledger.close()
+        return LedgerSnapshot(predictions, verification, self.clock())

@@ -1,0 +1,514 @@
+"""The dashboard's view-model: pure functions from stored records and profile dicts to the text
+the screens show. No Textual, no I/O, no clock (the current time is passed in).
+
+What a screen shows when a number cannot be given is decided here, once:
+
+- a metric with no value shows :data:`NOT_ESTIMABLE` plus the profile's reason when it has one;
+- an agent whose true-belief control accuracy is below the threshold is **invalid**: its
+  false-belief figures (D50, leakage resistance, false-belief accuracy, the false-belief column
+  by depth) are replaced by :data:`INVALID` in summary cells, and shown only in the detail pane
+  marked "not counted";
+- an empty cell (no trials, no answer) shows :data:`MISSING`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # types only: this module never touches the database
+    from ledger.chain import Verification
+    from ledger.protocol import PredictionState
+
+__all__ = [
+    "AGENT_COLUMNS",
+    "INVALID",
+    "MISSING",
+    "NOT_ESTIMABLE",
+    "PREDICTION_COLUMNS",
+    "PREDICTION_STATES",
+    "RUN_COLUMNS",
+    "AgentCount",
+    "AgentView",
+    "ContrastRow",
+    "DepthRow",
+    "LedgerView",
+    "PredictionRow",
+    "RunHeader",
+    "RunRow",
+    "RunSummary",
+    "VerifyView",
+    "accuracy_cell",
+    "agent_views",
+    "fmt_d50",
+    "fmt_difference",
+    "fmt_pct",
+    "fmt_proportion",
+    "fmt_time",
+    "ledger_view",
+    "prediction_rows",
+    "run_header",
+    "run_rows",
+    "state_counts",
+    "verify_view",
+]
+
+MISSING = "—"
+NOT_ESTIMABLE = "not estimable"
+INVALID = "INVALID"
+ROLE_ORDER = {"agent": 0, "control": 1, "ablation": 2, "reference": 3}
+PREDICTION_STATES = ("committed", "observed", "revealed", "scored", "expired", "rejected")
+"""Every state a prediction can be shown in, in the order of its life."""
+
+RUN_COLUMNS = (
+    "Run", "Suite", "Seed", "Held-out", "Status", "Created", "Agents", "Trials", "Accuracy",
+)  # fmt: skip
+AGENT_COLUMNS = (
+    "Valid", "Agent", "Role", "D50", "Leakage resist.", "True-belief ctrl", "False-belief", "n",
+)  # fmt: skip
+PREDICTION_COLUMNS = (
+    "Prediction", "Predictor", "Target", "Query", "State", "Observed", "Top-1", "Log score",
+    "Committed",
+)  # fmt: skip
+
+
+# -- formatting ---------------------------------------------------------------------------
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    f = float(value)
+    return f if math.isfinite(f) else None
+
+
+def fmt_pct(value: Any, digits: int = 1) -> str:
+    """``0.596`` → ``"59.6%"``; None, NaN or a non-number → :data:`MISSING`."""
+    f = _number(value)
+    return MISSING if f is None else f"{100.0 * f:.{digits}f}%"
+
+
+def _ci_pct(ci: Any) -> str:
+    if not isinstance(ci, Sequence) or len(ci) != 2:
+        return ""
+    lo, hi = (_number(x) for x in ci)
+    left = "?" if lo is None else f"{100.0 * lo:.1f}"
+    right = "?" if hi is None else f"{100.0 * hi:.1f}"
+    return f" [{left}, {right}]"
+
+
+def _not_estimable(block: Mapping[str, Any] | None) -> str:
+    reason = block.get("reason") if isinstance(block, Mapping) else None
+    return f"{NOT_ESTIMABLE} ({reason})" if reason else NOT_ESTIMABLE
+
+
+def fmt_proportion(block: Mapping[str, Any] | None, *, with_ci: bool = True) -> str:
+    """A profile proportion (``{"value", "ci", "n", ...}``) as ``"59.6% [46.1, 71.8] n=52"``;
+    with no value, ``"not estimable (reason)"``."""
+    if not isinstance(block, Mapping) or _number(block.get("value")) is None:
+        return _not_estimable(block)
+    text = fmt_pct(block["value"])
+    if with_ci:
+        text += _ci_pct(block.get("ci"))
+    n = block.get("n")
+    return f"{text} n={n}" if n is not None else text
+
+
+def fmt_d50(d50: Mapping[str, Any] | None, *, with_status: bool = True) -> str:
+    """D50 as the profile displays it (value and interval, a bound, or a bracket) with its
+    status and n; ``"not estimable (reason)"`` when there is nothing to show."""
+    if not isinstance(d50, Mapping):
+        return NOT_ESTIMABLE
+    status = str(d50.get("status") or "not_estimable")
+    display = d50.get("display")
+    if not display:
+        value = _number(d50.get("value"))
+        if value is None:
+            return _not_estimable(d50)
+        display = f"{value:.2f}"
+    if status == "not_estimable":
+        return _not_estimable(d50)
+    text = str(display)
+    if with_status:
+        text += f" ({status.replace('_', ' ')}, n={d50.get('n', 0)})"
+    return text
+
+
+def fmt_difference(block: Mapping[str, Any] | None, *, proportion: bool = True) -> str:
+    """A paired contrast: ``"+25.0 pts [+13.5, +35.2] n=52 p_holm=0.003"`` for proportions,
+    ``"+1.14 [+0.39, +1.80] n=52 …"`` otherwise; the reason when it is not available."""
+    if not isinstance(block, Mapping):
+        return NOT_ESTIMABLE
+    if block.get("available") is False:
+        return _not_estimable(block)
+    diff = _number(block.get("difference"))
+    if diff is None:
+        note = block.get("note") or block.get("reason")
+        return f"{NOT_ESTIMABLE} ({note})" if note else NOT_ESTIMABLE
+    scale, unit, fmt = (100.0, " pts", "{:+.1f}") if proportion else (1.0, "", "{:+.2f}")
+    text = fmt.format(scale * diff) + unit
+    ci = block.get("ci")
+    if isinstance(ci, Sequence) and len(ci) == 2:
+        ends = [_number(x) for x in ci]
+        text += " [" + ", ".join("?" if e is None else fmt.format(scale * e) for e in ends) + "]"
+    if block.get("n") is not None:
+        text += f" n={block['n']}"
+    p = _number(block.get("p_holm"))
+    if p is not None:
+        text += f" p_holm={p:.3g}"
+    return text
+
+
+def fmt_time(iso: str | None) -> str:
+    """An ISO 8601 timestamp as ``"2026-03-01 12:00:05"`` (its own zone, not converted)."""
+    if not iso:
+        return MISSING
+    date, _, rest = iso.partition("T")
+    return f"{date} {rest[:8]}".strip() if rest else date
+
+
+def _short(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# -- runs ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AgentCount:
+    """One agent's trials in a run, as :meth:`ledger.store.Store.trial_counts` counts them."""
+
+    name: str
+    role: str
+    ok: int = 0
+    api_error: int = 0
+    not_applicable: int = 0
+    correct: int = 0
+
+    @property
+    def trials(self) -> int:
+        return self.ok + self.api_error + self.not_applicable
+
+    @property
+    def accuracy(self) -> float | None:
+        """Correct over trials answered without an API error (None before the first)."""
+        return self.correct / self.ok if self.ok else None
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """A stored run with its agents' trial counts (what the runs table is built from)."""
+
+    id: str
+    suite: str
+    seed: int
+    held_out: bool
+    status: str
+    created_at: str
+    agents: tuple[AgentCount, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One row of the runs table: its key (the run id) and its cells in RUN_COLUMNS order."""
+
+    key: str
+    cells: tuple[str, ...]
+
+
+def _role_key(role: str, name: str) -> tuple[int, str]:
+    return (ROLE_ORDER.get(role, len(ROLE_ORDER)), name)
+
+
+def accuracy_cell(agents: Iterable[AgentCount]) -> str:
+    """Accuracy per agent, agents under test first: ``"piper 59% · piper-control 34%"``."""
+    ordered = sorted(agents, key=lambda a: _role_key(a.role, a.name))
+    parts = [f"{a.name} {fmt_pct(a.accuracy, 0)}" for a in ordered]
+    return " · ".join(parts) if parts else MISSING
+
+
+def run_rows(runs: Iterable[RunSummary]) -> list[RunRow]:
+    """The runs table, newest first (ties by id)."""
+    ordered = sorted(runs, key=lambda r: r.id)
+    ordered.sort(key=lambda r: r.created_at or "", reverse=True)
+    return [
+        RunRow(
+            r.id,
+            (
+                r.id,
+                r.suite,
+                str(r.seed),
+                "held-out" if r.held_out else "dev",
+                r.status,
+                fmt_time(r.created_at),
+                str(len(r.agents)),
+                str(sum(a.trials for a in r.agents)),
+                accuracy_cell(r.agents),
+            ),
+        )
+        for r in ordered
+    ]
+
+
+# -- one run's profile --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunHeader:
+    title: str
+    detail: str
+    notices: tuple[str, ...]
+
+
+def run_header(profile: Mapping[str, Any]) -> RunHeader:
+    """The run's identity line, its counts and the profile-level notices."""
+    run = profile.get("run") or {}
+    held = "held-out seeds" if profile.get("held_out") else "development seeds"
+    title = f"Run {run.get('id', '?')} · suite {run.get('suite', '?')} · seed {run.get('seed')}"
+    detail = (
+        f"{run.get('status', '?')} · {held} · {run.get('n_items', 0)} items · "
+        f"{run.get('n_trials', 0)} trials · created {fmt_time(run.get('created_at'))}"
+    )
+    return RunHeader(title, detail, tuple(str(n) for n in profile.get("notices") or ()))
+
+
+@dataclass(frozen=True)
+class DepthRow:
+    depth: str
+    false_belief: str
+    true_belief: str
+
+
+@dataclass(frozen=True)
+class ContrastRow:
+    """One line of agent − control or of a module's ablation credit."""
+
+    contrast: str
+    metric: str
+    value: str
+
+
+@dataclass(frozen=True)
+class AgentView:
+    """Everything the run screen shows about one agent."""
+
+    name: str
+    role: str
+    valid: bool
+    validity: str
+    """One line, validity first: ``"VALID: …"`` or the profile's ``INVALID: …`` message."""
+    d50: str
+    leakage_resistance: str
+    true_belief: str
+    false_belief: str
+    n: str
+    notices: tuple[str, ...] = ()
+    depth_rows: tuple[DepthRow, ...] = ()
+    contrasts: tuple[ContrastRow, ...] = ()
+    summary: tuple[str, ...] = field(default=())
+    """The agent's row of the summary table, in AGENT_COLUMNS order."""
+
+
+def _depth_rows(acc: Mapping[str, Any], valid: bool) -> tuple[DepthRow, ...]:
+    false = acc.get("false") or {}
+    true = acc.get("true") or {}
+    labels = list(true) + [d for d in false if d not in true]
+
+    def key(label: str) -> tuple[float, str]:
+        cell = true.get(label) or false.get(label) or {}
+        depth = _number(cell.get("depth_n"))
+        return (depth if depth is not None else math.inf, label)
+
+    rows = []
+    for label in sorted(labels, key=key):
+        fb = false.get(label)
+        if fb is None:
+            fb_text = MISSING
+        elif (fb.get("n") or 0) == 0:
+            fb_text = f"{MISSING} n=0"
+        else:
+            fb_text = fmt_proportion(fb) + ("" if valid else " (not counted)")
+        tb = true.get(label)
+        tb_text = (
+            MISSING
+            if tb is None
+            else (f"{MISSING} n=0" if (tb.get("n") or 0) == 0 else fmt_proportion(tb))
+        )
+        rows.append(DepthRow(label, fb_text, tb_text))
+    return tuple(rows)
+
+
+_CONTRAST_METRICS = (
+    ("false_belief_accuracy", "false-belief accuracy", True),
+    ("d50", "D50", False),
+    ("leakage_resistance", "leakage resistance", True),
+    ("applied_gap", "applied gap", True),
+    ("games_accuracy", "games accuracy", True),
+    ("agent_prediction_skill", "agent-prediction skill", False),
+)
+
+
+def _contrast_rows(label: str, block: Mapping[str, Any] | None) -> list[ContrastRow]:
+    if not isinstance(block, Mapping):
+        return []
+    if block.get("available") is False:
+        return [ContrastRow(label, MISSING, f"not available ({block.get('reason') or '?'})")]
+    metrics = block.get("metrics") or {}
+    rows = []
+    for key, name, proportion in _CONTRAST_METRICS:
+        m = metrics.get(key)
+        if isinstance(m, Mapping) and m.get("available") is not False:
+            rows.append(ContrastRow(label, name, fmt_difference(m, proportion=proportion)))
+    for depth, m in (metrics.get("accuracy_by_depth") or {}).items():
+        rows.append(ContrastRow(label, f"false-belief {depth}", fmt_difference(m)))
+    return rows
+
+
+def agent_views(profile: Mapping[str, Any]) -> list[AgentView]:
+    """One view per agent, agents under test first, then controls, ablations, references."""
+    agents: Mapping[str, Any] = profile.get("agents") or {}
+    out = []
+    for name in sorted(agents, key=lambda n: _role_key(str(agents[n].get("role")), n)):
+        a = agents[name]
+        role = str(a.get("role") or "?")
+        valid = a.get("valid") is not False
+        validity = a.get("validity") or {}
+        tb = a.get("true_belief_control_accuracy")
+        if valid:
+            vtext = (
+                f"VALID: true-belief control accuracy {fmt_pct((tb or {}).get('value'))} "
+                f"(n={(tb or {}).get('n', 0)}) meets the "
+                f"{fmt_pct(validity.get('threshold', 0.9), 0)} threshold"
+            )
+        else:
+            vtext = str(validity.get("message") or (a.get("notices") or [INVALID])[0])
+            if not vtext.startswith(INVALID):
+                vtext = f"{INVALID}: {vtext}"
+        suffix = "" if valid else " (not counted)"
+        d50 = fmt_d50(a.get("d50")) + suffix
+        lr = fmt_proportion(a.get("leakage_resistance")) + suffix
+        fb = fmt_proportion(a.get("false_belief_accuracy")) + suffix
+        tb_text = fmt_proportion(tb)
+        errors = (a.get("api_errors") or {}).get("count", 0)
+        trials = (a.get("api_errors") or {}).get("trials")
+        n = f"{trials} trials, {errors} API errors" if trials is not None else MISSING
+        contrasts = _contrast_rows("agent − control", a.get("minus_control"))
+        if role in ("agent",) and not contrasts:
+            contrasts = [ContrastRow("agent − control", MISSING, "no control in this run")]
+        for module, credit in sorted((a.get("ablation_credit") or {}).items()):
+            contrasts += _contrast_rows(f"credit: {module}", credit)
+        summary = (
+            "yes" if valid else f"✗ {INVALID}",
+            name,
+            role,
+            fmt_d50(a.get("d50"), with_status=False) if valid else INVALID,
+            fmt_proportion(a.get("leakage_resistance"), with_ci=False) if valid else INVALID,
+            fmt_proportion(tb, with_ci=False),
+            fmt_proportion(a.get("false_belief_accuracy"), with_ci=False) if valid else INVALID,
+            str(trials) if trials is not None else MISSING,
+        )
+        out.append(
+            AgentView(
+                name=name,
+                role=role,
+                valid=valid,
+                validity=vtext,
+                d50=d50,
+                leakage_resistance=lr,
+                true_belief=tb_text,
+                false_belief=fb,
+                n=n,
+                notices=tuple(str(x) for x in a.get("notices") or () if str(x) != vtext),
+                depth_rows=_depth_rows(a.get("accuracy_by_depth") or {}, valid),
+                contrasts=tuple(contrasts),
+                summary=summary,
+            )
+        )
+    return out
+
+
+# -- the prediction ledger ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PredictionRow:
+    key: str
+    state: str
+    cells: tuple[str, ...]
+
+
+def prediction_rows(states: Iterable[PredictionState], now: str) -> list[PredictionRow]:
+    """The predictions, newest commit first, each in its state at ``now`` (an open prediction
+    past its deadline shows as expired)."""
+    rows = []
+    for s in sorted(states, key=lambda s: s.commit_seq, reverse=True):
+        state = s.effective_state(now)
+        scores = s.scores or {}
+        top1 = _number(scores.get("top1_match"))
+        log = _number(scores.get("log_score"))
+        observed = ", ".join(s.observed) if s.observed else MISSING
+        rows.append(
+            PredictionRow(
+                s.id,
+                state,
+                (
+                    s.id,
+                    s.predictor,
+                    s.target,
+                    _short(s.query, 40),
+                    state,
+                    _short(observed, 20),
+                    MISSING if top1 is None else f"{top1:.2f}",
+                    MISSING if log is None else f"{log:.3f}",
+                    fmt_time(s.committed_at),
+                ),
+            )
+        )
+    return rows
+
+
+def state_counts(rows: Iterable[PredictionRow]) -> str:
+    """``"1 committed · 2 scored · 1 rejected"`` in life order; ``"no predictions"``."""
+    counts = Counter(r.state for r in rows)
+    order = list(PREDICTION_STATES) + sorted(set(counts) - set(PREDICTION_STATES))
+    parts = [f"{counts[s]} {s}" for s in order if counts.get(s)]
+    return " · ".join(parts) if parts else "no predictions"
+
+
+@dataclass(frozen=True)
+class VerifyView:
+    ok: bool
+    headline: str
+    details: tuple[str, ...] = ()
+
+
+def verify_view(verification: Verification) -> VerifyView:
+    """Intact (entries, head) or the first bad entry and every problem found there."""
+    if verification.ok:
+        head = verification.head_hash or ""
+        head_text = f"head {verification.head_seq} {head[:19]}…" if head else "empty ledger"
+        return VerifyView(True, f"Ledger intact: {verification.entries} entries, {head_text}")
+    first = verification.first_bad()
+    return VerifyView(
+        False,
+        f"LEDGER BROKEN at entry {first[0].seq}: {first[0].problem.replace('-', ' ')}",
+        tuple(str(f) for f in first),
+    )
+
+
+@dataclass(frozen=True)
+class LedgerView:
+    rows: tuple[PredictionRow, ...]
+    counts: str
+    verify: VerifyView
+
+
+def ledger_view(
+    states: Iterable[PredictionState], verification: Verification, now: str
+) -> LedgerView:
+    rows = tuple(prediction_rows(states, now))
+    return LedgerView(rows, state_counts(rows), verify_view(verification))

@@ -1,0 +1,7 @@
+"""The dashboard's widgets, one class per module."""
+
+from tui.widgets.agent_detail import AgentDetail
+from tui.widgets.runs_table import RunsTable
+from tui.widgets.verify_banner import VerifyBanner
+
+__all__ = ["AgentDetail", "RunsTable", "VerifyBanner"]

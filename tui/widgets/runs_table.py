@@ -1,0 +1,51 @@
+"""The runs table: rows come down as an attribute, the chosen run goes up as a message."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import DataTable
+
+from tui.state import RUN_COLUMNS, RunRow
+from tui.widgets.tables import fill_table
+
+__all__ = ["RunsTable"]
+
+
+class RunsTable(DataTable[Text]):
+    """A table of runs; set :attr:`runs` to show them (the cursor stays on its run)."""
+
+    BINDINGS = [Binding("enter", "select_cursor", "Open run", show=True)]
+
+    runs: reactive[tuple[RunRow, ...]] = reactive((), init=False, always_update=True)
+
+    class Chosen(Message):
+        """The user opened a run."""
+
+        def __init__(self, run_id: str) -> None:
+            self.run_id = run_id
+            super().__init__()
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+
+    def on_mount(self) -> None:
+        fill_table(self, RUN_COLUMNS, [])
+
+    def watch_runs(self, rows: tuple[RunRow, ...]) -> None:
+        current: str | None = None
+        if self.row_count and self.is_valid_row_index(self.cursor_row):
+            current = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        fill_table(
+            self, RUN_COLUMNS, [[Text(c) for c in r.cells] for r in rows], [r.key for r in rows]
+        )
+        keys = [r.key for r in rows]
+        if current in keys:
+            self.move_cursor(row=keys.index(current), animate=False)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if event.row_key.value is not None:
+            self.post_message(self.Chosen(event.row_key.value))
