@@ -259,14 +259,36 @@ def run(
 
 @click.command()
 @click.option("--limit", default=20, show_default=True, help="How many runs to list.")
-def runs(limit: int) -> None:
+@click.option(
+    "--verify",
+    "verify_id",
+    default=None,
+    metavar="RUN_ID",
+    help="Instead of listing, regenerate every item of RUN_ID from its generator, seed and "
+    "parameters and check it matches the stored copy bit for bit (exit 1 if not).",
+)
+def runs(limit: int, verify_id: str | None) -> None:
     """List stored runs, newest first.
 
     \b
-    Example:
+    Examples:
       mindledger runs --limit 5
+      mindledger runs --verify 20261130-031500-ab12cd
     """
-    store = get_store(click.get_current_context())
+    ctx = click.get_current_context()
+    store = get_store(ctx)
+    if verify_id:
+        from harness.families import verify_items
+
+        items = store.run_items(verify_id)
+        problems = verify_items(items)
+        for p in problems:
+            click.echo(p)
+        if problems:
+            click.echo(f"{len(problems)} problem(s) in {len(items)} items", err=True)
+            ctx.exit(1)
+        click.echo(f"all {len(items)} items of run {verify_id} regenerate bit for bit")
+        return
     table = Table()
     for col in ("run", "suite", "seed", "held out", "status", "created", "agents", "trials"):
         table.add_column(col)

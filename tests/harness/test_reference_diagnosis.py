@@ -118,3 +118,15 @@ def test_profiles_diagnose_references(quick_run: tuple[Store, str]) -> None:
     assert agents["ref:not-reality"]["valid"] is False
     capped = agents["ref:depth-capped:2"]["d50"]
     assert capped["status"] == "bracketed"
+
+
+def test_stored_items_regenerate_bit_for_bit(quick_run: tuple[Store, str]) -> None:
+    import dataclasses
+
+    from harness.families import verify_items
+
+    store, run_id = quick_run
+    items = store.run_items(run_id)
+    assert verify_items(items) == []
+    tampered = dataclasses.replace(items[3], truth={**items[3].truth, "answer": "attic"})
+    assert any("differs" in p for p in verify_items([tampered]))
