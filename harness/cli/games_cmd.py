@@ -136,16 +136,63 @@ def check(spec_path: str, depth: int) -> None:
         raise InputError(
             f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", source=spec_path
         ) from exc
+    labels = _labels(data)
+    if labels is not None:
+        # Named actions: number them by position, so Eq. (3)'s "smallest maximiser" becomes
+        # "the maximiser listed first"; map the verdict back to the names.
+        data = {**data, "actions": list(range(len(labels))), "anchor": labels.index(data["anchor"])}
     spec = GameSpec.from_dict(data, source=spec_path, default_name=path.stem)
     out = check_distinguishability(spec, depth).to_dict()
-    _echo_json(
-        {
-            "game": spec.name,
-            "idr": out.pop("idr"),
-            "kmax": out.pop("kmax"),
-            **{k: v for k, v in out.items() if k not in ("game", "depth")},
-        }
-    )
+    result = {
+        "game": spec.name,
+        "idr": out.pop("idr"),
+        "kmax": out.pop("kmax"),
+        **{k: v for k, v in out.items() if k not in ("game", "depth")},
+    }
+    if labels is not None:
+        result = _relabel(result, labels)
+        result["positions"] = {str(i): name for i, name in enumerate(labels)}
+        result["note"] = (
+            "named actions are numbered by their position in the list (see positions): the "
+            "reasons quote those numbers, and ties go to the action listed first"
+        )
+    _echo_json(result)
+
+
+def _labels(data: Any) -> list[str] | None:
+    """The action names when a spec names its actions with strings (else None: numbers)."""
+    from mindledger.errors import InputError
+
+    actions = data.get("actions") if isinstance(data, dict) else None
+    if not isinstance(actions, list) or not actions:
+        return None
+    if not all(isinstance(a, str) for a in actions):
+        return None
+    if len(set(actions)) != len(actions):
+        dup = next(a for i, a in enumerate(actions) if a in actions[:i])
+        raise InputError(f"action {dup!r} appears twice", where="actions")
+    if data.get("anchor") not in actions:
+        raise InputError(
+            f"the anchor {data.get('anchor')!r} is not one of the actions", where="anchor"
+        )
+    return list(actions)
+
+
+def _relabel(value: Any, labels: list[str], key: str | None = None) -> Any:
+    """Replace action positions by names in the checker's verdict (idr, actions, BR sets)."""
+    action_keys = {"idr", "action", "br_sets", "ties", "anchor"}
+    if isinstance(value, dict):
+        return {k: _relabel(v, labels, k if k in action_keys else key) for k, v in value.items()}
+    if isinstance(value, list):
+        if key == "ties":  # [(k, BR set)]: the depth stays a number
+            return [
+                [t[0], _relabel(t[1], labels, "br_sets")] if isinstance(t, list) else t
+                for t in value
+            ]
+        return [_relabel(v, labels, key) for v in value]
+    if key in action_keys and isinstance(value, int) and not isinstance(value, bool):
+        return labels[value] if 0 <= value < len(labels) else value
+    return value
 
 
 def _write_items(items: Iterable[Item], out: str | None) -> None:
