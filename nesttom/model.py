@@ -27,6 +27,7 @@ The JSON form (read by ``mindledger nesttom answer``)::
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -236,8 +237,9 @@ def validate_story(data: Any) -> Story:
     event type or event field, a mover who is absent, a hidden watcher who is present (or named
     twice), an agent who leaves while absent or enters while present, a message to oneself, and a
     question whose chain names the same agent twice in a row. Unknown keys at the top level and
-    in questions are ignored (questions are echoed back by the CLI); unknown keys inside an event
-    are rejected, because a misspelt ``hidden`` or ``received`` would silently change the answer.
+    in questions are ignored (questions are echoed back by the CLI); so are unknown keys inside
+    an event (annotations such as ``"note"``), except near-misses of a real field, because a
+    misspelt ``hidden`` or ``received`` would silently change the answer.
     """
     if not isinstance(data, Mapping):
         raise InputError(f"a story must be a JSON object, got {type(data).__name__}")
@@ -292,13 +294,16 @@ def validate_story(data: Any) -> Story:
         for key in sorted(required):
             if key not in ev:
                 raise InputError(f"missing field {key!r} in a {kind} event", where=where)
-        extra = sorted(set(ev) - required - optional - {"type"})
-        if extra:
-            allowed = ", ".join(sorted(required | optional))
-            raise InputError(
-                f"unknown field {extra[0]!r} in a {kind} event (allowed: type, {allowed})",
-                where=f"{where}.{extra[0]}",
-            )
+        known = required | optional | {"type"}
+        for key in sorted(set(ev) - known):
+            # Annotations (a "note", a "lie": true flag) are ignored, but a near-miss of a field
+            # that changes the answer (a misspelt "hidden" or "received") is refused.
+            close = difflib.get_close_matches(str(key), sorted(known), n=1, cutoff=0.75)
+            if close:
+                raise InputError(
+                    f"unknown field {key!r} in a {kind} event: did you mean {close[0]!r}?",
+                    where=f"{where}.{key}",
+                )
         if kind == "move":
             mover = _agent(ev["agent"], f"{where}.agent", agents)
             obj = _object(ev["object"], f"{where}.object", objects)

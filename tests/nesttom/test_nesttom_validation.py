@@ -145,3 +145,25 @@ def test_answer_chain_checks_its_arguments() -> None:
         answer_chain(s, [], "coin")
     # a dict is validated on the way in
     assert answer_chain(BASE, ["Ann", "Cal"], "key") == "drawer"
+
+
+def test_event_annotations_are_ignored_but_near_misses_refused() -> None:
+    story = {
+        "agents": ["Ann", "Ben"],
+        "objects": {"key": "drawer"},
+        "events": [
+            {"type": "move", "agent": "Ann", "object": "key", "to": "safe", "note": "distractor"},
+            {
+                "type": "tell",
+                "from": "Ann",
+                "to": "Ben",
+                "object": "key",
+                "claimed": "box",
+                "lie": True,
+            },
+        ],
+    }
+    validate_story(story)  # annotations do not change the answer: accepted
+    story["events"][1]["recieved"] = "bag"  # type: ignore[index]
+    with pytest.raises(InputError, match="did you mean 'received'"):
+        validate_story(story)
