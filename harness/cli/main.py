@@ -71,6 +71,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "serve",
         "Run the daemon: scheduler, HTTP API and query proxy.",
     ),
+    "matrix": (
+        "harness.cli.matrix_cmd",
+        "matrix",
+        "Cross-model prediction matrix: who predicts whom, scored through the ledger.",
+    ),
 }
 
 
