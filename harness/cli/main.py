@@ -76,6 +76,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "matrix",
         "Cross-model prediction matrix: who predicts whom, scored through the ledger.",
     ),
+    "worker": (
+        "harness.cli.worker_cmd",
+        "worker",
+        "Execute queued batches of trials (PostgreSQL + procrastinate).",
+    ),
+    "enqueue": (
+        "harness.cli.worker_cmd",
+        "enqueue",
+        "Cut a stored run into batches of trials and queue them for workers.",
+    ),
 }
 
 

@@ -187,6 +187,13 @@ def _run(store: Store, settings: Settings, run_id: str, console: Console) -> Run
     help="Hi-ToM JSON file, adds test B3.",
 )
 @click.option(
+    "--queue",
+    "use_queue",
+    is_flag=True,
+    help="Store the run and queue its trials in batches for `mindledger worker` processes "
+    "(PostgreSQL) instead of running them here.",
+)
+@click.option(
     "--resume",
     "resume_id",
     default=None,
@@ -203,6 +210,7 @@ def run(
     seed: int | None,
     held_out: bool,
     hitom_path: Path | None,
+    use_queue: bool,
     resume_id: str | None,
 ) -> None:
     """Run a suite against agents, their controls and reference agents.
@@ -223,6 +231,10 @@ def run(
     """
     ctx = click.get_current_context()
     settings = get_settings(ctx)
+    if use_queue:
+        from harness.queue import conninfo
+
+        conninfo(settings)  # PostgreSQL only: say so before anything is stored
     store = get_store(ctx)
     console = Console(stderr=True)
     if resume_id:
@@ -253,6 +265,15 @@ def run(
             f"run {run_id}: suite {suite}, seed {used_seed}, {n} items × "
             f"{len(planned)} agents ({', '.join(ra.name for ra in planned)})"
         )
+    if use_queue:
+        from harness.queue import enqueue_run
+
+        batches = enqueue_run(store, settings, run_id)
+        console.print(
+            f"queued {batches} batch(es) of run {run_id}; start workers with "
+            "`mindledger worker` (any machine with this database URL)"
+        )
+        return
     summary = _run(store, settings, run_id, console)
     print_summary(_stdout(), store, run_id, summary)
 
