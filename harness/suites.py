@@ -6,7 +6,9 @@
 - ``baseline``: seed 002's baseline table at full size — B1 (NestToM R0–R5, 60 false- and 60
   true-belief items per depth cell, 12 events, 4 agents), B2 (R2 length sweep, 3 × 60), B4
   (applied questions on R1–R3 stories, 150), B5 (strategic: 60 level-k trials on fresh variants
-  and 60 A/B/C scenarios), and B3 (100 Hi-ToM items) when a Hi-ToM file is given.
+  and 16 A/B/C scenarios), B6 (30-round RPS against 4 bots that switch strategy mid-game, 5
+  sessions each), 16 repeated PD/RPS games with label, payoff and joint counterfactuals
+  (seed 003), and B3 (100 Hi-ToM items) when a Hi-ToM file is given.
 
 Each block draws from its own stream of the seed, so adding a block never changes another's
 items.
@@ -97,6 +99,12 @@ def _baseline(seed: int, hitom_path: Path | None) -> list[Item]:
     # B5: 60 level-k trials on fresh variants + A/B/C scenarios (~60 items).
     items += g.generate_items(seed, 60, variants=True)
     items += g.generate_abc_items(seed, 16)
+    import games.repeated as repeated
+
+    # B6: 30-round RPS against 4 biased bots that switch mid-game, 5 sessions each.
+    items += repeated.generate_episodes(seed, **repeated.B6_PRESET)
+    # Repeated PD and RPS with label, payoff and joint counterfactuals (seed 003).
+    items += repeated.generate_episodes(seed + 1, 16)
     if hitom_path is not None:
         items += _hitom_sample(seed, hitom_path, 100)
     return items
@@ -111,8 +119,9 @@ SUITES: dict[str, Suite] = {
     ),
     "baseline": Suite(
         "baseline",
-        "seed 002 baseline table: B1 960, B2 180, B4 150, B5 ~120 (+ B3 100 with --hitom)",
-        {"B1": 960, "B2": 180, "B4": 150, "B5": 120},  # B5: 60 trials + 16 A/B/C scenarios
+        "seed 002 baseline table: B1 960, B2 180, B4 150, B5 ~120, B6 20 episodes, "
+        "16 counterfactual repeated games (+ B3 100 with --hitom)",
+        {"B1": 960, "B2": 180, "B4": 150, "B5": 120, "B6": 20, "repeated": 16},
         _baseline,
     ),
 }
