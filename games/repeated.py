@@ -83,6 +83,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -321,7 +322,7 @@ def _uniform(n: int) -> Dist:
     return (Fraction(1, n),) * n
 
 
-class _Bot:
+class _Bot(ABC):
     """A scripted opponent as a finite-state machine: ``dist(state, t)`` is its move
     distribution in round ``t`` (0-based), ``update`` its state after a round."""
 
@@ -332,8 +333,9 @@ class _Bot:
     def start(self) -> Hashable:
         return None
 
+    @abstractmethod
     def dist(self, state: Any, t: int) -> Dist:
-        raise NotImplementedError
+        """The bot's move distribution in round ``t`` from ``state``."""
 
     def update(self, state: Any, t: int, a: int | None, b: int) -> Hashable:
         return state
