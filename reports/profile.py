@@ -37,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ledger.store import RunAgent, Store
+from reports._repeated import episode_columns, repeated_design, repeated_section
 from reports.data import RunData, depth_sort_key, load_run
 from reports.stats import (
     Z95,
@@ -79,7 +80,8 @@ INTERVALS = {
         "Cluster bootstrap percentile interval, 95%: whole cells resampled with replacement "
         "within the design's strata (NestToM: cells (story, belief, depth) within (belief, "
         "depth); Hi-ToM: (story, depth) within depth; games: (game, condition, target depth, "
-        "lambda) within (game, condition); A/B/C items: scenarios within game)."
+        "lambda) within (game, condition); A/B/C items: scenarios within game; repeated "
+        "games: episodes within (game, counterfactual))."
     ),
     "paired-cluster-bootstrap-95": (
         "The same cluster bootstrap applied to per-item differences on the items both agents "
@@ -200,6 +202,8 @@ class Analysis:
         self.abc = self.gm & np.isin(q, ["A", "B", "C", "K"])
         self.lk_excluded = self.gm & ~self.abc & it.excluded
         self.lk = self.gm & ~self.abc & ~it.excluded
+        self.rp_design = repeated_design(it)
+        self.rp = self.rp_design.mask
         strata: list[tuple[Any, ...]] = [()] * n
         clusters: list[tuple[Any, ...]] = [()] * n
         for i in range(n):
@@ -221,6 +225,9 @@ class Analysis:
                     )
                 else:
                     clusters[i] = ("g-item", iid)
+            elif self.rp[i]:
+                strata[i] = ("repeated", it.game[i], self.rp_design.counterfactual[i])
+                clusters[i] = ("rp", iid)
             else:
                 strata[i] = (str(fam[i]),)
                 clusters[i] = ("item", iid)
@@ -440,6 +447,8 @@ class Analysis:
             ex["K_L"] = self._details(c, "K_L", self.lk)
             ex["br_consistent"] = self._details(c, "br_consistent", self.lk)
             ex["within_one"] = w1
+            if self.rp.any():
+                ex["repeated"] = episode_columns(self.data.trials, c.rows, c.ok, self.rp_design)
             for qq in "ABCK":
                 m = self.abc & (self.data.items.question == qq)
                 columns[p + f"q{qq}n"] = okf * m
@@ -527,6 +536,13 @@ class Analysis:
                 }
             )
             by_stratum += [p + "bn", p + "bkx", p + "bky"]
+            if self.rp.any():
+                rxx = self.extra[xn]["repeated"].exploitation
+                rxy = self.extra[yn]["repeated"].exploitation
+                rboth = cx.ok & cy.ok & np.isfinite(rxx) & np.isfinite(rxy)
+                columns[p + "rxn"] = rboth.astype(float)
+                columns[p + "rxx"] = np.where(rboth, rxx, 0.0)
+                columns[p + "rxy"] = np.where(rboth, rxy, 0.0)
         self.sums: BootstrapSums = self.boot.sums(columns, by_stratum=by_stratum)
 
     # -- small builders -------------------------------------------------------------------
@@ -837,6 +853,12 @@ class Analysis:
         out["error_types_by_depth"] = self._error_types(c)
         out["applied_gap"] = self._applied(p, c, reps)
         out["games"] = self._games(p, a.name, c, reps)
+        out["repeated"] = (
+            repeated_section(self.data.items, self.rp_design, c.has, c.ok,
+                             self.extra[a.name]["repeated"])
+            if self.rp.any()
+            else {"available": False, "reason": "no repeated-game episodes in this run"}
+        )
         out["calibration"] = self._calibration(p, c, reps)
         out["cost"] = self._cost(c)
         out["api_errors"] = self._api_errors(c)
@@ -1359,6 +1381,19 @@ class Analysis:
         out["agent_prediction_skill"] = none | {
             "reason": "agent-prediction skill comes from the prediction ledger, not run trials"
         }
+        if self.rp.any():
+            rn0, rnr = self._sum(p + "rxn")
+            if rn0 > 0:
+                rx0, rxr = self._sum(p + "rxx")
+                ry0, ryr = self._sum(p + "rxy")
+                out["repeated_exploitation"] = self._diff(
+                    names, rx0 / rn0, ry0 / rn0, (rx0 - ry0) / rn0, _ratio(rxr - ryr, rnr),
+                    int(rn0),
+                ) | {"definition": "mean exploitation over the repeated-game episodes both "
+                     "answered where it is defined (same items, same opponent draws)"}
+            else:
+                out["repeated_exploitation"] = none | {
+                    "reason": "no shared repeated-game episodes with defined exploitation"}
         return out
 
     def _pair_d50(self, p: str, x: str, y: str, names: tuple[str, str]) -> dict[str, Any]:

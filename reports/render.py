@@ -177,7 +177,10 @@ CONTRAST_LABELS = {
     "abc_dissociation": ("A/B/C dissociation", True),
     "opponent_type_inference": ("opponent-type inference", True),
     "agent_prediction_skill": ("agent-prediction skill S", False),
+    "repeated_exploitation": ("repeated-game exploitation", False),
 }
+NOT_PCT_METRICS = ("d50", "log_score", "repeated_exploitation")
+"""Contrast metrics that are not proportions (printed as numbers, not percentage points)."""
 
 
 def _contrast_rows(metrics: Mapping[str, Any], names: tuple[str, str]) -> list[list[str]]:
@@ -222,6 +225,76 @@ def _kcurve_rows(g: Mapping[str, Any]) -> list[list[str]]:
         rows.append([c["condition"], _f(c["target_depth"], 0), m(c["K_B"]), m(c["K_L"]),
                      f"{_pct(c['accuracy'])} n={c['n']}"])
     return rows
+
+
+REPEATED_HEAD = ["game", "counterfactual", "episodes", "exploitation [N]",
+                 "comprehension (m ≤ rounds) [W]", "median m", "points / 1k tokens [N]",
+                 "invalid moves", "B6 latency [N]", "B6 adapted [W]"]
+REPEATED_GAP_HEAD = ["game", "counterfactual", "default", "counterfactual value",
+                     "gap default − counterfactual [N]", "n (default / cf)"]
+
+
+def _fmt_mean(d: Mapping[str, Any] | None, digits: int = 2) -> str:
+    """``0.93 [0.85, 1.01] n=12 N`` (or the reason when there is no value)."""
+    if not d or d.get("value") is None:
+        return "—" if not d or not d.get("reason") else f"— ({d['reason']})"
+    ci = d.get("ci")
+    return (f"{d['value']:.{digits}f}{_ci(ci, pct=False, digits=digits) if ci else ''} "
+            f"n={d.get('n')} {_tag(d)}").rstrip()
+
+
+def _repeated_rows(r: Mapping[str, Any]) -> list[list[str]]:
+    rows = []
+    for c in r.get("by_game_counterfactual", []):
+        ex = c["exploitation"]
+        ex_s = _fmt_mean(ex)
+        if ex.get("n_undefined") and ex.get("value") is not None:
+            ex_s += f" ({ex['n_undefined']} undefined)"
+        comp = c["comprehension"]
+        inv = c["invalid_moves"]
+        b6 = c["b6"]
+        rows.append([
+            c["game"], c["counterfactual"], str(c["n_episodes"]), ex_s, fmt_prop(comp),
+            _f(comp.get("median_m"), 1), _fmt_mean(c["efficiency"]),
+            (f"{_pct(inv['value'])} ({inv['invalid_rounds']}/{inv['rounds']} rounds)"
+             if inv.get("value") is not None else f"— ({inv.get('reason')})"),
+            _fmt_mean(b6["adaptation_latency"], 1) if b6.get("available") else "—",
+            fmt_prop(b6["adapted"]) if b6.get("available") else "—",
+        ])
+    return rows
+
+
+def _repeated_gap_rows(r: Mapping[str, Any]) -> list[list[str]]:
+    rows = []
+    for g in r.get("counterfactual_gap", []):
+        if not g.get("available"):
+            rows.append([g["game"], g["counterfactual"], "—", "—", f"— ({g.get('reason')})",
+                         "—"])
+            continue
+        ci = g.get("ci")
+        rows.append([g["game"], g["counterfactual"], _f(g["default"], 2), _f(g["value"], 2),
+                     f"{g['difference']:+.2f}{_ci(ci, pct=False, digits=2) if ci else ''} N",
+                     f"{g['n_default']} / {g['n_counterfactual']}"])
+    return rows
+
+
+def _repeated_markdown(r: Mapping[str, Any]) -> list[str]:
+    """The section's Markdown, one line per list element (tables too: the HTML renderer reads
+    a table line by line)."""
+    out = ["### Repeated games", "",
+           f"{r['n_episodes']} scored episodes ({r.get('api_errors', 0)} API errors); mean "
+           f"exploitation {_fmt_mean(r.get('exploitation'))}. Exploitation: 1 = best response "
+           "to the opponent's script, 0 = random play; N = normal 95%, W = Wilson 95%; B6 = "
+           "switching bots (latency in rounds after the switch, adapted episodes).", "",
+           _table(REPEATED_HEAD, _repeated_rows(r)), ""]
+    if r.get("counterfactual_gap"):
+        out += ["Counterfactual gap on exploitation (default − counterfactual, unpaired):", "",
+                _table(REPEATED_GAP_HEAD, _repeated_gap_rows(r)), ""]
+    notes = [f"{c['game']}/{c['counterfactual']}: {c['exploitation']['note']}"
+             for c in r.get("by_game_counterfactual", []) if c["exploitation"].get("note")]
+    if notes:
+        out += ["Notes: " + "; ".join(notes) + ".", ""]
+    return [line for part in out for line in part.split("\n")]
 
 
 # -- Markdown --------------------------------------------------------------------------------
@@ -281,7 +354,7 @@ def render_markdown(
         for c in profile["contrasts"]:
             label = "agent − control" if c["kind"] == "minus_control" else (
                 f"ablation of {c['module']}")
-            pct = not c["metric"].startswith(("d50", "log_score"))
+            pct = not c["metric"].startswith(NOT_PCT_METRICS)
             rows.append([c["agent"], label, c["metric"], fmt_diff(c, pct), str(c["n"]),
                          fmt_p(c["p"]), fmt_p(c["p_holm"])])
         out += [_table(["agent", "contrast", "metric", "difference [PB]", "n", "p", "p (Holm)"],
@@ -338,6 +411,9 @@ def _agent_markdown(name: str, a: Mapping[str, Any]) -> list[str]:
                    is not None else "—"),
                 "",
             ]
+    rp = a.get("repeated") or {}
+    if rp.get("available"):
+        out += _repeated_markdown(rp)
     cal = a.get("calibration") or {}
     if cal.get("available"):
         e = cal["ece"]
@@ -456,7 +532,7 @@ def render_html(
         parts.append("<h2>All contrasts (Holm-adjusted)</h2>")
         rows = [[c["agent"], c["kind"] if c["kind"] == "minus_control" else
                  f"ablation of {c['module']}", c["metric"],
-                 fmt_diff(c, not c["metric"].startswith(("d50", "log_score"))), c["n"],
+                 fmt_diff(c, not c["metric"].startswith(NOT_PCT_METRICS)), c["n"],
                  fmt_p(c["p"]), fmt_p(c["p_holm"])] for c in profile["contrasts"]]
         parts.append(_html_table(["agent", "contrast", "metric", "difference [PB]", "n", "p",
                                   "p (Holm)"], rows))
@@ -465,7 +541,9 @@ def render_html(
 
 
 def _md_to_html(lines: Sequence[str]) -> str:
-    """The small subset of Markdown the agent sections use: headings, tables, lists, quotes."""
+    """The small subset of Markdown the agent sections use: headings, tables, lists, quotes.
+    An entry may hold several lines (a whole table): they are split first."""
+    lines = [ln for part in lines for ln in part.split("\n")]
     out: list[str] = []
     i = 0
     while i < len(lines):

@@ -108,3 +108,12 @@ def test_compare_shows_what_changed_with_intervals(tmp_path: Path) -> None:
     json.dumps(cmp, allow_nan=False)
     with pytest.raises(Exception, match="no run with id"):
         compare(store, "old", "missing")
+
+
+def test_html_agent_sections_render_real_tables(stored_profile: dict[str, Any]) -> None:
+    """Each agent's tables become HTML tables with one row per line, not one mangled header."""
+    html = render_html(stored_profile)
+    section = html[html.index("<h2>piper (agent)</h2>"):]
+    assert "|---" not in section and "| --- |" not in section
+    assert re.search(r"<td>R0</td>", section)  # the accuracy-by-depth table has a row per depth
+    assert section.count("<tr>") > 10
