@@ -788,8 +788,9 @@ class Analysis:
             message = (
                 f"INVALID: {a.name}'s true-belief control accuracy is "
                 f"{tb_all['value']:.1%} (n={tb_all['n']}), below the required 90%, so its "
-                "false-belief scores (accuracy, D50, leakage resistance) are invalid: the "
-                "pattern indicates a shortcut such as always answering against reality."
+                "false-belief scores (accuracy, D50, leakage resistance) are invalid: a "
+                "reasoner that fails the controls may score on false-belief items by a "
+                "shortcut (such as always answering against reality) or by chance."
             )
         else:
             valid = True
