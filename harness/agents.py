@@ -238,6 +238,17 @@ class ChatAgent:
         att.provider["finish_reasons"].append(reply.finish_reason)
         att.provider["attempts"] += reply.attempts
         att.provider["cached"] += int(reply.cached)
+        att.provider.setdefault("turns", []).append(
+            {
+                "model": reply.model,
+                "finish_reason": reply.finish_reason,
+                "tokens_in": reply.tokens_in,
+                "tokens_out": reply.tokens_out,
+                "latency_s": round(reply.latency_s, 6),
+                "attempts": reply.attempts,
+                "cached": reply.cached,
+            }
+        )
         message = {k: v for k, v in reply.message.items() if v is not None}
         message.setdefault("role", "assistant")
         messages.append(message)

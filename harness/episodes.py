@@ -66,7 +66,7 @@ __all__ = ["play_episode"]
 
 
 def _provider() -> dict[str, Any]:
-    return {"models": [], "finish_reasons": [], "attempts": 0, "cached": 0}
+    return {"models": [], "finish_reasons": [], "attempts": 0, "cached": 0, "turns": []}
 
 
 def _merge(into: Attempt, part: Attempt) -> None:
@@ -74,8 +74,8 @@ def _merge(into: Attempt, part: Attempt) -> None:
     into.tokens_in += part.tokens_in
     into.tokens_out += part.tokens_out
     into.latency_s += part.latency_s
-    for key in ("models", "finish_reasons"):
-        into.provider[key].extend(part.provider[key])
+    for key in ("models", "finish_reasons", "turns"):
+        into.provider[key].extend(part.provider.get(key, []))
     for key in ("attempts", "cached"):
         into.provider[key] += part.provider[key]
 

@@ -74,3 +74,17 @@ def test_unparseable_reply_nudged_once_then_incorrect(sqlite_url: str, monkeypat
     assert trial.status == "ok" and trial.correct is False and trial.turns == 2
     assert len(log.read_text().splitlines()) == 2  # the answer turn and one nudge
     assert json.loads(trial.score_json or "{}")["primary_error"] == "no_answer"
+
+
+def test_usage_recorded_per_turn(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    items = games.generate_items(7, 1, conditions=("recursive",))
+    monkeypatch.setenv("FIXED_ANSWER", "not-a-number")  # forces the nudge: two turns
+    store = make_store(sqlite_url, items, ["cmd"])
+    cmd = ChatAgent("cmd", CommandBackend([sys.executable, AGENT]), spec={}, answer_mode="tools")
+    asyncio.run(execute_run(store, "r", [cmd], items, concurrency={"cmd": 1}))
+    (trial,) = store.trials("r")
+    turns = json.loads(trial.provider_json or "{}")["turns"]
+    assert len(turns) == trial.turns == 2
+    assert [t["model"] for t in turns] == ["fixed", "fixed"]
+    assert sum(t["tokens_in"] for t in turns) == trial.tokens_in == 20
+    assert all(t["latency_s"] > 0 for t in turns)
