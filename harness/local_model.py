@@ -78,7 +78,8 @@ def free_port() -> int:
         return port
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def die_with_parent() -> None:
+    """Ask Linux to SIGTERM this process when its parent dies (run between fork and exec)."""
     with contextlib.suppress(Exception):
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
@@ -143,7 +144,7 @@ def start_local_model(
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+            preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,
         )
     server = LocalModelServer(proc, port, log_path)
     deadline = time.monotonic() + ready_timeout

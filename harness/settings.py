@@ -28,6 +28,7 @@ from typing import Any
 
 import platformdirs
 
+from ledger.db import mask
 from mindledger.errors import ConfigError
 
 __all__ = [
@@ -158,22 +159,11 @@ class Settings:
                 out["agents"] = {n: a.public_dict() for n, a in sorted(value.items())}
             else:
                 out[f.name] = _plain(value)
-        out["db_url"] = mask_url(self.database_url)
+        out["db_url"] = mask(self.database_url)
         return out
 
 
 SCALAR_FIELDS = {f.name: f for f in fields(Settings) if f.name not in ("agents", "sources")}
-
-
-def mask_url(url: str) -> str:
-    """Replace the password in ``scheme://user:password@host`` with ``***``."""
-    if "://" not in url or "@" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    creds, host = rest.rsplit("@", 1)
-    if ":" in creds:
-        creds = creds.split(":", 1)[0] + ":***"
-    return f"{scheme}://{creds}@{host}"
 
 
 def _plain(value: Any) -> Any:

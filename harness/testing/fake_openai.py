@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import ctypes
 import hashlib
 import json
 import os
@@ -57,6 +56,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import httpx
+
+from harness.local_model import die_with_parent
 
 __all__ = [
     "FAULT_KINDS",
@@ -762,7 +763,7 @@ class FakeOpenAIProcess:
             cmd,
             stdout=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+            preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,
         )
         assert self.process.stdout is not None
         line = self.process.stdout.readline().decode()
@@ -818,12 +819,6 @@ class FakeOpenAIProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    with contextlib.suppress(Exception):
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def _options_to_argv(options: Mapping[str, Any]) -> list[str]:
