@@ -2,11 +2,13 @@
 
 This package holds the few pieces every other package shares and that depend on nothing but
 the standard library: the canonical JSON contract (:mod:`mindledger.canonical`), the error tree
-(:mod:`mindledger.errors`) and the :class:`~mindledger.items.Item` value that generators produce
-and the harness runs.
+(:mod:`mindledger.errors`), the :class:`~mindledger.items.Item` value that generators produce
+and the harness runs, and the rule that a held-out run's seed is shown to operators only
+(:mod:`mindledger.disclosure`).
 """
 
 from mindledger.canonical import canonical_json, content_hash
+from mindledger.disclosure import SEED_WITHHELD, seed_cell, seed_phrase, shown_seed
 from mindledger.errors import (
     ConfigError,
     InputError,
@@ -19,6 +21,7 @@ from mindledger.items import Item
 __version__ = "0.1.0"
 
 __all__ = [
+    "SEED_WITHHELD",
     "ConfigError",
     "InputError",
     "Item",
@@ -28,4 +31,7 @@ __all__ = [
     "__version__",
     "canonical_json",
     "content_hash",
+    "seed_cell",
+    "seed_phrase",
+    "shown_seed",
 ]

@@ -7,6 +7,10 @@ Public API::
     compare(store, run_a, run_b) -> dict ; render_compare_markdown(cmp) -> str
     diagnose_references(profile) -> list[str]                      # [] when references look right
 
+``seed`` is always the bootstrap's. A held-out run's own seed (and anything its items regenerate
+from) appears in no output unless the caller passes ``reveal_held_out=True``, which every entry
+point above and every ``render_*`` takes: operators only.
+
 Statistics (pure; seeded generators only) live in :mod:`reports.stats`.
 """
 

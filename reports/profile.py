@@ -20,7 +20,9 @@ without a score counts as wrong (an unparseable answer is wrong, never dropped).
 
 Anti-inflation (§18.2): an agent whose true-belief control accuracy is below 90% is marked
 ``valid: false`` and its first notice says its false-belief scores are invalid; a run on
-held-out seeds is marked as such.
+held-out seeds is marked as such, and its seed is withheld (``run.seed`` None,
+``run.seed_withheld`` true) unless an operator asks with ``reveal_held_out=True``: the seed
+regenerates the held-out items. The profile carries no item seeds or parameters.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ledger.store import RunAgent, Store
+from reports._disclosure import disclosed_run
 from reports._repeated import episode_columns, repeated_design, repeated_section
 from reports.data import RunData, depth_sort_key, load_run
 from reports.stats import (
@@ -103,18 +106,31 @@ BoolArray = npt.NDArray[np.bool_]
 
 
 def build_profile(
-    store: Store, run_id: str, *, seed: int = 0, n_boot: int = 2000
+    store: Store,
+    run_id: str,
+    *,
+    seed: int = 0,
+    n_boot: int = 2000,
+    reveal_held_out: bool = False,
 ) -> dict[str, Any]:
     """The profile of every agent in run ``run_id`` (see the module docstring).
 
+    ``seed`` is the bootstrap's seed, not the run's. A held-out run's own seed is withheld
+    (``run.seed`` None, ``run.seed_withheld`` true) unless ``reveal_held_out`` — for operators
+    only: the seed regenerates the held-out items.
+
     Raises :class:`~mindledger.errors.NotFoundError` for an unknown run id.
     """
-    return analyse(load_run(store, run_id), seed=seed, n_boot=n_boot).profile
+    data = load_run(store, run_id)
+    return analyse(data, seed=seed, n_boot=n_boot, reveal_held_out=reveal_held_out).profile
 
 
-def profile_from_data(data: RunData, *, seed: int = 0, n_boot: int = 2000) -> dict[str, Any]:
-    """The profile of an already loaded run (pure)."""
-    return analyse(data, seed=seed, n_boot=n_boot).profile
+def profile_from_data(
+    data: RunData, *, seed: int = 0, n_boot: int = 2000, reveal_held_out: bool = False
+) -> dict[str, Any]:
+    """The profile of an already loaded run (pure); ``reveal_held_out`` as in
+    :func:`build_profile`."""
+    return analyse(data, seed=seed, n_boot=n_boot, reveal_held_out=reveal_held_out).profile
 
 
 # -- helpers -----------------------------------------------------------------------------
@@ -171,11 +187,15 @@ class Analysis:
 
     ``metric_replicates[agent][metric] = (estimate, replicates, n)`` for the primary metrics,
     used by :func:`reports.render.compare` to put intervals on changes between runs.
+    ``reveal_held_out`` puts a held-out run's seed in the profile (operators only).
     """
 
-    def __init__(self, data: RunData, *, seed: int = 0, n_boot: int = 2000):
+    def __init__(
+        self, data: RunData, *, seed: int = 0, n_boot: int = 2000, reveal_held_out: bool = False
+    ):
         self.data = data
         self.seed = seed
+        self.reveal_held_out = reveal_held_out
         self.B = n_boot
         self.metric_replicates: dict[str, dict[str, tuple[float, FloatArray, int]]] = {}
         self.contrasts: list[dict[str, Any]] = []
@@ -676,10 +696,17 @@ class Analysis:
     def _build(self) -> dict[str, Any]:
         run = self.data.run
         notices = []
+        run_block = disclosed_run(
+            {k: run.get(k) for k in ("id", "suite", "seed", "held_out", "status", "created_at",
+                                     "finished_at")},
+            reveal_held_out=self.reveal_held_out,
+        )
         if run.get("held_out"):
             notices.append(
                 "HELD-OUT: this run drew its items from the held-out seed range (never used in "
                 "development); its scores are the ones that detect tuning to the suite."
+                + (" Its seed is withheld: only an operator may see it."
+                   if run_block["seed_withheld"] else "")
             )
         else:
             notices.append("Development seeds: this run did not use the held-out seed range.")
@@ -697,12 +724,7 @@ class Analysis:
                 notices.append(ag["notices"][0])
         profile = {
             "schema": PROFILE_SCHEMA,
-            "run": {
-                k: run.get(k)
-                for k in ("id", "suite", "seed", "held_out", "status", "created_at",
-                          "finished_at")
-            }
-            | {"n_items": self.N, "n_trials": len(self.data.trials)},
+            "run": run_block | {"n_items": self.N, "n_trials": len(self.data.trials)},
             "held_out": bool(run.get("held_out")),
             "notices": notices,
             "intervals": {
@@ -1445,9 +1467,12 @@ class Analysis:
         }
 
 
-def analyse(data: RunData, *, seed: int = 0, n_boot: int = 2000) -> Analysis:
-    """Run every computation for one run; ``.profile`` is the JSON-ready profile."""
-    return Analysis(data, seed=seed, n_boot=n_boot)
+def analyse(
+    data: RunData, *, seed: int = 0, n_boot: int = 2000, reveal_held_out: bool = False
+) -> Analysis:
+    """Run every computation for one run; ``.profile`` is the JSON-ready profile (a held-out
+    run's seed withheld unless ``reveal_held_out``)."""
+    return Analysis(data, seed=seed, n_boot=n_boot, reveal_held_out=reveal_held_out)
 
 
 # -- reference agents: the benchmark's own validity check ------------------------------------

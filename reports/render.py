@@ -4,6 +4,11 @@
 Every number is printed with its interval and n, and every table says which interval it shows
 (``W`` Wilson 95%, ``CB`` cluster bootstrap 95%, ``PB`` paired cluster bootstrap 95%, ``N``
 normal approximation 95%; the profile's ``intervals`` key has the full definitions).
+
+A held-out run's seed (and anything its items regenerate from) is shown to operators only:
+every entry point takes ``reveal_held_out`` (default False) and, without it, says "seed withheld
+(held-out run)" where a development run shows its seed — even when handed a profile that an
+operator path built with the seed in it.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from typing import Any
 import numpy as np
 
 from ledger.store import Store
+from mindledger.disclosure import seed_phrase, shown_seed
+from reports._disclosure import ScoreJsonRedactor, disclosed_profile, disclosed_run, held_out_of
 from reports.data import RunData, depth_sort_key, load_run
 from reports.profile import Analysis, analyse
 from reports.stats import bootstrap_pvalue, holm, percentile_interval
@@ -112,6 +119,16 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     for r in rows:
         out.append("| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |")
     return "\n".join(out)
+
+
+def _seed_sentence(profile: Mapping[str, Any], reveal_held_out: bool) -> str:
+    """``seed 12, development seeds``; ``seed 7, held-out seeds`` for an operator; else
+    ``seed withheld (held-out run)``."""
+    held = held_out_of(profile)
+    seed = shown_seed(profile["run"].get("seed"), held_out=held, reveal_held_out=reveal_held_out)
+    if seed is None:
+        return seed_phrase(None, held_out=held)
+    return f"seed {seed}, {'held-out' if held else 'development'} seeds"
 
 
 # -- shared section builders (rows), used by Markdown and HTML ------------------------------
@@ -306,18 +323,19 @@ def render_markdown(
     figures_dir: str | Path | None = None,
     figures_link_prefix: str = "",
     figures: Sequence[tuple[str, str, bytes]] | None = None,
+    reveal_held_out: bool = False,
 ) -> str:
     """The profile as Markdown. With ``figures_dir`` the figures are written there as PNG files
     and linked (``figures_link_prefix`` + file name); without it they are left out, and the
-    report says so. ``figures`` reuses figures already drawn by :func:`reports.plots.figures`."""
+    report says so. ``figures`` reuses figures already drawn by :func:`reports.plots.figures`.
+    A held-out run's seed is printed only with ``reveal_held_out`` (operators)."""
     run = profile["run"]
     out: list[str] = [f"# mindledger profile — run `{run['id']}`", ""]
     out += [f"> **{n}**" if n.startswith(("INVALID", "HELD-OUT", "UNCHECKED")) else f"> {n}"
             for n in profile.get("notices", [])]
     out += [
         "",
-        f"Suite `{run.get('suite')}`, seed {run.get('seed')}, "
-        f"{'held-out' if run.get('held_out') else 'development'} seeds, status "
+        f"Suite `{run.get('suite')}`, {_seed_sentence(profile, reveal_held_out)}, status "
         f"{run.get('status')}; {run.get('n_items')} items, {run.get('n_trials')} trials.",
         "",
         f"_{LEGEND} Bootstrap: B={profile['intervals']['bootstrap_replicates']}, seed "
@@ -489,10 +507,14 @@ def _html_table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def render_html(
-    profile: Mapping[str, Any], *, figures: Sequence[tuple[str, str, bytes]] | None = None
+    profile: Mapping[str, Any],
+    *,
+    figures: Sequence[tuple[str, str, bytes]] | None = None,
+    reveal_held_out: bool = False,
 ) -> str:
     """The profile as ONE self-contained HTML file: tables plus every figure embedded as a
-    base64 PNG (no external resources). ``figures`` reuses figures already drawn."""
+    base64 PNG (no external resources). ``figures`` reuses figures already drawn. A held-out
+    run's seed is printed only with ``reveal_held_out`` (operators)."""
     if figures is None:
         from reports.plots import figures as draw
 
@@ -508,10 +530,10 @@ def render_html(
         cls = "notice" if n.startswith(("INVALID", "UNCHECKED")) else "info"
         parts.append(f"<div class='{cls}'>{_h(n)}</div>")
     parts.append(
-        f"<p>Suite <code>{_h(run.get('suite'))}</code>, seed {_h(run.get('seed'))}, "
-        f"{'held-out' if run.get('held_out') else 'development'} seeds, status "
-        f"{_h(run.get('status'))}; {_h(run.get('n_items'))} items, {_h(run.get('n_trials'))} "
-        f"trials.</p><p class='legend'>{_h(LEGEND)} Bootstrap: "
+        f"<p>Suite <code>{_h(run.get('suite'))}</code>, "
+        f"{_h(_seed_sentence(profile, reveal_held_out))}, status {_h(run.get('status'))}; "
+        f"{_h(run.get('n_items'))} items, {_h(run.get('n_trials'))} trials.</p>"
+        f"<p class='legend'>{_h(LEGEND)} Bootstrap: "
         f"B={_h(profile['intervals']['bootstrap_replicates'])}, seed "
         f"{_h(profile['intervals']['bootstrap_seed'])}.</p>"
     )
@@ -578,9 +600,16 @@ def _md_to_html(lines: Sequence[str]) -> str:
 # -- JSON and CSV ----------------------------------------------------------------------------
 
 
-def render_json(profile: Mapping[str, Any], *, indent: int | None = 2) -> str:
-    """The profile as strict JSON (no NaN: missing numbers are null with a reason)."""
-    return json.dumps(profile, indent=indent, ensure_ascii=False, allow_nan=False)
+def render_json(
+    profile: Mapping[str, Any], *, indent: int | None = 2, reveal_held_out: bool = False
+) -> str:
+    """The profile as strict JSON (no NaN: missing numbers are null with a reason). A held-out
+    run's ``run.seed`` is null with ``run.seed_withheld`` true unless ``reveal_held_out``
+    (operators)."""
+    return json.dumps(
+        disclosed_profile(profile, reveal_held_out=reveal_held_out),
+        indent=indent, ensure_ascii=False, allow_nan=False,
+    )
 
 
 CSV_COLUMNS = (
@@ -591,14 +620,18 @@ CSV_COLUMNS = (
 )
 
 
-def render_csv(data: RunData) -> str:
-    """One row per trial with the item's factors, for people who want their own analysis."""
+def render_csv(data: RunData, *, reveal_held_out: bool = False) -> str:
+    """One row per trial with the item's factors, for people who want their own analysis.
+
+    No column holds a seed or an item's parameters. For a held-out run, score details that
+    hash nothing but an item's seed (the A/B/C scenario id) are replaced by labels that group
+    the same rows (``scenario-1`` …) unless ``reveal_held_out`` (operators)."""
     buf = io.StringIO()
-    write_csv(data, buf)
+    write_csv(data, buf, reveal_held_out=reveal_held_out)
     return buf.getvalue()
 
 
-def write_csv(data: RunData, fp: Any) -> None:
+def write_csv(data: RunData, fp: Any, *, reveal_held_out: bool = False) -> None:
     """Write :func:`render_csv`'s rows to a text file object."""
     w = csv.writer(fp, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
@@ -625,10 +658,14 @@ def write_csv(data: RunData, fp: Any) -> None:
     tout = tr.tokens_out.astype(np.int64).tolist()
     items = tr.item.tolist()
     prim = tr.primary_error.tolist()
+    scores = tr.score_json
+    if data.run.get("held_out") and not reveal_held_out:
+        redact = ScoreJsonRedactor()
+        scores = [redact(s) for s in scores]
     w.writerows(
         [run_id, tr.agent[r], roles.get(tr.agent[r], ""), tr.item_id[r], *factors[items[r]],
          tr.status[r], correct[r], score_value[r], prim[r] or "", confidence[r], tin[r],
-         tout[r], latency[r], tr.answer_json[r] or "", tr.score_json[r] or "", tr.error[r] or ""]
+         tout[r], latency[r], tr.answer_json[r] or "", scores[r] or "", tr.error[r] or ""]
         for r in range(len(tr))
     )
 
@@ -645,19 +682,23 @@ def report(
     n_boot: int = 2000,
     figures_dir: str | Path | None = None,
     figures_link_prefix: str = "",
+    reveal_held_out: bool = False,
 ) -> str:
-    """Render run ``run_id`` as ``md``, ``html``, ``json`` or ``csv``."""
+    """Render run ``run_id`` as ``md``, ``html``, ``json`` or ``csv``. ``seed`` is the
+    bootstrap's; a held-out run's own seed is shown only with ``reveal_held_out`` (operators:
+    it regenerates the held-out items)."""
     data = load_run(store, run_id)
+    reveal = reveal_held_out
     if fmt == "csv":
-        return render_csv(data)
-    profile = analyse(data, seed=seed, n_boot=n_boot).profile
+        return render_csv(data, reveal_held_out=reveal)
+    profile = analyse(data, seed=seed, n_boot=n_boot, reveal_held_out=reveal).profile
     if fmt == "json":
-        return render_json(profile)
+        return render_json(profile, reveal_held_out=reveal)
     if fmt == "html":
-        return render_html(profile)
+        return render_html(profile, reveal_held_out=reveal)
     if fmt == "md":
         return render_markdown(profile, figures_dir=figures_dir,
-                               figures_link_prefix=figures_link_prefix)
+                               figures_link_prefix=figures_link_prefix, reveal_held_out=reveal)
     raise ValueError(f"unknown format {fmt!r} (md, html, json, csv)")
 
 
@@ -676,12 +717,13 @@ COMPARE_METRICS = (
 )
 
 
-def compare_runs(a: Analysis, b: Analysis) -> dict[str, Any]:
+def compare_runs(a: Analysis, b: Analysis, *, reveal_held_out: bool = False) -> dict[str, Any]:
     """What changed from run ``a`` to run ``b`` for every agent present in both (pure).
 
     The runs have different items, so the contrasts are unpaired: the interval is the
     percentile interval of differences between the two runs' independent cluster-bootstrap
     replicates. Differences are ``b − a``; p-values are Holm-adjusted across the table.
+    A held-out run's seed is withheld from ``run_a``/``run_b`` unless ``reveal_held_out``.
     """
     pa, pb = a.profile, b.profile
     names_a = list(pa["agents"])
@@ -741,8 +783,8 @@ def compare_runs(a: Analysis, b: Analysis) -> dict[str, Any]:
         d["p_holm"] = ph
     return {
         "schema": "mindledger.compare/1",
-        "run_a": pa["run"],
-        "run_b": pb["run"],
+        "run_a": disclosed_run(pa["run"], reveal_held_out=reveal_held_out),
+        "run_b": disclosed_run(pb["run"], reveal_held_out=reveal_held_out),
         "direction": "b − a",
         "interval": "percentile interval of differences of independent cluster-bootstrap "
         "replicates (95%); p two-sided bootstrap, Holm-adjusted across the table",
@@ -754,16 +796,25 @@ def compare_runs(a: Analysis, b: Analysis) -> dict[str, Any]:
 
 
 def compare(
-    store: Store, run_a: str, run_b: str, *, seed: int = 0, n_boot: int = 2000
+    store: Store,
+    run_a: str,
+    run_b: str,
+    *,
+    seed: int = 0,
+    n_boot: int = 2000,
+    reveal_held_out: bool = False,
 ) -> dict[str, Any]:
-    """:func:`compare_runs` for two stored runs (independent bootstrap seeds per run)."""
-    a = analyse(load_run(store, run_a), seed=seed, n_boot=n_boot)
-    b = analyse(load_run(store, run_b), seed=seed + 1, n_boot=n_boot)
-    return compare_runs(a, b)
+    """:func:`compare_runs` for two stored runs (independent bootstrap seeds per run); a
+    held-out run's seed only with ``reveal_held_out`` (operators)."""
+    reveal = reveal_held_out
+    a = analyse(load_run(store, run_a), seed=seed, n_boot=n_boot, reveal_held_out=reveal)
+    b = analyse(load_run(store, run_b), seed=seed + 1, n_boot=n_boot, reveal_held_out=reveal)
+    return compare_runs(a, b, reveal_held_out=reveal)
 
 
 def render_compare_markdown(cmp: Mapping[str, Any]) -> str:
-    """The comparison as Markdown tables, one per agent."""
+    """The comparison as Markdown tables, one per agent. It names the runs by id and prints
+    no seed, so it needs no ``reveal_held_out``: :func:`compare` decided what ``cmp`` holds."""
     ra, rb = cmp["run_a"], cmp["run_b"]
     out = [f"# mindledger compare — `{ra['id']}` → `{rb['id']}`", "",
            f"Differences are {cmp['direction']}; {cmp['interval']}.", ""]

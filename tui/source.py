@@ -17,6 +17,7 @@ from ledger.db import Clock, utc_now
 from ledger.predictions import Ledger
 from ledger.protocol import PredictionState
 from ledger.store import Store
+from mindledger.disclosure import shown_seed
 from tui.state import AgentCount, RunSummary
 
 __all__ = ["EXPORT_FORMATS", "DashboardSource", "LedgerSnapshot", "NoLedger"]
@@ -37,6 +38,9 @@ class LedgerSnapshot:
 
 class DashboardSource:
     """Reads runs, profiles and the prediction ledger; writes exported reports.
+
+    Nothing it hands the screens or writes holds a held-out run's seed: the runs carry None
+    for it, and profiles and reports are built without ``reveal_held_out``.
 
     ``ledger`` opens the prediction ledger (it is called in a worker, so it may read the key
     file) and raises :class:`NoLedger` when there is none; ``n_boot`` and ``seed`` are the
@@ -80,7 +84,7 @@ class DashboardSource:
                 RunSummary(
                     id=run.id,
                     suite=run.suite,
-                    seed=run.seed,
+                    seed=shown_seed(run.seed, held_out=run.held_out),
                     held_out=run.held_out,
                     status=run.status,
                     created_at=run.created_at,
@@ -93,7 +97,9 @@ class DashboardSource:
         """The run's profile (see :func:`reports.build_profile`)."""
         from reports import build_profile
 
-        return build_profile(self.store, run_id, seed=self.seed, n_boot=self.n_boot)
+        return build_profile(
+            self.store, run_id, seed=self.seed, n_boot=self.n_boot, reveal_held_out=False
+        )
 
     def export(self, run_id: str, fmt: str, directory: Path) -> Path:
         """Write the run's report as ``md`` (with its figures in ``<run>_files/``) or ``html``
@@ -112,7 +118,10 @@ class DashboardSource:
                 "figures_dir": directory / f"{stem}_files",
                 "figures_link_prefix": f"{stem}_files/",
             }
-        text = report(self.store, run_id, fmt, seed=self.seed, n_boot=self.n_boot, **kw)
+        text = report(
+            self.store, run_id, fmt, seed=self.seed, n_boot=self.n_boot, reveal_held_out=False,
+            **kw,
+        )
         path.write_text(text, encoding="utf-8")
         return path.resolve()
 

@@ -8,7 +8,9 @@ What a screen shows when a number cannot be given is decided here, once:
   false-belief figures (D50, leakage resistance, false-belief accuracy, the false-belief column
   by depth) are replaced by :data:`INVALID` in summary cells, and shown only in the detail pane
   marked "not counted";
-- an empty cell (no trials, no answer) shows :data:`MISSING`.
+- an empty cell (no trials, no answer) shows :data:`MISSING`;
+- a held-out run's seed shows as "withheld" (:mod:`mindledger.disclosure`): it regenerates the
+  held-out items, and the dashboard shows it in no view.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from mindledger.disclosure import seed_cell, seed_phrase
 
 if TYPE_CHECKING:  # types only: this module never touches the database
     from ledger.chain import Verification
@@ -201,11 +205,12 @@ class AgentCount:
 
 @dataclass(frozen=True)
 class RunSummary:
-    """A stored run with its agents' trial counts (what the runs table is built from)."""
+    """A stored run with its agents' trial counts (what the runs table is built from). ``seed``
+    is None when withheld (a held-out run)."""
 
     id: str
     suite: str
-    seed: int
+    seed: int | None
     held_out: bool
     status: str
     created_at: str
@@ -241,7 +246,7 @@ def run_rows(runs: Iterable[RunSummary]) -> list[RunRow]:
             (
                 r.id,
                 r.suite,
-                str(r.seed),
+                seed_cell(r.seed, held_out=r.held_out),
                 "held-out" if r.held_out else "dev",
                 r.status,
                 fmt_time(r.created_at),
@@ -265,10 +270,13 @@ class RunHeader:
 
 
 def run_header(profile: Mapping[str, Any]) -> RunHeader:
-    """The run's identity line, its counts and the profile-level notices."""
+    """The run's identity line, its counts and the profile-level notices (a held-out run's seed
+    withheld, whatever the profile holds)."""
     run = profile.get("run") or {}
-    held = "held-out seeds" if profile.get("held_out") else "development seeds"
-    title = f"Run {run.get('id', '?')} · suite {run.get('suite', '?')} · seed {run.get('seed')}"
+    held_out = bool(profile.get("held_out") or run.get("held_out"))
+    held = "held-out seeds" if held_out else "development seeds"
+    seed = seed_phrase(run.get("seed"), held_out=held_out)
+    title = f"Run {run.get('id', '?')} · suite {run.get('suite', '?')} · {seed}"
     detail = (
         f"{run.get('status', '?')} · {held} · {run.get('n_items', 0)} items · "
         f"{run.get('n_trials', 0)} trials · created {fmt_time(run.get('created_at'))}"

@@ -40,6 +40,12 @@ __all__ = ["report"]
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option(
+    "--reveal-held-out",
+    is_flag=True,
+    help="Include the seeds of held-out runs. For operators at this machine only: a held-out "
+    "seed regenerates the run's items, so such a report must never reach the agent under test.",
+)
+@click.option(
     "--bootstrap",
     "n_boot",
     type=click.IntRange(100, 100_000),
@@ -55,9 +61,11 @@ def report(
     out: str | None,
     compare_ids: tuple[str, str] | None,
     seed: int,
+    reveal_held_out: bool,
     n_boot: int,
 ) -> None:
-    """Render a run's recursive-reasoning profile, or compare two runs.
+    """Render a run's recursive-reasoning profile, or compare two runs. A held-out run's seed
+    is withheld ("seed withheld (held-out run)") unless --reveal-held-out.
 
     \b
     Examples:
@@ -77,7 +85,14 @@ def report(
     if compare_ids:
         if fmt not in ("md", "json"):
             raise click.UsageError("--compare renders as md or json")
-        cmp = compare(store, compare_ids[0], compare_ids[1], seed=seed, n_boot=n_boot)
+        cmp = compare(
+            store,
+            compare_ids[0],
+            compare_ids[1],
+            seed=seed,
+            n_boot=n_boot,
+            reveal_held_out=reveal_held_out,
+        )
         if fmt == "json":
             if out:
                 import json
@@ -106,6 +121,7 @@ def report(
         n_boot=n_boot,
         figures_dir=figures_dir,
         figures_link_prefix=prefix,
+        reveal_held_out=reveal_held_out,
     )
     _emit(text, out)
 

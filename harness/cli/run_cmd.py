@@ -27,6 +27,7 @@ from harness.runs import create_run, execute_stored_run
 from harness.settings import Settings
 from harness.suites import SUITES
 from ledger.store import Store
+from mindledger.disclosure import seed_cell, seed_phrase
 
 QUICKSTART_REFERENCES = (
     "oracle",
@@ -90,9 +91,8 @@ def print_summary(console: Console, store: Store, run_id: str, summary: RunSumma
     roles = {ra.name: ra.role for ra in store.run_agents(run_id)}
     n_items = len(store.run_items(run_id))
     table = Table(
-        title=f"run {run_id} · suite {run.suite} · seed {run.seed}"
-        + (" (held out)" if run.held_out else "")
-        + f" · {run.status}"
+        title=f"run {run_id} · suite {run.suite} · "
+        f"{seed_phrase(run.seed, held_out=run.held_out)} · {run.status}"
     )
     for col in ("agent", "role", "trials", "scored", "correct", "accuracy", "api errors", "n/a"):
         table.add_column(
@@ -177,7 +177,10 @@ def _run(store: Store, settings: Settings, run_id: str, console: Console) -> Run
 )
 @click.option("--seed", type=int, default=None, help="Seed (default: drawn fresh and logged).")
 @click.option(
-    "--held-out", is_flag=True, help="Draw from the held-out seed share (scheduled runs)."
+    "--held-out",
+    is_flag=True,
+    help="Draw from the held-out seed share (scheduled runs). The seed is not printed: it "
+    "regenerates the run's items (operators: `mindledger runs --reveal-held-out`).",
 )
 @click.option(
     "--hitom",
@@ -261,8 +264,9 @@ def run(
             held_out=held_out,
             hitom_path=hitom_path,
         )
+        seed_text = seed_phrase(used_seed, held_out=store.get_run(run_id).held_out)
         console.print(
-            f"run {run_id}: suite {suite}, seed {used_seed}, {n} items × "
+            f"run {run_id}: suite {suite}, {seed_text}, {n} items × "
             f"{len(planned)} agents ({', '.join(ra.name for ra in planned)})"
         )
     if use_queue:
@@ -288,8 +292,15 @@ def run(
     help="Instead of listing, regenerate every item of RUN_ID from its generator, seed and "
     "parameters and check it matches the stored copy bit for bit (exit 1 if not).",
 )
-def runs(limit: int, verify_id: str | None) -> None:
-    """List stored runs, newest first.
+@click.option(
+    "--reveal-held-out",
+    is_flag=True,
+    help="Show the seeds of held-out runs too. For operators at this machine only: a held-out "
+    "seed regenerates the run's items, so it must never reach the agent under test.",
+)
+def runs(limit: int, verify_id: str | None, reveal_held_out: bool) -> None:
+    """List stored runs, newest first. A held-out run's seed shows as "withheld" unless
+    --reveal-held-out.
 
     \b
     Examples:
@@ -319,7 +330,7 @@ def runs(limit: int, verify_id: str | None) -> None:
         table.add_row(
             r.id,
             r.suite,
-            str(r.seed),
+            seed_cell(r.seed, held_out=r.held_out, reveal_held_out=reveal_held_out),
             "yes" if r.held_out else "",
             r.status,
             r.created_at[:19].replace("T", " "),
