@@ -10,6 +10,10 @@ disk when it returns), against a bare ``sqlite3`` INSERT + COMMIT loop of rows o
 in the same directory — the fsync-bound floor. With ``MINDLEDGER_TEST_PG_URL`` set, the same on
 PostgreSQL against a bare psycopg loop.
 
+Proofs: an inclusion proof and a consistency proof in a ledger of ``--tree`` entries (default
+1,000,000), in milliseconds, with the number of stored tree nodes each reads (O(log n); the
+entries are never read).
+
 Verification: entries verified per second over a ledger of commit/observe/reveal entries, in
 the default mode (every hash, link and commitment; the head's signature) and the full mode
 (every Ed25519 signature, agent signature and score), against raw ``hashlib.sha256`` over the
@@ -34,9 +38,20 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ledger.chain import hash_input
 from ledger.db import normalise_url, open_engine
 from ledger.keys import ENTRY_TAG
+from ledger.merkle import CompactRange, leaf_hash, verify_consistency, verify_inclusion
 from ledger.predictions import Ledger
-from ledger.protocol import commitment, new_salt, prediction_body, prediction_id
+from ledger.protocol import (
+    commitment,
+    new_salt,
+    prediction_body,
+    prediction_id,
+    provenance,
+    query_hash,
+    query_messages,
+    response_hash,
+)
 from ledger.scoring import score_prediction
+from ledger.tree import digest_bytes
 
 KEY = Ed25519PrivateKey.from_private_bytes(b"\x42" * 32)
 DIST = {"a": 0.6, "b": 0.3, "c": 0.1}
@@ -88,8 +103,8 @@ def client_cycles(led: Ledger, n: int, tag: str) -> float:
 
     def loop() -> None:
         for i in range(n):
-            with client.predict("target", f"{tag}-cycle-{i}", DIST) as p:
-                p.observe("a")
+            with client.predict("target", f"{tag}-cycle-{i}", DIST, via=lambda q: "a") as p:
+                p.ask()
 
     return rate(n, loop)
 
@@ -123,10 +138,12 @@ def populate(led: Ledger, entries: int) -> None:
                             "commitment": digest,
                             "deadline": led._deadline(now),
                             "agent_signature": None,
+                            "query_hash": query_hash(query_messages(body["query"])),
                         },
                     )
                 )
-                specs.append(("observe", pid, {"answer": "a"}))
+                source = provenance("matrix", f"bench-{base + i}", response_hash("a"))
+                specs.append(("observe", pid, {"answer": "a", "provenance": source}))
                 scores = score_prediction(DIST, "a", ["a"])
                 specs.append(
                     ("reveal", pid, {"revealed": body, "salt": salt.hex(), "scores": scores})
@@ -155,6 +172,66 @@ def verify_rates(led: Ledger, repeat: int) -> dict[str, float]:
     out["ed25519"] = rate(len(sample), lambda: [pub.verify(s, m) for s, m in sigs], repeat)
     out["read"] = rate(n, lambda: sum(1 for _ in led.iter_entries()), repeat)
     return out
+
+
+def big_tree(path: Path, n: int) -> Ledger:
+    """A ledger of ``n`` entries as the proofs see it: its Merkle tree in full (2n stored
+    nodes over synthetic entry hashes) and, of the entries themselves, only the rows a proof
+    names. Proofs read the tree, never the entries: that is what this measures."""
+    engine = open_engine(f"sqlite:///{path}")
+    tree = CompactRange()
+    raw = engine.raw_connection()
+    cur = raw.cursor()
+    batch: list[tuple[int, int, str]] = []
+    for i in range(n):
+        digest = hashlib.sha256(i.to_bytes(8, "big")).digest()
+        batch.extend((x.level, x.index, x.hash.hex()) for x in tree.append(leaf_hash(digest)))
+        if len(batch) >= 50_000:
+            cur.executemany("INSERT INTO ledger_tree VALUES (?, ?, ?)", batch)
+            batch.clear()
+    cur.executemany("INSERT INTO ledger_tree VALUES (?, ?, ?)", batch)
+    for seq in sorted({1, n // 3, n // 2, n - 7, n}):
+        digest = "sha256:" + hashlib.sha256((seq - 1).to_bytes(8, "big")).hexdigest()
+        cur.execute(
+            "INSERT INTO ledger_entries VALUES (?, 'x', 'x', '{}', '', ?, '', ?, '')",
+            (seq, f"prev{seq}", digest),
+        )
+    raw.commit()
+    raw.close()
+    return Ledger(engine, KEY, witness_dir=None)
+
+
+def proof_timings(led: Ledger, n: int, repeat: int) -> dict[str, float]:
+    """Milliseconds per inclusion and consistency proof (the best of ``repeat`` rounds of
+    several proofs), checked against the root; the nodes each read."""
+    picks = sorted({1, n // 3, n // 2, n - 7, n})
+    root = led.inclusion_proof(n, n)["root"]
+    best_inc = best_con = float("inf")
+    nodes_inc = nodes_con = 0
+    for _ in range(repeat):
+        t = time.perf_counter()
+        proofs = [led.inclusion_proof(seq, n) for seq in picks]
+        best_inc = min(best_inc, (time.perf_counter() - t) / len(picks))
+        t = time.perf_counter()
+        cons = [led.consistency_proof(old, n) for old in picks[:-1]]
+        best_con = min(best_con, (time.perf_counter() - t) / len(cons))
+    for seq, p in zip(picks, proofs, strict=True):
+        leaf = leaf_hash(hashlib.sha256((seq - 1).to_bytes(8, "big")).digest())
+        path = [digest_bytes(h) for h in p["proof"]]
+        assert verify_inclusion(leaf, seq - 1, n, path, digest_bytes(root))
+        nodes_inc = max(nodes_inc, p["nodes_read"])
+    for c in cons:
+        path = [digest_bytes(h) for h in c["proof"]]
+        assert verify_consistency(
+            c["old"], n, digest_bytes(c["old_root"]), digest_bytes(c["new_root"]), path
+        )
+        nodes_con = max(nodes_con, c["nodes_read"])
+    return {
+        "inclusion_ms": best_inc * 1000,
+        "consistency_ms": best_con * 1000,
+        "inclusion_nodes": nodes_inc,
+        "consistency_nodes": nodes_con,
+    }
 
 
 def postgres(url: str, n: int, tmp: Path) -> tuple[float, float] | None:
@@ -197,6 +274,9 @@ def main() -> None:
     ap.add_argument("--cycles", type=int, default=300)
     ap.add_argument("--entries", type=int, default=30000)
     ap.add_argument("--rounds", type=int, default=3, help="Repeat and keep the best of each.")
+    ap.add_argument(
+        "--tree", type=int, default=1_000_000, help="Entries in the ledger the proofs run on."
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as d:
         tmp = Path(d)
@@ -211,6 +291,10 @@ def main() -> None:
         big = Ledger(open_engine(f"sqlite:///{tmp / 'big.db'}"), KEY, witness_dir=tmp / "w2")
         populate(big, args.entries)
         v = verify_rates(big, args.rounds)
+        t = time.perf_counter()
+        proofs_led = big_tree(tmp / "tree.db", args.tree)
+        built = time.perf_counter() - t
+        proofs = proof_timings(proofs_led, args.tree, args.rounds)
         pg = None
         if os.environ.get("MINDLEDGER_TEST_PG_URL"):
             pg = postgres(os.environ["MINDLEDGER_TEST_PG_URL"], min(args.commits, 300), tmp)
@@ -238,11 +322,23 @@ def main() -> None:
     for name, value, ratio in rows:
         shown = f"{ratio:>9.2f}x" if ratio is not None else f"{'(base)':>10}"
         print(f"{name:<58}{value:>12,.0f}{shown}")
+    log2 = (args.tree - 1).bit_length()
+    print(
+        f"\nproofs in a ledger of {args.tree:,} entries (tree of {2 * args.tree:,} stored nodes "
+        f"built in {built:.1f} s):\n"
+        f"  inclusion proof   {proofs['inclusion_ms']:.2f} ms, reads ≤ "
+        f"{proofs['inclusion_nodes']} stored nodes (⌈log2 n⌉ = {log2}), no entries\n"
+        f"  consistency proof {proofs['consistency_ms']:.2f} ms, reads ≤ "
+        f"{proofs['consistency_nodes']} stored nodes, no entries"
+    )
     print(
         f"\ngoals: commits ≥ 1,000/s → {commits:,.0f}/s "
         f"({'met' if commits >= 1000 else 'NOT met'}); verify ≥ 50,000 entries/s → "
         f"{v['default']:,.0f}/s ({'met' if v['default'] >= 50000 else 'NOT met'}) "
-        f"over {int(v['entries']):,} entries"
+        f"over {int(v['entries']):,} entries; inclusion proof < 5 ms in {args.tree:,} → "
+        f"{proofs['inclusion_ms']:.2f} ms ({'met' if proofs['inclusion_ms'] < 5 else 'NOT met'})"
+        f"; consistency proof O(log n) nodes → {proofs['consistency_nodes']} ≤ "
+        f"{2 * log2 + 1} ({'met' if proofs['consistency_nodes'] <= 2 * log2 + 1 else 'NOT met'})"
     )
 
 

@@ -38,6 +38,7 @@ from harness.agents import ChatAgent, ReferenceAgent
 from ledger.client import Prediction
 from ledger.ledger_errors import RevealRejected
 from ledger.predictions import Ledger
+from ledger.protocol import provenance, response_hash
 from ledger.scoring import ScoreRecord, aggregate, penalty_scores
 from mindledger.canonical import content_hash
 from mindledger.errors import UserError
@@ -234,6 +235,8 @@ def _check_agent(agent: MatrixAgent) -> None:
 class _Reply:
     answer: Any = None
     error: str | None = None
+    raw: str | None = None
+    """The target's raw reply (hashed into an observation's provenance)."""
 
 
 async def _ask(agent: MatrixAgent, item: Item, *key: Any) -> _Reply:
@@ -243,11 +246,12 @@ async def _ask(agent: MatrixAgent, item: Item, *key: Any) -> _Reply:
         if item.answer["kind"] == "distribution":
             return _Reply({c: 1.0 / len(choices) for c in choices})
         rng = _rng(agent, item.id, *key)
-        return _Reply(choices[int(rng.integers(len(choices)))])
+        choice = choices[int(rng.integers(len(choices)))]
+        return _Reply(choice, raw=choice)
     att = await agent.attempt(item)
     if att.error is not None:
         return _Reply(error=att.error)
-    return _Reply(att.answer)
+    return _Reply(att.answer, raw=att.raw_text)
 
 
 # -- the matrix ----------------------------------------------------------------------------------
@@ -336,9 +340,15 @@ async def run_matrix(
                 return
             answer = reply.answer if isinstance(reply.answer, str) else NO_ANSWER
             target_answers.setdefault((t, item.id), []).append(answer)
+            source = provenance(
+                "matrix",
+                f"matrix:{item.id}:{t}:{k}",
+                response_hash(reply.raw if reply.raw is not None else answer),
+                target=t,
+            )
             for (_, tt), pred in preds.items():
                 if tt == t:
-                    pred.observe(answer)
+                    pred.record(answer, source)
 
         await asyncio.gather(*(sample(t, k) for t in names for k in range(samples)))
         # 4. reveal and score.

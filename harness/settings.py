@@ -123,7 +123,12 @@ class Settings:
     api_port: int = 8765
     """Port of the daemon's HTTP API."""
     prediction_share: float = 0.2
-    """Share of proxied queries that must carry a committed prediction."""
+    """Share of proxied calls the service samples to carry a committed prediction."""
+    api_max_queued_runs: int = 2
+    """Runs one API token may have queued or running at once (a token may set its own)."""
+    head_interval: float = 300.0
+    """Seconds between the daemon's signed tree heads (when the ledger grew); 0: only on
+    request."""
     reveal_timeout: float = 86400.0
     """Seconds after a commit before an unrevealed prediction expires."""
     model_threads: int = 2
@@ -389,6 +394,10 @@ def _check_ranges(s: Settings) -> None:
         raise bad("held_out_fraction", "a fraction in [0, 1)")
     if not 0 <= s.prediction_share <= 1:
         raise bad("prediction_share", "a fraction in [0, 1]")
+    if s.api_max_queued_runs < 1:
+        raise bad("api_max_queued_runs", "a positive integer")
+    if not (0 <= s.head_interval < float("inf")):
+        raise bad("head_interval", "zero or a positive number of seconds")
     if not 1 <= s.api_port <= 65535:
         raise bad("api_port", "a port number")
     if s.db_url and not s.db_url.startswith(("sqlite:", "postgresql:", "postgresql+", "postgres:")):

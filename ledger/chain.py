@@ -30,17 +30,21 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from ledger.keys import COMMIT_TAG, ENTRY_TAG, parse_public_key, public_key_hex, sign
+from ledger.calls import Calls, check_call, check_refusal, summarise
+from ledger.keys import COMMIT_TAG, ENTRY_TAG, KEY_TAG, parse_public_key, public_key_hex, sign
 from ledger.keys import verify_signature as _verify_sig
+from ledger.ledger_errors import LedgerKeyError
+from ledger.merkle import CompactRange, leaf_hash
 from ledger.protocol import (
     PredictionState,
     commit_message,
+    is_digest,
     parse_time,
     prediction_id,
     quick_reveal,
@@ -51,6 +55,7 @@ __all__ = [
     "ENTRY_VERSION",
     "GENESIS_HASH",
     "LEDGER_FORMAT",
+    "LEDGER_FORMATS",
     "PROBLEMS",
     "Entry",
     "Failure",
@@ -59,18 +64,24 @@ __all__ = [
     "Witness",
     "entry_hash",
     "hash_input",
+    "key_change_message",
     "make_entry",
     "verify_entries",
 ]
 
 GENESIS_HASH = "sha256:" + "0" * 64
 """``prev_hash`` of entry 1."""
-LEDGER_FORMAT = "mindledger-ledger/1"
-"""The ``format`` named in a ledger's first (``open``) entry."""
+LEDGER_FORMAT = "mindledger-ledger/2"
+"""The ``format`` named in a new ledger's first (``open``) entry. Format 2 adds, over format 1:
+observations carry their provenance, commits their query hash, the query proxy's ``call`` and
+``refuse`` entries, and ``key`` entries (a change of the service key)."""
+LEDGER_FORMATS = ("mindledger-ledger/1", LEDGER_FORMAT)
+"""Formats this version verifies."""
 ENTRY_VERSION = 1
 """The ``v`` of an entry's canonical form."""
 
 PROBLEMS = (
+    "ledger-replaced",
     "entry-missing",
     "order-changed",
     "content-changed",
@@ -209,6 +220,10 @@ def make_entry(
     )
 
 
+def _signed(pub: Ed25519PublicKey | None, e: Entry) -> bool:
+    return pub is not None and signature_ok(pub, e)
+
+
 def signature_ok(pub: Ed25519PublicKey, e: Entry) -> bool:
     """Whether the entry's signature is the service's over its stored hash."""
     if not isinstance(e.hash, str) or not isinstance(e.signature, str):
@@ -269,6 +284,14 @@ class Verification:
     states: dict[str, int] = field(default_factory=dict)
     signatures: str = "head"
     ledger_id: str | None = None
+    keys: list[str] = field(default_factory=list)
+    """The service keys the ledger names, oldest first (the open entry's, then each change)."""
+    root: bytes | None = None
+    """The Merkle root of the entries, re-derived (None when they could not be read in order)."""
+    roots: dict[int, bytes] = field(default_factory=dict)
+    """Re-derived Merkle roots at the sizes asked for (for checking saved tree heads)."""
+    calls: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The query proxy's record per caller (:func:`ledger.calls.summarise`)."""
 
     @property
     def ok(self) -> bool:
@@ -297,15 +320,48 @@ class Verification:
 
 class Fold:
     """Replays entries in order: the ledger's semantics (``open`` first, commits with valid
-    ids and agent signatures, predictions moving only forward, reveals opening their
-    commitments, scores following from them)."""
+    ids and agent signatures, predictions moving only forward, observations before the
+    deadline and with their provenance, reveals opening their commitments, scores following
+    from them, the proxy's calls keeping its obligations, key changes signed by the old key).
 
-    def __init__(self, public_key_hex: str, *, full: bool):
-        self.public_key_hex = public_key_hex
+    ``keys`` is the history of service keys (the ``open`` entry's, then each ``key`` entry's);
+    :meth:`signer` says which of them must have signed an entry."""
+
+    def __init__(self, *, full: bool):
         self.full = full
         self.predictions: dict[str, PredictionState] = {}
         self.agent_keys: dict[str, str] = {}
+        self.calls = Calls()
         self.opened = False
+        self.strict = False
+        self.ledger_id: str | None = None
+        self.keys: list[str] = []
+        self._pubs: dict[str, Ed25519PublicKey | None] = {}
+
+    @property
+    def key_hex(self) -> str | None:
+        """The current service key (hex), None before the open entry."""
+        return self.keys[-1] if self.keys else None
+
+    def public_key(self, key_hex: str | None) -> Ed25519PublicKey | None:
+        if key_hex is None:
+            return None
+        if key_hex not in self._pubs:
+            try:
+                self._pubs[key_hex] = parse_public_key(key_hex)
+            except (ValueError, LedgerKeyError):
+                self._pubs[key_hex] = None
+        return self._pubs[key_hex]
+
+    def signer(self, e: Entry) -> Ed25519PublicKey | None:
+        """The key that must have signed ``e`` (call before folding ``e`` in): the current
+        key, which for a ``key`` entry is the old one; for the ``open`` entry, its own."""
+        if not self.opened and e.kind == "open":
+            try:
+                return self.public_key(str(json.loads(e.payload_json).get("public_key")))
+            except (TypeError, ValueError, AttributeError):
+                return None
+        return self.public_key(self.key_hex)
 
     def apply(self, e: Entry) -> list[tuple[str, str]]:
         if not self.full and self._fast_path(e):
@@ -318,7 +374,7 @@ class Fold:
             return [("invalid-entry", "the payload is not a JSON object")]
         try:
             return self._apply(e, payload)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, LedgerKeyError) as exc:
             return [("invalid-entry", f"malformed {e.kind} entry: {exc!r}")]
 
     def _fast_path(self, e: Entry) -> bool:
@@ -329,18 +385,22 @@ class Fold:
         if kind != "observe" and kind != "reveal":
             return False
         state = self.predictions.get(e.subject)
-        if state is None or state.final:
+        if state is None or state.final or not _no_later(e.time, state.deadline):
             return False
         text = e.payload_json
         if kind == "observe":
-            # canonical {"answer": s} is '{"answer":' + JSON string + '}'; with no backslash
-            # or quote inside, the JSON string's content is s itself
-            if not (text.startswith('{"answer":"') and text.endswith('"}')):
+            # canonical {"answer": s, "provenance": {…}} starts '{"answer":' + JSON string;
+            # with no backslash in the payload, the string ends at the next quote
+            if not text.startswith('{"answer":"') or "\\" in text:
                 return False
-            answer = text[11:-2]
-            if "\\" in answer or '"' in answer:
+            end = text.find('"', 11)
+            rest = text[end:]
+            if rest == '"}':
+                if self.strict:
+                    return False
+            elif not rest.startswith('","provenance":{"by":"'):
                 return False
-            state.observed.append(answer)
+            state.observed.append(text[11:end])
             state.state = "observed"
             return True
         revealed = _revealed_text(text)
@@ -351,7 +411,7 @@ class Fold:
         if text[start + 64 : start + 76] != '","scores":{':
             return False
         ok, _, _, _ = quick_reveal(state.commit, revealed, salt)
-        if not ok or parse_time(e.time) > parse_time(state.deadline):
+        if not ok:
             return False
         state.state, state.final_at = "scored", e.time
         return True
@@ -362,19 +422,16 @@ class Fold:
             if self.opened or e.seq != 1:
                 return [("invalid-entry", "a ledger is opened only once, by entry 1")]
             self.opened = True
-            if payload.get("format") != LEDGER_FORMAT:
+            self.ledger_id = e.hash
+            self.keys.append(str(payload.get("public_key")))
+            if payload.get("format") not in LEDGER_FORMATS:
                 return [("invalid-entry", f"unknown ledger format {payload.get('format')!r}")]
-            if payload.get("public_key") != self.public_key_hex:
-                return [
-                    (
-                        "signature-invalid",
-                        f"the ledger was opened with public key {payload.get('public_key')}, "
-                        f"not {self.public_key_hex}",
-                    )
-                ]
+            self.strict = payload["format"] != LEDGER_FORMATS[0]
             return []
         if not self.opened:
             return [("invalid-entry", "entry 1 of a ledger must be its open entry")]
+        if kind == "key":
+            return self._apply_key(e, payload)
         if kind == "register":
             predictor = payload["predictor"]
             if e.subject != f"agent:{predictor}":
@@ -384,6 +441,8 @@ class Fold:
             return []
         if kind == "commit":
             return self._apply_commit(e, payload)
+        if kind == "call" or kind == "refuse":
+            return self._apply_call(e, payload)
         state = self.predictions.get(e.subject)
         if state is None:
             return [("invalid-entry", f"{kind} for a prediction that was never committed")]
@@ -391,10 +450,27 @@ class Fold:
         if kind == "reveal" and not self.full:
             revealed_json = _revealed_text(e.payload_json)
         out = []
-        for msg in state.apply(kind, payload, e.time, revealed_json=revealed_json):
+        for msg in state.apply(
+            kind, payload, e.time, revealed_json=revealed_json, strict=self.strict
+        ):
             problem = "reveal-mismatch" if msg.startswith("reveal mismatch") else "invalid-entry"
             out.append((problem, msg.removeprefix("reveal mismatch: ")))
         return out
+
+    def _apply_key(self, e: Entry, payload: dict[str, Any]) -> list[tuple[str, str]]:
+        """A change of the service key: signed (as an entry) by the old key, naming the new
+        one, with the new key's signature proving its holder made the change."""
+        old, new = payload.get("previous"), payload.get("public_key")
+        if e.subject != "ledger" or old != self.key_hex or not isinstance(new, str):
+            return [("invalid-entry", "a key entry must name the current key and a new one")]
+        pub = self.public_key(new)
+        if pub is None or new in self.keys:
+            return [("invalid-entry", "a key entry's new key is not a fresh Ed25519 key")]
+        self.keys.append(new)
+        message = key_change_message(self.ledger_id, e.prev_hash, str(old), new)
+        if not _verify_sig(pub, KEY_TAG, message, str(payload.get("possession"))):
+            return [("signature-invalid", "the new key's proof of possession does not verify")]
+        return []
 
     def _apply_commit(self, e: Entry, payload: dict[str, Any]) -> list[tuple[str, str]]:
         pid = prediction_id(payload["commitment"])
@@ -406,6 +482,8 @@ class Fold:
             if not isinstance(payload.get(key), str):
                 return [("invalid-entry", f"the commit has no {key}")]
         self.predictions[pid] = PredictionState.from_commit(pid, payload, e.time, e.seq)
+        if self.strict and not is_digest(payload.get("query_hash")):
+            return [("invalid-entry", "the commit names no query hash")]
         agent_key = self.agent_keys.get(payload["predictor"])
         sig = payload.get("agent_signature")
         if agent_key is None:
@@ -420,11 +498,49 @@ class Fold:
             return [("signature-invalid", "the agent's signature over the commit is invalid")]
         return []
 
+    def _apply_call(self, e: Entry, payload: dict[str, Any]) -> list[tuple[str, str]]:
+        wrong = (check_call if e.kind == "call" else check_refusal)(e.subject, payload)
+        if wrong is not None:
+            return [("invalid-entry", wrong)]
+        problems = self.calls.apply(e.seq, e.kind, payload)
+        pid = payload.get("prediction")
+        if e.kind == "call" and pid is not None:
+            state = self.predictions.get(pid)
+            if state is None:
+                problems.append(f"a call unlocked by {pid}, which was never committed")
+            elif (state.predictor, state.target) != (payload["caller"], payload["target"]):
+                problems.append(f"a call unlocked by {pid}, another pair's prediction")
+            elif state.query_hash != payload["query_hash"]:
+                problems.append(f"a call unlocked by {pid}, whose query hash differs")
+            elif state.final or not _no_later(e.time, state.deadline):
+                problems.append(f"a call unlocked by {pid} after it closed")
+            elif payload["answered"]:
+                if state.proxied is not None:
+                    problems.append(f"{pid} unlocked a second call")
+                state.proxied = payload["request"]
+        return [("invalid-entry", p) for p in problems]
+
     def states(self) -> dict[str, int]:
         counts: dict[str, int] = defaultdict(int)
         for s in self.predictions.values():
             counts[s.state] += 1
         return dict(counts)
+
+
+def key_change_message(ledger_id: str | None, prev_hash: str, old: str, new: str) -> bytes:
+    """What a new service key signs (after :data:`~ledger.keys.KEY_TAG`) to take over: the
+    canonical JSON of the ledger id, the hash of the entry the change follows, and both keys."""
+    return canonical_json(
+        {"ledger": ledger_id, "prev_hash": prev_hash, "previous": old, "public_key": new}
+    )
+
+
+def _no_later(time: str, deadline: str) -> bool:
+    """``time`` ≤ ``deadline`` (ISO 8601): a string comparison when both are in the stored
+    form (UTC, microseconds), else parsed."""
+    if len(time) == len(deadline) == 32 and time.endswith("+00:00") and deadline.endswith("+00:00"):
+        return time <= deadline
+    return parse_time(time) <= parse_time(deadline)
 
 
 def _revealed_text(payload_json: str) -> str | None:
@@ -448,31 +564,39 @@ def verify_entries(
     *,
     full: bool = False,
     witness: Witness | None = None,
+    sizes: Collection[int] = (),
 ) -> Verification:
     """Verify a ledger given as a function returning its entries in ``seq`` order (called
-    once for the fast pass, and again to diagnose if that finds anything)."""
+    once for the fast pass, and again to diagnose if that finds anything). Re-derives the
+    Merkle root, and the roots at ``sizes`` (to check saved tree heads against)."""
     pub_hex = public_key_hex(public_key)
-    result = _fast(entries(), public_key, pub_hex, full, witness)
-    if result is not None:
-        return result
-    return _diagnose(list(entries()), public_key, pub_hex, witness)
+    wanted = frozenset(sizes)
+    result = _fast(entries(), pub_hex, full, witness, wanted)
+    if result is None:
+        result = _diagnose(list(entries()), public_key, pub_hex, witness, wanted)
+    return result
 
 
 def _fast(
     entries: Iterable[Entry],
-    pub: Ed25519PublicKey,
     pub_hex: str,
     full: bool,
     witness: Witness | None,
+    sizes: frozenset[int],
 ) -> Verification | None:
-    """The fast pass: ``None`` as soon as anything is off (the diagnosis then says what)."""
-    fold = Fold(pub_hex, full=full)
+    """The fast pass: ``None`` as soon as anything is off (the diagnosis then says what).
+
+    Signatures: the head's, and every ``key`` entry's (a key change is vouched for by the old
+    key, the entries after it by the head); with ``full``, every entry's."""
+    fold = Fold(full=full)
     apply = fold.apply
     prev_hash, prev_sig, expected = GENESIS_HASH, "", 1
     last: Entry | None = None
     witness_seq = witness.seq if witness is not None else -1
     witness_hash: str | None = None
     sha256 = hashlib.sha256
+    tree = CompactRange()
+    push, roots = tree.push, {}
     try:
         for e in entries:
             seq, subject, kind, payload_json, time, e_prev_hash, e_prev_sig, digest, _ = e
@@ -481,16 +605,26 @@ def _fast(
             data = hash_input(seq, e_prev_hash, e_prev_sig, time, kind, subject, payload_json)
             if "sha256:" + sha256(data).hexdigest() != digest:
                 return None
-            if full and not signature_ok(pub, e):
+            if (full or kind == "key") and not _signed(fold.signer(e), e):
                 return None
             if apply(e):
                 return None
             if seq == witness_seq:
                 witness_hash = digest
+            push(sha256(b"\x00" + bytes.fromhex(digest[7:])).digest())
+            if seq in sizes:
+                roots[seq] = tree.root()
             prev_hash, prev_sig, expected, last = digest, e.signature, expected + 1, e
     except (TypeError, ValueError, AttributeError):
         return None
-    if last is not None and not full and not signature_ok(pub, last):
+    if (
+        last is not None
+        and not full
+        and last.kind != "key"
+        and not _signed(fold.public_key(fold.key_hex), last)
+    ):
+        return None
+    if last is not None and pub_hex not in fold.keys:
         return None
     if witness is not None and (
         last is None or witness.seq > last.seq or witness_hash != witness.hash
@@ -503,6 +637,11 @@ def _fast(
         head_hash=None if last is None else last.hash,
         states=fold.states(),
         signatures="all" if full else "head",
+        ledger_id=fold.ledger_id,
+        keys=list(fold.keys),
+        root=tree.root(),
+        roots=roots,
+        calls=summarise(fold.calls.by_caller()),
     )
 
 
@@ -514,7 +653,11 @@ def _safe_hash(e: Entry, seq: int | None = None) -> str | None:
 
 
 def _diagnose(
-    entries: list[Entry], pub: Ed25519PublicKey, pub_hex: str, witness: Witness | None
+    entries: list[Entry],
+    pub: Ed25519PublicKey,
+    pub_hex: str,
+    witness: Witness | None,
+    sizes: frozenset[int],
 ) -> Verification:
     """Check everything, every signature included, and say what is wrong where."""
     failures: list[Failure] = []
@@ -545,7 +688,9 @@ def _diagnose(
         signed_pos[nxt[0]] = pos
         cur, pos = entries[nxt[0]].hash, pos + 1
 
-    fold = Fold(pub_hex, full=True)
+    fold = Fold(full=True)
+    tree: CompactRange | None = CompactRange()
+    roots: dict[int, bytes] = {}
     prev: Entry | None = None
     prev_authentic = True
     expected = 1
@@ -573,7 +718,13 @@ def _diagnose(
                 e,
             )
         recomputed = _safe_hash(e)
-        authentic = signature_ok(pub, e)
+        opening = not fold.opened and e.kind == "open"
+        authentic = _signed(fold.signer(e), e)
+        if opening and not authentic and signature_ok(pub, e):
+            # the open entry's key was changed: judge the rest by the verifier's key
+            authentic, anchor = True, pub_hex
+        else:
+            anchor = None
         if not authentic:
             if recomputed == e.hash:
                 fail(
@@ -648,6 +799,16 @@ def _diagnose(
                 )
         for problem, message in fold.apply(e):
             fail(e.seq, problem, message, e)
+        if opening and anchor is not None and fold.keys:
+            fold.keys[0] = anchor
+        if tree is not None:
+            # the tree of the entries as stored, while they stand in seq order
+            if e.seq == tree.size + 1 and is_digest(e.hash):
+                tree.append(leaf_hash(bytes.fromhex(e.hash[7:])))
+                if e.seq in sizes:
+                    roots[e.seq] = tree.root()
+            else:
+                tree = None
         if witness is not None and e.seq == witness.seq:
             witness_hash = e.hash
         prev, prev_authentic, expected = e, authentic, max(expected, e.seq) + 1
@@ -669,6 +830,17 @@ def _diagnose(
                 f"{witness.source} recorded this entry as {witness.hash}: the ledger was "
                 "rewritten from here",
             )
+    if entries and pub_hex not in fold.keys:
+        history = ", ".join(fold.keys) or "none"
+        fail(
+            1,
+            "signature-invalid",
+            f"the ledger was opened with public key {history}, not {pub_hex}"
+            if len(fold.keys) <= 1
+            else f"the ledger's keys were {history}, never {pub_hex} (a key changes only "
+            "by a key entry signed by the old key)",
+            entries[0],
+        )
     failures.sort(key=lambda f: (f.seq, _PRIORITY.get(f.problem, 99)))
     # one failure per (seq, problem, message)
     unique: list[Failure] = []
@@ -686,4 +858,9 @@ def _diagnose(
         head_hash=last.hash if last is not None else None,
         states=fold.states(),
         signatures="all",
+        ledger_id=fold.ledger_id,
+        keys=list(fold.keys),
+        root=None if tree is None else tree.root(),
+        roots=roots,
+        calls=summarise(fold.calls.by_caller()),
     )

@@ -1,22 +1,30 @@
-"""The Python client: commit before asking, record the answer, reveal and score after.
+"""The Python client: commit before asking, let mindledger ask the target, reveal and score.
 
 ::
 
     from ledger import open_ledger
 
-    ledger = open_ledger(home).client("piper")
-    with ledger.predict("dusk", "Pick a number from 1 to 10", {"7": 0.6, "3": 0.4}) as p:
-        answer = p.ask(ask_dusk, "Pick a number from 1 to 10")   # or: p.observe(answer)
+    client = open_ledger(home).client("piper")
+    with client.predict("dusk", "Pick a number from 1 to 10", {"7": 0.6, "3": 0.4},
+                        via=ask_dusk) as p:
+        answer = p.ask()     # mindledger calls ask_dusk(query) and records what dusk said
     print(p.scores)          # log score, Brier, top-1 match, …
 
-Entering the block commits (the salt and the prediction stay in this process); every answer
-recorded in the block is an observation; leaving the block reveals and scores. If the block
-raises before any answer was recorded, nothing is revealed and the prediction will expire,
-counted against the predictor like any unrevealed prediction.
+Entering the block commits (the salt and the prediction stay in this process); :meth:`ask`
+queries the target through the adapter given as ``via`` (any callable taking the query and
+returning the target's answer) and records the answer with its provenance — the predictor never
+hands mindledger an answer of its own; leaving the block reveals and scores. If the block raises
+before any answer was recorded, nothing is revealed and the prediction will expire, counted
+against the predictor like any unrevealed prediction.
+
+This client writes to the ledger in-process, so it is an operator's tool (whoever can run it
+can open the database). An agent under test goes through the daemon instead
+(:mod:`harness.daemon.client`): its calls pass the query proxy, which asks the target itself.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
@@ -26,7 +34,16 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ledger.keys import COMMIT_TAG, public_key_hex, sign
 from ledger.ledger_errors import LedgerStateError, RevealRejected
 from ledger.predictions import CommitReceipt, Ledger, RevealResult
-from ledger.protocol import commit_message, commitment, new_salt, prediction_body, prediction_id
+from ledger.protocol import (
+    commit_fields,
+    commit_message,
+    commitment,
+    new_salt,
+    prediction_body,
+    prediction_id,
+    provenance,
+    response_hash,
+)
 
 __all__ = ["LedgerClient", "Prediction"]
 
@@ -59,10 +76,12 @@ class LedgerClient:
         own_answer: str | None = None,
         item: str | None = None,
         condition: Any = None,
+        via: Callable[[str], Any] | None = None,
     ) -> Prediction:
         """A prediction of ``target``'s answer to ``query``, to use in a ``with`` block (or
-        call :meth:`Prediction.commit`, :meth:`~Prediction.observe`, :meth:`~Prediction.reveal`
-        yourself). Checks the distribution now; commits nothing yet."""
+        call :meth:`Prediction.commit`, :meth:`~Prediction.ask`, :meth:`~Prediction.reveal`
+        yourself). ``via`` is the adapter that asks the target: called with the query, it
+        returns the target's answer. Checks the distribution now; commits nothing yet."""
         body = prediction_body(
             predictor=self.predictor,
             target=target,
@@ -74,7 +93,7 @@ class LedgerClient:
             item=item,
             condition=condition,
         )
-        return Prediction(self, body)
+        return Prediction(self, body, via)
 
     def commit(
         self, target: str, query: str, distribution: Mapping[str, float], **kw: Any
@@ -88,9 +107,12 @@ class LedgerClient:
 class Prediction:
     """One prediction's life on the client side: it holds the prediction and its salt."""
 
-    def __init__(self, client: LedgerClient, body: dict[str, Any]):
+    def __init__(
+        self, client: LedgerClient, body: dict[str, Any], via: Callable[[str], Any] | None = None
+    ):
         self.client = client
         self.body = body
+        self.via = via
         self.salt = new_salt()
         self.commitment = commitment(body, self.salt)
         self.id = prediction_id(self.commitment)
@@ -107,16 +129,9 @@ class Prediction:
         """Commit (once)."""
         if self.receipt is None:
             b = self.body
+            fields = commit_fields(b, self.commitment)
             signature = None
             if self.client.agent_key is not None:
-                fields = {
-                    "predictor": b["predictor"],
-                    "target": b["target"],
-                    "query": b["query"],
-                    "item": b["item"],
-                    "condition": b["condition"],
-                    "commitment": self.commitment,
-                }
                 signature = sign(self.client.agent_key, COMMIT_TAG, commit_message(fields))
             self.receipt = self.client.ledger.commit(
                 b["predictor"],
@@ -126,21 +141,43 @@ class Prediction:
                 item=b["item"],
                 condition=b["condition"],
                 agent_signature=signature,
+                query_hash=fields["query_hash"],
             )
         return self.receipt
 
-    def observe(self, answer: str) -> None:
-        """Record one answer of the target."""
-        self.commit()
-        self.client.ledger.observe(self.id, answer)
-        self.answers.append(answer)
+    def ask(self, times: int = 1) -> Any:
+        """Ask the target (through ``via``) ``times`` times and record each answer with its
+        provenance; returns the answer (a list of them when ``times`` > 1)."""
+        if self.via is None:
+            raise LedgerStateError(
+                f"prediction {self.id} has no adapter to ask {self.body['target']!r} with: "
+                "pass via=<a callable that asks the target> to predict()",
+                prediction=self.id,
+            )
+        adapter = getattr(self.via, "__qualname__", type(self.via).__qualname__)
+        answers = []
+        for _ in range(times):
+            reply = self.via(self.body["query"])
+            text = reply if isinstance(reply, str) else str(reply)
+            self.record(
+                text,
+                provenance(
+                    "client",
+                    f"client-{uuid.uuid4().hex}",
+                    response_hash(text),
+                    adapter=str(adapter)[:200],
+                ),
+            )
+            answers.append(reply)
+        return answers[0] if times == 1 else answers
 
-    def ask(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Call ``fn(*args, **kwargs)`` (the query to the target) and record what it returns
-        (as ``str``) as an answer."""
-        answer = fn(*args, **kwargs)
-        self.observe(answer if isinstance(answer, str) else str(answer))
-        return answer
+    def record(self, answer: str, source: Mapping[str, Any]) -> None:
+        """Record one answer of the target that the calling component obtained itself, with
+        its provenance (:func:`~ledger.protocol.provenance`): for the components that ask
+        targets (the matrix, the runner) and for operators."""
+        self.commit()
+        self.client.ledger.observe(self.id, answer, source)
+        self.answers.append(answer)
 
     def reveal(self) -> RevealResult:
         """Reveal and score; raises RevealRejected if the ledger recorded it as rejected or
@@ -176,7 +213,7 @@ class Prediction:
         if exc is None:
             raise LedgerStateError(
                 f"no answer was recorded for prediction {self.id} in the block (call "
-                "p.observe(answer) or p.ask(fn, …)); it stays committed and will expire",
+                "p.ask()); it stays committed and will expire",
                 prediction=self.id,
                 state="committed",
             )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from cryptography.exceptions import InvalidSignature
@@ -28,12 +29,16 @@ __all__ = [
     "ENTRY_TAG",
     "EXPORT_TAG",
     "KEY_FILE",
+    "KEY_TAG",
+    "NEXT_KEY_FILE",
     "PUBLIC_KEY_FILE",
+    "TREE_HEAD_TAG",
     "generate_key",
     "load_or_create_service_key",
     "load_private_key",
     "parse_public_key",
     "public_key_hex",
+    "rotate_service_key",
     "sign",
     "verify_signature",
 ]
@@ -44,6 +49,11 @@ EXPORT_TAG = b"mindledger-export/1:"
 """Prefix of the message the service signs for an export trailer (then its canonical JSON)."""
 COMMIT_TAG = b"mindledger-commit/1:"
 """Prefix of the message an agent signs for a commit (then the commit's canonical JSON)."""
+KEY_TAG = b"mindledger-key/1:"
+"""Prefix of the message a new service key signs to prove possession when it replaces the old
+one (then the canonical JSON of the ``key`` entry's ledger, prev_hash, previous and new key)."""
+TREE_HEAD_TAG = b"mindledger-tree-head/1:"
+"""Prefix of the message the service signs for a signed tree head (then its canonical JSON)."""
 
 KEY_FILE = Path("keys") / "ledger-ed25519.pem"
 """The service's private key, relative to the data directory."""
@@ -105,12 +115,7 @@ def load_or_create_service_key(home: Path) -> Ed25519PrivateKey:
         os.chmod(path.parent, 0o700)
     key = generate_key()
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, _pem(key))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    _write_private(tmp, key)
     try:
         os.link(tmp, path)
     except FileExistsError:
@@ -122,6 +127,40 @@ def load_or_create_service_key(home: Path) -> Ed25519PrivateKey:
     pub_tmp.write_text(public_key_hex(key) + "\n", encoding="ascii")
     os.replace(pub_tmp, pub)
     return key
+
+
+NEXT_KEY_FILE = Path("keys") / "ledger-ed25519.next.pem"
+"""Where a key change stages the new key until the ledger has recorded the change."""
+
+
+def _write_private(path: Path, key: Ed25519PrivateKey) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, _pem(key))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def rotate_service_key(home: Path, change: Callable[[Ed25519PrivateKey], object]) -> str:
+    """Replace the service key of data directory ``home`` with a new one: the new key is
+    written to :data:`NEXT_KEY_FILE` first, ``change(new_key)`` records the change (the
+    ledger's ``key`` entry, signed by the old key), and only then does the new key take the
+    old one's place. A crash before ``change`` leaves the old key in force; after it, the
+    ledger refuses the old key and the message names the staged file. Returns the new public
+    key (hex)."""
+    current = home / KEY_FILE
+    staged = home / NEXT_KEY_FILE
+    staged.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    new = generate_key()
+    _write_private(staged, new)
+    change(new)
+    os.replace(staged, current)
+    pub = home / PUBLIC_KEY_FILE
+    pub_tmp = pub.with_name(f".{pub.name}.{os.getpid()}.tmp")
+    pub_tmp.write_text(public_key_hex(new) + "\n", encoding="ascii")
+    os.replace(pub_tmp, pub)
+    return public_key_hex(new)
 
 
 def parse_public_key(text: str) -> Ed25519PublicKey:

@@ -11,10 +11,10 @@ believed they held the head cannot fork the chain: the second insert fails.
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Column, Integer, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-__all__ = ["LedgerEntryRow"]
+__all__ = ["LedgerEntryRow", "LedgerTreeRow"]
 
 
 class LedgerEntryRow(SQLModel, table=True):
@@ -44,3 +44,18 @@ class LedgerEntryRow(SQLModel, table=True):
     """``sha256:<hex>`` of the entry's canonical form."""
     signature: str = Field(sa_column=Column(Text, nullable=False))
     """The service's Ed25519 signature over the hash, hex."""
+
+
+class LedgerTreeRow(SQLModel, table=True):
+    """One stored node of the ledger's Merkle tree (RFC 6962; see :mod:`ledger.merkle`): the
+    root of the perfect subtree over leaves ``[idx << level, (idx + 1) << level)``, where leaf
+    ``i`` is entry ``i + 1``. Written once, in the transaction that appends its last leaf."""
+
+    __tablename__ = "ledger_tree"
+
+    level: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    """Height of the subtree (0: a leaf)."""
+    idx: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    """Position of the subtree among those of its level."""
+    hash: str
+    """The subtree's root hash, 64 hex digits."""

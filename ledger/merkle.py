@@ -215,6 +215,17 @@ class CompactRange:
         self._size += 1
         return out
 
+    def push(self, leaf: bytes) -> None:
+        """Append one leaf hash without returning the nodes it completes (for re-deriving a
+        root while streaming: the verifier's hot loop)."""
+        stack, index = self._stack, self._size
+        h = leaf
+        while index & 1:
+            h = hashlib.sha256(b"\x01" + stack.pop() + h).digest()
+            index >>= 1
+        stack.append(h)
+        self._size += 1
+
     def root(self) -> bytes:
         """MTH of the leaves appended so far (:data:`EMPTY_ROOT` when there are none)."""
         return _fold(self._stack) if self._stack else EMPTY_ROOT

@@ -154,10 +154,107 @@ def m0003_api_tokens(op: Operations) -> None:
     op.create_index("ix_api_tokens_agent", "api_tokens", ["agent"])
 
 
+def m0004_token_scopes(op: Operations) -> None:
+    """API tokens get a public id, a scope, a label, expiry, revocation, last use and a cap on
+    open runs; ``api_run_requests`` records which token requested which run (see
+    harness.daemon.models). Tokens made before this migration become ``agent`` tokens that never
+    expire, with the id ``tok_`` + the first 8 hex digits of their hash (more digits for the
+    rare one whose 8 collide with an earlier token's)."""
+    with op.batch_alter_table("api_tokens") as batch:
+        batch.add_column(sa.Column("token_id", sa.String(), nullable=True))
+        batch.add_column(sa.Column("scope", sa.String(), nullable=True))
+        batch.add_column(sa.Column("label", sa.String(), nullable=True))
+        batch.add_column(sa.Column("expires_at", sa.String(), nullable=True))
+        batch.add_column(sa.Column("revoked_at", sa.String(), nullable=True))
+        batch.add_column(sa.Column("last_used_at", sa.String(), nullable=True))
+        batch.add_column(sa.Column("max_queued_runs", sa.Integer(), nullable=True))
+        batch.alter_column("agent", existing_type=sa.String(), nullable=True)
+    conn = op.get_bind()
+    tokens = sa.table(
+        "api_tokens",
+        sa.column("token_hash", sa.String()),
+        sa.column("token_id", sa.String()),
+        sa.column("scope", sa.String()),
+        sa.column("created_at", sa.String()),
+    )
+    taken: set[str] = set()
+    rows = conn.execute(
+        sa.select(tokens.c.token_hash).order_by(tokens.c.created_at, tokens.c.token_hash)
+    ).all()
+    for (token_hash,) in rows:
+        digest = str(token_hash).removeprefix("sha256:")
+        n = 8
+        while "tok_" + digest[:n] in taken and n < len(digest):
+            n += 1
+        token_id = "tok_" + digest[:n]
+        taken.add(token_id)
+        conn.execute(
+            sa.update(tokens)
+            .where(tokens.c.token_hash == token_hash)
+            .values(token_id=token_id, scope="agent")
+        )
+    with op.batch_alter_table("api_tokens") as batch:
+        batch.alter_column("token_id", existing_type=sa.String(), nullable=False)
+        batch.alter_column("scope", existing_type=sa.String(), nullable=False)
+        batch.create_index("ix_api_tokens_token_id", ["token_id"], unique=True)
+    op.create_table(
+        "api_run_requests",
+        sa.Column("run_id", sa.String(), primary_key=True),
+        sa.Column("token_id", sa.String(), nullable=False),
+        sa.Column("created_at", sa.String(), nullable=False),
+    )
+    op.create_index("ix_api_run_requests_token_id", "api_run_requests", ["token_id"])
+
+
+def m0005_ledger_tree(op: Operations) -> None:
+    """The ledger's Merkle tree (RFC 6962): the root of every perfect subtree, written once when
+    its last leaf is appended (see ledger.merkle), append-only like the entries; filled in for
+    the entries already there."""
+    op.create_table(
+        "ledger_tree",
+        sa.Column("level", sa.Integer(), primary_key=True, autoincrement=False),
+        sa.Column("idx", sa.BigInteger(), primary_key=True, autoincrement=False),
+        sa.Column("hash", sa.String(), nullable=False),
+    )
+    conn = op.get_bind()
+    if conn.dialect.name == "sqlite":
+        for action in ("UPDATE", "DELETE"):
+            op.execute(
+                f"CREATE TRIGGER ledger_tree_no_{action.lower()} BEFORE {action} "
+                "ON ledger_tree BEGIN "
+                "SELECT RAISE(ABORT, 'the ledger tree is append-only'); END"
+            )
+    else:
+        op.execute(
+            "CREATE TRIGGER ledger_tree_no_change BEFORE UPDATE OR DELETE ON ledger_tree "
+            "FOR EACH ROW EXECUTE FUNCTION ledger_entries_append_only()"
+        )
+        op.execute(
+            "CREATE TRIGGER ledger_tree_no_truncate BEFORE TRUNCATE ON ledger_tree "
+            "FOR EACH STATEMENT EXECUTE FUNCTION ledger_entries_append_only()"
+        )
+    from ledger.merkle import CompactRange, leaf_hash  # pure; here to keep this module light
+
+    tree = CompactRange()
+    insert = sa.text("INSERT INTO ledger_tree (level, idx, hash) VALUES (:l, :i, :h)")
+    batch: list[dict[str, object]] = []
+    rows = conn.execute(sa.text("SELECT hash FROM ledger_entries ORDER BY seq"))
+    for (digest,) in rows:
+        for node in tree.append(leaf_hash(bytes.fromhex(str(digest)[7:]))):
+            batch.append({"l": node.level, "i": node.index, "h": node.hash.hex()})
+        if len(batch) >= 5000:
+            conn.execute(insert, batch)
+            batch = []
+    if batch:
+        conn.execute(insert, batch)
+
+
 MIGRATIONS: list[Migration] = [
     ("0001_runs_items_trials", m0001_runs_items_trials),
     ("0002_predictions", m0002_predictions),
     ("0003_api_tokens", m0003_api_tokens),
+    ("0004_token_scopes", m0004_token_scopes),
+    ("0005_ledger_tree", m0005_ledger_tree),
 ]
 """Every migration, in the order it applies. Append only."""
 

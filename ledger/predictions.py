@@ -16,23 +16,26 @@ import datetime as dt
 import json
 import secrets
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from sqlalchemy.engine import Engine
 
+from ledger.calls import Calls, CallTally, check_call, check_refusal
 from ledger.chain import (
     GENESIS_HASH,
     LEDGER_FORMAT,
+    PROBLEMS,
     Entry,
     Failure,
     Verification,
     Witness,
     entry_hash,
+    key_change_message,
     make_entry,
     signature_ok,
     verify_entries,
@@ -41,6 +44,7 @@ from ledger.db import Clock, mask, open_engine, utc_now
 from ledger.keys import (
     COMMIT_TAG,
     EXPORT_TAG,
+    KEY_TAG,
     load_or_create_service_key,
     parse_public_key,
     public_key_hex,
@@ -52,14 +56,40 @@ from ledger.ledger_errors import (
     LedgerKeyError,
     LedgerStateError,
 )
+from ledger.merkle import (
+    CompactRange,
+    NodeKey,
+    consistency_keys,
+    consistency_proof,
+    inclusion_keys,
+    inclusion_proof,
+    leaf_hash,
+    root_from,
+    root_keys,
+)
 from ledger.protocol import (
+    REFUSALS,
     PredictionState,
+    check_provenance,
     check_reveal,
     commit_message,
+    is_digest,
     parse_time,
     prediction_id,
+    query_messages,
+    unlock_refusal,
 )
+from ledger.protocol import query_hash as hash_query
 from ledger.scoring import ScoreRecord, aggregate, penalty_scores, score_prediction
+from ledger.tree import (
+    HEADS_FILE,
+    HeadsFile,
+    TreeHead,
+    check_head,
+    digest_bytes,
+    digest_text,
+    sign_tree_head,
+)
 from ledger.witness import HeadWitness
 from mindledger.canonical import canonical_json
 from mindledger.errors import InputError, NotFoundError, StorageError
@@ -78,6 +108,7 @@ __all__ = [
 
 _COLUMNS = "seq, subject, kind, payload_json, time, prev_hash, prev_signature, hash, signature"
 _INSERT = f"INSERT INTO ledger_entries ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_TREE_INSERT = "INSERT INTO ledger_tree (level, idx, hash) VALUES (?, ?, ?)"
 _PREDICTION_KINDS = ("commit", "observe", "reveal", "reject", "expire")
 WITNESS_DIR = "ledger-witness"
 """The head witness's directory, relative to the data directory."""
@@ -182,7 +213,8 @@ class Ledger:
     ``clock`` returns the current time as an ISO 8601 UTC string (tests pass their own);
     ``reveal_timeout`` is how many seconds after its commit a prediction expires;
     ``witness_dir`` holds the head witness (see :mod:`ledger.witness`; None turns it off, and
-    with it the detection of a cut-off tail).
+    with it the detection of a cut-off tail); ``heads_file`` receives every signed tree head
+    (see :mod:`ledger.tree`; None: heads are signed but not kept).
     """
 
     def __init__(
@@ -193,6 +225,7 @@ class Ledger:
         clock: Clock = utc_now,
         reveal_timeout: float = 86400.0,
         witness_dir: Path | None = None,
+        heads_file: Path | None = None,
     ):
         if reveal_timeout <= 0:
             raise InputError("must be a positive number of seconds", where="reveal_timeout")
@@ -203,6 +236,8 @@ class Ledger:
         self.clock = clock
         self.reveal_timeout = reveal_timeout
         self.witness = HeadWitness(witness_dir) if witness_dir is not None else None
+        self.heads = HeadsFile(heads_file) if heads_file is not None else None
+        self._published: TreeHead | None = None
         self.db_label = mask(engine.url.render_as_string(hide_password=False))
         self._sqlite = engine.dialect.name == "sqlite"
         self._integrity_error: type[Exception] = engine.dialect.loaded_dbapi.IntegrityError
@@ -210,6 +245,10 @@ class Ledger:
         self._trusted: tuple[int, str, str] | None = None
         """The head this process last wrote or verified: no need to check its signature."""
         self._ledger_id: str | None = None
+        self._tree: tuple[str, CompactRange] | None = None
+        """The Merkle tree's compact range at the head this process last wrote (its hash)."""
+        self._bound = False
+        """Whether this process checked that the data directory witnessed no other ledger."""
 
     def close(self) -> None:
         """Release the head witness's file descriptors (the engine is the caller's)."""
@@ -263,7 +302,8 @@ class Ledger:
         return None if row is None else _row_entry(row)
 
     def _genesis(self, cur: _Cursor) -> str | None:
-        """The ledger's id (hash of entry 1), checking it names our public key."""
+        """The ledger's id (hash of entry 1), checking that the ledger's current key (the open
+        entry's, or the newest ``key`` entry's) is the service key here."""
         if self._ledger_id is not None:
             return self._ledger_id
         row = cur.one("SELECT hash, payload_json FROM ledger_entries WHERE seq = 1")
@@ -273,30 +313,55 @@ class Ledger:
             opened_with = json.loads(row[1]).get("public_key")
         except (ValueError, AttributeError):
             opened_with = None
-        if opened_with != self.public_key_hex:
-            raise LedgerKeyError(
-                f"this ledger was opened with public key {opened_with}, but the service key "
-                f"here is {self.public_key_hex}: use the key the ledger was created with"
-            )
+        changed = cur.one(
+            "SELECT payload_json FROM ledger_entries WHERE kind = 'key' ORDER BY seq DESC LIMIT 1"
+        )
+        if changed is None:
+            if opened_with != self.public_key_hex:
+                raise LedgerKeyError(
+                    f"this ledger was opened with public key {opened_with}, but the service "
+                    f"key here is {self.public_key_hex}: use the key the ledger was created "
+                    "with (a key changes only by `mindledger ledger rotate-key`)"
+                )
+        else:
+            current = json.loads(changed[0]).get("public_key")
+            if current != self.public_key_hex:
+                raise LedgerKeyError(
+                    f"this ledger's current key is {current}, but the service key here is "
+                    f"{self.public_key_hex}: a key changes only by `mindledger ledger "
+                    "rotate-key`, which records the change signed by the old key (if one "
+                    "was interrupted, the new key is in keys/ledger-ed25519.next.pem)"
+                )
         self._ledger_id = row[0]
         return self._ledger_id
 
+    def _foreign_witnesses(self, lid: str | None) -> list[tuple[str, Witness]]:
+        """Witnesses in this data directory of ledgers other than ``lid``."""
+        if self.witness is None:
+            return []
+        return [(other, w) for other, w in self.witness.recorded() if other != lid]
+
     def _check_head(self, cur: _Cursor, head: Entry | None) -> None:
-        """Refuse to build on a head that is not authentic or on a ledger shorter than the
-        head witness."""
+        """Refuse to build on a head that is not authentic, on a ledger shorter than the head
+        witness, or on a ledger other than the one this data directory witnessed."""
         lid = self._genesis(cur) if head is not None else None
         if self.witness is not None:
-            if head is None:
-                recorded = self.witness.for_database(self.db_label)
-                if recorded:
-                    _, seen = max(recorded, key=lambda t: t[1].seq)
+            if not self._bound or head is None:
+                foreign = self._foreign_witnesses(lid)
+                if foreign:
+                    other, seen = max(foreign, key=lambda t: t[1].seq)
+                    now = "is empty" if lid is None else f"holds ledger {lid}"
                     raise LedgerIntegrityError(
-                        f"the ledger is empty, but {seen.source} recorded entry {seen.seq}: "
-                        "refusing to start it again (run `mindledger ledger verify`)"
+                        f"the database {now}, but {seen.source} recorded ledger {other} up to "
+                        f"entry {seen.seq}: the ledger was replaced; refusing to append (run "
+                        "`mindledger ledger verify`; to start a new ledger on purpose, use a "
+                        "new data directory)"
                     )
-            elif lid is not None:
+                self._bound = lid is not None
+            if lid is not None:
                 w = self.witness.read(lid)
                 if w is not None:
+                    assert head is not None
                     if head.seq < w.seq or (head.seq == w.seq and head.hash != w.hash):
                         raise LedgerIntegrityError(
                             f"the ledger ends at entry {head.seq}, but {w.source} recorded "
@@ -312,15 +377,25 @@ class Ledger:
                             )
         if head is None:
             return
+        signer = self._head_signer(head)
         if entry_hash(head) != head.hash or (
             self._trusted != (head.seq, head.hash, head.signature)
-            and not signature_ok(self.public_key, head)
+            and (signer is None or not signature_ok(signer, head))
         ):
             raise LedgerIntegrityError(
                 f"the ledger's last entry ({head.seq}) does not verify: it was changed or "
                 "forged; refusing to append (run `mindledger ledger verify`)"
             )
         self._trusted = (head.seq, head.hash, head.signature)
+
+    def _head_signer(self, head: Entry) -> Ed25519PublicKey | None:
+        """The key that signed ``head``: the service key, or for a key change the old key."""
+        if head.kind != "key":
+            return self.public_key
+        try:
+            return parse_public_key(str(json.loads(head.payload_json)["previous"]))
+        except (ValueError, KeyError, TypeError, LedgerKeyError):
+            return None
 
     def _append(
         self, build: Callable[[_Cursor, str], tuple[list[Spec], Any]]
@@ -366,6 +441,12 @@ class Ledger:
                         )
                         entries.append(e)
                         prev_hash, prev_sig = e.hash, e.signature
+                    tree = self._tree_at(cur, head)
+                    nodes = [
+                        (n.level, n.index, n.hash.hex())
+                        for e in entries
+                        for n in tree.append(leaf_hash(digest_bytes(e.hash)))
+                    ]
                     rows = [
                         (
                             e.seq,
@@ -384,9 +465,11 @@ class Ledger:
                         cur.run(_INSERT, rows[0])
                     else:
                         cur.many(_INSERT, rows)
+                    cur.many(_TREE_INSERT, nodes)
             except self._integrity_error:
                 # Only possible if the lock was bypassed: the UNIQUE constraints stopped a fork.
                 self._trusted = None
+                self._tree = None
                 continue
             except self._operational_error as exc:
                 raise StorageError(
@@ -394,12 +477,56 @@ class Ledger:
                 ) from exc
             last = entries[-1]
             self._trusted = (last.seq, last.hash, last.signature)
+            self._tree = (last.hash, tree)
             if head is None:
                 self._ledger_id = entries[0].hash
             if self.witness is not None and self._ledger_id is not None:
                 self.witness.advance(self._ledger_id, last, self.db_label)
             return entries, outcome
         raise StorageError("could not append to the ledger: concurrent writers kept colliding")
+
+    def _tree_at(self, cur: _Cursor, head: Entry | None) -> CompactRange:
+        """A copy of the Merkle tree's compact range at ``head`` (to extend), from memory
+        when this process wrote that head, else from the stored nodes."""
+        size = 0 if head is None else head.seq
+        if head is not None and self._tree is not None and self._tree[0] == head.hash:
+            return self._tree[1].copy()
+        nodes = self._nodes(cur, [*root_keys(size), (0, size)])
+        if (0, size) in nodes:
+            raise LedgerIntegrityError(
+                f"the ledger's Merkle tree records entry {size + 1}, but the ledger ends at "
+                f"entry {size}: entries were deleted; refusing to append (run `mindledger "
+                "ledger verify`)"
+            )
+        try:
+            return CompactRange.from_nodes(size, nodes)
+        except KeyError:
+            raise LedgerIntegrityError(
+                f"the ledger's Merkle tree lacks nodes for its {size} entries (the "
+                "ledger_tree table was changed); refusing to append (run `mindledger ledger "
+                "verify`)"
+            ) from None
+
+    def _nodes(self, cur: _Cursor, keys: Iterable[NodeKey]) -> dict[NodeKey, bytes]:
+        """The stored tree nodes ``keys`` (one query; a missing one is simply absent)."""
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return {}
+        where = " OR ".join(["(level = ? AND idx = ?)"] * len(wanted))
+        params = tuple(x for key in wanted for x in key)
+        out: dict[NodeKey, bytes] = {}
+        for level, idx, digest in cur.all(
+            f"SELECT level, idx, hash FROM ledger_tree WHERE {where}", params
+        ):
+            try:
+                out[(int(level), int(idx))] = bytes.fromhex(digest)
+            except (TypeError, ValueError):
+                continue
+        return out
+
+    def _nodes_now(self, keys: Iterable[NodeKey]) -> dict[NodeKey, bytes]:
+        with self._reading() as cur:
+            return self._nodes(cur, keys)
 
     def _deadline(self, now: str) -> str:
         t = parse_time(now) + dt.timedelta(seconds=self.reveal_timeout)
@@ -448,13 +575,21 @@ class Ledger:
         item: str | None = None,
         condition: Any = None,
         agent_signature: str | None = None,
+        query_hash: str | None = None,
     ) -> CommitReceipt:
         """Record a commitment (see :func:`~ledger.protocol.commitment`). The prediction itself
-        stays with the committer until the reveal."""
+        stays with the committer until the reveal. ``query_hash`` names the chat messages the
+        prediction is about (:func:`~ledger.protocol.query_hash`; by default those of ``query``
+        as one user message): the query proxy forwards a call carrying this prediction only
+        if the call's messages hash to it."""
         _text(predictor, "predictor")
         _text(target, "target")
         _text(query, "query")
         _text(item, "item", optional=True)
+        if query_hash is None:
+            query_hash = hash_query(query_messages(query))
+        elif not is_digest(query_hash):
+            raise InputError("expected sha256: and 64 lowercase hex digits", where="query_hash")
         if (
             not isinstance(commitment, str)
             or not commitment.startswith("sha256:")
@@ -471,8 +606,8 @@ class Ledger:
         def build(cur: _Cursor, now: str) -> tuple[list[Spec], Any]:
             agent_key: str | None = None
             for subject, payload_json in cur.all(
-                "SELECT subject, payload_json FROM ledger_entries WHERE subject IN (?, ?) "
-                "ORDER BY seq DESC",
+                "SELECT subject, payload_json FROM ledger_entries WHERE subject = ? OR "
+                "(subject = ? AND kind = 'register') ORDER BY seq DESC",
                 (pid, f"agent:{predictor}"),
             ):
                 if subject == pid:
@@ -491,6 +626,7 @@ class Ledger:
                 "commitment": commitment,
                 "deadline": self._deadline(now),
                 "agent_signature": agent_signature,
+                "query_hash": query_hash,
             }
             if agent_key is None and agent_signature is not None:
                 raise InputError(
@@ -518,25 +654,150 @@ class Ledger:
         e = entries[-1]
         return CommitReceipt(pid, commitment, e.seq, e.hash, deadline, e.time)
 
-    def observe(self, prediction: str, answer: str) -> Entry:
+    def observe(self, prediction: str, answer: str, provenance: Mapping[str, Any]) -> Entry:
         """Record one answer of the target to the prediction's query (repeatable, for a target
-        sampled several times). Refused for an unknown id and after the reveal."""
+        sampled several times), with its ``provenance`` (:func:`~ledger.protocol.provenance`:
+        who asked the target, which request, the hash of the raw response). Only whoever
+        asked the target records its answer: the proxy, the matrix, the runner, or an
+        operator. Refused for an unknown id, after the reveal and after the deadline."""
         if not isinstance(answer, str):
             raise InputError("expected the answer as text", where="answer")
+        wrong = check_provenance(provenance)
+        if wrong is not None:
+            raise InputError(wrong, where="provenance")
+        source = dict(provenance)
 
         def build(cur: _Cursor, now: str) -> tuple[list[Spec], Any]:
             state = self._state(cur, prediction)
-            if state.final:
-                raise LedgerStateError(
-                    f"prediction {prediction} is {state.state}: answers are refused after "
-                    "the reveal",
-                    prediction=prediction,
-                    state=state.state,
-                )
-            return [("observe", prediction, {"answer": answer})], None
+            self._check_open(state, now)
+            return [("observe", prediction, {"answer": answer, "provenance": source})], None
 
         entries, _ = self._append(build)
         return entries[-1]
+
+    @staticmethod
+    def _check_open(state: PredictionState, now: str) -> None:
+        if state.final:
+            raise LedgerStateError(
+                f"prediction {state.id} is {state.state}: answers are refused after the reveal",
+                prediction=state.id,
+                state=state.state,
+            )
+        if parse_time(now) > parse_time(state.deadline):
+            raise LedgerStateError(
+                f"prediction {state.id} passed its deadline {state.deadline}: answers are "
+                "refused after it",
+                prediction=state.id,
+                state="expired",
+            )
+
+    def record_call(
+        self,
+        caller: str,
+        target: str,
+        *,
+        request: str,
+        query_hash: str,
+        status: int,
+        prediction: str | None = None,
+        answer: str | None = None,
+        response: str | None = None,
+    ) -> list[Entry]:
+        """Record a call the query proxy forwarded to ``target`` for ``caller`` (a ``call``
+        entry) and, when it carried a prediction and the target answered, the answer against
+        that prediction (an ``observe`` entry with the proxy's provenance), in one
+        transaction. A prediction unlocks one answered call: a second is refused
+        (LedgerStateError), as is one whose messages do not hash to the committed query."""
+        if not is_digest(query_hash):
+            raise InputError("expected sha256: and 64 lowercase hex digits", where="query_hash")
+        answered = prediction is not None and answer is not None
+        if answered and not is_digest(response):
+            raise InputError("an answered call needs the hash of the response", where="response")
+        call = {
+            "caller": caller,
+            "target": target,
+            "request": request,
+            "query_hash": query_hash,
+            "prediction": prediction,
+            "status": status,
+            "answered": answered,
+            "response": response,
+        }
+        wrong = check_call(f"agent:{caller}", call)
+        if wrong is not None:
+            raise InputError(wrong, where="call")
+
+        def build(cur: _Cursor, now: str) -> tuple[list[Spec], Any]:
+            specs: list[Spec] = [("call", f"agent:{caller}", call)]
+            if prediction is None:
+                return specs, None
+            state = self._state(cur, prediction)
+            reason = unlock_refusal(state, caller, target, query_hash)
+            if reason is not None:
+                raise LedgerStateError(
+                    f"prediction {prediction} cannot unlock this call: {REFUSALS[reason]}",
+                    prediction=prediction,
+                    state=reason,
+                )
+            self._check_open(state, now)
+            if answered:
+                source = {
+                    "by": "proxy",
+                    "request": request,
+                    "response": response,
+                    "caller": caller,
+                }
+                specs.append(("observe", prediction, {"answer": answer, "provenance": source}))
+            return specs, None
+
+        entries, _ = self._append(build)
+        return entries
+
+    def record_refusal(
+        self,
+        caller: str,
+        target: str,
+        reason: str,
+        *,
+        request: str,
+        query_hash: str | None,
+        prediction: str | None = None,
+    ) -> Entry:
+        """Record a call the query proxy refused (a ``refuse`` entry; see
+        :data:`~ledger.protocol.REFUSALS` for the reasons)."""
+        refusal = {
+            "caller": caller,
+            "target": target,
+            "request": request,
+            "query_hash": query_hash,
+            "prediction": prediction,
+            "reason": reason,
+        }
+        wrong = check_refusal(f"agent:{caller}", refusal)
+        if wrong is not None:
+            raise InputError(wrong, where="refusal")
+        entries, _ = self._append(lambda cur, now: ([("refuse", f"agent:{caller}", refusal)], None))
+        return entries[-1]
+
+    def calls(self, caller: str | None = None) -> list[CallTally]:
+        """The query proxy's record per (caller, target): calls forwarded, calls that carried
+        a prediction, refusals by reason, and whether a prediction is owed (an obligation)."""
+        fold = Calls()
+        with self._reading() as cur:
+            if caller is None:
+                rows = cur.all(
+                    "SELECT seq, kind, payload_json FROM ledger_entries "
+                    "WHERE kind IN ('call', 'refuse') ORDER BY seq"
+                )
+            else:
+                rows = cur.all(
+                    "SELECT seq, kind, payload_json FROM ledger_entries WHERE subject = ? "
+                    "AND kind IN ('call', 'refuse') ORDER BY seq",
+                    (f"agent:{caller}",),
+                )
+        for seq, kind, payload_json in rows:
+            fold.apply(int(seq), kind, json.loads(payload_json))
+        return fold.by_caller(caller)
 
     def reveal(
         self, prediction: str, revealed: Mapping[str, Any], salt: bytes | str
@@ -713,22 +974,266 @@ class Ledger:
         lid = self.ledger_id()
         if lid is not None:
             return self.witness.read(lid)
-        recorded = self.witness.for_database(self.db_label)
+        recorded = self.witness.recorded()
         return max((w for _, w in recorded), key=lambda w: w.seq) if recorded else None
 
-    def verification(self, *, full: bool = False) -> Verification:
-        """Verify the stored ledger (see :func:`~ledger.chain.verify_entries`)."""
+    def verification(
+        self, *, full: bool = False, heads: Sequence[tuple[TreeHead, str]] = ()
+    ) -> Verification:
+        """Verify the stored ledger (see :func:`~ledger.chain.verify_entries`), and beyond the
+        entries: that the stored Merkle tree matches them, that this data directory witnessed
+        no other ledger, that the service key here is the ledger's current key, and that every
+        tree head the service published (the heads file) and every head given as ``heads``
+        ((head, where it came from) pairs: say, one saved before an attack) is consistent with
+        the ledger now."""
         try:
             witness = self._witness_for()
         except LedgerKeyError:
             witness = None
-        result = verify_entries(self.iter_entries, self.public_key, full=full, witness=witness)
-        result.ledger_id = self._ledger_id
+        saved: list[tuple[TreeHead, str]] = list(heads)
+        extra: list[Failure] = []
+        if self.heads is not None:
+            for n, head in self.heads.read():
+                if isinstance(head, TreeHead):
+                    saved.append((head, f"the published head on line {n} of {self.heads.path}"))
+                else:
+                    extra.append(Failure(1, "invalid-entry", head))
+        result = verify_entries(
+            self.iter_entries,
+            self.public_key,
+            full=full,
+            witness=witness,
+            sizes={h.size for h, _ in saved},
+        )
+        lid = result.ledger_id
+        beyond = self._nodes_now([(0, result.head_seq)])
+        if beyond:
+            extra.append(
+                Failure(
+                    result.head_seq + 1,
+                    "entry-missing",
+                    f"the ledger's Merkle tree records entry {result.head_seq + 1}, but the "
+                    f"ledger ends at entry {result.head_seq}: its tail was cut off",
+                )
+            )
+        for other, seen in self._foreign_witnesses(lid) if lid is not None else ():
+            now = "is empty" if lid is None else f"holds ledger {lid}"
+            extra.append(
+                Failure(
+                    1,
+                    "ledger-replaced",
+                    f"{seen.source} recorded ledger {other} up to entry {seen.seq}, but the "
+                    f"database {now}: the ledger was replaced (emptied and started again, or "
+                    "rewritten under a new key)",
+                )
+            )
+        if result.keys and self.public_key_hex != result.keys[-1]:
+            extra.append(
+                Failure(
+                    result.head_seq,
+                    "ledger-replaced",
+                    f"the service key here is {self.public_key_hex}, but the ledger's current "
+                    f"key is {result.keys[-1]}: the key was changed without a key entry",
+                )
+            )
+        if result.root is not None and result.head_seq:
+            stored = self.root(result.head_seq)
+            if stored != result.root:
+                extra.append(
+                    Failure(
+                        result.head_seq,
+                        "content-changed",
+                        "the stored Merkle tree does not match the entries (the ledger_tree "
+                        "table was changed): proofs served from it would be wrong",
+                    )
+                )
+        for head, source in saved:
+            extra.extend(check_head(result, head, source))
+        if extra:
+            result.failures = sorted(
+                [*result.failures, *extra], key=lambda f: (f.seq, PROBLEMS.index(f.problem))
+            )
         return result
 
-    def verify(self, *, full: bool = False) -> list[Failure]:
+    def verify(
+        self, *, full: bool = False, heads: Sequence[tuple[TreeHead, str]] = ()
+    ) -> list[Failure]:
         """What is wrong with the stored ledger, first bad entry first; empty when intact."""
-        return self.verification(full=full).failures
+        return self.verification(full=full, heads=heads).failures
+
+    # -- the Merkle tree: heads and proofs --------------------------------------------------
+
+    def root(self, size: int | None = None) -> bytes | None:
+        """The Merkle root of entries 1…``size`` (default: all) from the stored tree; None
+        when the stored tree lacks the nodes."""
+        with self._reading() as cur:
+            if size is None:
+                head = self._head(cur)
+                size = 0 if head is None else head.seq
+            try:
+                return root_from(size, self._nodes(cur, root_keys(size)))
+            except KeyError:
+                return None
+
+    def tree_head(self, *, publish: bool = True) -> TreeHead | None:
+        """A signed tree head of the ledger as it is now (None while it is empty). A head is
+        signed only when the ledger grew since the last one this process signed; with
+        ``publish``, each newly signed head is appended to the heads file."""
+        with self._reading() as cur:
+            head = self._head(cur)
+            if head is None:
+                return None
+            last = self._published
+            if last is not None and (last.size, last.head) == (head.seq, head.hash):
+                return last
+            lid = self._genesis(cur)
+            assert lid is not None
+            try:
+                root = root_from(head.seq, self._nodes(cur, root_keys(head.seq)))
+            except KeyError:
+                raise LedgerIntegrityError(
+                    f"the ledger's Merkle tree lacks nodes for its {head.seq} entries; "
+                    "refusing to sign a head (run `mindledger ledger verify`)"
+                ) from None
+        signed = sign_tree_head(
+            self.key, ledger=lid, size=head.seq, root=root, head=head.hash, time=self.clock()
+        )
+        if publish and self.heads is not None:
+            self.heads.append(signed)
+        self._published = signed
+        return signed
+
+    def inclusion_proof(self, seq: int, size: int | None = None) -> dict[str, Any]:
+        """The RFC 6962 audit path of entry ``seq`` in the tree of the first ``size`` entries
+        (default: all), from O(log n) stored nodes: ``{seq, entry, size, root, proof,
+        nodes_read}`` (hashes as ``sha256:<hex>``)."""
+        with self._reading() as cur:
+            head = self._head(cur)
+            n = 0 if head is None else head.seq
+            size = n if size is None else size
+            if type(seq) is not int or not 1 <= seq <= size <= n:
+                raise InputError(
+                    f"expected 1 ≤ entry ≤ size ≤ {n} (the ledger has {n} entries)", where="seq"
+                )
+            row = cur.one("SELECT hash FROM ledger_entries WHERE seq = ?", (seq,))
+            keys = [*inclusion_keys(seq - 1, size), *root_keys(size)]
+            nodes = self._nodes(cur, keys)
+        try:
+            proof = inclusion_proof(seq - 1, size, nodes)
+            root = root_from(size, nodes)
+        except KeyError:
+            raise LedgerIntegrityError(
+                "the ledger's Merkle tree lacks nodes (run `mindledger ledger verify`)"
+            ) from None
+        return {
+            "seq": seq,
+            "entry": row[0],
+            "size": size,
+            "root": digest_text(root),
+            "proof": [digest_text(h) for h in proof],
+            "nodes_read": len(nodes),
+        }
+
+    def consistency_proof(self, old: int, new: int | None = None) -> dict[str, Any]:
+        """The RFC 6962 consistency proof that the first ``new`` entries (default: all) extend
+        the first ``old``, from O(log n) stored nodes (never the entries): ``{old, new,
+        old_root, new_root, proof, nodes_read}``."""
+        with self._reading() as cur:
+            head = self._head(cur)
+            n = 0 if head is None else head.seq
+            new = n if new is None else new
+            if type(old) is not int or not 0 <= old <= new <= n:
+                raise InputError(
+                    f"expected 0 ≤ old ≤ new ≤ {n} (the ledger has {n} entries)", where="old"
+                )
+            keys = [*consistency_keys(old, new), *root_keys(old), *root_keys(new)]
+            nodes = self._nodes(cur, keys)
+        try:
+            proof = consistency_proof(old, new, nodes)
+            old_root, new_root = root_from(old, nodes), root_from(new, nodes)
+        except KeyError:
+            raise LedgerIntegrityError(
+                "the ledger's Merkle tree lacks nodes (run `mindledger ledger verify`)"
+            ) from None
+        return {
+            "old": old,
+            "new": new,
+            "old_root": digest_text(old_root),
+            "new_root": digest_text(new_root),
+            "proof": [digest_text(h) for h in proof],
+            "nodes_read": len(nodes),
+        }
+
+    def prove(self, subject: str) -> dict[str, Any]:
+        """Inclusion proofs of a prediction's entries (``subject`` a prediction id) or of one
+        entry (``subject`` its seq), against a freshly signed tree head: a bundle anyone can
+        check offline (:func:`ledger.tree.check_proof`)."""
+        if subject.isdigit():
+            seqs = [int(subject)]
+        else:
+            with self._reading() as cur:
+                seqs = [
+                    int(r[0])
+                    for r in cur.all(
+                        "SELECT seq FROM ledger_entries WHERE subject = ? ORDER BY seq", (subject,)
+                    )
+                ]
+            if not seqs:
+                raise NotFoundError(f"no entries for {subject!r} (a prediction id or an entry seq)")
+        head = self.tree_head()
+        if head is None:
+            raise NotFoundError("the ledger is empty: there is nothing to prove")
+        marks = ", ".join("?" * len(seqs))
+        with self._reading() as cur:
+            rows = cur.all(
+                f"SELECT {_COLUMNS} FROM ledger_entries WHERE seq IN ({marks})", tuple(seqs)
+            )
+        entries = {int(r[0]): _row_entry(r) for r in rows}
+        proofs = []
+        for seq in seqs:
+            if seq not in entries or seq > head.size:
+                raise NotFoundError(f"no entry {seq} in the ledger's {head.size} entries")
+            proof = self.inclusion_proof(seq, head.size)
+            if proof["root"] != head.root:
+                raise LedgerIntegrityError(
+                    "the stored Merkle tree does not match the signed head (run `mindledger "
+                    "ledger verify`)"
+                )
+            proofs.append({"entry": entries[seq].to_export(), "proof": proof["proof"]})
+        return {"subject": subject, "tree_head": head.to_dict(), "proofs": proofs}
+
+    # -- the service key ----------------------------------------------------------------------
+
+    def rotate_key(self, new_key: Ed25519PrivateKey) -> Entry:
+        """Change the service key: append a ``key`` entry, signed by the current key, naming
+        the new one and carrying the new key's signature over the change (proof of
+        possession); from then on entries and heads are signed with ``new_key``. The caller
+        stores the new key (:func:`ledger.keys.rotate_service_key` does it safely)."""
+        new_hex = public_key_hex(new_key)
+        if new_hex == self.public_key_hex:
+            raise InputError("the new key is the current key", where="key")
+
+        def build(cur: _Cursor, now: str) -> tuple[list[Spec], Any]:
+            head = self._head(cur)
+            if head is None:
+                raise LedgerStateError(
+                    "the ledger is empty: there is no key to change (a new ledger is opened "
+                    "with whatever key the service has)"
+                )
+            lid = self._genesis(cur)
+            message = key_change_message(lid, head.hash, self.public_key_hex, new_hex)
+            payload = {
+                "previous": self.public_key_hex,
+                "public_key": new_hex,
+                "possession": sign(new_key, KEY_TAG, message),
+            }
+            return [("key", "ledger", payload)], None
+
+        entries, _ = self._append(build)
+        self.key = new_key
+        self.public_key = new_key.public_key()
+        self.public_key_hex = new_hex
+        return entries[-1]
 
     def export(self, path: Path) -> int:
         """Write every entry, one canonical JSON object a line, then a trailer signed by the
@@ -736,19 +1241,22 @@ class Ledger:
         Returns the number of entries."""
         count = 0
         last: Entry | None = None
+        tree = CompactRange()
         tmp = Path(path).with_name(Path(path).name + ".part")
         with open(tmp, "wb") as f:
             for e in self.iter_entries():
                 f.write(canonical_json(e.to_export()) + b"\n")
+                tree.append(leaf_hash(digest_bytes(e.hash)))
                 count += 1
                 last = e
             trailer = {
                 "format": EXPORT_FORMAT,
-                "ledger": self._ledger_id,
+                "ledger": self.ledger_id(),
                 "public_key": self.public_key_hex,
                 "entries": count,
                 "head_seq": 0 if last is None else last.seq,
                 "head_hash": None if last is None else last.hash,
+                "root": digest_text(tree.root()),
                 "exported_at": self.clock(),
             }
             signature = sign(self.key, EXPORT_TAG, canonical_json(trailer))
@@ -770,13 +1278,26 @@ def open_ledger(
     key = load_or_create_service_key(home)
     engine = open_engine(db_url or f"sqlite:///{home / 'mindledger.db'}", clock=clock)
     return Ledger(
-        engine, key, clock=clock, reveal_timeout=reveal_timeout, witness_dir=home / WITNESS_DIR
+        engine,
+        key,
+        clock=clock,
+        reveal_timeout=reveal_timeout,
+        witness_dir=home / WITNESS_DIR,
+        heads_file=home / HEADS_FILE,
     )
 
 
-def verify_export(path: Path, public_key: str, *, full: bool = False) -> Verification:
-    """Verify an export offline with nothing but the service's public key (hex, PEM, or a file
-    holding either). The signed trailer names the head, so a file cut short is caught."""
+def verify_export(
+    path: Path,
+    public_key: str,
+    *,
+    full: bool = False,
+    heads: Sequence[tuple[TreeHead, str]] = (),
+) -> Verification:
+    """Verify an export offline with nothing but a service public key the ledger had (hex,
+    PEM, or a file holding either). The signed trailer names the head and the Merkle root, so
+    a file cut short is caught; each saved tree head in ``heads`` must be consistent with the
+    exported ledger (see :func:`~ledger.tree.check_head`)."""
     pub = parse_public_key(public_key)
     lines: list[bytes] = Path(path).read_bytes().splitlines()
     lines = [ln for ln in lines if ln.strip()]
@@ -805,6 +1326,8 @@ def verify_export(path: Path, public_key: str, *, full: bool = False) -> Verific
                 Failure(len(entries) + 1, "invalid-entry", f"line {n} is not a ledger entry")
             )
     witness: Witness | None = None
+    trailer_root: str | None = None
+    signed_by: str | None = None
     if trailer is None:
         head = entries[-1].seq if entries and type(entries[-1].seq) is int else 0
         failures.append(
@@ -817,10 +1340,15 @@ def verify_export(path: Path, public_key: str, *, full: bool = False) -> Verific
     else:
         body = trailer.get("trailer")
         sig = trailer.get("signature")
+        signer = body.get("public_key") if isinstance(body, dict) else None
+        try:
+            by = parse_public_key(signer) if isinstance(signer, str) else pub
+        except LedgerKeyError:
+            by = pub
         if (
             not isinstance(body, dict)
             or not isinstance(sig, str)
-            or not verify_signature(pub, EXPORT_TAG, canonical_json(body), sig)
+            or not verify_signature(by, EXPORT_TAG, canonical_json(body), sig)
         ):
             head = entries[-1].seq if entries and type(entries[-1].seq) is int else 0
             failures.append(
@@ -828,9 +1356,37 @@ def verify_export(path: Path, public_key: str, *, full: bool = False) -> Verific
             )
         elif body.get("head_hash") is not None:
             witness = Witness(int(body["head_seq"]), str(body["head_hash"]), "the signed trailer")
-    result = verify_entries(lambda: entries, pub, full=full, witness=witness)
+            trailer_root = body.get("root") if isinstance(body.get("root"), str) else None
+            signed_by = str(signer)
+    result = verify_entries(
+        lambda: entries, pub, full=full, witness=witness, sizes={h.size for h, _ in heads}
+    )
+    if signed_by is not None and signed_by not in result.keys:
+        failures.append(
+            Failure(
+                1,
+                "ledger-replaced",
+                f"the trailer was signed by {signed_by}, a key the exported ledger never had",
+            )
+        )
+    if (
+        trailer_root is not None
+        and witness is not None
+        and result.head_seq == witness.seq
+        and result.root is not None
+        and trailer_root != digest_text(result.root)
+    ):
+        failures.append(
+            Failure(
+                result.head_seq,
+                "content-changed",
+                f"the entries' Merkle root is not the {trailer_root} the signed trailer names",
+            )
+        )
+    for saved, source in heads:
+        failures.extend(check_head(result, saved, source))
     if failures:
         result.failures = sorted(
-            [*result.failures, *failures], key=lambda f: (f.seq, f.problem != "entry-missing")
+            [*result.failures, *failures], key=lambda f: (f.seq, PROBLEMS.index(f.problem))
         )
     return result

@@ -17,6 +17,17 @@ object built by :func:`prediction_body`, with every key always present::
 
 **The prediction id** is ``"p"`` followed by the first 20 hex digits of the commitment, so the
 id is known to the committer before the commit and cannot be reassigned.
+
+**The query hash** names the query a prediction is about: ``"sha256:" + hex(sha256(
+canonical_json({"messages": messages, "v": 1})))`` over the chat messages of the request exactly
+as sent (a plain-text query is the one message ``{"role": "user", "content": query}``). The query
+proxy forwards a call carrying a prediction only when the call's messages hash to the committed
+query hash.
+
+**Provenance**: every observation says who asked the target (``by``: the proxy, the matrix, the
+runner, an operator, or a client's adapter), the request it answered, and the SHA-256 of the
+target's raw response. Observations are recorded by whoever asked the target, never taken from
+the predictor or the target.
 """
 
 from __future__ import annotations
@@ -40,18 +51,29 @@ from mindledger.errors import InputError
 
 __all__ = [
     "FINAL_STATES",
+    "OBSERVERS",
     "PREDICTION_VERSION",
+    "QUERY_VERSION",
+    "REFUSALS",
     "SALT_BYTES",
     "PredictionState",
+    "check_provenance",
     "check_reveal",
+    "commit_fields",
     "commit_message",
     "commitment",
+    "is_digest",
     "new_salt",
     "parse_time",
     "prediction_body",
     "prediction_id",
+    "provenance",
+    "query_hash",
+    "query_messages",
     "quick_reveal",
+    "response_hash",
     "scores_equal",
+    "unlock_refusal",
 ]
 
 PREDICTION_VERSION = 1
@@ -62,6 +84,22 @@ FINAL_STATES = ("scored", "rejected", "expired")
 """States after which nothing more is recorded for a prediction."""
 COMMIT_FIELDS = ("predictor", "target", "query", "item", "condition")
 """Fields of a prediction that the commit entry states in the open."""
+QUERY_VERSION = 1
+"""Version of the canonical query form (the ``v`` key of :func:`query_hash`)."""
+OBSERVERS = ("proxy", "matrix", "runner", "operator", "client")
+"""Who may record an observation: the component that asked the target, or an operator."""
+REFUSALS = {
+    "sampled": "the call was sampled for a prediction and carried none",
+    "obligation": "an earlier sampled call is still owed a prediction",
+    "wrong_predictor": "the named prediction is another predictor's",
+    "wrong_target": "the named prediction is about another target",
+    "query_mismatch": "the call's messages do not hash to the committed query",
+    "prediction_used": "the named prediction already unlocked a call",
+    "prediction_closed": "the named prediction is revealed, rejected or expired",
+    "unknown_prediction": "no prediction has the named id",
+}
+"""Why the query proxy refused a call (the ``reason`` of a ``refuse`` entry)."""
+_HEX = frozenset("0123456789abcdef")
 
 
 def _text(value: Any, where: str, *, optional: bool = False) -> str | None:
@@ -122,9 +160,114 @@ def prediction_id(commitment_: str) -> str:
 
 
 def commit_message(payload: Mapping[str, Any]) -> bytes:
-    """What an agent signs to commit: the canonical JSON of the commit's open fields and its
-    commitment (the signature itself and the service-set deadline excluded)."""
-    return canonical_json({k: payload.get(k) for k in (*COMMIT_FIELDS, "commitment")})
+    """What an agent signs to commit: the canonical JSON of the commit's open fields, its
+    commitment and, when the commit names one, its query hash (the signature itself and the
+    service-set deadline excluded)."""
+    fields = {k: payload.get(k) for k in (*COMMIT_FIELDS, "commitment")}
+    if payload.get("query_hash") is not None:
+        fields["query_hash"] = payload["query_hash"]
+    return canonical_json(fields)
+
+
+def commit_fields(body: Mapping[str, Any], commitment_: str) -> dict[str, Any]:
+    """The open fields a commit of prediction ``body`` states, with its commitment and the
+    query hash of its query as one user message (what :func:`commit_message` signs)."""
+    return {
+        **{k: body[k] for k in COMMIT_FIELDS},
+        "commitment": commitment_,
+        "query_hash": query_hash(query_messages(body["query"])),
+    }
+
+
+def query_messages(query: str) -> list[dict[str, str]]:
+    """The chat messages of a plain-text query: one user message."""
+    return [{"role": "user", "content": query}]
+
+
+def query_hash(messages: Any) -> str:
+    """The query hash of chat ``messages`` (see the module docstring; a contract with test
+    vectors in ``docs/ledger.md``). Raises InputError naming ``messages`` when they are not a
+    non-empty list of JSON objects each with a string ``role``."""
+    if not isinstance(messages, list) or not messages:
+        raise InputError("expected a non-empty list of chat messages", where="messages")
+    for n, m in enumerate(messages):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise InputError(
+                "expected a JSON object with a string role", where=f"messages[{n}]"
+            )
+    try:
+        data = canonical_json({"messages": messages, "v": QUERY_VERSION})
+    except (TypeError, ValueError):
+        raise InputError("expected JSON (no NaN or infinities)", where="messages") from None
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def is_digest(value: Any) -> bool:
+    """Whether ``value`` is ``sha256:`` and 64 lowercase hex digits."""
+    return (
+        isinstance(value, str)
+        and len(value) == 71
+        and value.startswith("sha256:")
+        and _HEX.issuperset(value[7:])
+    )
+
+
+def response_hash(raw: bytes | str) -> str:
+    """``sha256:`` + hex SHA-256 of a target's raw response (text as UTF-8)."""
+    data = raw.encode("utf-8") if isinstance(raw, str) else raw
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def provenance(
+    by: str, request: str, response: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    """The provenance of an observation: ``by`` (one of :data:`OBSERVERS`), the ``request`` it
+    answered (an id unique to that request), ``response`` (the :func:`response_hash` of the
+    target's raw response, None when there is no raw response to hash) and any further
+    JSON fields (``caller``, ``operator``, ``adapter`` …)."""
+    if by not in OBSERVERS:
+        raise InputError(f"expected one of {', '.join(OBSERVERS)}, got {by!r}", where="by")
+    if not isinstance(request, str) or not request or len(request) > 200:
+        raise InputError("expected a request id of 1 to 200 characters", where="request")
+    if response is not None and not is_digest(response):
+        raise InputError("expected sha256: and 64 lowercase hex digits", where="response")
+    out = {**extra, "by": by, "request": request, "response": response}
+    try:
+        canonical_json(out)
+    except (TypeError, ValueError):
+        raise InputError("provenance must be JSON", where="provenance") from None
+    return out
+
+
+def check_provenance(value: Any) -> str | None:
+    """What is wrong with an observation's provenance, or None."""
+    if not isinstance(value, dict):
+        return "the observation has no provenance"
+    if value.get("by") not in OBSERVERS:
+        return f"unknown observer {value.get('by')!r}"
+    if not isinstance(value.get("request"), str) or not value["request"]:
+        return "the provenance names no request"
+    if value.get("response") is not None and not is_digest(value["response"]):
+        return "the provenance's response hash is malformed"
+    return None
+
+
+def unlock_refusal(
+    state: PredictionState, caller: str, target: str, query_hash_: str, now: str | None = None
+) -> str | None:
+    """Why ``state`` cannot unlock ``caller``'s call to ``target`` whose messages hash to
+    ``query_hash_`` (a key of :data:`REFUSALS`), or None when it can."""
+    if state.predictor != caller:
+        return "wrong_predictor"
+    if state.target != target:
+        return "wrong_target"
+    if state.final or (now is not None and state.overdue(now)):
+        return "prediction_closed"
+    if state.proxied is not None:
+        return "prediction_used"
+    if state.query_hash != query_hash_:
+        return "query_mismatch"
+    return None
 
 
 def parse_time(value: str) -> dt.datetime:
@@ -222,8 +365,12 @@ class PredictionState:
     commit_seq: int
     agent_signed: bool
     commit: dict[str, Any] = field(repr=False)
+    query_hash: str | None = None
     state: str = "committed"
     observed: list[str] = field(default_factory=list)
+    provenance: list[dict[str, Any]] = field(default_factory=list)
+    proxied: str | None = None
+    """The request id of the proxy call this prediction unlocked (one at most)."""
     revealed: dict[str, Any] | None = None
     scores: dict[str, Any] | None = None
     reason: str | None = None
@@ -246,6 +393,7 @@ class PredictionState:
             commit_seq=seq,
             agent_signed=payload.get("agent_signature") is not None,
             commit=payload if isinstance(payload, dict) else dict(payload),
+            query_hash=payload.get("query_hash"),
         )
 
     @property
@@ -267,8 +415,11 @@ class PredictionState:
         time: str,
         *,
         revealed_json: str | None = None,
+        strict: bool = False,
     ) -> list[str]:
         """Fold one entry in; return what is wrong with it (empty if it fits).
+
+        ``strict`` (ledger format 2) requires every observation to carry its provenance.
 
         With ``revealed_json`` (the revealed prediction's canonical text, sliced from a
         ``reveal`` payload) only the commitment, the observations and the deadline of a reveal
@@ -281,9 +432,23 @@ class PredictionState:
             answer = payload.get("answer")
             if not isinstance(answer, str):
                 return ["the observed answer is not a string"]
+            problems = []
+            if parse_time(time) > parse_time(self.deadline):
+                problems.append(f"observed at {time}, after its deadline {self.deadline}")
+            source = payload.get("provenance")
+            if source is not None or strict:
+                wrong = check_provenance(source)
+                if wrong is not None or not isinstance(source, dict):
+                    problems.append(wrong or "the observation has no provenance")
+                else:
+                    self.provenance.append(source)
+                    if source["by"] == "proxy":
+                        if self.proxied not in (None, source["request"]):
+                            problems.append("a second call through the proxy was answered")
+                        self.proxied = source["request"]
             self.observed.append(answer)
             self.state = "observed"
-            return []
+            return problems
         if kind == "reveal":
             return self._apply_reveal(payload, time, revealed_json)
         if kind == "reject":
@@ -353,6 +518,9 @@ class PredictionState:
             "committed_at": self.committed_at,
             "deadline": self.deadline,
             "observed": list(self.observed),
+            "provenance": list(self.provenance),
+            "query_hash": self.query_hash,
+            "proxied": self.proxied,
             "scores": self.scores,
             "reason": self.reason,
             "agent_signed": self.agent_signed,

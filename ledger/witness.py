@@ -109,6 +109,20 @@ class HeadWitness:
             return None
         return Witness(seq, digest, source=f"the head witness {path}")
 
+    def recorded(self) -> list[tuple[str, Witness]]:
+        """Every ledger witnessed in this directory, with its recorded head. A data directory
+        holds one ledger: a witness of another ledger id means the ledger was replaced."""
+        out: list[tuple[str, Witness]] = []
+        if not self.directory.is_dir():
+            return out
+        for path in sorted(self.directory.glob("*.json")):
+            data = self._read_path(path)
+            if data and isinstance(data.get("ledger"), str):
+                w = self.read(data["ledger"])
+                if w is not None:
+                    out.append((data["ledger"], w))
+        return out
+
     def for_database(self, db: str) -> list[tuple[str, Witness]]:
         """Witnesses of ledgers recorded for database ``db`` (to notice a ledger emptied of
         every entry, which leaves no ledger id to look up)."""

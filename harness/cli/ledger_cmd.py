@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import getpass
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +18,24 @@ from ledger.keys import (
     KEY_FILE,
     load_or_create_service_key,
     load_private_key,
+    parse_public_key,
     public_key_hex,
+    rotate_service_key,
     sign,
 )
+from ledger.merkle import verify_consistency
 from ledger.migrations import pending_migrations
 from ledger.predictions import WITNESS_DIR, Ledger, verify_export
-from ledger.protocol import commit_message, commitment, new_salt, prediction_body
+from ledger.protocol import (
+    commit_fields,
+    commit_message,
+    commitment,
+    new_salt,
+    prediction_body,
+    provenance,
+    response_hash,
+)
+from ledger.tree import HEADS_FILE, TreeHead, check_proof, digest_bytes
 from mindledger.errors import InputError, StorageError
 
 
@@ -31,10 +45,16 @@ def _open(ctx: click.Context, db: str | None = None) -> Ledger:
     settings = get_settings(ctx)
     if db:
         engine = open_engine(db, migrate_schema=False)
-        if "0002_predictions" in pending_migrations(engine):
+        pending = pending_migrations(engine)
+        if "0002_predictions" in pending:
             raise StorageError(
                 f"{mask(db)} has no prediction ledger (its schema predates it; "
                 "see `mindledger db status`)"
+            )
+        if "0005_ledger_tree" in pending:
+            raise StorageError(
+                f"{mask(db)} has no Merkle tree for its ledger yet: run `mindledger --db URL "
+                "db migrate` first (it builds the tree from the entries and changes none)"
             )
     else:
         engine = get_store(ctx).engine
@@ -44,6 +64,7 @@ def _open(ctx: click.Context, db: str | None = None) -> Ledger:
         key,
         reveal_timeout=settings.reveal_timeout,
         witness_dir=settings.home / WITNESS_DIR,
+        heads_file=settings.home / HEADS_FILE,
     )
 
 
@@ -142,16 +163,19 @@ def commit_cmd(
     )
     salt = new_salt()
     digest = commitment(body, salt)
+    fields = commit_fields(body, digest)
     signature = None
     if agent_key:
-        fields = {k: body[k] for k in ("predictor", "target", "query", "item", "condition")}
-        signature = sign(
-            load_private_key(Path(agent_key)),
-            COMMIT_TAG,
-            commit_message({**fields, "commitment": digest}),
-        )
+        signature = sign(load_private_key(Path(agent_key)), COMMIT_TAG, commit_message(fields))
     receipt = _open(ctx).commit(
-        predictor, target, query, digest, item=item, condition=cond, agent_signature=signature
+        predictor,
+        target,
+        query,
+        digest,
+        item=item,
+        condition=cond,
+        agent_signature=signature,
+        query_hash=fields["query_hash"],
     )
     echo_json(
         {
@@ -172,11 +196,35 @@ def commit_cmd(
     multiple=True,
     help="One answer of the target (repeatable).",
 )
+@click.option(
+    "--request",
+    default=None,
+    help="An id of the request that obtained the answer (default: a fresh one).",
+)
 @click.pass_context
-def observe_cmd(ctx: click.Context, prediction_id: str, answers: tuple[str, ...]) -> None:
-    """Record answer(s) of the target to a committed prediction's query."""
+def observe_cmd(
+    ctx: click.Context, prediction_id: str, answers: tuple[str, ...], request: str | None
+) -> None:
+    """Record answer(s) of the target to a committed prediction's query, as the operator.
+
+    Only whoever asked the target records its answers: the proxy, the matrix, or an operator
+    at this machine who asked it by hand. Each observation names its provenance (operator,
+    user name, request id); the predictor and the target cannot record answers through the
+    daemon's API.
+
+    \b
+    Example:
+      mindledger ledger observe p871d2d04f1b8e14bd01f --answer 7 --request ticket-42
+    """
     led = _open(ctx)
-    entries = [led.observe(prediction_id, a) for a in answers]
+    operator = getpass.getuser()
+    entries = []
+    for n, a in enumerate(answers):
+        rid = request if request is not None else f"cli-{uuid.uuid4().hex}"
+        if request is not None and len(answers) > 1:
+            rid = f"{request}#{n + 1}"
+        source = provenance("operator", rid, response_hash(a), operator=operator, via="cli")
+        entries.append(led.observe(prediction_id, a, source))
     echo_json({"id": prediction_id, "observed": list(answers), "seq": [e.seq for e in entries]})
 
 
@@ -229,10 +277,14 @@ def _report(ctx: click.Context, v: Verification, as_json: bool) -> None:
         echo_json(
             {
                 "ok": v.ok,
+                "ledger": v.ledger_id,
                 "entries": v.entries,
                 "head_seq": v.head_seq,
                 "head_hash": v.head_hash,
+                "root": None if v.root is None else "sha256:" + v.root.hex(),
+                "keys": v.keys,
                 "predictions": v.states,
+                "calls": v.calls,
                 "signatures": v.signatures,
                 "failures": [f.to_dict() for f in v.failures],
             }
@@ -272,6 +324,21 @@ def _report(ctx: click.Context, v: Verification, as_json: bool) -> None:
     help="Also check every entry's signature and agents' signatures and re-derive every "
     "score (slower; by default the head's signature vouches for the chain).",
 )
+@click.option(
+    "--head",
+    "heads",
+    multiple=True,
+    type=click.Path(dir_okay=False, exists=True),
+    help="A signed tree head saved earlier (`mindledger ledger head > head.json`): the ledger "
+    "must be an append-only extension of it (repeatable).",
+)
+@click.option(
+    "--proof",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="Check an inclusion-proof bundle from `mindledger ledger prove` instead (offline; "
+    "with --public-key, the head must be signed by that key).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
 @click.pass_context
 def verify_cmd(
@@ -280,21 +347,130 @@ def verify_cmd(
     file: str | None,
     public_key: str | None,
     full: bool,
+    heads: tuple[str, ...],
+    proof: str | None,
     as_json: bool,
 ) -> None:
-    """Verify the ledger: every hash, link, reveal and signature. Exit 0 and one line when
-    intact; exit 1 naming the first bad entry and what is wrong otherwise."""
+    """Verify the ledger: every hash, link, reveal and signature, the Merkle tree, the heads
+    it published, and every head given with --head. Exit 0 and one line when intact; exit 1
+    naming the first bad entry and what is wrong otherwise.
+
+    \b
+    Examples:
+      mindledger ledger verify
+      mindledger ledger verify --head head-2026-11-30.json     # nothing rewritten since
+      mindledger ledger verify --file ledger.jsonl --public-key KEY --head head.json
+      mindledger ledger verify --proof p871d2d04f.proof.json --public-key KEY
+    """
+    if proof:
+        _check_proof(ctx, Path(proof), public_key, as_json)
+        return
+    saved = [(TreeHead.load(Path(h)), f"the head in {h}") for h in heads]
     if file:
         if not public_key:
             raise InputError(
                 "verifying a file needs the service's public key", where="--public-key"
             )
-        v = verify_export(Path(file), public_key, full=full)
+        v = verify_export(Path(file), public_key, full=full, heads=saved)
     else:
         if public_key:
-            raise InputError("only used with --file", where="--public-key")
-        v = _open(ctx, db_url).verification(full=full)
+            raise InputError("only used with --file or --proof", where="--public-key")
+        led = _open(ctx, db_url)
+        v = led.verification(full=full, heads=saved)
+        if v.ok and saved and not as_json:
+            for head, _ in saved:
+                c = led.consistency_proof(head.size, v.head_seq)
+                click.echo(
+                    f"consistent with the head of {head.time} ({head.size} entries): a "
+                    f"{len(c['proof'])}-hash consistency proof from {c['nodes_read']} stored "
+                    "nodes verifies"
+                    if _consistent(head, c)
+                    else f"the stored tree does not prove consistency with {head.time}",
+                    err=True,
+                )
     _report(ctx, v, as_json)
+
+
+def _consistent(head: TreeHead, c: dict[str, Any]) -> bool:
+    return c["old_root"] == head.root and verify_consistency(
+        head.size,
+        c["new"],
+        digest_bytes(head.root),
+        digest_bytes(c["new_root"]),
+        [digest_bytes(h) for h in c["proof"]],
+    )
+
+
+def _check_proof(ctx: click.Context, path: Path, public_key: str | None, as_json: bool) -> None:
+    try:
+        bundle = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise InputError(f"cannot read a proof from {path}: {exc}", where="--proof") from None
+    key = None if public_key is None else public_key_hex(parse_public_key(public_key))
+    problems = check_proof(bundle, key)
+    if as_json:
+        echo_json({"ok": not problems, "problems": problems})
+    elif not problems:
+        head = bundle["tree_head"]["tree_head"]
+        click.echo(
+            f"ok: {len(bundle['proofs'])} entries are in the ledger {head['ledger']} of "
+            f"{head['size']} entries, signed {head['time']}"
+        )
+    else:
+        for p in problems:
+            click.echo(f"FAILED: {p}", err=True)
+    if problems:
+        ctx.exit(1)
+
+
+@ledger.command("head")
+@click.pass_context
+def head_cmd(ctx: click.Context) -> None:
+    """Print a signed tree head of the ledger (size, Merkle root, time, signature), and add it
+    to the heads file. Keep it somewhere else: `ledger verify --head FILE` proves later that
+    nothing it covers was changed, even by someone holding this machine's key and disk.
+
+    \b
+    Example:
+      mindledger ledger head > /mnt/offsite/head-$(date +%F).json
+    """
+    head = _open(ctx).tree_head()
+    if head is None:
+        raise InputError("the ledger is empty: there is no head to sign yet", where="ledger")
+    echo_json(head.to_dict())
+
+
+@ledger.command("prove")
+@click.argument("subject")
+@click.pass_context
+def prove_cmd(ctx: click.Context, subject: str) -> None:
+    """Print inclusion proofs (RFC 6962) that the entries of prediction SUBJECT (or entry
+    number SUBJECT) are in the ledger, against a freshly signed tree head: anyone can check
+    them offline with `mindledger ledger verify --proof FILE --public-key KEY`.
+
+    \b
+    Example:
+      mindledger ledger prove p871d2d04f1b8e14bd01f > p871d2d04f.proof.json
+    """
+    echo_json(_open(ctx).prove(subject))
+
+
+@ledger.command("rotate-key")
+@click.pass_context
+def rotate_key_cmd(ctx: click.Context) -> None:
+    """Replace the service's signing key: the ledger records the change in an entry signed by
+    the old key (with the new key's own signature), so verification follows it; a key swapped
+    by any other means fails verification. Give third parties the new public key.
+
+    \b
+    Example:
+      mindledger ledger rotate-key
+    """
+    settings = get_settings(ctx)
+    led = _open(ctx)
+    old = led.public_key_hex
+    new = rotate_service_key(settings.home, led.rotate_key)
+    echo_json({"previous": old, "public_key": new, "key_file": str(settings.home / KEY_FILE)})
 
 
 @ledger.command("export")

@@ -1,10 +1,17 @@
-"""``mindledger serve``: run the daemon; ``mindledger serve token AGENT``: make an API token."""
+"""``mindledger serve``: run the daemon; ``mindledger serve token``: make, list and revoke API
+tokens."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from harness.cli.common import get_settings
+from harness.cli.common import echo_json, get_settings
+from mindledger.errors import InputError, NotFoundError
+
+if TYPE_CHECKING:
+    from harness.daemon.tokens import TokenInfo
 
 __all__ = ["serve"]
 
@@ -42,21 +49,201 @@ def serve(
     daemon.serve(bound_host, bound_port)
 
 
-@serve.command("token")
-@click.argument("agent")
-@click.pass_context
-def token(ctx: click.Context, agent: str) -> None:
-    """Create an API token for AGENT and print it. It is shown only this once: the database
-    keeps only its hash."""
-    from harness.daemon.tokens import create_token
-    from ledger.db import open_engine
+_CREATE_OPTIONS = ("--scope", "--operator", "--label", "--expires", "--max-runs")
 
+
+@serve.command("token")
+@click.argument("agent", required=False)
+@click.option(
+    "--scope",
+    default=None,
+    metavar="agent|operator",
+    help="agent (default): acts as AGENT only. operator: names no agent, may record "
+    "observations, sees held-out seeds, may request runs of any agent.",
+)
+@click.option("--operator", is_flag=True, help="Make an operator token (same as --scope operator).")
+@click.option("--label", default=None, metavar="NAME", help="Whose the token is, shown by --list.")
+@click.option(
+    "--expires",
+    default=None,
+    metavar="WHEN",
+    help="30d, 12h, 90m, 2w from now, a time like 2027-01-01T00:00:00Z, or never "
+    "(default: never for agent tokens, 30d for operator tokens).",
+)
+@click.option(
+    "--max-runs",
+    default=None,
+    metavar="N",
+    help="At most N runs requested with this token queued or running at once "
+    "(default: the daemon's setting).",
+)
+@click.option("--list", "list_", is_flag=True, help="List the tokens (ids, never secrets).")
+@click.option(
+    "--format", "fmt", default=None, metavar="table|json", help="With --list: table or json."
+)
+@click.option("--revoke", default=None, metavar="ID", help="Revoke the token with this id.")
+@click.pass_context
+def token(
+    ctx: click.Context,
+    agent: str | None,
+    scope: str | None,
+    operator: bool,
+    label: str | None,
+    expires: str | None,
+    max_runs: str | None,
+    list_: bool,
+    fmt: str | None,
+    revoke: str | None,
+) -> None:
+    """Create an API token and print it, or list or revoke tokens.
+
+    The token is printed once on stdout: the database keeps only its hash. Send it as
+    'Authorization: Bearer <token>'. Each token also has a public id (tok_…) that is safe to
+    show; --list and --revoke use it.
+
+    \b
+    Examples:
+      mindledger serve token mybot                     # an agent token for mybot
+      mindledger serve token mybot --expires 90d --max-runs 1
+      mindledger serve token --operator --label alice  # expires in 30 days
+      mindledger serve token --operator --expires never
+      mindledger serve token --list
+      mindledger serve token --list --format json
+      mindledger serve token --revoke tok_1a2b3c4d
+    """
+    from harness.daemon.tokens import (
+        check_agent_name,
+        check_label,
+        create_token,
+        list_tokens,
+        parse_expiry,
+        parse_scope,
+        revoke_token,
+        token_id_of,
+    )
+    from ledger.db import open_engine, utc_now
+
+    given = {
+        "--scope": scope is not None,
+        "--operator": operator,
+        "--label": label is not None,
+        "--expires": expires is not None,
+        "--max-runs": max_runs is not None,
+    }
+    creating = [name for name in _CREATE_OPTIONS if given[name]]
+    # every check comes before the database is opened: bad input writes nothing
+    if list_ and revoke is not None:
+        raise InputError("give --list or --revoke, not both", where="--revoke")
+    if fmt is not None and not list_:
+        raise InputError("--format goes with --list", where="--format")
+    if fmt is not None and fmt not in ("table", "json"):
+        raise InputError(f"expected table or json, got {fmt!r}", where="--format")
+    if list_ or revoke is not None:
+        mode = "--list" if list_ else "--revoke"
+        if agent is not None or creating:
+            extra = ", ".join(([] if agent is None else ["AGENT"]) + creating)
+            raise InputError(f"takes no {extra} (those make a token)", where=mode)
+        engine = open_engine(get_settings(ctx).database_url)
+        try:
+            if list_:
+                _print_tokens(list_tokens(engine), fmt or "table", utc_now())
+                return
+            assert revoke is not None
+            try:
+                info = revoke_token(engine, revoke.strip())
+            except NotFoundError as exc:
+                raise NotFoundError(f"--revoke: {exc}") from None
+        finally:
+            engine.dispose()
+        whose = f"agent {info.agent!r}" if info.agent else info.scope
+        click.echo(f"{info.token_id} ({whose}) is revoked since {info.revoked_at}", err=True)
+        return
+
+    if operator and scope not in (None, "operator"):
+        raise InputError("--operator makes an operator token; drop one of them", where="--scope")
+    chosen = "operator" if operator else parse_scope(scope or "agent", where="--scope")
+    if chosen == "agent":
+        if agent is None:
+            raise InputError(
+                "expected the agent the token acts as (or --operator for an operator token)",
+                where="AGENT",
+            )
+        check_agent_name(agent, where="AGENT")
+    elif agent is not None:
+        raise InputError(
+            f"an operator token names no agent; drop {agent!r} or use --label", where="AGENT"
+        )
+    if label is not None:
+        check_label(label, where="--label")
+    cap = None if max_runs is None else _parse_cap(max_runs)
+    now = utc_now()
+    expires_at = "default" if expires is None else parse_expiry(expires, now=now, where="--expires")
     engine = open_engine(get_settings(ctx).database_url)
     try:
-        click.echo(create_token(engine, agent))
+        secret = create_token(
+            engine,
+            agent,
+            scope=chosen,
+            label=label,
+            expires_at=expires_at,
+            max_queued_runs=cap,
+            clock=lambda: now,
+        )
+        info = next(t for t in list_tokens(engine) if t.token_id == token_id_of(secret))
     finally:
         engine.dispose()
+    click.echo(secret)
+    terms = [f"for {agent!r}"] if agent else [f"label {label!r}"] if label else []
+    terms.append(f"expires {info.expires_at}" if info.expires_at else "never expires")
+    if cap is not None:
+        terms.append(f"at most {cap} open run{'' if cap == 1 else 's'}")
     click.echo(
-        f"token for {agent!r}: send it as 'Authorization: Bearer <token>'; it is not shown again",
+        f"{chosen} token {info.token_id} ({', '.join(terms)}): send it as "
+        "'Authorization: Bearer <token>'; it is not shown again",
         err=True,
     )
+
+
+def _parse_cap(text: str) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 1000:
+        raise InputError(f"expected an integer from 0 to 1000, got {text!r}", where="--max-runs")
+    return value
+
+
+def _print_tokens(tokens: list[TokenInfo], fmt: str, now: str) -> None:
+    if fmt == "json":
+        echo_json([t.to_dict(now) for t in tokens])
+        return
+    if not tokens:
+        click.echo("no tokens yet (make one with `mindledger serve token AGENT`)", err=True)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table()
+    for col in ("id", "scope", "agent", "label", "created", "expires", "last used", "max runs"):
+        table.add_column(col)
+    table.add_column("state")
+    for t in tokens:
+        table.add_row(
+            t.token_id,
+            t.scope,
+            t.agent or "",
+            t.label or "",
+            _minute(t.created_at),
+            _minute(t.expires_at) or "never",
+            _minute(t.last_used_at),
+            "default" if t.max_queued_runs is None else str(t.max_queued_runs),
+            t.state(now) + (f" {_minute(t.revoked_at)}" if t.revoked_at else ""),
+        )
+    console = Console()
+    (console if console.is_terminal else Console(width=160)).print(table)
+
+
+def _minute(stamp: str | None) -> str:
+    """``2026-11-30 05:40`` from a stored ISO 8601 UTC time."""
+    return "" if stamp is None else stamp[:16].replace("T", " ")

@@ -1,33 +1,50 @@
 """The daemon's HTTP API: an ASGI app (Starlette) over the store, the ledger and the scheduler.
 
-Every path but ``/health`` needs ``Authorization: Bearer <token>`` (``mindledger serve token
-AGENT`` makes one); the token names the agent, who commits and reveals as that predictor.
+Every path but ``/health`` needs ``Authorization: Bearer <token>`` (``mindledger serve token``
+makes one). An ``agent`` token acts as its agent: it commits and reveals that agent's
+predictions, calls the query proxy as that caller and requests that agent's runs. An
+``operator`` token records observations, sees held-out seeds and requests runs of any agent.
 
 =======  =======================================  ==============================================
 GET      /health                                  liveness (no token needed)
 GET      /metrics                                 counts: runs, trials, predictions; ledger head
+GET      /whoami                                  the token's id, scope and agent
 GET      /runs?limit=N                            the latest runs
 GET      /runs/{id}                               a run's summary and trial counts per agent
 GET      /runs/{id}/profile                       the run's profile (as ``report --format json``)
 POST     /runs                                    run-now: ``{"suite", "agent"?, "references"?}``
-POST     /predictions                             commit: ``{"target", "query", "commitment"}``
+POST     /predictions                             commit: ``{"target", "query", "commitment",
+                                                  "messages"? | "query_hash"?}``
 GET      /predictions/{id}                        a prediction's state
-POST     /predictions/{id}/observe                ``{"answer"}`` (the predictor or the target)
+POST     /predictions/{id}/observe                ``{"answer", "request"?}`` (operators only)
 POST     /predictions/{id}/reveal                 ``{"prediction", "salt"}`` → scores, or 409
+GET      /calls?agent=NAME                        the proxy's record per caller: calls, calls
+                                                  with a prediction, refusals, obligations
+GET      /ledger/head                             the latest signed tree head
+GET      /ledger/proof?seq=N&size=M               inclusion proof of entry N in the first M
+GET      /ledger/consistency?old=M&new=N          consistency proof between two tree sizes
 POST     /proxy/{target}/v1/chat/completions      the query proxy (see :mod:`.proxy`)
 =======  =======================================  ==============================================
 
 Errors are JSON: ``{"error": {"code", "message", "field"}}`` — 400 for a malformed body or
 field (``field`` names it, ``message`` says what was expected), 401 without a valid token, 403
-for another agent's prediction, 404 for an unknown id, 409 for a request that does not fit the
-prediction's state (and for a reveal that does not match its commitment, which is recorded),
-503 when the database or the ledger cannot be used. Bad input never yields a 500.
+for what the token's scope may not do, 404 for an unknown id, 409 for a request that does not
+fit the prediction's state (and for a reveal that does not match its commitment, which is
+recorded), 428 from the proxy when a prediction is owed, 429 (with ``Retry-After``) when a
+token has as many runs open as it may, 503 when the database or the ledger cannot be used. Bad
+input never yields a 500.
+
+Held-out runs: their seed, and anything their items regenerate from, is shown to operator
+tokens only (the run list and detail, the profile).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -40,9 +57,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from harness.daemon.proxy import Proxy, TransportFactory
+from harness.daemon import tokens
+from harness.daemon.proxy import Draw, Proxy, TransportFactory, system_draw
 from harness.daemon.scheduler import DaemonScheduler
-from harness.daemon.tokens import agent_for_token
+from harness.daemon.tokens import Principal, claim_run_request, release_run_request
 from harness.daemon.web import (
     ApiError,
     check_keys,
@@ -51,12 +69,15 @@ from harness.daemon.web import (
     kind_of,
     text_field,
 )
+from harness.runs import new_run_id
 from harness.settings import Settings
 from harness.suites import SUITES
+from ledger.calls import summarise
 from ledger.db import Clock, utc_now
 from ledger.ledger_errors import LedgerIntegrityError, LedgerKeyError, LedgerStateError
 from ledger.models import RunRow
 from ledger.predictions import Ledger
+from ledger.protocol import is_digest, provenance, query_hash, response_hash
 from ledger.store import Store
 from mindledger.errors import InputError, NotFoundError, StorageError, UserError
 
@@ -64,12 +85,42 @@ __all__ = ["create_app"]
 
 log = logging.getLogger("mindledger.daemon")
 
+RETRY_AFTER = 60
+"""Seconds a client at its cap of open runs is told to wait (``Retry-After``)."""
+
 
 def _path_id(request: Request) -> str:
     pid = str(request.path_params["id"])
     if not pid or len(pid) > 200:
         raise ApiError(404, "not_found", "no such id")
     return pid
+
+
+def _int_param(request: Request, name: str, *, default: int | None = None) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0 or len(raw) > 19:
+        raise ApiError(
+            400, "invalid_field", f"expected a whole number ≥ 0, got {raw[:40]!r}", field=name
+        )
+    return value
+
+
+def _acting_agent(principal: Principal, what: str) -> str:
+    """The agent an agent token acts as; 403 for an operator token."""
+    if principal.scope != "agent" or principal.agent is None:
+        raise ApiError(
+            403,
+            "forbidden",
+            f"an operator token does not {what}: use the agent's own token",
+            field="Authorization",
+        )
+    return principal.agent
 
 
 # -- the app ------------------------------------------------------------------------------------
@@ -82,19 +133,19 @@ def create_app(
     ledger: Ledger,
     scheduler: DaemonScheduler | None = None,
     transport_factory: TransportFactory | None = None,
-    sampling_key: bytes = b"",
+    draw: Draw = system_draw,
     clock: Clock = utc_now,
     profile_boot: int = 2000,
     on_shutdown: Sequence[Callable[[], None]] = (),
 ) -> Starlette:
     """The API over ``store`` and ``ledger``; run-now requests go to ``scheduler`` (None: they
-    get a 503). ``transport_factory`` and ``sampling_key`` are the proxy's (see
+    get a 503). ``transport_factory`` and ``draw`` are the proxy's (see
     :class:`~harness.daemon.proxy.Proxy`); ``on_shutdown`` runs (in a worker thread) when the
     server shuts down, before uvicorn re-raises the signal that stopped it."""
     engine = store.engine
-    proxy = Proxy(settings, ledger, transport_factory=transport_factory, sampling_key=sampling_key)
+    proxy = Proxy(settings, ledger, transport_factory=transport_factory, draw=draw)
 
-    async def authenticate(request: Request) -> str:
+    async def authenticate(request: Request) -> Principal:
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
@@ -106,8 +157,10 @@ def create_app(
                 field="Authorization",
                 headers={"WWW-Authenticate": "Bearer"},
             )
-        agent = await run_in_threadpool(agent_for_token, engine, token.strip())
-        if agent is None:
+        principal = await run_in_threadpool(
+            lambda: tokens.authenticate(engine, token.strip(), now=clock())
+        )
+        if principal is None:
             raise ApiError(
                 401,
                 "unauthorized",
@@ -115,7 +168,7 @@ def create_app(
                 field="Authorization",
                 headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
             )
-        return agent
+        return principal
 
     # -- health and metrics --
 
@@ -146,6 +199,17 @@ def create_app(
             },
         }
 
+    async def whoami(request: Request) -> Response:
+        principal = await authenticate(request)
+        return JSONResponse(
+            {
+                "token": principal.token_id,
+                "scope": principal.scope,
+                "agent": principal.agent,
+                "label": principal.label,
+            }
+        )
+
     async def metrics(request: Request) -> Response:
         await authenticate(request)
         return JSONResponse(await run_in_threadpool(_metrics))
@@ -153,7 +217,7 @@ def create_app(
     # -- runs --
 
     async def list_runs(request: Request) -> Response:
-        await authenticate(request)
+        principal = await authenticate(request)
         raw = request.query_params.get("limit", "50")
         try:
             limit = int(raw)
@@ -163,17 +227,19 @@ def create_app(
             raise ApiError(
                 400,
                 "invalid_field",
-                f"expected an integer from 1 to 1000, got {raw!r}",
+                f"expected an integer from 1 to 1000, got {raw[:40]!r}",
                 field="limit",
             )
         rows = await run_in_threadpool(store.list_runs, limit)
-        return JSONResponse({"runs": [_run_dict(r) for r in rows]})
+        return JSONResponse(
+            {"runs": [_run_dict(r, reveal=principal.sees_held_out) for r in rows]}
+        )
 
-    def _run_detail(run_id: str) -> dict[str, Any]:
+    def _run_detail(run_id: str, reveal: bool) -> dict[str, Any]:
         run = store.get_run(run_id)
         agents = store.run_agents(run_id)
         return {
-            **_run_dict(run),
+            **_run_dict(run, reveal=reveal),
             "agents": [
                 {"name": a.name, "role": a.role, "base_agent": a.base_agent} for a in agents
             ],
@@ -182,24 +248,29 @@ def create_app(
         }
 
     async def get_run(request: Request) -> Response:
-        await authenticate(request)
-        return JSONResponse(await run_in_threadpool(_run_detail, _path_id(request)))
+        principal = await authenticate(request)
+        run_id = _path_id(request)
+        detail = await run_in_threadpool(_run_detail, run_id, principal.sees_held_out)
+        return JSONResponse(detail)
 
     async def run_profile(request: Request) -> Response:
-        await authenticate(request)
+        principal = await authenticate(request)
         run_id = _path_id(request)
         from reports.profile import build_profile
         from reports.render import render_json
 
         def build() -> str:
             store.get_run(run_id)  # 404 before any analysis
-            return render_json(build_profile(store, run_id, n_boot=profile_boot), indent=None)
+            profile = build_profile(
+                store, run_id, n_boot=profile_boot, reveal_held_out=principal.sees_held_out
+            )
+            return render_json(profile, indent=None, reveal_held_out=principal.sees_held_out)
 
         text = await run_in_threadpool(build)
         return Response(text, media_type="application/json")
 
     async def post_run(request: Request) -> Response:
-        agent = await authenticate(request)
+        principal = await authenticate(request)
         body = await json_object(request)
         check_keys(body, ("suite", "agent", "references"))
         suite = text_field(body, "suite", required=False) or scheduler_suite()
@@ -226,28 +297,50 @@ def create_app(
                 "expected an agent or some references to run",
                 field="agent",
             )
-        if who is not None and who != agent:
+        if who is not None and not principal.may_request_runs_of(who):
             raise ApiError(
-                403, "forbidden", f"this token may request runs of {agent!r} only", field="agent"
+                403,
+                "forbidden",
+                f"this token may request runs of {principal.agent!r} only",
+                field="agent",
             )
         if scheduler is None or not scheduler.running:
             raise ApiError(503, "scheduler_off", "the scheduler is off (--no-scheduler)")
         sched = scheduler
+        run_id = new_run_id()
+        cap = principal.run_cap(settings.api_max_queued_runs)
+        claimed = await run_in_threadpool(
+            lambda: claim_run_request(engine, principal.token_id, run_id, cap=cap, now=clock())
+        )
+        if not claimed:
+            raise ApiError(
+                429,
+                "too_many_runs",
+                f"this token has {cap} run(s) queued or running, as many as it may: retry "
+                "when one finishes",
+                headers={"Retry-After": str(RETRY_AFTER)},
+            )
 
-        def plan() -> tuple[str, str]:
+        def plan() -> str:
             try:
-                run_id = sched.context.plan_run(
-                    suite=suite, agents=(who,) if who else (), references=refs
+                sched.context.plan_run(
+                    suite=suite, agents=(who,) if who else (), references=refs, run_id=run_id
                 )
             except UserError as exc:
+                release_run_request(engine, run_id)
                 raise ApiError(
                     400, "invalid_field", str(exc), field="agent" if who else "references"
                 ) from None
-            return run_id, sched.run_now(run_id)
+            except BaseException:
+                release_run_request(engine, run_id)
+                raise
+            return sched.run_now(run_id)
 
-        run_id, job = await run_in_threadpool(plan)
+        job = await run_in_threadpool(plan)
         run = await run_in_threadpool(store.get_run, run_id)
-        return JSONResponse({"run": _run_dict(run), "job": job}, status_code=202)
+        return JSONResponse(
+            {"run": _run_dict(run, reveal=principal.sees_held_out), "job": job}, status_code=202
+        )
 
     def scheduler_suite() -> str:
         return scheduler.suite if scheduler is not None else "quick"
@@ -255,14 +348,25 @@ def create_app(
     # -- predictions --
 
     async def commit(request: Request) -> Response:
-        agent = await authenticate(request)
+        principal = await authenticate(request)
+        agent = _acting_agent(principal, "commit predictions")
         body = await json_object(request)
         check_keys(
             body,
-            ("predictor", "target", "query", "commitment", "item", "condition", "agent_signature"),
+            (
+                "predictor",
+                "target",
+                "query",
+                "commitment",
+                "item",
+                "condition",
+                "agent_signature",
+                "messages",
+                "query_hash",
+            ),
         )
         predictor = text_field(body, "predictor", required=False) or agent
-        if predictor != agent:
+        if not principal.may_predict_as(predictor):
             raise ApiError(
                 403, "forbidden", f"this token commits as {agent!r} only", field="predictor"
             )
@@ -271,6 +375,27 @@ def create_app(
         commitment = text_field(body, "commitment")
         item = text_field(body, "item", required=False)
         signature = text_field(body, "agent_signature", required=False)
+        named = text_field(body, "query_hash", required=False)
+        if named is not None and not is_digest(named):
+            raise ApiError(
+                400,
+                "invalid_field",
+                "expected sha256: and 64 lowercase hex digits",
+                field="query_hash",
+            )
+        qhash = named
+        if "messages" in body:
+            try:
+                qhash = query_hash(body["messages"])
+            except InputError as exc:
+                raise ApiError(400, "invalid_field", str(exc), field=exc.where) from None
+            if named is not None and named != qhash:
+                raise ApiError(
+                    400,
+                    "invalid_field",
+                    "the messages do not hash to the query_hash given",
+                    field="query_hash",
+                )
         assert target is not None and query is not None and commitment is not None
         receipt = await run_in_threadpool(
             lambda: ledger.commit(
@@ -281,21 +406,37 @@ def create_app(
                 item=item,
                 condition=body.get("condition"),
                 agent_signature=signature,
+                query_hash=qhash,
             )
         )
-        return JSONResponse(receipt.to_dict(), status_code=201)
+        return JSONResponse(
+            {**receipt.to_dict(), "query_hash": (await _state(receipt.id)).query_hash},
+            status_code=201,
+        )
+
+    async def _state(pid: str) -> Any:
+        return await run_in_threadpool(ledger.prediction, pid)
 
     async def show_prediction(request: Request) -> Response:
         await authenticate(request)
         pid = _path_id(request)
-        state = await run_in_threadpool(ledger.prediction, pid)
+        state = await _state(pid)
         return JSONResponse(state.to_dict(clock()))
 
     async def observe(request: Request) -> Response:
-        agent = await authenticate(request)
+        principal = await authenticate(request)
         pid = _path_id(request)
+        if not principal.may_observe:
+            raise ApiError(
+                403,
+                "forbidden",
+                "only whoever asked the target records its answers (the proxy, the matrix, the "
+                "runner) or an operator: an agent's token may not. Send the query through "
+                "/proxy/<target>/v1/chat/completions with the prediction's id instead.",
+                field="Authorization",
+            )
         body = await json_object(request)
-        check_keys(body, ("answer",))
+        check_keys(body, ("answer", "request"))
         if not isinstance(body.get("answer"), str):
             raise ApiError(
                 400,
@@ -304,18 +445,25 @@ def create_app(
                 field="answer",
             )
         answer = str(body["answer"])
-        state = await run_in_threadpool(ledger.prediction, pid)
-        if agent not in (state.predictor, state.target):
-            raise ApiError(
-                403,
-                "forbidden",
-                f"only the predictor or the target may record answers to {pid}",
-            )
-        entry = await run_in_threadpool(ledger.observe, pid, answer)
-        return JSONResponse({"id": pid, "seq": entry.seq, "entry": entry.hash}, status_code=201)
+        rid = text_field(body, "request", required=False) or f"api-{uuid.uuid4().hex}"
+        if len(rid) > 200:
+            raise ApiError(400, "invalid_field", "expected at most 200 characters", field="request")
+        source = provenance(
+            "operator",
+            rid,
+            response_hash(answer),
+            operator=principal.name,
+            token=principal.token_id,
+            via="api",
+        )
+        entry = await run_in_threadpool(ledger.observe, pid, answer, source)
+        return JSONResponse(
+            {"id": pid, "seq": entry.seq, "entry": entry.hash, "provenance": source},
+            status_code=201,
+        )
 
     async def reveal(request: Request) -> Response:
-        agent = await authenticate(request)
+        principal = await authenticate(request)
         pid = _path_id(request)
         body = await json_object(request)
         check_keys(body, ("prediction", "salt"))
@@ -328,8 +476,8 @@ def create_app(
                 field="prediction",
             )
         salt = text_field(body, "salt")
-        state = await run_in_threadpool(ledger.prediction, pid)
-        if state.predictor != agent:
+        state = await _state(pid)
+        if not principal.may_predict_as(state.predictor):
             raise ApiError(403, "forbidden", f"only {state.predictor!r} may reveal {pid}")
         result = await run_in_threadpool(ledger.reveal, pid, revealed, str(salt))
         if result.accepted:
@@ -342,11 +490,58 @@ def create_app(
             extra={"result": result.to_dict()},
         )
 
+    # -- the proxy's record --
+
+    async def calls(request: Request) -> Response:
+        principal = await authenticate(request)
+        who = request.query_params.get("agent")
+        if not principal.is_operator:
+            own = _acting_agent(principal, "see other agents' calls")
+            if who not in (None, own):
+                raise ApiError(
+                    403, "forbidden", f"this token sees {own!r}'s calls only", field="agent"
+                )
+            who = own
+        tallies = await run_in_threadpool(ledger.calls, who)
+        return JSONResponse(
+            {
+                "agents": summarise(tallies),
+                "pairs": [t.to_dict() for t in tallies],
+                "prediction_share": settings.prediction_share,
+            }
+        )
+
+    # -- the ledger as a transparency log --
+
+    async def tree_head(request: Request) -> Response:
+        await authenticate(request)
+        head = await run_in_threadpool(ledger.tree_head)
+        if head is None:
+            raise ApiError(404, "not_found", "the ledger is empty: there is no head yet")
+        return JSONResponse(head.to_dict())
+
+    async def inclusion(request: Request) -> Response:
+        await authenticate(request)
+        seq = _int_param(request, "seq")
+        if seq is None:
+            raise ApiError(400, "missing_field", "expected ?seq=<entry>", field="seq")
+        size = _int_param(request, "size")
+        return JSONResponse(await run_in_threadpool(ledger.inclusion_proof, seq, size))
+
+    async def consistency(request: Request) -> Response:
+        await authenticate(request)
+        old = _int_param(request, "old")
+        if old is None:
+            raise ApiError(400, "missing_field", "expected ?old=<tree size>", field="old")
+        new = _int_param(request, "new")
+        return JSONResponse(await run_in_threadpool(ledger.consistency_proof, old, new))
+
     # -- the proxy --
 
     async def proxy_chat(request: Request) -> Response:
-        agent = await authenticate(request)
-        return await proxy.handle(request, agent, str(request.path_params["target"]))
+        principal = await authenticate(request)
+        caller = _acting_agent(principal, "call the query proxy")
+        return await proxy.handle(request, caller, str(request.path_params["target"]))
 
     # -- errors --
 
@@ -381,11 +576,26 @@ def create_app(
         log.exception("internal error on %s %s", request.method, request.url.path)
         return error_response(500, "internal", "internal error (a bug): see the daemon's log")
 
+    async def sign_heads() -> None:
+        """Sign a tree head every ``head_interval`` seconds while the ledger grows (each one
+        goes to the heads file)."""
+        while True:
+            await asyncio.sleep(settings.head_interval)
+            try:
+                await run_in_threadpool(ledger.tree_head)
+            except (StorageError, LedgerIntegrityError, LedgerKeyError) as exc:
+                log.error("could not sign a tree head: %s", exc)
+
     @asynccontextmanager
     async def lifespan(app: Starlette):  # type: ignore[no-untyped-def]
+        signer = asyncio.create_task(sign_heads()) if settings.head_interval > 0 else None
         try:
             yield
         finally:
+            if signer is not None:
+                signer.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await signer
             await proxy.aclose()
             for hook in on_shutdown:
                 await run_in_threadpool(hook)
@@ -393,6 +603,7 @@ def create_app(
     routes = [
         Route("/health", health, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
+        Route("/whoami", whoami, methods=["GET"]),
         Route("/runs", list_runs, methods=["GET"]),
         Route("/runs", post_run, methods=["POST"]),
         Route("/runs/{id}", get_run, methods=["GET"]),
@@ -401,6 +612,10 @@ def create_app(
         Route("/predictions/{id}", show_prediction, methods=["GET"]),
         Route("/predictions/{id}/observe", observe, methods=["POST"]),
         Route("/predictions/{id}/reveal", reveal, methods=["POST"]),
+        Route("/calls", calls, methods=["GET"]),
+        Route("/ledger/head", tree_head, methods=["GET"]),
+        Route("/ledger/proof", inclusion, methods=["GET"]),
+        Route("/ledger/consistency", consistency, methods=["GET"]),
         Route("/proxy/{target}/v1/chat/completions", proxy_chat, methods=["POST"]),
     ]
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
@@ -414,19 +629,21 @@ def create_app(
     return Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)
 
 
-def _run_dict(run: RunRow) -> dict[str, Any]:
-    """A run's summary. The seed of a held-out run is withheld: knowing it, an agent under test
-    could regenerate the held-out items."""
+def _run_dict(run: RunRow, *, reveal: bool = False) -> dict[str, Any]:
+    """A run's summary. The seed of a held-out run is withheld unless ``reveal`` (operators):
+    knowing it, an agent under test could regenerate the held-out items."""
     try:
         params = json.loads(run.params_json)
     except ValueError:
         params = {}
-    if run.held_out:
+    withheld = bool(run.held_out) and not reveal
+    if withheld:
         params.pop("seed", None)
     return {
         "id": run.id,
         "suite": run.suite,
-        "seed": None if run.held_out else run.seed,
+        "seed": None if withheld else run.seed,
+        "seed_withheld": withheld,
         "held_out": run.held_out,
         "status": run.status,
         "created_at": run.created_at,

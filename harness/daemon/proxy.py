@@ -1,29 +1,35 @@
 """The query proxy: ``POST /proxy/{target}/v1/chat/completions``, OpenAI-compatible.
 
-An agent points its "ask another reasoner" calls here instead of at the target. The proxy
+An agent points its "ask another reasoner" calls here instead of at the target. For each call
+the proxy
 
-1. finds the target among the declared agents (an ``openai`` agent: its ``endpoint`` and the
-   environment variable named by ``api_key_env`` holding its key);
-2. if the request names a commitment in the ``X-Mindledger-Prediction`` header, checks that the
-   prediction is the caller's, about this target, and still open; otherwise, for the sampled
-   share of calls (``settings.prediction_share``), refuses with **428** and a JSON body saying
-   how to commit;
-3. forwards the body unchanged and returns the target's response unchanged, and, when a
-   prediction was named and the target answered, records the answer against it
-   (:meth:`Ledger.observe`); the response says so in ``X-Mindledger-Observed``.
-
-**Sampling** is deterministic: a call requires a prediction when a keyed hash of (caller,
-target, request body with sorted keys) falls below the share — the same request is sampled the
-same way every time (retrying does not dodge it), and, with a secret key, an agent cannot tell
-in advance which bodies are sampled.
+1. finds the target among the declared agents (an ``openai`` agent: its ``endpoint``, its
+   ``model``, and the environment variable named by ``api_key_env`` holding its key);
+2. hashes the call's messages (:func:`ledger.protocol.query_hash`);
+3. **without** a prediction named in ``X-Mindledger-Prediction``: refuses with **428** when the
+   caller owes this target a prediction (an *obligation*), else draws, with the service's own
+   randomness, whether this call must carry one (share ``settings.prediction_share``); a
+   sampled call is refused with 428 and opens an obligation. Every later call of that caller
+   to that target is refused until one carries a matching prediction: no change of fields,
+   whitespace, headers or connection lifts it, and it survives restarts (it is folded from
+   the ledger, :mod:`ledger.calls`);
+4. **with** a prediction: forwards the call only if the prediction is the caller's, about this
+   target, open, unused, and committed to exactly this query (its query hash); a prediction
+   unlocks one answered call;
+5. forwards the body (with the target's declared ``model``) and returns the target's response
+   unchanged, and records in the ledger, in one transaction, the call (``call`` entry) and,
+   for a predicted call, the target's answer against the prediction with the proxy's
+   provenance (``observe``). Every refusal is a ``refuse`` entry. The response says which
+   entry recorded the answer in ``X-Mindledger-Observed``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
+import asyncio
 import json
 import os
+import secrets
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -35,26 +41,47 @@ from starlette.responses import Response
 from harness.adapters.transports import default_transport
 from harness.daemon.web import ApiError, error_response, json_object
 from harness.settings import AgentConfig, Settings
+from ledger.ledger_errors import LedgerStateError
 from ledger.predictions import Ledger
+from ledger.protocol import REFUSALS, PredictionState, query_hash, response_hash, unlock_refusal
+from mindledger.errors import InputError, NotFoundError
 
-__all__ = ["PREDICTION_HEADER", "Proxy", "TransportFactory", "answer_text", "sample_point"]
+__all__ = [
+    "OBSERVED_HEADER",
+    "PREDICTION_HEADER",
+    "Draw",
+    "Proxy",
+    "TransportFactory",
+    "answer_text",
+    "system_draw",
+]
 
 PREDICTION_HEADER = "X-Mindledger-Prediction"
 """Request header naming the caller's commitment (a prediction id) for this query."""
 OBSERVED_HEADER = "X-Mindledger-Observed"
 """Response header: the ledger entry (seq) recording the answer, or ``none``."""
+REQUEST_HEADER = "X-Mindledger-Request"
+"""Response header: the id under which the proxy recorded this call or its refusal."""
 
 TransportFactory = Callable[[str], httpx.AsyncBaseTransport]
 """Target base URL → the transport of the proxy's client for it."""
+Draw = Callable[[], float]
+"""A source of uniform numbers in [0, 1): the service's dice."""
+
+_STATUS = {
+    "wrong_predictor": 403,
+    "unknown_prediction": 404,
+    "wrong_target": 409,
+    "query_mismatch": 409,
+    "prediction_used": 409,
+    "prediction_closed": 409,
+}
 
 
-def sample_point(key: bytes, caller: str, target: str, body: Any) -> float:
-    """Where a request falls in [0, 1): HMAC-SHA256 over (caller, target, body with sorted
-    keys). A request requires a prediction when this is below the prediction share."""
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    msg = b"\0".join([caller.encode(), target.encode(), text.encode()])
-    digest = hmac.new(key, msg, hashlib.sha256).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
+def system_draw() -> float:
+    """A uniform number in [0, 1) from the operating system's CSPRNG: no caller can predict
+    or replay it."""
+    return secrets.randbits(53) / 2**53
 
 
 def answer_text(response: Any) -> str | None:
@@ -78,7 +105,10 @@ def answer_text(response: Any) -> str | None:
 
 
 class Proxy:
-    """Forwards chat completions to declared targets and records answers in the ledger."""
+    """Forwards chat completions to declared targets; keeps the obligations; records every
+    call, refusal and answer in the ledger. ``draw`` is the service's dice (tests pass a
+    seeded one). One daemon process serves a ledger's proxy: the obligations are cached
+    here and folded from the ledger on a caller's first call after a start."""
 
     def __init__(
         self,
@@ -86,18 +116,17 @@ class Proxy:
         ledger: Ledger,
         *,
         transport_factory: TransportFactory | None = None,
-        sampling_key: bytes = b"",
+        draw: Draw = system_draw,
     ):
         self.settings = settings
         self.ledger = ledger
         self.share = settings.prediction_share
-        self.sampling_key = sampling_key
+        self.draw = draw
         self.transport_factory = transport_factory or default_transport
         self._clients: dict[str, httpx.AsyncClient] = {}
-
-    def requires_prediction(self, caller: str, target: str, body: Any) -> bool:
-        """Whether this request is in the sampled share that must carry a prediction."""
-        return sample_point(self.sampling_key, caller, target, body) < self.share
+        self._owed: dict[str, dict[str, bool]] = {}
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._inflight: set[str] = set()
 
     def target(self, name: str) -> AgentConfig:
         cfg = self.settings.agents.get(name)
@@ -128,6 +157,64 @@ class Proxy:
         for c in clients:
             await c.aclose()
 
+    # -- obligations --
+
+    async def _owes(self, caller: str) -> dict[str, bool]:
+        """Which targets ``caller`` owes a prediction (folded from the ledger once)."""
+        owed = self._owed.get(caller)
+        if owed is None:
+            tallies = await run_in_threadpool(self.ledger.calls, caller)
+            owed = self._owed.setdefault(
+                caller, {t.target: t.obligation is not None for t in tallies}
+            )
+        return owed
+
+    def obligations(self, caller: str) -> list[str]:
+        """The targets ``caller`` is known (in this process) to owe a prediction."""
+        return sorted(t for t, v in self._owed.get(caller, {}).items() if v)
+
+    async def _refuse(
+        self,
+        caller: str,
+        target: str,
+        reason: str,
+        rid: str,
+        qhash: str | None,
+        pid: str | None = None,
+    ) -> Response:
+        entry = await run_in_threadpool(
+            lambda: self.ledger.record_refusal(
+                caller, target, reason, request=rid, query_hash=qhash, prediction=pid
+            )
+        )
+        headers = {REQUEST_HEADER: rid}
+        if reason in ("sampled", "obligation"):
+            why = (
+                "this call was sampled for a prediction"
+                if reason == "sampled"
+                else f"you owe {target!r} a prediction for an earlier sampled call"
+            )
+            return error_response(
+                428,
+                "prediction_required",
+                f"{why}: commit a prediction of this exact call's answer, then repeat the "
+                f"call with the header {PREDICTION_HEADER}: <its id>. Until a call carries a "
+                f"matching prediction, every call of yours to {target!r} is refused.",
+                field=PREDICTION_HEADER,
+                headers=headers,
+                extra={"how": how_to_commit(target, qhash), "refusal": entry.seq},
+            )
+        return error_response(
+            _STATUS[reason],
+            reason,
+            f"prediction {pid} cannot unlock this call: {REFUSALS[reason]}",
+            field=PREDICTION_HEADER,
+            headers=headers,
+            extra={"refusal": entry.seq},
+        )
+
+    # -- a call --
+
     async def handle(self, request: Request, caller: str, target: str) -> Response:
         cfg = self.target(target)
         body = await json_object(request)
@@ -135,65 +222,104 @@ class Proxy:
             raise ApiError(
                 400, "invalid_field", "expected false: the proxy does not stream", field="stream"
             )
+        try:
+            qhash = query_hash(body.get("messages"))
+        except InputError as exc:
+            raise ApiError(400, "invalid_field", str(exc), field=exc.where) from None
+        rid = "proxy-" + uuid.uuid4().hex
         pid = request.headers.get(PREDICTION_HEADER, "").strip() or None
         if pid is None:
-            if self.requires_prediction(caller, target, body):
-                return error_response(
-                    428,
-                    "prediction_required",
-                    "this query was sampled for a prediction: commit one before asking, "
-                    f"and name it in the {PREDICTION_HEADER} header",
-                    field=PREDICTION_HEADER,
-                    extra={"how": _how_to_commit(target)},
-                )
-        else:
-            state = await run_in_threadpool(self.ledger.prediction, pid)
-            if state.predictor != caller:
-                raise ApiError(
-                    403,
-                    "forbidden",
-                    f"prediction {pid} is not {caller!r}'s",
-                    field=PREDICTION_HEADER,
-                )
-            if state.target != target:
-                raise ApiError(
-                    409,
-                    "wrong_target",
-                    f"prediction {pid} is about {state.target!r}, not {target!r}",
-                    field=PREDICTION_HEADER,
-                )
-            if state.final:
-                raise ApiError(
-                    409,
-                    "conflict",
-                    f"prediction {pid} is {state.state}: it takes no more answers",
-                    field=PREDICTION_HEADER,
-                )
+            async with self._locks.setdefault((caller, target), asyncio.Lock()):
+                owed = await self._owes(caller)
+                if owed.get(target):
+                    return await self._refuse(caller, target, "obligation", rid, qhash)
+                if self.draw() < self.share:
+                    owed[target] = True
+                    return await self._refuse(caller, target, "sampled", rid, qhash)
+            return await self._forward(cfg, body, caller, target, rid, qhash, None)
+        if len(pid) > 64:
+            raise ApiError(400, "invalid_field", "expected a prediction id", field=PREDICTION_HEADER)
+        try:
+            state: PredictionState | None = await run_in_threadpool(self.ledger.prediction, pid)
+        except NotFoundError:
+            state = None
+        if state is None:
+            return await self._refuse(caller, target, "unknown_prediction", rid, qhash, pid)
+        reason = unlock_refusal(state, caller, target, qhash, self.ledger.clock())
+        if reason is None and pid in self._inflight:
+            reason = "prediction_used"
+        if reason is not None:
+            return await self._refuse(caller, target, reason, rid, qhash, pid)
+        self._inflight.add(pid)
+        try:
+            return await self._forward(cfg, body, caller, target, rid, qhash, pid)
+        finally:
+            self._inflight.discard(pid)
+
+    async def _forward(
+        self,
+        cfg: AgentConfig,
+        body: dict[str, Any],
+        caller: str,
+        target: str,
+        rid: str,
+        qhash: str,
+        pid: str | None,
+    ) -> Response:
         headers = {"content-type": "application/json"}
         if cfg.api_key_env and os.environ.get(cfg.api_key_env):
             headers["authorization"] = f"Bearer {os.environ[cfg.api_key_env]}"
+        if cfg.model:
+            body = {**body, "model": cfg.model}
         url = (cfg.endpoint or "").rstrip("/") + "/chat/completions"
         try:
             upstream = await self._client(cfg).post(
                 url, content=json.dumps(body).encode(), headers=headers
             )
         except httpx.HTTPError as exc:
-            return error_response(
-                502, "upstream_unreachable", f"target {target!r} did not answer: {exc!r}"
+            await run_in_threadpool(
+                lambda: self.ledger.record_call(
+                    caller, target, request=rid, query_hash=qhash, status=502, prediction=pid
+                )
             )
-        out_headers: dict[str, str] = {}
+            return error_response(
+                502,
+                "upstream_unreachable",
+                f"target {target!r} did not answer: {type(exc).__name__}",
+                headers={REQUEST_HEADER: rid},
+            )
+        answer: str | None = None
+        if upstream.status_code == 200:
+            try:
+                answer = answer_text(upstream.json())
+            except ValueError:
+                answer = None
+        digest = response_hash(upstream.content)
+        try:
+            entries = await run_in_threadpool(
+                lambda: self.ledger.record_call(
+                    caller,
+                    target,
+                    request=rid,
+                    query_hash=qhash,
+                    status=upstream.status_code,
+                    prediction=pid,
+                    answer=answer,
+                    response=digest,
+                )
+            )
+        except LedgerStateError as exc:
+            # another process used or closed the prediction meanwhile: the answer is withheld
+            raise ApiError(
+                409, str(exc.state or "conflict"), str(exc), field=PREDICTION_HEADER
+            ) from None
+        out_headers: dict[str, str] = {REQUEST_HEADER: rid}
         if pid is not None:
-            observed = "none"
-            if upstream.status_code == 200:
-                try:
-                    answer = answer_text(upstream.json())
-                except ValueError:
-                    answer = None
-                if answer is not None:
-                    entry = await run_in_threadpool(self.ledger.observe, pid, answer)
-                    observed = str(entry.seq)
+            observed = [e for e in entries if e.kind == "observe"]
             out_headers[PREDICTION_HEADER] = pid
-            out_headers[OBSERVED_HEADER] = observed
+            out_headers[OBSERVED_HEADER] = str(observed[0].seq) if observed else "none"
+            if observed:
+                (await self._owes(caller))[target] = False
         return Response(
             upstream.content,
             status_code=upstream.status_code,
@@ -202,13 +328,21 @@ class Proxy:
         )
 
 
-def _how_to_commit(target: str) -> dict[str, Any]:
+def how_to_commit(target: str, qhash: str | None) -> dict[str, Any]:
+    """What the 428 body tells the caller to do, step by step."""
     return {
         "1_commit": {
             "method": "POST",
             "path": "/predictions",
-            "json": {"target": target, "query": "<the question>", "commitment": "sha256:<hex>"},
+            "json": {
+                "target": target,
+                "query": "<the question, as text>",
+                "query_hash": qhash,
+                "commitment": "sha256:<hex>",
+            },
         },
+        "query_hash": "this call's: sha256 of canonical_json({messages, v: 1}) (docs/ledger.md)"
+        "; send the same messages when you repeat the call",
         "commitment": "sha256: + hex(SHA-256(canonical_json(prediction) + salt)) with a secret "
         "32-byte salt; the prediction stays with you until the reveal (see docs/ledger.md, "
         "or ledger.prediction_body and ledger.commitment in Python)",

@@ -71,12 +71,18 @@ class DaemonContext:
         self.ledger = ledger
 
     def plan_run(
-        self, *, suite: str, agents: Sequence[str] = (), references: Sequence[str] = ()
+        self,
+        *,
+        suite: str,
+        agents: Sequence[str] = (),
+        references: Sequence[str] = (),
+        run_id: str | None = None,
     ) -> str:
-        """Plan and store a run on a held-out seed; return its id."""
+        """Plan and store a run on a held-out seed (as ``run_id``, default a new id); return
+        its id."""
         planned = plan_agents(self.settings, agents=agents, references=references)
         run_id, _, _ = create_run(
-            self.store, self.settings, suite=suite, planned=planned, held_out=True
+            self.store, self.settings, suite=suite, planned=planned, held_out=True, run_id=run_id
         )
         return run_id
 

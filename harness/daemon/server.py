@@ -7,7 +7,6 @@ interrupted; :class:`BackgroundServer` serves the app on a thread (a real socket
 
 from __future__ import annotations
 
-import hashlib
 import socket
 import threading
 import time
@@ -15,18 +14,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import uvicorn
-from cryptography.hazmat.primitives import serialization
 from sqlalchemy.engine import Engine
 from starlette.applications import Starlette
 
 from harness.daemon.api import create_app
-from harness.daemon.proxy import TransportFactory
+from harness.daemon.proxy import Draw, TransportFactory, system_draw
 from harness.daemon.scheduler import DaemonContext, DaemonScheduler
 from harness.settings import Settings
 from ledger.db import open_engine
 from ledger.keys import load_or_create_service_key
 from ledger.predictions import WITNESS_DIR, Ledger
 from ledger.store import Store
+from ledger.tree import HEADS_FILE
 
 __all__ = ["BackgroundServer", "Daemon", "build_daemon"]
 
@@ -66,24 +65,13 @@ class Daemon:
         self.engine.dispose()
 
 
-def sampling_key_of(ledger: Ledger) -> bytes:
-    """The proxy's sampling key, derived from the service key: secret, and stable across
-    restarts (so the same request is sampled the same way)."""
-    raw = ledger.key.private_bytes(
-        serialization.Encoding.Raw,
-        serialization.PrivateFormat.Raw,
-        serialization.NoEncryption(),
-    )
-    return hashlib.sha256(b"mindledger proxy sampling\0" + raw).digest()
-
-
 def build_daemon(
     settings: Settings,
     *,
     scheduler: bool = True,
     suite: str = "quick",
     transport_factory: TransportFactory | None = None,
-    sampling_key: bytes | None = None,
+    draw: Draw = system_draw,
     scheduler_options: dict[str, Any] | None = None,
 ) -> Daemon:
     """Open the database (migrated), the ledger and, unless ``scheduler`` is false, the
@@ -96,6 +84,7 @@ def build_daemon(
         key,
         reveal_timeout=settings.reveal_timeout,
         witness_dir=settings.home / WITNESS_DIR,
+        heads_file=settings.home / HEADS_FILE,
     )
     sched = (
         DaemonScheduler(
@@ -110,7 +99,7 @@ def build_daemon(
         ledger=ledger,
         scheduler=sched,
         transport_factory=transport_factory,
-        sampling_key=sampling_key_of(ledger) if sampling_key is None else sampling_key,
+        draw=draw,
         on_shutdown=[] if sched is None else [lambda: sched.shutdown(wait=True)],
     )
     return Daemon(settings, engine, store, ledger, sched, app)
@@ -139,6 +128,9 @@ class BackgroundServer:
     def __enter__(self) -> BackgroundServer:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # accepted connections inherit it: without it, a small response waits out the
+        # client's delayed ACK (40 ms a request), as it does not when uvicorn binds itself
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((self.host, self.port))
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self.app, log_level="warning", lifespan="on")

@@ -1,5 +1,6 @@
 """The daemon's HTTP API and query proxy, through real sockets on 127.0.0.1: uvicorn serves the
-app on a thread, the proxy's target is the FakeOpenAI server."""
+app on a thread, the proxy's target is the FakeOpenAI server. The service's dice are a seeded
+generator here, so which calls are sampled is the same on every run."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
 import sqlalchemy as sa
 
@@ -20,13 +22,29 @@ from harness.daemon import (
     build_daemon,
     create_token,
     hash_token,
-    sample_point,
 )
+from harness.daemon.client import DaemonClient, DaemonError
 from harness.settings import AgentConfig, Settings, load_settings
 from harness.testing import FakeOpenAI
 from ledger import commitment, new_salt, prediction_body
+from ledger.protocol import query_hash, response_hash
 
-KEY = b"test sampling key"
+
+class Dice:
+    """The service's dice, scripted: the given values first, then a seeded generator."""
+
+    def __init__(self, *values: float, seed: int = 7):
+        self.values = list(values)
+        self.rng = np.random.default_rng(seed)
+        self.drawn = 0
+
+    def __call__(self) -> float:
+        self.drawn += 1
+        return self.values.pop(0) if self.values else float(self.rng.random())
+
+
+SAMPLED, PASSED = 0.0, 0.99
+"""Dice values that sample a call (below any share > 0) and that let it pass."""
 
 
 @dataclass
@@ -35,6 +53,7 @@ class Env:
     url: str
     token: str
     fake: FakeOpenAI
+    dice: Dice
 
     def client(self, token: str | None = None) -> httpx.Client:
         return httpx.Client(
@@ -43,6 +62,9 @@ class Env:
             timeout=10,
         )
 
+    def token_for(self, agent: str | None = None, **kw: Any) -> str:
+        return create_token(self.daemon.engine, agent, **kw)
+
 
 def make_settings(home: Path, db_url: str, endpoint: str, **changes: Any) -> Settings:
     settings = load_settings(None, env={}, flags={"db_url": db_url, "home": str(home)})
@@ -50,6 +72,7 @@ def make_settings(home: Path, db_url: str, endpoint: str, **changes: Any) -> Set
         "dusk": AgentConfig(
             name="dusk", adapter="openai", endpoint=endpoint, model="m", api_key_env="DUSK_KEY"
         ),
+        "wren": AgentConfig(name="wren", adapter="openai", endpoint=endpoint, model="w"),
         "bot": AgentConfig(name="bot", adapter="reference", policy="oracle"),
     }
     return replace(settings, agents=agents, **changes)
@@ -58,37 +81,58 @@ def make_settings(home: Path, db_url: str, endpoint: str, **changes: Any) -> Set
 @pytest.fixture
 def env(db_url: str, tmp_path: Path) -> Iterator[Env]:
     with FakeOpenAI() as fake:
-        settings = make_settings(tmp_path / "home", db_url, fake.base_url, prediction_share=0.5)
-        daemon = build_daemon(settings, scheduler=False, sampling_key=KEY)
+        settings = make_settings(
+            tmp_path / "home", db_url, fake.base_url, prediction_share=0.2, head_interval=0
+        )
+        dice = Dice()
+        daemon = build_daemon(settings, scheduler=False, draw=dice)
         token = create_token(daemon.engine, "piper")
         try:
             with BackgroundServer(daemon.app) as server:
-                yield Env(daemon, server.url, token, fake)
+                yield Env(daemon, server.url, token, fake, dice)
         finally:
             daemon.close()
 
 
-def sampled_query(share: float, *, sampled: bool, caller: str = "piper") -> dict[str, Any]:
-    """A chat request that the proxy's sampling puts in (or out of) the required share."""
-    for n in range(1000):
-        body = {
-            "model": "m",
-            "messages": [{"role": "user", "content": f"Pick a number, try {n} [[answer: 7]]"}],
-        }
-        if (sample_point(KEY, caller, "dusk", body) < share) == sampled:
-            return body
-    raise AssertionError("no such request")
+def ask(n: int | str = 1, answer: str = "7") -> dict[str, Any]:
+    return {
+        "model": "m",
+        "messages": [{"role": "user", "content": f"Pick a number, try {n} [[answer: {answer}]]"}],
+    }
 
 
-def commit(c: httpx.Client, query: str, dist: dict[str, float]) -> tuple[str, dict, bytes]:
-    body = prediction_body(predictor="piper", target="dusk", query=query, distribution=dist)
+def commit(
+    c: httpx.Client,
+    request: dict[str, Any],
+    dist: dict[str, float],
+    *,
+    target: str = "dusk",
+    predictor: str = "piper",
+) -> tuple[str, dict[str, Any], bytes]:
+    """Commit a prediction of ``request``'s answer (naming its messages); return (id, body,
+    salt)."""
+    query = request["messages"][-1]["content"]
+    body = prediction_body(predictor=predictor, target=target, query=query, distribution=dist)
     salt = new_salt()
     r = c.post(
         "/predictions",
-        json={"target": "dusk", "query": query, "commitment": commitment(body, salt)},
+        json={
+            "target": target,
+            "query": query,
+            "commitment": commitment(body, salt),
+            "messages": request["messages"],
+        },
     )
     assert r.status_code == 201, r.text
+    assert r.json()["query_hash"] == query_hash(request["messages"])
     return r.json()["id"], body, salt
+
+
+def proxy(
+    c: httpx.Client, request: Any, pid: str | None = None, headers: dict[str, str] | None = None
+) -> httpx.Response:
+    sent = {**(headers or {}), **({PREDICTION_HEADER: pid} if pid else {})}
+    return c.post("/proxy/dusk/v1/chat/completions", json=request, headers=sent)
 
 
 def entries(daemon: Daemon) -> int:
@@ -106,7 +150,19 @@ def test_health_needs_no_token(env: Env) -> None:
 
 
 @pytest.mark.parametrize(
-    "path", ["/metrics", "/runs", "/runs/x", "/predictions/p1", "/runs/x/profile"]
+    "path",
+    [
+        "/metrics",
+        "/whoami",
+        "/runs",
+        "/runs/x",
+        "/predictions/p1",
+        "/runs/x/profile",
+        "/calls",
+        "/ledger/head",
+        "/ledger/proof?seq=1",
+        "/ledger/consistency?old=0",
+    ],
 )
 def test_every_other_path_needs_a_valid_token(env: Env, path: str) -> None:
     r = httpx.get(env.url + path, timeout=5)
@@ -120,127 +176,66 @@ def test_every_other_path_needs_a_valid_token(env: Env, path: str) -> None:
 
 def test_tokens_are_stored_only_as_their_hash(env: Env) -> None:
     with env.daemon.engine.connect() as conn:
-        rows = conn.execute(sa.text("SELECT token_hash, agent FROM api_tokens")).all()
-    assert [tuple(r) for r in rows] == [(hash_token(env.token), "piper")]
+        rows = conn.execute(sa.text("SELECT token_hash, agent, scope FROM api_tokens")).all()
+    assert [tuple(r) for r in rows] == [(hash_token(env.token), "piper", "agent")]
     assert env.token not in repr(rows)
     with env.client() as c:
-        r = c.get("/metrics")
-    assert r.status_code == 200
-    assert r.json()["runs"] == 0
+        assert c.get("/metrics").json()["runs"] == 0
+        who = c.get("/whoami").json()
+        assert (who["scope"], who["agent"]) == ("agent", "piper")
+
+
+def test_revoked_and_expired_tokens_are_refused(env: Env) -> None:
+    from harness.daemon import revoke_token, token_id_of
+
+    token = env.token_for("wren")
+    with env.client(token) as c:
+        assert c.get("/whoami").status_code == 200
+        revoke_token(env.daemon.engine, token_id_of(token))
+        assert c.get("/whoami").status_code == 401
+    lapsed = env.token_for(
+        "wren", expires_at="2020-01-01T00:00:00Z", clock=lambda: "2019-12-01T00:00:00+00:00"
+    )
+    with env.client(lapsed) as c:
+        assert c.get("/whoami").status_code == 401
 
 
 # -- commit → proxy → reveal ---------------------------------------------------------------------
 
 
-def test_commit_proxy_reveal_scores_and_the_ledger_verifies(
-    env: Env, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    request = sampled_query(0.5, sampled=True)
-    query = request["messages"][0]["content"]
-    with env.client() as c:
-        pid, body, salt = commit(c, query, {"7": 0.75, "3": 0.25})
-        r = c.post(
-            "/proxy/dusk/v1/chat/completions", json=request, headers={PREDICTION_HEADER: pid}
-        )
-        assert r.status_code == 200, r.text
-        assert r.json()["choices"][0]["message"]["content"] == "7"
-        assert r.headers[PREDICTION_HEADER] == pid
-        assert int(r.headers["X-Mindledger-Observed"]) > 0
-        shown = c.get(f"/predictions/{pid}").json()
-        assert (shown["state"], shown["observed"], shown["predictor"]) == (
-            "observed",
-            ["7"],
-            "piper",
-        )
-        r = c.post(f"/predictions/{pid}/reveal", json={"prediction": body, "salt": salt.hex()})
-        assert r.status_code == 200, r.text
-        result = r.json()
-        assert result["status"] == "scored"
-        assert result["scores"]["top1_match"] in (1, 1.0, True)
-        assert result["scores"]["confidence"] == 0.75
-        assert result["scores"]["n_observed"] == 1
-        assert c.get(f"/predictions/{pid}").json()["state"] == "scored"
-        m = c.get("/metrics").json()
-        assert m["predictions"] == 1
-        assert m["ledger"]["entries"] == entries(env.daemon)
-    assert env.fake.stats()["ok"] == 1
+def test_a_predicted_call_is_answered_recorded_with_provenance_and_scored(env: Env) -> None:
+    env.dice.values = [PASSED] * 10
+    with DaemonClient(env.url, env.token) as ml:
+        request = ask(1)
+        with ml.predict("dusk", request["messages"], {"7": 0.75, "3": 0.25}) as p:
+            reply = p.ask(model="m")
+        assert reply["choices"][0]["message"]["content"] == "7"
+        assert p.scores is not None
+        assert p.scores["top1_match"] in (1, 1.0, True)
+        assert p.scores["confidence"] == 0.75
+    state = env.daemon.ledger.prediction(p.id)
+    assert (state.state, state.observed, state.predictor) == ("scored", ["7"], "piper")
+    (source,) = state.provenance
+    assert source["by"] == "proxy" and source["caller"] == "piper"
+    assert source["request"] == state.proxied
+    # the hash of the target's raw response, as the proxy received it
+    raw = env.fake.stats()
+    assert raw["ok"] == 1
+    assert source["response"].startswith("sha256:") and len(source["response"]) == 71
+    kinds = [e.kind for e in env.daemon.ledger.entries()]
+    assert kinds == ["open", "commit", "call", "observe", "reveal"]
     assert env.daemon.ledger.verify() == []
 
 
-def test_a_reveal_that_does_not_match_is_409_and_recorded(env: Env) -> None:
-    with env.client() as c:
-        pid, body, salt = commit(c, "q?", {"a": 1.0})
-        assert c.post(f"/predictions/{pid}/observe", json={"answer": "b"}).status_code == 201
-        other = {**body, "distribution": {"b": 1.0}, "top1": "b"}
-        r = c.post(f"/predictions/{pid}/reveal", json={"prediction": other, "salt": salt.hex()})
-        assert r.status_code == 409
-        assert r.json()["error"]["code"] == "reveal_rejected"
-        assert r.json()["result"]["status"] == "rejected"
-        assert c.get(f"/predictions/{pid}").json()["state"] == "rejected"
-        # a second reveal conflicts with the final state
-        r = c.post(f"/predictions/{pid}/reveal", json={"prediction": body, "salt": salt.hex()})
-        assert r.status_code == 409
-        assert r.json()["state"] == "rejected"
-    assert env.daemon.ledger.verify() == []
-
-
-def test_only_the_predictor_reveals_and_uses_its_commitment(env: Env) -> None:
-    other = create_token(env.daemon.engine, "mallory")
-    with env.client() as c, env.client(other) as m:
-        pid, body, salt = commit(c, "q?", {"a": 1.0})
-        r = m.post(f"/predictions/{pid}/reveal", json={"prediction": body, "salt": salt.hex()})
-        assert r.status_code == 403
-        r = m.post(
-            "/proxy/dusk/v1/chat/completions",
-            json=sampled_query(0.5, sampled=False, caller="mallory"),
-            headers={PREDICTION_HEADER: pid},
-        )
-        assert r.status_code == 403
-        r = m.post(
-            "/predictions",
-            json={"predictor": "piper", "target": "dusk", "query": "q", "commitment": "x"},
-        )
-        assert r.status_code == 403
-        assert r.json()["error"]["field"] == "predictor"
-    assert env.fake.stats()["requests"] == 0
-    assert env.daemon.ledger.verify() == []
-
-
-def test_sampled_call_without_a_commitment_gets_428_and_others_pass(env: Env) -> None:
-    with env.client() as c:
-        r = c.post("/proxy/dusk/v1/chat/completions", json=sampled_query(0.5, sampled=True))
-        assert r.status_code == 428
-        err = r.json()
-        assert err["error"]["code"] == "prediction_required"
-        assert err["error"]["field"] == PREDICTION_HEADER
-        assert err["how"]["1_commit"]["path"] == "/predictions"
-        assert env.fake.stats()["requests"] == 0
-        # the same request is refused again: retrying does not dodge the sample
-        r = c.post("/proxy/dusk/v1/chat/completions", json=sampled_query(0.5, sampled=True))
-        assert r.status_code == 428
-        r = c.post("/proxy/dusk/v1/chat/completions", json=sampled_query(0.5, sampled=False))
-        assert r.status_code == 200
-        assert "X-Mindledger-Observed" not in r.headers
-    assert env.fake.stats()["requests"] == 1
-    assert entries(env.daemon) == 0
-
-
-def test_the_sampled_share_is_near_the_setting() -> None:
-    bodies = [{"messages": [{"role": "user", "content": str(n)}]} for n in range(4000)]
-    share = sum(sample_point(KEY, "a", "t", b) < 0.2 for b in bodies) / len(bodies)
-    assert 0.18 < share < 0.22
-
-
-def test_proxy_sends_the_target_key_from_its_environment_variable(
+def test_the_proxy_sends_the_declared_model_and_records_the_response_hash(
     db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[httpx.Request] = []
+    payload = {"choices": [{"message": {"role": "assistant", "content": "hi"}}]}
 
     def reply(request: httpx.Request) -> httpx.Response:
         seen.append(request)
-        return httpx.Response(
-            200, json={"choices": [{"message": {"role": "assistant", "content": "hi"}}]}
-        )
+        return httpx.Response(200, content=json.dumps(payload).encode())
 
     monkeypatch.setenv("DUSK_KEY", "sk-secret")
     settings = make_settings(tmp_path, db_url, "http://dusk.invalid/v1", prediction_share=0.0)
@@ -252,7 +247,7 @@ def test_proxy_sends_the_target_key_from_its_environment_variable(
         with BackgroundServer(daemon.app) as server:
             r = httpx.post(
                 server.url + "/proxy/dusk/v1/chat/completions",
-                json={"messages": []},
+                json={"model": "cheaper-model", "messages": [{"role": "user", "content": "q"}]},
                 headers={"Authorization": f"Bearer {token}"},
                 timeout=5,
             )
@@ -261,7 +256,309 @@ def test_proxy_sends_the_target_key_from_its_environment_variable(
     assert r.status_code == 200
     assert str(seen[0].url) == "http://dusk.invalid/v1/chat/completions"
     assert seen[0].headers["authorization"] == "Bearer sk-secret"
+    assert json.loads(seen[0].content)["model"] == "m"  # the declared target, not the caller's
     assert "sk-secret" not in r.text
+    (call,) = [e for e in daemon.ledger.entries() if e.kind == "call"]
+    assert call.payload["response"] == response_hash(json.dumps(payload).encode())
+    assert call.payload["prediction"] is None and call.payload["status"] == 200
+
+
+# -- obligations: no dodging ---------------------------------------------------------------------
+
+
+def test_a_sampled_call_leaves_an_obligation_that_no_change_of_the_call_lifts(env: Env) -> None:
+    env.dice.values = [SAMPLED]
+    with env.client() as c:
+        r = proxy(c, ask(1))
+        assert r.status_code == 428
+        err = r.json()
+        assert err["error"]["code"] == "prediction_required"
+        assert err["error"]["field"] == PREDICTION_HEADER
+        assert err["how"]["1_commit"]["path"] == "/predictions"
+        assert err["how"]["1_commit"]["json"]["query_hash"] == query_hash(ask(1)["messages"])
+        drawn = env.dice.drawn
+        dodges = [
+            {**ask(1), "user": "n1"},  # an ignored field
+            {**ask(1), "messages": [{"role": "user", "content": ask(1)["messages"][0]["content"]
+                                     + " "}]},  # whitespace
+            ask(2),  # another query altogether
+            {**ask(1), "temperature": 0.3},
+        ]
+        for body in dodges:
+            r = proxy(c, body)
+            assert r.status_code == 428, body
+            assert r.json()["error"]["code"] == "prediction_required"
+        r = proxy(c, ask(1), headers={"X-Forwarded-For": "10.0.0.9", "Connection": "close"})
+        assert r.status_code == 428
+    with env.client() as fresh:  # a new connection
+        assert proxy(fresh, ask(1)).status_code == 428
+    # refusals under an obligation roll no dice: nothing about the call matters any more
+    assert env.dice.drawn == drawn
+    assert env.fake.stats()["requests"] == 0
+    # a matching prediction lifts it, and calls pass again
+    env.dice.values = [PASSED, PASSED]
+    with env.client() as c:
+        pid, _, _ = commit(c, ask(3), {"7": 1.0})
+        assert proxy(c, ask(3), pid).status_code == 200
+        assert proxy(c, ask(4)).status_code == 200
+    tally = env.client().get("/calls").json()["agents"]["piper"]
+    assert tally["refused"] == 7 and tally["calls"] == 2 and tally["predicted"] == 1
+    assert tally["refusals"] == {"obligation": 6, "sampled": 1}
+    assert tally["open_obligations"] == []
+    assert env.daemon.ledger.verify() == []
+
+
+def test_a_prediction_unlocks_only_its_own_call_once(env: Env) -> None:
+    mallory = env.token_for("mallory")
+    env.dice.values = [SAMPLED]
+    with env.client() as c, env.client(mallory) as m:
+        assert proxy(c, ask(1)).status_code == 428
+        other, _, _ = commit(c, ask(2), {"7": 1.0})  # a prediction about another query
+        r = proxy(c, ask(1), other)
+        assert (r.status_code, r.json()["error"]["code"]) == (409, "query_mismatch")
+        assert proxy(c, ask(1)).status_code == 428  # still owed
+        # another caller's prediction
+        theirs, _, _ = commit(m, ask(1), {"7": 1.0}, predictor="mallory")
+        r = proxy(c, ask(1), theirs)
+        assert (r.status_code, r.json()["error"]["code"]) == (403, "wrong_predictor")
+        # a prediction about another target
+        wren, _, _ = commit(c, ask(1), {"7": 1.0}, target="wren")
+        r = proxy(c, ask(1), wren)
+        assert (r.status_code, r.json()["error"]["code"]) == (409, "wrong_target")
+        # an unknown id
+        r = proxy(c, ask(1), "p" + "0" * 20)
+        assert (r.status_code, r.json()["error"]["code"]) == (404, "unknown_prediction")
+        # the right one passes, once
+        pid, body, salt = commit(c, ask(1), {"7": 1.0})
+        r = proxy(c, ask(1), pid)
+        assert r.status_code == 200 and r.headers[PREDICTION_HEADER] == pid
+        assert int(r.headers["X-Mindledger-Observed"]) > 0
+        r = proxy(c, ask(1), pid)
+        assert (r.status_code, r.json()["error"]["code"]) == (409, "prediction_used")
+        # and a revealed one is closed
+        assert c.post(
+            f"/predictions/{pid}/reveal", json={"prediction": body, "salt": salt.hex()}
+        ).status_code == 200
+        r = proxy(c, ask(1), pid)
+        assert (r.status_code, r.json()["error"]["code"]) == (409, "prediction_closed")
+    assert env.fake.stats()["ok"] == 1
+    assert env.daemon.ledger.prediction(pid).observed == ["7"]
+    assert env.daemon.ledger.prediction(other).observed == []
+    reasons = [
+        e.payload["reason"] for e in env.daemon.ledger.entries() if e.kind == "refuse"
+    ]
+    assert reasons == [
+        "sampled",
+        "query_mismatch",
+        "obligation",
+        "wrong_predictor",
+        "wrong_target",
+        "unknown_prediction",
+        "prediction_used",
+        "prediction_closed",
+    ]
+    assert env.daemon.ledger.verify() == []
+
+
+def test_obligations_survive_a_restart_of_the_daemon(db_url: str, tmp_path: Path) -> None:
+    with FakeOpenAI() as fake:
+        settings = make_settings(tmp_path / "home", db_url, fake.base_url, head_interval=0)
+        daemon = build_daemon(settings, scheduler=False, draw=Dice(SAMPLED))
+        token = create_token(daemon.engine, "piper")
+        try:
+            with BackgroundServer(daemon.app) as server, httpx.Client(
+                base_url=server.url, headers={"Authorization": f"Bearer {token}"}, timeout=10
+            ) as c:
+                assert proxy(c, ask(1)).status_code == 428
+        finally:
+            daemon.close()
+        daemon = build_daemon(settings, scheduler=False, draw=Dice(PASSED))
+        try:
+            with BackgroundServer(daemon.app) as server, httpx.Client(
+                base_url=server.url, headers={"Authorization": f"Bearer {token}"}, timeout=10
+            ) as c:
+                r = proxy(c, ask(1))
+                assert (r.status_code, r.json()["error"]["code"]) == (428, "prediction_required")
+                assert "owe" in r.json()["error"]["message"]
+        finally:
+            daemon.close()
+        assert fake.stats()["requests"] == 0
+
+
+def test_a_thousand_calls_sample_near_the_share_and_a_caller_that_never_predicts_is_stopped(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    with FakeOpenAI() as fake:
+        settings = make_settings(tmp_path / "home", sqlite_url, fake.base_url, head_interval=0)
+        daemon = build_daemon(settings, scheduler=False, draw=Dice(seed=2026))
+        honest = create_token(daemon.engine, "piper")
+        shirker = create_token(daemon.engine, "mallory")
+        try:
+            with BackgroundServer(daemon.app) as server:
+                with DaemonClient(server.url, honest) as ml:
+                    sampled = 0
+                    for n in range(1000):
+                        try:
+                            ml.chat("dusk", ask(n)["messages"])
+                        except DaemonError as exc:
+                            assert exc.status == 428
+                            sampled += 1
+                            with ml.predict("dusk", ask(n)["messages"], {"7": 0.9, "3": 0.1}) as p:
+                                p.ask()
+                with httpx.Client(
+                    base_url=server.url, headers={"Authorization": f"Bearer {shirker}"}
+                ) as m:
+                    codes = [proxy(m, ask(f"m{n}")).status_code for n in range(100)]
+        finally:
+            daemon.close()
+        # exactly the calls the service's dice picked were sampled: replay the dice
+        replay = np.random.default_rng(2026).random(1000)
+        assert sampled == int((replay < 0.2).sum())
+        # and that is the share (binomial: 4 standard deviations are ±5 points)
+        assert 0.15 <= sampled / 1000 <= 0.25, sampled
+        first = codes.index(428)
+        assert set(codes[first:]) == {428}
+        calls = {t.caller: t for t in daemon.ledger.calls()}
+        assert calls["piper"].sampled == sampled and calls["piper"].predicted == sampled
+        assert calls["piper"].calls == 1000 and calls["piper"].obligation is None
+        assert calls["mallory"].calls == first and calls["mallory"].obligation is not None
+        assert fake.stats()["ok"] == 1000 + first
+
+
+def test_the_service_dice_are_uniform_and_cannot_be_replayed() -> None:
+    from harness.daemon import system_draw
+
+    draws = np.array([system_draw() for _ in range(100_000)])
+    assert ((draws >= 0) & (draws < 1)).all()
+    # the sampled share at the default 20%: sd 0.13 points, so ±0.6 points is 4.7 sd
+    assert abs((draws < 0.2).mean() - 0.2) < 0.006
+    assert len(set(draws[:1000].tolist())) == 1000
+
+
+# -- who records answers -------------------------------------------------------------------------
+
+
+def test_only_an_operator_records_an_answer_and_it_names_its_provenance(env: Env) -> None:
+    target = env.token_for("dusk")
+    operator = env.token_for(scope="operator", label="alice")
+    with env.client() as c, env.client(target) as t, env.client(operator) as o:
+        pid, _, _ = commit(c, ask(1), {"7": 0.9, "3": 0.1})
+        for who in (c, t):
+            r = who.post(f"/predictions/{pid}/observe", json={"answer": "7"})
+            assert r.status_code == 403, r.text
+            assert "operator" in r.json()["error"]["message"]
+        r = o.post(f"/predictions/{pid}/observe", json={"answer": "7", "request": "ticket-42"})
+        assert r.status_code == 201, r.text
+        source = r.json()["provenance"]
+        assert source["by"] == "operator" and source["operator"] == "operator:alice"
+        assert source["request"] == "ticket-42" and source["response"] == response_hash("7")
+        # an operator token does not act as an agent
+        assert o.post("/predictions", json={}).status_code == 403
+        assert proxy(o, ask(1)).status_code == 403
+    state = env.daemon.ledger.prediction(pid)
+    assert state.observed == ["7"] and state.provenance == [source]
+    assert env.daemon.ledger.verify() == []
+
+
+def test_only_the_predictor_reveals_and_commits_as_itself(env: Env) -> None:
+    other = env.token_for("mallory")
+    with env.client() as c, env.client(other) as m:
+        pid, body, salt = commit(c, ask(1), {"a": 1.0})
+        r = m.post(f"/predictions/{pid}/reveal", json={"prediction": body, "salt": salt.hex()})
+        assert r.status_code == 403
+        r = m.post(
+            "/predictions",
+            json={"predictor": "piper", "target": "dusk", "query": "q", "commitment": "x"},
+        )
+        assert r.status_code == 403
+        assert r.json()["error"]["field"] == "predictor"
+    assert env.fake.stats()["requests"] == 0
+    assert env.daemon.ledger.verify() == []
+
+
+def test_a_reveal_that_does_not_match_is_409_and_recorded(env: Env) -> None:
+    operator = env.token_for(scope="operator")
+    with env.client() as c, env.client(operator) as o:
+        pid, body, salt = commit(c, ask(1), {"a": 1.0})
+        assert o.post(f"/predictions/{pid}/observe", json={"answer": "b"}).status_code == 201
+        other = {**body, "distribution": {"b": 1.0}, "top1": "b"}
+        r = c.post(f"/predictions/{pid}/reveal", json={"prediction": other, "salt": salt.hex()})
+        assert r.status_code == 409
+        assert r.json()["error"]["code"] == "reveal_rejected"
+        assert r.json()["result"]["status"] == "rejected"
+        assert c.get(f"/predictions/{pid}").json()["state"] == "rejected"
+        r = c.post(f"/predictions/{pid}/reveal", json={"prediction": body, "salt": salt.hex()})
+        assert r.status_code == 409
+        assert r.json()["state"] == "rejected"
+    assert env.daemon.ledger.verify() == []
+
+
+# -- the proxy's record and the transparency log -------------------------------------------------
+
+
+def test_calls_are_counted_per_agent_and_agents_see_only_their_own(env: Env) -> None:
+    env.dice.values = [PASSED, SAMPLED, PASSED]
+    mallory = env.token_for("mallory")
+    operator = env.token_for(scope="operator")
+    with env.client() as c, env.client(mallory) as m, env.client(operator) as o:
+        assert proxy(c, ask(1)).status_code == 200
+        assert proxy(c, ask(2)).status_code == 428
+        assert proxy(m, ask(3)).status_code == 200
+        mine = c.get("/calls").json()
+        assert set(mine["agents"]) == {"piper"}
+        assert mine["agents"]["piper"] == {
+            "calls": 1,
+            "predicted": 0,
+            "unpredicted": 1,
+            "refused": 1,
+            "refusals": {"sampled": 1},
+            "open_obligations": ["dusk"],
+        }
+        assert c.get("/calls?agent=mallory").status_code == 403
+        everyone = o.get("/calls").json()["agents"]
+        assert set(everyone) == {"piper", "mallory"}
+        assert everyone["mallory"]["calls"] == 1
+
+
+def test_tree_heads_and_proofs_are_served_and_verify(env: Env) -> None:
+    from ledger.merkle import leaf_hash, verify_consistency, verify_inclusion
+    from ledger.tree import TreeHead, digest_bytes
+
+    with env.client() as c:
+        assert c.get("/ledger/head").status_code == 404  # empty ledger
+        commit(c, ask(1), {"7": 1.0})
+        first = TreeHead.from_dict(c.get("/ledger/head").json())
+        assert first.signature_ok() and first.size == 2
+        assert c.get("/ledger/head").json() == first.to_dict()  # not re-signed: nothing new
+        for n in range(2, 6):
+            commit(c, ask(n), {"7": 1.0})
+        head = TreeHead.from_dict(c.get("/ledger/head").json())
+        assert head.size == 6 and head.ledger == first.ledger
+        entry = env.daemon.ledger.entries()[2]
+        proof = c.get(f"/ledger/proof?seq=3&size={head.size}").json()
+        assert proof["entry"] == entry.hash and proof["root"] == head.root
+        assert verify_inclusion(
+            leaf_hash(digest_bytes(entry.hash)),
+            2,
+            head.size,
+            [digest_bytes(h) for h in proof["proof"]],
+            digest_bytes(head.root),
+        )
+        cons = c.get(f"/ledger/consistency?old={first.size}&new={head.size}").json()
+        assert verify_consistency(
+            first.size,
+            head.size,
+            digest_bytes(first.root),
+            digest_bytes(head.root),
+            [digest_bytes(h) for h in cons["proof"]],
+        )
+        for bad in ("/ledger/proof?seq=0", "/ledger/proof?seq=9", "/ledger/proof?seq=x",
+                    "/ledger/consistency?old=7", "/ledger/proof"):
+            r = c.get(bad)
+            assert r.status_code == 400, bad
+    # every head it signed is in the heads file
+    heads = [h for _, h in env.daemon.ledger.heads.read()]  # type: ignore[union-attr]
+    assert [h.size for h in heads if isinstance(h, TreeHead)] == [2, 6]
 
 
 # -- bad input -----------------------------------------------------------------------------------
@@ -299,8 +596,25 @@ MALFORMED: list[tuple[str, str | bytes, str]] = [
         json.dumps({"target": "d", "query": "q", "commitment": GOOD_COMMITMENT, "x": 1}),
         "x",
     ),
-    ("/predictions/{pid}/observe", json.dumps({"answer": 7}), "answer"),
-    ("/predictions/{pid}/observe", b"null", "body"),
+    (
+        "/predictions",
+        json.dumps(
+            {"target": "d", "query": "q", "commitment": GOOD_COMMITMENT, "query_hash": "x"}
+        ),
+        "query_hash",
+    ),
+    (
+        "/predictions",
+        json.dumps({"target": "d", "query": "q", "commitment": GOOD_COMMITMENT, "messages": []}),
+        "messages",
+    ),
+    (
+        "/predictions",
+        json.dumps(
+            {"target": "d", "query": "q", "commitment": GOOD_COMMITMENT, "messages": [{"a": 1}]}
+        ),
+        "messages[0]",
+    ),
     ("/predictions/{pid}/reveal", json.dumps({"prediction": "x", "salt": "00"}), "prediction"),
     ("/predictions/{pid}/reveal", json.dumps({"prediction": {}, "salt": 12}), "salt"),
     ("/runs", json.dumps({"suite": 5}), "suite"),
@@ -308,12 +622,15 @@ MALFORMED: list[tuple[str, str | bytes, str]] = [
     ("/runs", json.dumps({"references": "oracle"}), "references"),
     ("/proxy/dusk/v1/chat/completions", b"{", "body"),
     ("/proxy/dusk/v1/chat/completions", json.dumps({"messages": [], "stream": True}), "stream"),
+    ("/proxy/dusk/v1/chat/completions", json.dumps({"messages": "hi"}), "messages"),
+    ("/proxy/dusk/v1/chat/completions", json.dumps({"model": "m"}), "messages"),
 ]
 
 
 def test_malformed_bodies_give_400_naming_the_field_and_write_nothing(env: Env) -> None:
-    with env.client() as c:
-        pid, _, _ = commit(c, "q?", {"a": 1.0})
+    operator = env.token_for(scope="operator")
+    with env.client() as c, env.client(operator) as o:
+        pid, _, _ = commit(c, ask(1), {"a": 1.0})
         before = entries(env.daemon)
         for path, body, field in MALFORMED:
             r = c.post(
@@ -323,6 +640,9 @@ def test_malformed_bodies_give_400_naming_the_field_and_write_nothing(env: Env) 
             err = r.json()["error"]
             assert err["field"] == field, (path, body, err)
             assert err["message"].strip(), (path, body)
+        for body, field in ((json.dumps({"answer": 7}), "answer"), (b"null", "body")):
+            r = o.post(f"/predictions/{pid}/observe", content=body)
+            assert (r.status_code, r.json()["error"]["field"]) == (400, field)
         assert entries(env.daemon) == before
         assert c.get("/health").status_code == 200
     assert env.fake.stats()["requests"] == 0
@@ -330,24 +650,19 @@ def test_malformed_bodies_give_400_naming_the_field_and_write_nothing(env: Env) 
 
 
 def test_unknown_ids_and_targets_are_404(env: Env) -> None:
-    with env.client() as c:
+    operator = env.token_for(scope="operator")
+    with env.client() as c, env.client(operator) as o:
         for path in ("/predictions/pnothing", "/runs/nothing", "/runs/nothing/profile"):
             r = c.get(path)
             assert r.status_code == 404, path
             assert r.json()["error"]["code"] == "not_found"
         r = c.post("/predictions/pnothing/reveal", json={"prediction": {}, "salt": "00"})
         assert r.status_code == 404
-        r = c.post("/predictions/pnothing/observe", json={"answer": "a"})
+        r = o.post("/predictions/pnothing/observe", json={"answer": "a"})
         assert r.status_code == 404
         r = c.post("/proxy/bot/v1/chat/completions", json={"messages": []})
         assert r.status_code == 404
         assert r.json()["error"]["field"] == "target"
-        r = c.post(
-            "/proxy/dusk/v1/chat/completions",
-            json={"messages": []},
-            headers={PREDICTION_HEADER: "pnothing"},
-        )
-        assert r.status_code == 404
         assert c.get("/nowhere").status_code == 404
         assert c.delete("/runs").status_code == 405
         assert c.get("/runs?limit=zero").json()["error"]["field"] == "limit"

@@ -88,3 +88,102 @@ def test_serve_answers_health_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     # a clean shutdown, then the CLI's exit code for Ctrl-C
     assert proc.returncode == 130, err
     assert "Application shutdown complete" in err and "Traceback" not in err
+
+
+def test_mindledger_serve_lets_no_call_dodge_its_prediction(tmp_path: Path) -> None:
+    """Against the real `mindledger serve` process and its own randomness: once a call is
+    sampled, no change of the call, its headers or its connection gets through without a
+    prediction; a prediction unlocks only its own call, once; a caller that never predicts is
+    stopped for good after its first refusal."""
+    from harness.daemon.client import DaemonClient
+    from harness.testing import FakeOpenAI
+
+    home = tmp_path / "home"
+    home.mkdir()
+    port = free_port()
+    with FakeOpenAI() as fake:
+        (tmp_path / "mindledger.toml").write_text(
+            f'[agents.dusk]\nadapter = "openai"\nendpoint = "{fake.base_url}"\nmodel = "m"\n',
+            encoding="utf-8",
+        )
+
+        def token(*args: str) -> str:
+            r = subprocess.run(
+                mindledger("serve", "token", *args), cwd=tmp_path, env=env_for(tmp_path),
+                capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            assert r.returncode == 0, r.stderr
+            return r.stdout.strip()
+
+        piper, mallory = token("piper"), token("mallory")
+        proc = subprocess.Popen(
+            mindledger("serve", "--port", str(port), "--no-scheduler"),
+            cwd=tmp_path, env=env_for(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and proc.poll() is None:
+                try:
+                    httpx.get(url + "/health", timeout=1)
+                    break
+                except httpx.HTTPError:
+                    time.sleep(0.1)
+
+            def call(client: httpx.Client, n: object, **kw: object) -> httpx.Response:
+                body = {"messages": [{"role": "user", "content": f"q{n} [[answer: 7]]"}], **kw}
+                return client.post("/proxy/dusk/v1/chat/completions", json=body)
+
+            auth = {"Authorization": f"Bearer {piper}"}
+            with httpx.Client(base_url=url, headers=auth, timeout=30) as c:
+                codes = [call(c, n).status_code for n in range(200)]
+                first = codes.index(428)  # 20% sampled: the chance of no refusal is 1e-19
+                assert set(codes[:first]) == {200} and set(codes[first:]) == {428}
+                # the dodges: an ignored field, whitespace, the same call again
+                for dodge in ({"user": "n1"}, {"temperature": 0}, {}):
+                    assert call(c, first, **dodge).status_code == 428
+                r = c.post(
+                    "/proxy/dusk/v1/chat/completions",
+                    content=f'{{"messages": [{{"role": "user", "content": "q{first} '
+                    '[[answer: 7]]"}]}   ',
+                    headers={"Content-Type": "application/json"},
+                )
+                assert r.status_code == 428
+            with httpx.Client(base_url=url, headers=auth, timeout=30) as fresh:
+                assert call(fresh, first).status_code == 428  # a new connection
+            served = fake.stats()["ok"]
+            with DaemonClient(url, piper) as ml:
+                other = ml.predict("dusk", f"q{first + 1} [[answer: 7]]", {"7": 1.0}).commit()
+                with httpx.Client(base_url=url, headers=auth, timeout=30) as c:
+                    r = c.post(
+                        "/proxy/dusk/v1/chat/completions",
+                        json={"messages": [{"role": "user", "content": f"q{first} [[answer: 7]]"}]},
+                        headers={"X-Mindledger-Prediction": other["id"]},
+                    )
+                    assert (r.status_code, r.json()["error"]["code"]) == (409, "query_mismatch")
+                with ml.predict("dusk", f"q{first} [[answer: 7]]", {"7": 0.9, "3": 0.1}) as p:
+                    p.ask()
+                    with httpx.Client(base_url=url, headers=auth, timeout=30) as c:
+                        r = c.post(
+                            "/proxy/dusk/v1/chat/completions",
+                            json={"messages": p.messages},
+                            headers={"X-Mindledger-Prediction": p.id},
+                        )
+                        assert (r.status_code, r.json()["error"]["code"]) == (
+                            409, "prediction_used"
+                        )
+                assert p.scores is not None and p.scores["top1_match"] == 1.0
+            assert fake.stats()["ok"] == served + 1
+            # a caller that never predicts: nothing after its first refusal
+            with httpx.Client(
+                base_url=url, headers={"Authorization": f"Bearer {mallory}"}, timeout=30
+            ) as m:
+                codes = [call(m, f"m{n}").status_code for n in range(100)]
+            first_m = codes.index(428)
+            assert set(codes[first_m:]) == {428}
+            assert fake.stats()["ok"] == served + 1 + first_m
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=30)
+    assert proc.returncode == 130

@@ -228,3 +228,82 @@ def test_ledger_group_is_listed_and_has_help(tmp_path: Path) -> None:
     assert r.returncode == 0
     for name in ("commit", "observe", "reveal", "verify", "export", "show"):
         assert name in r.stdout
+
+
+def test_heads_proofs_and_verify_against_a_saved_head(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    c = commit(capsys)
+    run(capsys, "ledger", "observe", c["id"], "--answer", "7")
+    code, out, err = run(capsys, "ledger", "head")
+    assert code == 0, err
+    head = json.loads(out)
+    assert head["tree_head"]["size"] == 3 and head["signature"]
+    saved = tmp_path / "head.json"
+    saved.write_text(out)
+    # the heads file got it too
+    lines = (isolated_home / "ledger-heads.jsonl").read_text().splitlines()
+    assert [json.loads(x) for x in lines] == [head]
+    run(capsys, "ledger", "reveal", c["id"], "--distribution", DIST, "--salt", c["salt"])
+    code, out, err = run(capsys, "ledger", "verify", "--head", str(saved))
+    assert code == 0, err
+    assert "consistency proof" in err and "verifies" in err
+    # an inclusion proof of the prediction's entries, checked offline with the key
+    code, out, err = run(capsys, "ledger", "prove", c["id"])
+    assert code == 0, err
+    bundle = tmp_path / "proof.json"
+    bundle.write_text(out)
+    assert len(json.loads(out)["proofs"]) == 3  # commit, observe, reveal
+    pub = str(isolated_home / PUBLIC_KEY_FILE)
+    code, out, err = run(capsys, "ledger", "verify", "--proof", str(bundle), "--public-key", pub)
+    assert code == 0 and out.startswith("ok: 3 entries"), err
+    forged = json.loads(bundle.read_text())
+    forged["proofs"][1]["entry"]["payload"]["answer"] = "3"
+    bundle.write_text(json.dumps(forged))
+    code, out, err = run(capsys, "ledger", "verify", "--proof", str(bundle), "--public-key", pub)
+    assert code == 1 and "does not hash" in err
+    # history rewritten behind the saved head, with the real key: the head says so
+    with sqlite3.connect(isolated_home / "mindledger.db") as db:
+        db.execute("DROP TRIGGER ledger_entries_no_delete")
+        db.execute("DROP TRIGGER ledger_tree_no_delete")
+        db.execute("DELETE FROM ledger_entries")
+        db.execute("DELETE FROM ledger_tree")
+    for path in (isolated_home / "ledger-witness").glob("*.json"):
+        path.unlink()
+    (isolated_home / "ledger-heads.jsonl").unlink()
+    commit(capsys)
+    assert run(capsys, "ledger", "verify")[0] == 0  # the new ledger alone looks fine
+    code, out, err = run(capsys, "ledger", "verify", "--head", str(saved))
+    assert code == 1 and "ledger replaced" in err, err
+
+
+def test_rotate_key_records_the_change_and_verify_follows_it(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    c = commit(capsys)
+    run(capsys, "ledger", "observe", c["id"], "--answer", "7")
+    old = (isolated_home / PUBLIC_KEY_FILE).read_text().strip()
+    code, out, err = run(capsys, "ledger", "rotate-key")
+    assert code == 0, err
+    rotated = json.loads(out)
+    assert rotated["previous"] == old and rotated["public_key"] != old
+    assert (isolated_home / PUBLIC_KEY_FILE).read_text().strip() == rotated["public_key"]
+    assert run(capsys, "ledger", "reveal", c["id"], "--distribution", DIST, "--salt",
+               c["salt"])[0] == 0
+    code, out, err = run(capsys, "ledger", "verify", "--full", "--json")
+    assert code == 0, err
+    assert json.loads(out)["keys"] == [old, rotated["public_key"]]
+    # the key file replaced without a key entry: verify fails loudly
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key_file = isolated_home / "keys" / "ledger-ed25519.pem"
+    key_file.write_bytes(
+        Ed25519PrivateKey.generate().private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    code, out, err = run(capsys, "ledger", "verify")
+    assert code == 1 and "never" in err and "key entry" in err

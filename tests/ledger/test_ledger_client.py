@@ -29,7 +29,11 @@ from ledger import (
     verify_export,
 )
 from ledger.keys import KEY_FILE, PUBLIC_KEY_FILE
+from ledger.protocol import provenance, response_hash
 from mindledger.errors import InputError, NotFoundError
+
+OP = provenance("operator", "test-request")
+"""An operator's provenance for answers the tests record by hand."""
 
 KEY = Ed25519PrivateKey.from_private_bytes(b"\x05" * 32)
 
@@ -77,41 +81,78 @@ def test_predict_block_commits_before_the_query_and_scores_after(
     client = led.client("piper")
     seen: list[str] = []
 
-    def ask(target: str, query: str) -> str:
+    def ask_dusk(query: str) -> str:
         # the commitment is in the ledger before the target is asked
         seen.append(led.prediction(p.id).state)
+        assert query == "Pick a number from 1 to 10"
         return "7"
 
-    with client.predict("dusk", "Pick a number from 1 to 10", {"7": 0.6, "3": 0.4}) as p:
+    with client.predict(
+        "dusk", "Pick a number from 1 to 10", {"7": 0.6, "3": 0.4}, via=ask_dusk
+    ) as p:
         assert p.scores is None
-        answer = p.ask(ask, "dusk", "Pick a number from 1 to 10")
-        p.observe(ask("dusk", "again"))
-    assert answer == "7" and seen == ["committed", "observed"]
+        answer = p.ask()
+        again = p.ask(times=2)
+    assert answer == "7" and again == ["7", "7"]
+    assert seen == ["committed", "observed", "observed"]
     assert p.scores is not None and p.scores["top1_match"] == 1.0
     assert p.scores["log_score"] == pytest.approx(math.log(0.6))
     state = led.prediction(p.id)
-    assert state.state == "scored" and state.observed == ["7", "7"]
-    assert [e.kind for e in led.entries()] == ["open", "commit", "observe", "observe", "reveal"]
+    assert state.state == "scored" and state.observed == ["7", "7", "7"]
+    # every answer names who asked the target, the request, and the raw response's hash
+    assert [s["by"] for s in state.provenance] == ["client"] * 3
+    assert len({s["request"] for s in state.provenance}) == 3
+    assert state.provenance[0]["response"] == response_hash("7")
+    assert "ask_dusk" in state.provenance[0]["adapter"]
+    kinds = [e.kind for e in led.entries()]
+    assert kinds == ["open", "commit", "observe", "observe", "observe", "reveal"]
+    assert led.verify() == []
+
+
+def test_a_prediction_without_an_adapter_cannot_ask(make: Callable[..., Ledger]) -> None:
+    led = make()
+    p = led.client("piper").commit("dusk", "q", {"a": 1.0})
+    with pytest.raises(LedgerStateError, match="via="):
+        p.ask()
+    assert led.prediction(p.id).observed == []
+
+
+def test_observations_need_provenance_and_come_before_the_deadline(
+    make: Callable[..., Ledger], clock: FakeClock
+) -> None:
+    led = make(timeout=60)
+    p = led.client("piper").commit("dusk", "q", {"a": 1.0})
+    before = len(led.entries())
+    for bad in ({}, {"by": "predictor", "request": "r"}, {"by": "operator"}, "operator"):
+        with pytest.raises(InputError) as info:
+            led.observe(p.id, "a", bad)  # type: ignore[arg-type]
+        assert info.value.where == "provenance"
+    led.observe(p.id, "a", OP)
+    clock.advance(61)
+    with pytest.raises(LedgerStateError, match="deadline") as late:
+        led.observe(p.id, "a", OP)
+    assert late.value.state == "expired"
+    assert len(led.entries()) == before + 1
     assert led.verify() == []
 
 
 def test_observe_and_reveal_are_refused_out_of_order(make: Callable[..., Ledger]) -> None:
     led = make()
     with pytest.raises(NotFoundError, match="pnope"):
-        led.observe("pnope", "x")
+        led.observe("pnope", "x", OP)
     p = led.client("piper").commit("dusk", "q", {"x": 1.0})
     n = len(led.entries())
     with pytest.raises(LedgerStateError, match="no answer"):
         p.reveal()  # nothing observed yet: refused, and nothing recorded
     assert len(led.entries()) == n
-    p.observe("x")
+    p.record("x", OP)
     p.reveal()
     with pytest.raises(LedgerStateError, match="refused after the reveal"):
-        led.observe(p.id, "y")
+        led.observe(p.id, "y", OP)
     with pytest.raises(LedgerStateError, match="already scored"):
         led.reveal(p.id, p.body, p.salt)
     with pytest.raises(InputError, match="answer"):
-        led.observe(p.id, 7)  # type: ignore[arg-type]
+        led.observe(p.id, 7, OP)  # type: ignore[arg-type]
     with pytest.raises(InputError, match="commitment"):
         led.commit("piper", "dusk", "q", "sha256:nothex")
     with pytest.raises(InputError, match="already recorded"):
@@ -125,7 +166,7 @@ def test_a_reveal_that_does_not_match_is_rejected_recorded_and_counted(
     led = make()
     c = led.client("piper")
     p = c.commit("dusk", "q", {"x": 0.9, "y": 0.1})
-    p.observe("x")
+    p.record("x", OP)
     # a better-looking prediction after the fact, or the right one with a wrong salt
     result = led.reveal(p.id, {**p.body, "distribution": {"x": 1.0}}, p.salt)
     assert result.status == "rejected" and "do not hash" in (result.reason or "")
@@ -134,7 +175,7 @@ def test_a_reveal_that_does_not_match_is_rejected_recorded_and_counted(
     with pytest.raises(LedgerStateError, match="already rejected"):
         led.reveal(p.id, p.body, p.salt)  # no second try
     q = c.commit("dusk", "q2", {"x": 1.0})
-    q.observe("x")
+    q.record("x", OP)
     assert led.reveal(q.id, q.body, os.urandom(32)).status == "rejected"
     summary = led.summary("piper")
     assert summary["states"] == {"rejected": 2}
@@ -149,7 +190,7 @@ def test_late_reveals_expire_and_the_client_says_so(
 ) -> None:
     led = make(timeout=60)
     p = led.client("piper").commit("dusk", "q", {"x": 1.0})
-    p.observe("x")
+    p.record("x", OP)
     clock.advance(61)
     with pytest.raises(RevealRejected, match="expired"):
         p.reveal()
@@ -169,8 +210,8 @@ def test_nobody_improves_an_aggregate_by_not_revealing(
         c = led.client(who)
         for i in range(3):
             p = c.commit("dusk", f"q{i}", {"wrong": 1.0})
-            p.observe("right")
-            p.observe("right")
+            p.record("right", OP)
+            p.record("right", OP)
             if who == "honest":
                 p.reveal()
             elif who == "liar":
@@ -206,7 +247,7 @@ def test_block_without_an_answer_leaves_the_commit_to_expire(make: Callable[...,
     assert led.prediction(p.id).state == "committed"
     # an error in the block after an answer was recorded still reveals and scores
     with pytest.raises(RuntimeError), c.predict("dusk", "q", {"x": 1.0}) as p2:
-        p2.observe("x")
+        p2.record("x", OP)
         raise RuntimeError("the caller failed afterwards")
     assert led.prediction(p2.id).state == "scored"
 
@@ -217,11 +258,11 @@ def test_summary_skill_uses_population_projection_and_retest(make: Callable[...,
     # another target answers the same queries: the population-modal baseline
     for i in range(4):
         with led.client("other").predict("wren", f"q{i}", {"b": 1.0}) as p:
-            p.observe("b")
+            p.record("b", OP)
     for i in range(4):
         with piper.predict("dusk", f"q{i}", {"a": 0.8, "b": 0.2}, own_answer="b") as p:
             for answer in ("a", "a", "b") if i < 3 else ("b", "b", "b"):
-                p.observe(answer)
+                p.record(answer, OP)
     skill = led.summary("piper", "dusk")["skill"]
     # acc = 3/4 ; population "b" and projection "b" both match 1 of 4 → base 1/4 ;
     # ceiling: three queries at 1/3 and one at 1 → 1/2 ; S = (3/4 − 1/4) / (1/2 − 1/4) = 2
@@ -244,7 +285,7 @@ def test_agent_keys_sign_commits(make: Callable[..., Ledger]) -> None:
     with pytest.raises(LedgerKeyError, match="does not verify"):
         impostor.commit("dusk", "q", {"x": 1.0})
     with signed.predict("dusk", "q", {"x": 1.0}) as p:
-        p.observe("x")
+        p.record("x", OP)
     assert led.prediction(p.id).agent_signed
     assert led.verify(full=True) == []
 
@@ -256,7 +297,7 @@ def test_export_verifies_offline_and_catches_changes(
     c = led.client("piper")
     for i in range(3):
         with c.predict("dusk", f"q{i}", {"x": 0.5, "y": 0.5}) as p:
-            p.observe("x")
+            p.record("x", OP)
     out = tmp_path / "ledger.jsonl"
     assert led.export(out) == 10
     pub_file = tmp_path / "service.pub"
@@ -299,7 +340,7 @@ def test_service_key_is_owner_only_created_once_and_checked(tmp_path: Path) -> N
     # a ledger opened with one key refuses another
     led = open_ledger(home)
     with led.client("piper").predict("dusk", "q", {"x": 1.0}) as p:
-        p.observe("x")
+        p.record("x", OP)
     stranger = Ledger(led.engine, Ed25519PrivateKey.from_private_bytes(b"\x02" * 32))
     with pytest.raises(LedgerKeyError, match="opened with public key"):
         stranger.client("piper").commit("dusk", "q", {"x": 1.0})

@@ -17,6 +17,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ledger.db import open_engine
 from ledger.predictions import Ledger
+from ledger.protocol import provenance
+
+OP = provenance("operator", "test-request")
+"""An operator's provenance for answers the tests record by hand."""
 
 KEY_BYTES = b"\x03" * 32
 WRITERS = 8
@@ -39,7 +43,7 @@ def _writer(url: str, witness: Path, n: int, me: int, out: Connection) -> None:
     ids = []
     for i in range(n):
         with client.predict("target", f"q{me}-{i}", {"a": 0.7, "b": 0.3}) as p:
-            p.observe("a" if i % 2 else "b")
+            p.record("a" if i % 2 else "b", OP)
         ids.append(p.id)
     out.send(ids)
     out.close()

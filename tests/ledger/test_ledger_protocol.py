@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -9,15 +10,19 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.chain import GENESIS_HASH, entry_hash, hash_input, make_entry
-from ledger.keys import COMMIT_TAG, public_key_hex, sign
+from ledger.chain import GENESIS_HASH, entry_hash, hash_input, key_change_message, make_entry
+from ledger.keys import COMMIT_TAG, KEY_TAG, public_key_hex, sign
 from ledger.protocol import (
     check_reveal,
+    commit_fields,
     commit_message,
     commitment,
     prediction_body,
     prediction_id,
+    query_hash,
+    query_messages,
 )
+from ledger.tree import TreeHead, sign_tree_head
 from mindledger.canonical import canonical_json
 from mindledger.errors import InputError
 
@@ -118,6 +123,79 @@ def test_entry_vectors() -> None:
     assert hash_input(
         2, opened.hash, opened.signature, T, "commit", PREDICTION_ID, committed.payload_json
     ) == canonical_json(as_object)
+
+
+QUERY_HASH = "sha256:739d9fd755d8dc76d237311ed797085a59f2f4bf34b1dc1058330b8982db07e2"
+CHAT_QUERY_HASH = "sha256:0d85b4e0efe1f48c0b5b09e15de412b45234694b329b51b4b75a04820f45bc59"
+TREE_ROOT = "sha256:8a68bd58560aa38ca6c936d9e7f0da59e50aac39007872a404bdb590795850a7"
+TREE_HEAD_SIGNATURE = (
+    "630097f1b7d1af85cb054f0a9d9804193dd706c1356c35628c2e92b3a01d880e"
+    "e85d164f7574826aa517cc3a985d80bb20d2666b316e396be633fc779dae8c0a"
+)
+NEW_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32, 64)))
+NEW_PUBLIC_KEY = "29acbae141bccaf0b22e1a94d34d0bc7361e526d0bfe12c89794bc9322966dd7"
+POSSESSION = (
+    "62789b3772355ffe625e0d5d1b37214ccc41b7f27c573a2dffd1aeb7958afdf7"
+    "ca6ecb4c3bd5a902548e9aef1a3c92bbe0ec35f9d1d495feba32950aab6fff03"
+)
+
+
+def test_query_hash_vectors() -> None:
+    text = "Pick a number from 1 to 10"
+    assert query_hash(query_messages(text)) == QUERY_HASH
+    assert (
+        canonical_json({"messages": query_messages(text), "v": 1})
+        == b'{"messages":[{"content":"Pick a number from 1 to 10","role":"user"}],"v":1}'
+    )
+    chat = [
+        {"role": "system", "content": "Answer with a number."},
+        {"role": "user", "content": text},
+    ]
+    assert query_hash(chat) == CHAT_QUERY_HASH
+    # the JSON's layout does not matter, its content does (a trailing space is another query)
+    assert query_hash(json.loads(json.dumps(chat, indent=4))) == CHAT_QUERY_HASH
+    assert query_hash(query_messages(text + " ")) != QUERY_HASH
+    for bad in ([], "hi", [{"content": "x"}], [{"role": 1}], [{"role": "user", "x": float("nan")}]):
+        with pytest.raises(InputError):
+            query_hash(bad)
+
+
+def test_tree_head_vector() -> None:
+    """The signed tree head of the two vector entries: RFC 6962 leaf and node hashes written
+    out by hand, the head's canonical JSON, and its (deterministic) Ed25519 signature."""
+    leaves = [
+        hashlib.sha256(b"\x00" + bytes.fromhex(h[7:])).digest() for h in (OPEN_HASH, COMMIT_HASH)
+    ]
+    root = hashlib.sha256(b"\x01" + leaves[0] + leaves[1]).digest()
+    assert "sha256:" + root.hex() == TREE_ROOT
+    head = sign_tree_head(KEY, ledger=OPEN_HASH, size=2, root=root, head=COMMIT_HASH, time=T)
+    assert canonical_json(head.body()) == (
+        '{"head":"' + COMMIT_HASH + '","ledger":"' + OPEN_HASH + '","public_key":"'
+        + PUBLIC_KEY + '","root":"' + TREE_ROOT + '","size":2,"time":"' + T + '","v":1}'
+    ).encode()
+    assert head.signature == TREE_HEAD_SIGNATURE and head.signature_ok()
+    assert TreeHead.from_dict(json.loads(json.dumps(head.to_dict()))) == head
+    forged = TreeHead.from_dict({**head.to_dict(), "tree_head": {**head.body(), "size": 3}})
+    assert not forged.signature_ok()
+
+
+def test_key_change_vector() -> None:
+    message = key_change_message(OPEN_HASH, COMMIT_HASH, PUBLIC_KEY, NEW_PUBLIC_KEY)
+    assert message == (
+        '{"ledger":"' + OPEN_HASH + '","prev_hash":"' + COMMIT_HASH + '","previous":"'
+        + PUBLIC_KEY + '","public_key":"' + NEW_PUBLIC_KEY + '"}'
+    ).encode()
+    assert public_key_hex(NEW_KEY) == NEW_PUBLIC_KEY
+    assert sign(NEW_KEY, KEY_TAG, message) == POSSESSION
+
+
+def test_an_agent_signature_covers_the_query_hash() -> None:
+    fields = commit_fields(body(), COMMITMENT)
+    assert fields["query_hash"] == QUERY_HASH
+    signed = commit_message(fields)
+    assert b'"query_hash":"' + QUERY_HASH.encode() + b'"' in signed
+    # without a query hash (format 1) the message is the one of the vector above
+    assert sign(KEY, COMMIT_TAG, commit_message({**fields, "query_hash": None})) == AGENT_SIGNATURE
 
 
 json_values = st.recursive(

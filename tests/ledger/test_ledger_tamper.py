@@ -16,10 +16,14 @@ from sqlalchemy.engine import Engine
 
 from ledger.chain import Entry, entry_hash
 from ledger.db import open_engine
-from ledger.ledger_errors import LedgerIntegrityError
+from ledger.ledger_errors import LedgerIntegrityError, LedgerKeyError
 from ledger.predictions import Ledger
+from ledger.protocol import provenance
 from ledger.scoring import score_prediction
 from mindledger.canonical import canonical_json
+
+OP = provenance("operator", "test-request")
+"""An operator's provenance for answers the tests record by hand."""
 
 KEY = Ed25519PrivateKey.from_private_bytes(b"\x07" * 32)
 
@@ -46,16 +50,16 @@ def build(led: Ledger) -> dict[str, str]:
     """Fourteen entries: scored, rejected, observed, scored and open predictions."""
     c = led.client("piper")
     p1 = c.commit("dusk", "q1", {"7": 0.6, "3": 0.4})  # 2 (1 is the open entry)
-    led.observe(p1.id, "7")  # 3
-    led.observe(p1.id, "3")  # 4
+    led.observe(p1.id, "7", OP)  # 3
+    led.observe(p1.id, "3", OP)  # 4
     p1.reveal()  # 5
     p2 = c.commit("dusk", "q2", {"a": 0.5, "b": 0.5})  # 6
-    led.observe(p2.id, "a")  # 7
+    led.observe(p2.id, "a", OP)  # 7
     assert led.reveal(p2.id, {**p2.body, "top1": "b"}, p2.salt).status == "rejected"  # 8
     p3 = c.commit("wren", "q1", {"7": 1.0})  # 9
-    led.observe(p3.id, "3")  # 10
+    led.observe(p3.id, "3", OP)  # 10
     p4 = c.commit("dusk", "q3", {"x": 0.9, "y": 0.1})  # 11
-    led.observe(p4.id, "x")  # 12
+    led.observe(p4.id, "x", OP)  # 12
     p4.reveal()  # 13
     p5 = c.commit("dusk", "q4", {"x": 1.0})  # 14
     assert led.verify() == []
@@ -65,12 +69,13 @@ def build(led: Ledger) -> dict[str, str]:
 
 def unguard(conn: sa.Connection) -> None:
     """Drop the append-only triggers, as someone with the rights to would before tampering."""
-    if conn.dialect.name == "sqlite":
-        conn.execute(sa.text("DROP TRIGGER IF EXISTS ledger_entries_no_update"))
-        conn.execute(sa.text("DROP TRIGGER IF EXISTS ledger_entries_no_delete"))
-    else:
-        conn.execute(sa.text("DROP TRIGGER IF EXISTS ledger_entries_no_change ON ledger_entries"))
-        conn.execute(sa.text("DROP TRIGGER IF EXISTS ledger_entries_no_truncate ON ledger_entries"))
+    for table in ("ledger_entries", "ledger_tree"):
+        if conn.dialect.name == "sqlite":
+            conn.execute(sa.text(f"DROP TRIGGER IF EXISTS {table}_no_update"))
+            conn.execute(sa.text(f"DROP TRIGGER IF EXISTS {table}_no_delete"))
+        else:
+            conn.execute(sa.text(f"DROP TRIGGER IF EXISTS {table}_no_change ON {table}"))
+            conn.execute(sa.text(f"DROP TRIGGER IF EXISTS {table}_no_truncate ON {table}"))
 
 
 def sql(engine: Engine, *statements: str, **params: object) -> None:
@@ -397,13 +402,20 @@ def test_service_refuses_to_build_on_a_tampered_head(
 def test_without_a_witness_a_cut_tail_is_invisible_but_an_export_catches_it(
     db_url: str, tmp_path: Path
 ) -> None:
-    """Honest limit: the database alone cannot show that its last entries were deleted; the
-    head witness (default) or an earlier export can."""
+    """Honest limit: the database alone cannot show that its last entries were deleted by
+    someone who also deletes their Merkle tree nodes; the head witness (default), a saved tree
+    head or an earlier export can."""
     engine = open_engine(db_url)
     led = Ledger(engine, KEY, clock=FakeClock(), witness_dir=None)
     build(led)
     led.export(tmp_path / "before.jsonl")
     t_truncate_tail(led, {})
+    # the tree still records entry 13: the cut shows
+    problems = led.verify()
+    assert [(f.seq, f.problem) for f in problems] == [(13, "entry-missing")]
+    # ... unless its leaves are cut too (the nodes covering entries 13 and 14 only)
+    sql(led.engine, "DELETE FROM ledger_tree WHERE (level = 0 AND idx >= 12) OR "
+        "(level = 1 AND idx >= 6)")
     assert led.verify() == []  # a shorter chain is still a valid chain
     from ledger.predictions import verify_export
 
@@ -416,4 +428,226 @@ def test_without_a_witness_a_cut_tail_is_invisible_but_an_export_catches_it(
         json.loads((tmp_path / "after.jsonl").read_text().splitlines()[-1])["trailer"]["head_seq"]
         == 12
     )
+    engine.dispose()
+
+
+# -- a tree head saved before the attack: the transparency-log guarantee -------------------------
+
+
+def _bare(engine: Engine, key: Ed25519PrivateKey = KEY) -> Ledger:
+    """A ledger with no witness and no heads file: only a head kept elsewhere protects it."""
+    return Ledger(engine, key, clock=FakeClock(), witness_dir=None)
+
+
+@pytest.mark.parametrize(
+    ("tamper", "first_bad", "problem"), CASES, ids=[c[0].__name__[2:] for c in CASES]
+)
+def test_a_head_saved_before_catches_every_tamper(
+    db_url: str,
+    tamper: Callable[[Ledger, dict[str, str]], None],
+    first_bad: int,
+    problem: str,
+) -> None:
+    engine = open_engine(db_url)
+    led = _bare(engine)
+    ids = build(led)
+    saved = led.tree_head(publish=False)
+    assert saved is not None and saved.size == 14 and saved.signature_ok()
+    assert led.verify(heads=[(saved, "the saved head")]) == []
+    tamper(led, ids)
+    v = _bare(engine).verification(heads=[(saved, "the saved head")])
+    assert not v.ok, problem
+    engine.dispose()
+
+
+def _attack_replace_everything(
+    engine: Engine, home: Path, key: Ed25519PrivateKey, url: str
+) -> None:
+    """Delete every entry and tree node, clean the data directory, and open a new ledger
+    through a differently spelled URL of the same database."""
+    sql(engine, "DELETE FROM ledger_entries", "DELETE FROM ledger_tree")
+    for path in (home / "witness").glob("*.json"):
+        path.unlink()
+    (home / "heads.jsonl").unlink(missing_ok=True)
+    other = open_engine(url)
+    led = Ledger(other, key, clock=FakeClock(), witness_dir=home / "witness",
+                 heads_file=home / "heads.jsonl")
+    led.client("piper").commit("dusk", "q1", {"7": 1.0})
+    led.close()
+    other.dispose()
+
+
+def _respelled(url: str) -> str:
+    if url.startswith("sqlite:///"):
+        return "sqlite:///" + str(Path(url.removeprefix("sqlite:///")).parent / "." / "test.db")
+    return url.replace("postgresql://", "postgres://", 1)
+
+
+def test_deleting_everything_and_opening_a_new_ledger_is_caught(
+    db_url: str, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    engine = open_engine(db_url)
+    led = Ledger(engine, KEY, clock=FakeClock(), witness_dir=home / "witness",
+                 heads_file=home / "heads.jsonl")
+    build(led)
+    saved = led.tree_head()
+    assert saved is not None
+    led.close()
+    # the witness alone catches it while the data directory keeps it ...
+    sql(engine, "DELETE FROM ledger_entries", "DELETE FROM ledger_tree")
+    other = open_engine(_respelled(db_url))
+    fresh = Ledger(other, KEY, clock=FakeClock(), witness_dir=home / "witness",
+                   heads_file=home / "heads.jsonl")
+    with pytest.raises(LedgerIntegrityError, match="empty"):
+        fresh.client("piper").commit("dusk", "q1", {"7": 1.0})
+    fresh.close()
+    other.dispose()
+    # ... and a head kept elsewhere catches it when the attacker cleans the directory too
+    _attack_replace_everything(engine, home, KEY, _respelled(db_url))
+    after = Ledger(engine, KEY, clock=FakeClock(), witness_dir=home / "witness",
+                   heads_file=home / "heads.jsonl")
+    assert after.verify() == []  # on its own, the new ledger is a valid ledger
+    v = after.verification(heads=[(saved, "the saved head")])
+    assert [f.problem for f in v.first_bad()] == ["ledger-replaced"]
+    assert "replaced" in v.summary()
+    after.close()
+    engine.dispose()
+
+
+def test_rewriting_the_chain_under_a_new_key_is_caught(db_url: str, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    engine = open_engine(db_url)
+    led = Ledger(engine, KEY, clock=FakeClock(), witness_dir=home / "witness",
+                 heads_file=home / "heads.jsonl")
+    build(led)
+    saved = led.tree_head()
+    assert saved is not None
+    led.close()
+    # the attacker makes a key of their own and writes the history they prefer under it
+    evil = Ed25519PrivateKey.from_private_bytes(b"\x66" * 32)
+    sql(engine, "DELETE FROM ledger_entries", "DELETE FROM ledger_tree")
+    forged = Ledger(engine, evil, clock=FakeClock(), witness_dir=None)
+    c = forged.client("piper")
+    p1 = c.commit("dusk", "q1", {"7": 0.6, "3": 0.4})
+    forged.observe(p1.id, "7", OP)
+    p1.reveal()
+    assert forged.verify() == []
+    forged.close()
+    # with the witness still in the data directory, verification says so
+    v = Ledger(engine, evil, clock=FakeClock(), witness_dir=home / "witness").verification()
+    assert "ledger-replaced" in {f.problem for f in v.failures}
+    # with the directory cleaned, a head saved elsewhere does
+    for path in (home / "witness").glob("*.json"):
+        path.unlink()
+    (home / "heads.jsonl").unlink()
+    clean = Ledger(engine, evil, clock=FakeClock(), witness_dir=home / "witness")
+    assert clean.verify() == []
+    v = clean.verification(heads=[(saved, "the saved head")])
+    assert [f.problem for f in v.first_bad()] == ["ledger-replaced"]
+    clean.close()
+    engine.dispose()
+
+
+def test_rewriting_history_with_the_same_key_is_caught_by_an_earlier_head(
+    db_url: str, tmp_path: Path
+) -> None:
+    """Whoever holds the key and the disk can re-sign a rewritten suffix; a head kept
+    elsewhere still proves the first entries it covers were different."""
+    engine = open_engine(db_url)
+    led = _bare(engine)
+    build(led)
+    saved = led.tree_head(publish=False)
+    assert saved is not None
+    # keep entries 1-4, rewrite everything after as the attacker likes, re-signed
+    sql(engine, "DELETE FROM ledger_entries WHERE seq > 4", "DELETE FROM ledger_tree")
+    from ledger.migrations import m0005_ledger_tree  # the tree, rebuilt from the entries left
+
+    with engine.begin() as conn:
+        from alembic.operations import Operations
+        from alembic.runtime.migration import MigrationContext
+
+        conn.execute(sa.text("DROP TABLE ledger_tree"))
+        m0005_ledger_tree(Operations(MigrationContext.configure(conn)))
+    rewritten = _bare(engine)
+    p = rewritten.client("piper").commit("dusk", "q2", {"a": 1.0})
+    rewritten.observe(p.id, "a", OP)
+    p.reveal()
+    assert rewritten.verify() == []  # a valid chain, signed with the real key
+    v = rewritten.verification(heads=[(saved, "the saved head")])
+    assert not v.ok
+    assert {f.problem for f in v.failures} & {"content-changed", "entry-missing"}
+    engine.dispose()
+
+
+def test_a_key_change_is_an_entry_signed_by_the_old_key(db_url: str, tmp_path: Path) -> None:
+    from ledger.keys import KEY_FILE, load_private_key, rotate_service_key
+    from ledger.predictions import verify_export
+
+    home = tmp_path / "home"
+    (home / "keys").mkdir(parents=True, mode=0o700)
+    engine = open_engine(db_url)
+    led = Ledger(engine, KEY, clock=FakeClock(), witness_dir=home / "witness",
+                 heads_file=home / "heads.jsonl")
+    build(led)
+    before = led.tree_head()
+    old_hex = led.public_key_hex
+    new_hex = rotate_service_key(home, led.rotate_key)
+    assert led.public_key_hex == new_hex != old_hex
+    new_key = load_private_key(home / KEY_FILE)
+    # the service goes on with the new key; a fresh process with it too
+    p = led.client("piper").commit("dusk", "q9", {"a": 1.0})
+    fresh = Ledger(engine, new_key, clock=FakeClock(), witness_dir=home / "witness",
+                   heads_file=home / "heads.jsonl")
+    fresh.observe(p.id, "a", OP)
+    after = fresh.tree_head()
+    assert after is not None and after.public_key == new_hex
+    for full in (False, True):
+        v = fresh.verification(full=full, heads=[(before, "the head before")])  # type: ignore[list-item]
+        assert v.ok, [str(f) for f in v.failures]
+        assert v.keys == [old_hex, new_hex]
+    # an export verifies with either key the ledger has had
+    fresh.export(tmp_path / "x.jsonl")
+    for key in (old_hex, new_hex):
+        assert verify_export(tmp_path / "x.jsonl", key).ok
+    # a key swapped by any other means: refused on append, loud on verify
+    swapped = Ed25519PrivateKey.from_private_bytes(b"\x42" * 32)
+    rogue = Ledger(engine, swapped, clock=FakeClock(), witness_dir=home / "witness")
+    with pytest.raises(LedgerKeyError, match="rotate-key"):
+        rogue.client("piper").commit("dusk", "q10", {"a": 1.0})
+    assert "ledger-replaced" in {f.problem for f in rogue.verify()}
+    # and the old key can no longer append either
+    stale = Ledger(engine, KEY, clock=FakeClock(), witness_dir=home / "witness")
+    with pytest.raises(LedgerKeyError):
+        stale.client("piper").commit("dusk", "q11", {"a": 1.0})
+    for x in (led, fresh, rogue, stale):
+        x.close()
+    engine.dispose()
+
+
+def test_a_forged_key_change_fails_verification(db_url: str) -> None:
+    """A key entry must carry the new key's proof of possession and be signed by the old key:
+    one added by someone without the old key (signed by the new one) is caught."""
+    engine = open_engine(db_url)
+    led = _bare(engine)
+    build(led)
+    evil = Ed25519PrivateKey.from_private_bytes(b"\x66" * 32)
+    head = row(led, 14)
+    from ledger.chain import key_change_message, make_entry
+    from ledger.keys import KEY_TAG, public_key_hex, sign
+
+    lid = row(led, 1).hash
+    payload = {
+        "previous": led.public_key_hex,
+        "public_key": public_key_hex(evil),
+        "possession": sign(evil, KEY_TAG, key_change_message(
+            lid, head.hash, led.public_key_hex, public_key_hex(evil))),
+    }
+    e = make_entry(evil, seq=15, prev_hash=head.hash, prev_signature=head.signature,
+                   time="2026-01-02T00:00:00.000000+00:00", kind="key", subject="ledger",
+                   payload=payload)
+    insert(engine, e)
+    v = _bare(engine, evil).verification()
+    assert not v.ok and v.first_bad()[0].seq == 15
+    assert "signature-invalid" in {f.problem for f in v.first_bad()}
     engine.dispose()

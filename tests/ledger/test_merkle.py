@@ -461,13 +461,16 @@ def test_new_nodes_store_exactly_the_perfect_subtrees() -> None:
 
 def test_root_from_stored_nodes_equals_the_reference_for_every_size() -> None:
     compact = CompactRange()
+    pushed = CompactRange()  # the verifier's leaner append
     stored: dict[NodeKey, bytes] = {}
     for size in range(1, 513):
         stored.update({(n.level, n.index): n.hash for n in compact.append(LEAVES[size - 1])})
+        pushed.push(LEAVES[size - 1])
         assert set(stored) == perfect_keys(size)
         assert len(stored) == 2 * size - size.bit_count()
         want = reference_root(LEAVES[:size])
         assert compact.root() == want
+        assert pushed.root() == want and pushed.size == size
         assert root_from(size, Reads(stored, root_keys(size))) == want
         assert len(root_keys(size)) == size.bit_count()
 

@@ -15,9 +15,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ledger.db import open_engine
 from ledger.predictions import Ledger
+from ledger.protocol import provenance
 from ledger.store import RunAgent, Store
 from reports.synthetic import SyntheticAgent, logistic_accuracy, synthetic_run
 from tui.source import DashboardSource
+
+OP = provenance("operator", "test-request")
+"""An operator's provenance for answers the tests record by hand."""
 
 KEY = Ed25519PrivateKey.from_private_bytes(b"\x07" * 32)
 N_BOOT = 200
@@ -83,13 +87,13 @@ def _seed_ledger(led: Ledger, clock: FakeClock) -> dict[str, str]:
     clock.advance(61)
     assert led.expire_overdue() == [expired.id]
     scored = c.commit("dusk", "Pick a number from 1 to 10", {"7": 0.6, "3": 0.4})
-    scored.observe("7")
+    scored.record("7", OP)
     scored.reveal()
     rejected = c.commit("wren", "Heads or tails?", {"heads": 0.9, "tails": 0.1})
-    rejected.observe("tails")
+    rejected.record("tails", OP)
     led.reveal(rejected.id, {**rejected.body, "distribution": {"tails": 1.0}}, rejected.salt)
     observed = c.commit("wren", "Red or blue?", {"red": 0.5, "blue": 0.5})
-    observed.observe("blue")
+    observed.record("blue", OP)
     committed = c.commit("dusk", "Which door?", {"left": 0.7, "right": 0.3})
     assert led.verify() == []
     return {
