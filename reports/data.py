@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 import sqlalchemy as sa
 
+from ledger.calls import Calls, summarise
 from ledger.models import ItemRow, RunItemRow, TrialRow
 from ledger.store import RunAgent, Store
 
@@ -245,6 +246,9 @@ class RunData:
     agents: list[RunAgent]
     items: ItemTable
     trials: TrialTable
+    proxy: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The query proxy's record of the run's agents as callers (:func:`ledger.calls.summarise`:
+    calls, calls that carried a prediction, refusals, open obligations), all calls so far."""
 
 
 def run_data(
@@ -355,4 +359,27 @@ def load_run(store: Store, run_id: str) -> RunData:
         columns = {c: transposed[j] for j, c in enumerate(_TRIAL_COLUMNS)}
     else:
         columns = {c: () for c in _TRIAL_COLUMNS}
-    return _from_columns(run, agents, bodies, columns)
+    data = _from_columns(run, agents, bodies, columns)
+    data.proxy = proxy_record(store, [a.base_agent or a.name for a in agents])
+    return data
+
+
+def proxy_record(store: Store, callers: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The query proxy's record (``call`` and ``refuse`` entries of the prediction ledger) of
+    ``callers``, per caller; callers that never called the proxy are left out."""
+    subjects = sorted({f"agent:{c}" for c in callers})
+    if not subjects:
+        return {}
+    le = sa.table(
+        "ledger_entries", sa.column("seq"), sa.column("subject"), sa.column("kind"),
+        sa.column("payload_json"),
+    )  # fmt: skip
+    fold = Calls()
+    with store.engine.connect() as conn:
+        for seq, kind, payload in conn.execute(
+            sa.select(le.c.seq, le.c.kind, le.c.payload_json)
+            .where(le.c.subject.in_(subjects), le.c.kind.in_(("call", "refuse")))
+            .order_by(le.c.seq)
+        ):
+            fold.apply(int(seq), kind, json.loads(payload))
+    return summarise(fold.by_caller())

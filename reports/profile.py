@@ -740,6 +740,10 @@ class Analysis:
                 ),
             },
             "agents": agents_out,
+            "proxy": {
+                "scope": "every call of the run's agents through the query proxy so far",
+                "agents": self.data.proxy,
+            },
             "contrasts": [
                 {k: v for k, v in c.items() if k != "target"} for c in self.contrasts
             ],

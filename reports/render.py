@@ -134,6 +134,22 @@ def _seed_sentence(profile: Mapping[str, Any], reveal_held_out: bool) -> str:
 # -- shared section builders (rows), used by Markdown and HTML ------------------------------
 
 
+PROXY_HEAD = ["agent", "calls", "with a prediction", "refused", "refusals by reason",
+              "owes a prediction to"]
+
+
+def _proxy_rows(proxy: Mapping[str, Any]) -> list[list[str]]:
+    """Per agent: calls through the query proxy, how many carried a prediction, refusals by
+    reason and open obligations (counts, no interval: they are the record, not an estimate)."""
+    rows = []
+    for name, t in sorted((proxy.get("agents") or {}).items()):
+        reasons = ", ".join(f"{k} {v}" for k, v in t["refusals"].items()) or "—"
+        owed = ", ".join(t["open_obligations"]) or "nobody"
+        rows.append([name, str(t["calls"]), str(t["predicted"]), str(t["refused"]), reasons,
+                     owed])
+    return rows
+
+
 def _headline_rows(profile: Mapping[str, Any]) -> list[list[str]]:
     rows = []
     for name, a in profile["agents"].items():
@@ -364,6 +380,9 @@ def render_markdown(
             out += [figs[key], ""]
     for name, a in profile["agents"].items():
         out += _agent_markdown(name, a)
+    if (profile.get("proxy") or {}).get("agents"):
+        out += ["## Query proxy", "", f"_{profile['proxy']['scope']}._", "",
+                _table(PROXY_HEAD, _proxy_rows(profile["proxy"])), ""]
     if profile.get("contrasts"):
         out += ["## All contrasts (Holm-adjusted)", "",
                 f"Family: {profile['multiple_comparisons']['family']}; "
@@ -550,6 +569,9 @@ def render_html(
         for n in a.get("notices", []):
             parts.append(f"<div class='notice'>{_h(n)}</div>")
         parts.append(_md_to_html(md_agent[name][2:]))
+    if (profile.get("proxy") or {}).get("agents"):
+        parts += ["<h2>Query proxy</h2>", f"<p class='legend'>{_h(profile['proxy']['scope'])}.</p>",
+                  _html_table(PROXY_HEAD, _proxy_rows(profile["proxy"]))]
     if profile.get("contrasts"):
         parts.append("<h2>All contrasts (Holm-adjusted)</h2>")
         rows = [[c["agent"], c["kind"] if c["kind"] == "minus_control" else

@@ -47,6 +47,7 @@ __all__ = [
     "VerifyView",
     "accuracy_cell",
     "agent_views",
+    "calls_lines",
     "fmt_d50",
     "fmt_difference",
     "fmt_pct",
@@ -508,15 +509,33 @@ def verify_view(verification: Verification) -> VerifyView:
     )
 
 
+def calls_lines(calls: Mapping[str, Mapping[str, Any]]) -> tuple[str, ...]:
+    """One line per agent of the query proxy's record: calls, calls with a prediction,
+    refusals by reason, and whom it owes a prediction; ``("no calls through the proxy",)``."""
+    lines = []
+    for name, t in sorted(calls.items()):
+        reasons = ", ".join(f"{k} {v}" for k, v in t["refusals"].items())
+        owed = ", ".join(t["open_obligations"])
+        lines.append(
+            f"{name}: {t['calls']} calls, {t['predicted']} with a prediction, "
+            f"{t['refused']} refused" + (f" ({reasons})" if reasons else "")
+            + (f"; owes a prediction to {owed}" if owed else "")
+        )
+    return tuple(lines) or ("no calls through the proxy",)
+
+
 @dataclass(frozen=True)
 class LedgerView:
     rows: tuple[PredictionRow, ...]
     counts: str
     verify: VerifyView
+    calls: tuple[str, ...] = ()
 
 
 def ledger_view(
     states: Iterable[PredictionState], verification: Verification, now: str
 ) -> LedgerView:
     rows = tuple(prediction_rows(states, now))
-    return LedgerView(rows, state_counts(rows), verify_view(verification))
+    return LedgerView(
+        rows, state_counts(rows), verify_view(verification), calls_lines(verification.calls)
+    )

@@ -184,6 +184,8 @@ async def test_ledger_screen_shows_every_state_and_that_it_verifies(
         assert scored[5:8] == ["7", "1.00", "-0.511"]
         counts = _text(app.screen.query_one("#ledger-counts", Static))
         assert counts == "1 committed · 1 observed · 1 scored · 1 expired · 1 rejected"
+        calls = _text(app.screen.query_one("#ledger-calls", Static))
+        assert calls == "Query proxy — no calls through the proxy"
         # the ledger screen is not stacked twice
         await pilot.press("l")
         await pilot.press("escape")

@@ -214,3 +214,32 @@ def test_verify_view_intact_or_first_bad_entry() -> None:
     )
     assert not bad.ok and bad.headline == "LEDGER BROKEN at entry 5: hash mismatch"
     assert len(bad.details) == 2 and all(d.startswith("entry 5") for d in bad.details)
+
+
+def test_calls_lines_say_calls_predictions_refusals_and_obligations() -> None:
+    from tui.state import calls_lines
+
+    calls = {
+        "piper": {
+            "calls": 12,
+            "predicted": 3,
+            "unpredicted": 9,
+            "refused": 4,
+            "refusals": {"obligation": 1, "sampled": 3},
+            "open_obligations": ["dusk"],
+        },
+        "wren": {
+            "calls": 1,
+            "predicted": 0,
+            "unpredicted": 1,
+            "refused": 0,
+            "refusals": {},
+            "open_obligations": [],
+        },
+    }
+    assert calls_lines(calls) == (
+        "piper: 12 calls, 3 with a prediction, 4 refused (obligation 1, sampled 3); owes a "
+        "prediction to dusk",
+        "wren: 1 calls, 0 with a prediction, 0 refused",
+    )
+    assert calls_lines({}) == ("no calls through the proxy",)

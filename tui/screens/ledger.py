@@ -34,6 +34,7 @@ class LedgerScreen(Screen[None]):
         yield Header()
         yield VerifyBanner("Verifying the ledger…", id="verify", markup=False)
         yield Static(id="ledger-counts", markup=False)
+        yield Static(id="ledger-calls", markup=False)
         yield DataTable[Text](id="predictions", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
@@ -59,6 +60,9 @@ class LedgerScreen(Screen[None]):
             view: LedgerView = event.worker.result
             banner.verification = view.verify
             self.query_one("#ledger-counts", Static).update(Text(view.counts))
+            self.query_one("#ledger-calls", Static).update(
+                Text("Query proxy — " + "\n".join(view.calls))
+            )
             table = self.query_one("#predictions", DataTable)
             rows = []
             for row in view.rows:
