@@ -358,7 +358,14 @@ class Ledger:
                         "new data directory)"
                     )
                 self._bound = lid is not None
-            if lid is not None:
+            # the head this process wrote last, with the witness it wrote then: nothing to check
+            ours = (
+                lid is not None
+                and head is not None
+                and self._trusted == (head.seq, head.hash, head.signature)
+                and self.witness.wrote_last(lid, head.seq)
+            )
+            if lid is not None and not ours:
                 w = self.witness.read(lid)
                 if w is not None:
                     assert head is not None

@@ -45,6 +45,9 @@ class HeadWitness:
     def __init__(self, directory: Path):
         self.directory = Path(directory)
         self._fds: dict[str, tuple[int, int]] = {}
+        self._written: dict[str, tuple[int, bytes]] = {}
+        """Per ledger: the seq and the file's bytes after this process's last write, so that
+        the next write need not parse the file when nobody else wrote it since."""
         # flock excludes other processes, not other threads sharing our descriptor
         self._thread_lock = threading.Lock()
 
@@ -137,6 +140,15 @@ class HeadWitness:
                     out.append((data["ledger"], w))
         return out
 
+    def wrote_last(self, ledger_id: str, seq: int) -> bool:
+        """Whether the witness still holds exactly the record of entry ``seq`` that this process
+        wrote (nobody wrote it since): then it cannot disagree with a head at ``seq``."""
+        ours = self._written.get(ledger_id)
+        if ours is None or ours[0] != seq:
+            return False
+        with self._thread_lock:
+            return os.pread(self._fd(ledger_id), 8192, 0) == ours[1]
+
     def advance(self, ledger_id: str, head: Entry, db: str) -> None:
         """Record ``head`` unless a later head is already recorded."""
         with self._thread_lock:
@@ -146,9 +158,13 @@ class HeadWitness:
         fd = self._fd(ledger_id)
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            current = self._read_fd(fd)
-            if current and type(current.get("seq")) is int and current["seq"] >= head.seq:
-                return
+            ours = self._written.get(ledger_id)
+            raw = os.pread(fd, 8192, 0)
+            if ours is None or raw != ours[1] or ours[0] >= head.seq:
+                # not the record we wrote last (another process's, or none yet): read it
+                current = self._decode(raw)
+                if current and type(current.get("seq")) is int and current["seq"] >= head.seq:
+                    return
             body = canonical_json(
                 {
                     "ledger": ledger_id,
@@ -161,7 +177,9 @@ class HeadWitness:
             )
             data = body + b"\n" + hashlib.sha256(body).hexdigest()[:32].encode() + b"\n"
             # pad to a fixed length: the file never shrinks, so no truncate is needed
-            os.pwrite(fd, data.ljust(max(len(data), _RECORD), b" "), 0)
+            record = data.ljust(max(len(data), _RECORD), b" ")
+            os.pwrite(fd, record, 0)
+            self._written[ledger_id] = (head.seq, record + raw[len(record) :])
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
