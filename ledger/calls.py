@@ -5,7 +5,8 @@ A caller's call to a target is *sampled* by the service's own randomness; a samp
 carries no prediction is refused (``refuse``, reason ``sampled``) and opens an **obligation** on
 (caller, target): every later call of that caller to that target is refused (reason
 ``obligation``) until one carries a matching prediction and the target answers it (a ``call``
-entry naming the prediction, ``answered`` true). Nothing else — no change of fields, whitespace,
+entry naming the prediction, ``answered`` true). A prediction never unlocks a query the caller
+already put to that target (reason ``query_asked``): its answer was known. Nothing else — no change of fields, whitespace,
 headers or connection — closes an obligation, and because the record is folded from the ledger
 it survives restarts and anyone holding an export can recount it.
 
@@ -45,6 +46,9 @@ class CallTally:
     """Refused calls, by reason."""
     obligation: int | None = None
     """The seq of the sampled refusal still owed a prediction (None: nothing owed)."""
+    asked: set[str] = field(default_factory=set)
+    """Query hashes of the calls the target answered (status 200): a prediction of one of them
+    would be made knowing its answer."""
 
     @property
     def refused(self) -> int:
@@ -132,6 +136,10 @@ class Calls:
             return []
         t.calls += 1
         problems = []
+        query = str(payload["query_hash"])
+        seen = query in t.asked
+        if payload.get("status") == 200:  # the caller saw the target's answer
+            t.asked.add(query)
         if payload.get("prediction") is None:
             if t.obligation is not None:
                 problems.append(
@@ -140,6 +148,10 @@ class Calls:
                 )
             return problems
         t.predicted += 1
+        if seen:
+            problems.append(
+                f"a prediction unlocked a call {t.caller!r} had already made to {t.target!r}"
+            )
         if payload.get("answered"):
             t.obligation = None
         return problems

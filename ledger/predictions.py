@@ -531,6 +531,67 @@ class Ledger:
                 continue
         return out
 
+    def _check_stored_tree(self) -> list[Failure]:
+        """Every stored tree node against the node re-derived from the entries (``--full``):
+        both streams in the order the nodes were completed. A changed interior node would
+        make the proofs served for its leaves wrong."""
+        failures: list[Failure] = []
+        raw = self.engine.raw_connection()
+        try:
+            cursor = raw.cursor()
+            cursor.execute(
+                "SELECT level, idx, hash FROM ledger_tree ORDER BY ((idx + 1) * "
+                "(CAST(1 AS BIGINT) << level)), level"
+            )
+            tree = CompactRange()
+            expected = (
+                node for e in self.iter_entries() for node in tree.append(
+                    leaf_hash(digest_bytes(e.hash))
+                )
+            )
+            while len(failures) < 20:
+                rows = cursor.fetchmany(5000)
+                if not rows:
+                    break
+                for level, idx, stored in rows:
+                    want = next(expected, None)
+                    if want is None or (want.level, want.index) != (int(level), int(idx)):
+                        got = ((int(idx) + 1) << int(level), int(level))
+                        if want is not None and ((want.index + 1) << want.level, want.level) < got:
+                            where, what = want.index + 1 << want.level, (
+                                f"the Merkle tree lacks node ({want.level}, {want.index})"
+                            )
+                        else:
+                            where, what = got[0], (
+                                f"the Merkle tree stores node ({level}, {idx}), which the "
+                                "entries do not make"
+                            )
+                        failures.append(Failure(where, "content-changed", what))
+                        return failures
+                    if want.hash.hex() != stored:
+                        failures.append(
+                            Failure(
+                                (want.index + 1) << want.level,
+                                "content-changed",
+                                f"the stored Merkle tree node ({level}, {idx}) is not the hash "
+                                "of the entries under it: proofs through it would be wrong",
+                            )
+                        )
+            cursor.close()
+            missing = next(expected, None) if not failures else None
+            if missing is not None:
+                failures.append(
+                    Failure(
+                        (missing.index + 1) << missing.level,
+                        "content-changed",
+                        f"the Merkle tree lacks node ({missing.level}, {missing.index})",
+                    )
+                )
+        finally:
+            raw.rollback()
+            raw.close()
+        return failures
+
     def _nodes_now(self, keys: Iterable[NodeKey]) -> dict[NodeKey, bytes]:
         with self._reading() as cur:
             return self._nodes(cur, keys)
@@ -1023,6 +1084,8 @@ class Ledger:
                     f"ledger ends at entry {result.head_seq}: its tail was cut off",
                 )
             )
+        if full and result.root is not None:
+            extra.extend(self._check_stored_tree())
         for other, seen in self._foreign_witnesses(lid) if lid is not None else ():
             now = "is empty" if lid is None else f"holds ledger {lid}"
             extra.append(

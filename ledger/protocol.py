@@ -94,6 +94,8 @@ REFUSALS = {
     "wrong_predictor": "the named prediction is another predictor's",
     "wrong_target": "the named prediction is about another target",
     "query_mismatch": "the call's messages do not hash to the committed query",
+    "query_asked": "the caller already asked this target this exact query, so it knew the "
+    "answer before predicting it",
     "prediction_used": "the named prediction already unlocked a call",
     "prediction_closed": "the named prediction is revealed, rejected or expired",
     "unknown_prediction": "no prediction has the named id",

@@ -14,8 +14,9 @@ the proxy
    whitespace, headers or connection lifts it, and it survives restarts (it is folded from
    the ledger, :mod:`ledger.calls`);
 4. **with** a prediction: forwards the call only if the prediction is the caller's, about this
-   target, open, unused, and committed to exactly this query (its query hash); a prediction
-   unlocks one answered call;
+   target, open, unused, committed to exactly this query (its query hash), and the caller has
+   not put this query to this target before (it would know the answer); a prediction unlocks
+   one answered call;
 5. forwards the body (with the target's declared ``model``) and returns the target's response
    unchanged, and records in the ledger, in one transaction, the call (``call`` entry) and,
    for a predicted call, the target's answer against the prediction with the proxy's
@@ -73,6 +74,7 @@ _STATUS = {
     "unknown_prediction": 404,
     "wrong_target": 409,
     "query_mismatch": 409,
+    "query_asked": 409,
     "prediction_used": 409,
     "prediction_closed": 409,
 }
@@ -125,6 +127,7 @@ class Proxy:
         self.transport_factory = transport_factory or default_transport
         self._clients: dict[str, httpx.AsyncClient] = {}
         self._owed: dict[str, dict[str, bool]] = {}
+        self._asked: dict[str, dict[str, set[str]]] = {}
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._inflight: set[str] = set()
 
@@ -160,14 +163,19 @@ class Proxy:
     # -- obligations --
 
     async def _owes(self, caller: str) -> dict[str, bool]:
-        """Which targets ``caller`` owes a prediction (folded from the ledger once)."""
+        """Which targets ``caller`` owes a prediction (folded from the ledger once, with the
+        queries it has put to each target)."""
         owed = self._owed.get(caller)
         if owed is None:
             tallies = await run_in_threadpool(self.ledger.calls, caller)
+            self._asked.setdefault(caller, {t.target: set(t.asked) for t in tallies})
             owed = self._owed.setdefault(
                 caller, {t.target: t.obligation is not None for t in tallies}
             )
         return owed
+
+    def _queries(self, caller: str, target: str) -> set[str]:
+        return self._asked.setdefault(caller, {}).setdefault(target, set())
 
     def obligations(self, caller: str) -> list[str]:
         """The targets ``caller`` is known (in this process) to owe a prediction."""
@@ -248,6 +256,10 @@ class Proxy:
         reason = unlock_refusal(state, caller, target, qhash, self.ledger.clock())
         if reason is None and pid in self._inflight:
             reason = "prediction_used"
+        if reason is None:
+            await self._owes(caller)
+            if qhash in self._queries(caller, target):
+                reason = "query_asked"
         if reason is not None:
             return await self._refuse(caller, target, reason, rid, qhash, pid)
         self._inflight.add(pid)
@@ -290,6 +302,7 @@ class Proxy:
             )
         answer: str | None = None
         if upstream.status_code == 200:
+            self._queries(caller, target).add(qhash)  # the caller sees the answer
             try:
                 answer = answer_text(upstream.json())
             except ValueError:

@@ -360,6 +360,36 @@ def test_a_prediction_unlocks_only_its_own_call_once(env: Env) -> None:
     assert env.daemon.ledger.verify() == []
 
 
+def test_a_query_already_asked_cannot_be_predicted_after_its_answer_is_known(env: Env) -> None:
+    """Asking first and predicting after would score a prediction made knowing the answer."""
+    env.dice.values = [PASSED, PASSED]
+    with env.client() as c:
+        assert proxy(c, ask(5)).status_code == 200  # not sampled: the caller sees "7"
+        pid, _, _ = commit(c, ask(5), {"7": 1.0})
+        r = proxy(c, ask(5), pid)
+        assert (r.status_code, r.json()["error"]["code"]) == (409, "query_asked")
+        # a query it has not asked is fine
+        fresh, _, _ = commit(c, ask(6), {"7": 1.0})
+        assert proxy(c, ask(6), fresh).status_code == 200
+    assert env.fake.stats()["ok"] == 2
+    assert env.daemon.ledger.verify() == []
+
+
+def test_verify_flags_a_prediction_of_a_query_already_asked(env: Env) -> None:
+    """Written past the proxy (as a second daemon without its cache might): verify says so."""
+    led = env.daemon.ledger
+    qh = query_hash(ask(7)["messages"])
+    led.record_call("piper", "dusk", request="r1", query_hash=qh, status=200)
+    p = led.client("piper").predict("dusk", ask(7)["messages"][0]["content"], {"7": 1.0})
+    p.commit()
+    led.record_call(
+        "piper", "dusk", request="r2", query_hash=qh, status=200, prediction=p.id, answer="7",
+        response=response_hash("{}"),
+    )  # fmt: skip
+    problems = [f for f in led.verify() if f.problem == "invalid-entry"]
+    assert problems and "already made" in problems[0].message
+
+
 def test_obligations_survive_a_restart_of_the_daemon(db_url: str, tmp_path: Path) -> None:
     with FakeOpenAI() as fake:
         settings = make_settings(tmp_path / "home", db_url, fake.base_url, head_interval=0)

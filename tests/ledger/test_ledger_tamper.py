@@ -651,3 +651,26 @@ def test_a_forged_key_change_fails_verification(db_url: str) -> None:
     assert not v.ok and v.first_bad()[0].seq == 15
     assert "signature-invalid" in {f.problem for f in v.first_bad()}
     engine.dispose()
+
+
+@pytest.mark.parametrize(
+    ("statement", "seq"),
+    [
+        ("UPDATE ledger_tree SET hash = :h WHERE level = 1 AND idx = 2", 6),
+        ("UPDATE ledger_tree SET hash = :h WHERE level = 0 AND idx = 9", 10),
+        ("DELETE FROM ledger_tree WHERE level = 1 AND idx = 4", 10),
+        ("INSERT INTO ledger_tree (level, idx, hash) VALUES (5, 0, :h)", 32),
+    ],
+)
+def test_a_changed_tree_node_is_caught_by_the_full_check(
+    ledger: Ledger, statement: str, seq: int
+) -> None:
+    """An interior node outside the root's own nodes changes no root, but every proof through
+    it; --full re-derives every stored node."""
+    build(ledger)
+    sql(ledger.engine, statement, h="ab" * 32)
+    v = ledger.verification(full=True)
+    assert not v.ok
+    assert (seq, "content-changed") in {(f.seq, f.problem) for f in v.failures}, [
+        str(f) for f in v.failures
+    ]

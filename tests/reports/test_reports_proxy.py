@@ -32,9 +32,10 @@ def test_the_profile_counts_each_agents_calls_refusals_and_obligations(tmp_path:
     led.record_call("piper", "dusk", request="a", query_hash=QH, status=200)
     led.record_refusal("piper", "dusk", "sampled", request="b", query_hash=QH)
     led.record_refusal("piper", "dusk", "obligation", request="c", query_hash=QH)
-    p = led.client("piper").commit("dusk", "q", {"7": 1.0})
+    p = led.client("piper").commit("dusk", "q2", {"7": 1.0})
     led.record_call(
-        "piper", "dusk", request="d", query_hash=QH, status=200, prediction=p.id, answer="7",
+        "piper", "dusk", request="d", query_hash=query_hash(query_messages("q2")), status=200,
+        prediction=p.id, answer="7",
         response=response_hash("{}"),
     )  # fmt: skip
     led.record_refusal("piper", "wren", "sampled", request="e", query_hash=QH)
