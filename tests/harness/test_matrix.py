@@ -8,7 +8,10 @@ import datetime as dt
 import itertools
 import json
 import math
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -361,3 +364,21 @@ def test_cli_matrix_json(tmp_path: Path) -> None:
     assert led.verify() == []
     led.close()
     led.engine.dispose()
+
+
+def test_cli_matrix_refuses_a_held_out_seed(tmp_path: Path) -> None:
+    """A held-out seed regenerates items reserved for scheduled runs: the development command
+    refuses it, as `mindledger run` does, before anything is written."""
+    from harness.seeds import is_held_out
+
+    assert is_held_out(7)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MINDLEDGER_")}
+    env["MINDLEDGER_HOME"] = str(tmp_path / "home")
+    r = subprocess.run(
+        [sys.executable, "-m", "harness.cli.main", "matrix", "--reference", "random",
+         "--seed", "7"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    assert "--seed" in r.stderr and "held-out" in r.stderr
+    assert not (tmp_path / "home" / "mindledger.db").exists()
