@@ -7,15 +7,19 @@ interrupted; :class:`BackgroundServer` serves the app on a thread (a real socket
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import uvicorn
 from sqlalchemy.engine import Engine
 from starlette.applications import Starlette
+from uvicorn.server import HANDLED_SIGNALS
 
 from harness.daemon.api import create_app
 from harness.daemon.proxy import Draw, TransportFactory, system_draw
@@ -42,20 +46,29 @@ class Daemon:
     app: Starlette
 
     def serve(self, host: str | None = None, port: int | None = None) -> None:
-        """Start the scheduler and serve the API until interrupted (Ctrl-C, SIGTERM)."""
+        """Start the scheduler and serve the API until interrupted: after a clean shutdown,
+        Ctrl-C (SIGINT) raises KeyboardInterrupt and SIGTERM exits 143, wherever the signal
+        landed."""
         if self.scheduler is not None:
             self.scheduler.start()
-        try:
-            config = uvicorn.Config(
+        server = _Server(
+            uvicorn.Config(
                 self.app,
                 host=host or self.settings.api_host,
                 port=port or self.settings.api_port,
                 log_level="info",
                 lifespan="on",
             )
-            uvicorn.Server(config).run()
+        )
+        try:
+            server.run()
         finally:
             self.close()
+        caught = server.caught
+        if signal.SIGINT in caught:
+            raise KeyboardInterrupt
+        if signal.SIGTERM in caught:
+            raise SystemExit(128 + signal.SIGTERM)
 
     def close(self) -> None:
         """Stop the scheduler (waiting for running jobs), release the ledger and the engine."""
@@ -63,6 +76,30 @@ class Daemon:
             self.scheduler.shutdown(wait=True)
         self.ledger.close()
         self.engine.dispose()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, minus its re-raising of the signal that stopped it: whether that re-raised
+    signal reaches the caller depends on where the event loop is when it lands (asyncio's own
+    SIGINT handler cancels the main task, and a task that finishes first swallows it), which
+    made ``mindledger serve`` exit 0 instead of 130 now and then. The signals are recorded
+    (uvicorn's ``handle_exit``) and :meth:`Daemon.serve` acts on them after the shutdown."""
+
+    @property
+    def caught(self) -> list[int]:
+        return list(getattr(self, "_captured_signals", []))
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        original = {sig: signal.signal(sig, self.handle_exit) for sig in HANDLED_SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in original.items():
+                signal.signal(sig, handler)
 
 
 def build_daemon(

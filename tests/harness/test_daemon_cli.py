@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from harness.daemon import agent_for_token, hash_token
 from ledger.db import open_engine
@@ -62,7 +65,20 @@ def test_serve_token_prints_a_token_once_and_stores_its_hash(tmp_path: Path) -> 
     assert bad.returncode == 2 and "agent" in bad.stderr
 
 
-def test_serve_answers_health_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("sig", "code", "busy"),
+    [
+        (signal.SIGINT, 130, False),
+        (signal.SIGINT, 130, True),
+        (signal.SIGTERM, 143, False),
+    ],
+    ids=["ctrl-c", "ctrl-c-mid-requests", "sigterm"],
+)
+def test_serve_answers_health_and_stops_on_a_signal(
+    tmp_path: Path, sig: signal.Signals, code: int, busy: bool
+) -> None:
+    """A clean shutdown, then the exit code of the signal (130 for Ctrl-C, 143 for SIGTERM),
+    wherever in the server's loop the signal lands: also while requests are in flight."""
     port = free_port()
     proc = subprocess.Popen(
         mindledger("serve", "--port", str(port)),
@@ -72,6 +88,15 @@ def test_serve_answers_health_and_stops_on_ctrl_c(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
+    stop = threading.Event()
+
+    def hammer() -> None:
+        with httpx.Client(timeout=2) as c:
+            while not stop.is_set():
+                with contextlib.suppress(httpx.HTTPError):
+                    c.get(f"http://127.0.0.1:{port}/health")
+
+    threads = [threading.Thread(target=hammer) for _ in range(4 if busy else 0)]
     try:
         deadline = time.monotonic() + 30
         health = None
@@ -82,11 +107,16 @@ def test_serve_answers_health_and_stops_on_ctrl_c(tmp_path: Path) -> None:
             except httpx.HTTPError:
                 time.sleep(0.1)
         assert health == {"status": "ok", "scheduler": "running"}
+        for t in threads:
+            t.start()
+        time.sleep(0.3 if busy else 0)
     finally:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=30)
-    # a clean shutdown, then the CLI's exit code for Ctrl-C
-    assert proc.returncode == 130, err
+        stop.set()
+        for t in threads:
+            t.join()
+    assert proc.returncode == code, err
     assert "Application shutdown complete" in err and "Traceback" not in err
 
 

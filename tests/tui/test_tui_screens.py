@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import sqlalchemy as sa
 from rich.text import Text
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from ledger.store import RunAgent
@@ -23,6 +26,17 @@ def _cells(table: DataTable[Text]) -> list[list[str]]:
 
 def _text(widget: Static) -> str:
     return str(widget.render())
+
+
+async def _until(pilot: Pilot[None], condition: Callable[[], bool], seconds: float = 60) -> None:
+    """Let the app run until ``condition`` holds. A worker's result reaches its screen as a
+    message some time after the worker finished; on a loaded machine that time has no bound
+    a test can name, so wait for the effect, not for a number of pauses (a test that still
+    fails after a minute has found a real hang)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the app did not get there in time"
+        await pilot.pause(0.05)
 
 
 def _app(seeded: Seeded, tmp_path: Path, *, with_ledger: bool = True) -> DashboardApp:
@@ -70,12 +84,9 @@ async def test_runs_table_refreshes_in_a_worker(seeded: Seeded, tmp_path: Path) 
             "run-new", suite="nightly", seed=5, held_out=True, params={},
             agents=[RunAgent("piper", "agent", {})], items=[],
         )  # fmt: skip
-        for _ in range(40):
-            await pilot.pause(0.05)
-            if table.row_count == 3:
-                break
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        # the timer's refreshes are exclusive workers that cancel one another, so there is no
+        # one worker to wait for: wait for the table to show the new run
+        await _until(pilot, lambda: table.row_count == 3)
         assert [r[0] for r in _cells(table)] == ["run-new", "run-a", "run-empty"]
 
 
@@ -133,19 +144,18 @@ async def test_export_keys_write_reports_and_say_where(seeded: Seeded, tmp_path:
         await pilot.press("enter")
         await app.workers.wait_for_complete()
         await pilot.pause()
-        await pilot.press("m")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
         md = (tmp_path / "exports" / "run-a.md").resolve()
+        html = (tmp_path / "exports" / "run-a.html").resolve()
+
+        def said(path: Path) -> bool:
+            return f"Wrote the report to {path}" in [n.message for n in app._notifications]
+
+        await pilot.press("m")
+        await _until(pilot, lambda: said(md))
         assert md.exists() and "piper-control" in md.read_text(encoding="utf-8")
         await pilot.press("h")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        html = (tmp_path / "exports" / "run-a.html").resolve()
+        await _until(pilot, lambda: said(html))
         assert html.read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html")
-        messages = [n.message for n in app._notifications]
-        assert f"Wrote the report to {md}" in messages
-        assert f"Wrote the report to {html}" in messages
 
 
 async def test_a_run_that_cannot_be_profiled_says_why(seeded: Seeded, tmp_path: Path) -> None:
