@@ -25,6 +25,7 @@ can open the database). An agent under test goes through the daemon instead
 from __future__ import annotations
 
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
@@ -45,7 +46,7 @@ from ledger.protocol import (
     response_hash,
 )
 
-__all__ = ["LedgerClient", "Prediction"]
+__all__ = ["LedgerClient", "Prediction", "PredictionBlock"]
 
 
 class LedgerClient:
@@ -104,7 +105,57 @@ class LedgerClient:
         return p
 
 
-class Prediction:
+class PredictionBlock(ABC):
+    """A prediction as a ``with`` block: entering commits, leaving reveals once the target was
+    asked; a block left without asking raises, and the prediction stays committed, to expire.
+    Subclasses say how to commit and reveal, whether the target was asked, and which errors a
+    reveal attempted while another exception propagates may swallow."""
+
+    id: str
+    tolerated: tuple[type[BaseException], ...] = (RevealRejected,)
+
+    @abstractmethod
+    def commit(self) -> Any:
+        """Commit the prediction (once)."""
+
+    @abstractmethod
+    def reveal(self) -> Any:
+        """Reveal and score it."""
+
+    @property
+    @abstractmethod
+    def asked(self) -> bool:
+        """Whether the target has answered within the block."""
+
+    def __enter__(self) -> Any:
+        self.commit()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.asked:
+            if exc is None:
+                self.reveal()
+            else:
+                try:
+                    self.reveal()
+                except self.tolerated:
+                    pass
+            return
+        if exc is None:
+            raise LedgerStateError(
+                f"no answer was recorded for prediction {self.id} in the block (call "
+                "p.ask()); it stays committed and will expire",
+                prediction=self.id,
+                state="committed",
+            )
+
+
+class Prediction(PredictionBlock):
     """One prediction's life on the client side: it holds the prediction and its salt."""
 
     def __init__(
@@ -191,29 +242,6 @@ class Prediction:
             )
         return self.result
 
-    def __enter__(self) -> Prediction:
-        self.commit()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self.answers:
-            if exc is None:
-                self.reveal()
-            else:
-                try:
-                    self.reveal()
-                except RevealRejected:
-                    pass
-            return
-        if exc is None:
-            raise LedgerStateError(
-                f"no answer was recorded for prediction {self.id} in the block (call "
-                "p.ask()); it stays committed and will expire",
-                prediction=self.id,
-                state="committed",
-            )
+    @property
+    def asked(self) -> bool:
+        return bool(self.answers)

@@ -76,6 +76,7 @@ from ledger.protocol import (
     is_digest,
     parse_time,
     prediction_id,
+    provenance,
     query_messages,
     unlock_refusal,
 )
@@ -809,12 +810,7 @@ class Ledger:
                 )
             self._check_open(state, now)
             if answered:
-                source = {
-                    "by": "proxy",
-                    "request": request,
-                    "response": response,
-                    "caller": caller,
-                }
+                source = provenance("proxy", request, response, caller=caller)
                 specs.append(("observe", prediction, {"answer": answer, "provenance": source}))
             return specs, None
 

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from types import TracebackType
 from typing import Any
 
 import httpx
 
 from harness.daemon.proxy import PREDICTION_HEADER
-from ledger.ledger_errors import LedgerStateError, RevealRejected
+from ledger.client import PredictionBlock
+from ledger.ledger_errors import RevealRejected
 from ledger.protocol import commitment, new_salt, prediction_body, prediction_id, query_hash
 from mindledger.errors import MindledgerError
 
@@ -155,8 +155,10 @@ class DaemonClient:
         return dict(r.json())
 
 
-class RemotePrediction:
+class RemotePrediction(PredictionBlock):
     """One prediction through the daemon: the prediction and its salt stay here."""
+
+    tolerated = (RevealRejected, DaemonError)
 
     def __init__(self, client: DaemonClient, body: dict[str, Any], messages: Messages):
         self.client = client
@@ -230,29 +232,6 @@ class RemotePrediction:
             )
         return self.result
 
-    def __enter__(self) -> RemotePrediction:
-        self.commit()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self.replies:
-            if exc is None:
-                self.reveal()
-            else:
-                try:
-                    self.reveal()
-                except (RevealRejected, DaemonError):
-                    pass
-            return
-        if exc is None:
-            raise LedgerStateError(
-                f"no call was made for prediction {self.id} in the block (call p.ask()); it "
-                "stays committed and will expire",
-                prediction=self.id,
-                state="committed",
-            )
+    @property
+    def asked(self) -> bool:
+        return bool(self.replies)
