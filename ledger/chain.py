@@ -603,7 +603,8 @@ def _fast(
             if seq != expected or e_prev_hash != prev_hash or e_prev_sig != prev_sig:
                 return None
             data = hash_input(seq, e_prev_hash, e_prev_sig, time, kind, subject, payload_json)
-            if "sha256:" + sha256(data).hexdigest() != digest:
+            raw = sha256(data).digest()
+            if raw.hex() != digest[7:] or not digest.startswith("sha256:"):
                 return None
             if (full or kind == "key") and not _signed(fold.signer(e), e):
                 return None
@@ -611,7 +612,7 @@ def _fast(
                 return None
             if seq == witness_seq:
                 witness_hash = digest
-            push(sha256(b"\x00" + bytes.fromhex(digest[7:])).digest())
+            push(sha256(b"\x00" + raw).digest())
             if seq in sizes:
                 roots[seq] = tree.root()
             prev_hash, prev_sig, expected, last = digest, e.signature, expected + 1, e
