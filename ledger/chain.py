@@ -512,10 +512,10 @@ class Fold:
                 problems.append(f"a call unlocked by {pid}, another pair's prediction")
             elif state.query_hash != payload["query_hash"]:
                 problems.append(f"a call unlocked by {pid}, whose query hash differs")
-            elif state.final or not _no_later(e.time, state.deadline):
-                problems.append(f"a call unlocked by {pid} after it closed")
             elif payload["answered"]:
-                if state.proxied is not None:
+                if state.final or not _no_later(e.time, state.deadline):
+                    problems.append(f"a call unlocked by {pid} after it closed")
+                elif state.proxied is not None:
                     problems.append(f"{pid} unlocked a second call")
                 state.proxied = payload["request"]
         return [("invalid-entry", p) for p in problems]

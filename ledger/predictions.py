@@ -775,8 +775,11 @@ class Ledger:
         """Record a call the query proxy forwarded to ``target`` for ``caller`` (a ``call``
         entry) and, when it carried a prediction and the target answered, the answer against
         that prediction (an ``observe`` entry with the proxy's provenance), in one
-        transaction. A prediction unlocks one answered call: a second is refused
-        (LedgerStateError), as is one whose messages do not hash to the committed query."""
+        transaction. A prediction that is not the caller's, not about this target or not of
+        this query is refused (LedgerStateError, nothing recorded: the proxy checks that before
+        it forwards). One that closed or was used while the target answered (another process,
+        a deadline) takes no answer: the call is recorded unanswered and the result has no
+        ``observe`` entry, so the proxy withholds the answer."""
         if not is_digest(query_hash):
             raise InputError("expected sha256: and 64 lowercase hex digits", where="query_hash")
         answered = prediction is not None and answer is not None
@@ -801,15 +804,16 @@ class Ledger:
             if prediction is None:
                 return specs, None
             state = self._state(cur, prediction)
-            reason = unlock_refusal(state, caller, target, query_hash)
-            if reason is not None:
+            reason = unlock_refusal(state, caller, target, query_hash, now)
+            if reason in ("wrong_predictor", "wrong_target", "query_mismatch"):
                 raise LedgerStateError(
                     f"prediction {prediction} cannot unlock this call: {REFUSALS[reason]}",
                     prediction=prediction,
                     state=reason,
                 )
-            self._check_open(state, now)
-            if answered:
+            if reason is not None:
+                specs[0] = ("call", f"agent:{caller}", {**call, "answered": False})
+            elif answered:
                 source = provenance("proxy", request, response, caller=caller)
                 specs.append(("observe", prediction, {"answer": answer, "provenance": source}))
             return specs, None

@@ -177,10 +177,6 @@ class Proxy:
     def _queries(self, caller: str, target: str) -> set[str]:
         return self._asked.setdefault(caller, {}).setdefault(target, set())
 
-    def obligations(self, caller: str) -> list[str]:
-        """The targets ``caller`` is known (in this process) to owe a prediction."""
-        return sorted(t for t, v in self._owed.get(caller, {}).items() if v)
-
     async def _refuse(
         self,
         caller: str,
@@ -322,13 +318,25 @@ class Proxy:
                 )
             )
         except LedgerStateError as exc:
-            # another process used or closed the prediction meanwhile: the answer is withheld
             raise ApiError(
                 409, str(exc.state or "conflict"), str(exc), field=PREDICTION_HEADER
             ) from None
         out_headers: dict[str, str] = {REQUEST_HEADER: rid}
         if pid is not None:
             observed = [e for e in entries if e.kind == "observe"]
+            if answer is not None and not observed:
+                # the prediction closed or was used while the target answered: recorded as
+                # an unanswered call, and the answer is withheld
+                state = await run_in_threadpool(self.ledger.prediction, pid)
+                reason = unlock_refusal(state, caller, target, qhash, self.ledger.clock())
+                code = reason or "prediction_closed"
+                return error_response(
+                    409,
+                    code,
+                    f"prediction {pid} cannot take this answer: {REFUSALS[code]}",
+                    field=PREDICTION_HEADER,
+                    headers={REQUEST_HEADER: rid},
+                )
             out_headers[PREDICTION_HEADER] = pid
             out_headers[OBSERVED_HEADER] = str(observed[0].seq) if observed else "none"
             if observed:

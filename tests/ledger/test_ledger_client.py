@@ -361,3 +361,33 @@ def test_an_emptied_ledger_is_not_silently_restarted(make: Callable[..., Ledger]
     with pytest.raises(LedgerIntegrityError, match="empty"):
         make().client("piper").commit("dusk", "q", {"x": 1.0})
     assert led.verify()[0].problem == "entry-missing"
+
+
+def test_a_call_whose_prediction_closed_meanwhile_is_recorded_unanswered(
+    make: Callable[..., Ledger], clock: FakeClock
+) -> None:
+    """The proxy checked the prediction before forwarding; if it closes (its deadline) or is
+    used before the target answers, the call is recorded but the answer is not observed."""
+    from ledger.protocol import query_hash, query_messages, response_hash
+
+    led = make(timeout=60)
+    p = led.client("piper").commit("dusk", "q", {"a": 1.0})
+    qh = query_hash(query_messages("q"))
+    clock.advance(61)
+    entries = led.record_call(
+        "piper", "dusk", request="r1", query_hash=qh, status=200, prediction=p.id, answer="a",
+        response=response_hash("{}"),
+    )  # fmt: skip
+    assert [e.kind for e in entries] == ["call"]
+    assert entries[0].payload["answered"] is False
+    assert led.prediction(p.id).observed == []
+    # a prediction about another query is refused outright, nothing recorded
+    q = led.client("piper").commit("dusk", "other", {"a": 1.0})
+    before = len(led.entries())
+    with pytest.raises(LedgerStateError, match="query"):
+        led.record_call(
+            "piper", "dusk", request="r2", query_hash=qh, status=200, prediction=q.id,
+            answer="a", response=response_hash("{}"),
+        )  # fmt: skip
+    assert len(led.entries()) == before
+    assert led.verify() == []
