@@ -37,6 +37,7 @@ from harness.scaffold import Scaffold
 from mindledger.canonical import canonical_json, content_hash
 from mindledger.errors import AgentError
 from mindledger.items import Item
+from mindledger.secrets import scrub
 
 __all__ = [
     "MAX_TURNS",
@@ -202,7 +203,7 @@ class ChatAgent:
                 messages.append({"role": "user", "content": nudge})
                 parsed = await self._answer_loop(item, messages, att, use_item_tools)
         except AgentError as exc:
-            att.error = f"{exc.kind}: {exc}"
+            att.error = scrub(f"{exc.kind}: {exc}")
             att.transcript = messages
             return att
         att.answer = parsed.answer

@@ -10,7 +10,7 @@ secrets: only the name of the variable holding a key), so ``--resume`` needs no 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -20,6 +20,7 @@ from harness.scaffold import MODULES
 from harness.settings import AgentConfig, Settings
 from ledger.store import RunAgent, Store
 from mindledger.errors import ConfigError, UserError
+from mindledger.secrets import strip_credentials
 
 __all__ = ["BUILTIN_AGENTS", "built_agents", "plan_agents"]
 
@@ -42,9 +43,12 @@ BUILTIN_AGENTS: dict[str, AgentConfig] = {
 
 
 def _spec(agent: AgentConfig, **changes: Any) -> dict[str, Any]:
+    endpoint, had_credentials = (
+        strip_credentials(agent.endpoint) if agent.endpoint else (agent.endpoint, False)
+    )
     spec = {
         "adapter": agent.adapter,
-        "endpoint": agent.endpoint,
+        "endpoint": endpoint,
         "model": agent.model,
         "api_key_env": agent.api_key_env,
         "system_prompt": agent.system_prompt,
@@ -57,8 +61,29 @@ def _spec(agent: AgentConfig, **changes: Any) -> dict[str, Any]:
         "concurrency": agent.concurrency,
         "rate_limit": agent.rate_limit,
     }
+    if had_credentials:
+        # stored without them; rebuilt from the settings' declaration of this agent
+        spec["endpoint_credentials_from"] = agent.name
     spec.update(changes)
     return spec
+
+
+def _endpoint(name: str, spec: Mapping[str, Any], settings: Settings) -> str:
+    """The URL to call for a stored spec: its endpoint, or, where credentials were stripped
+    from it before storage, the declared agent's endpoint that carries them."""
+    stored = str(spec["endpoint"])
+    source = spec.get("endpoint_credentials_from")
+    if not source:
+        return stored
+    declared = settings.agents.get(str(source))
+    if declared is None or not declared.endpoint or strip_credentials(declared.endpoint)[0] != stored:
+        raise ConfigError(
+            f"agent {name!r} was run with credentials in its endpoint URL, which are never "
+            f"stored; declare agent {source!r} with that endpoint again (better: put the key in "
+            "the variable named by api_key_env)",
+            key=f"agents.{source}.endpoint",
+        )
+    return declared.endpoint
 
 
 def _lookup(settings: Settings, name: str) -> AgentConfig:
@@ -184,7 +209,7 @@ async def built_agents(
                         raise UserError("the embedded model is not running")
                     base_url = local_base_url
                 else:
-                    base_url = str(spec["endpoint"])
+                    base_url = _endpoint(ra.name, spec, settings)
                 api_key = None
                 if spec.get("api_key_env"):
                     api_key = os.environ.get(spec["api_key_env"])

@@ -16,11 +16,10 @@ from typing import Any
 
 from harness.build import built_agents, concurrency_of, needs_local_model
 from harness.runner import ProgressSink, RunSummary, execute_run
-from harness.seeds import draw_seed, is_held_out
+from harness.seeds import check_seed, draw_seed, is_held_out
 from harness.settings import Settings
 from harness.suites import get_suite
 from ledger.store import RunAgent, Store
-from mindledger.errors import UserError
 
 __all__ = ["create_run", "execute_stored_run", "new_run_id"]
 
@@ -48,13 +47,9 @@ def create_run(
     Development runs refuse held-out seeds, so the held-out share stays unseen until the
     scheduler draws from it."""
     spec = get_suite(suite)
+    check_seed(seed, held_out=held_out, fraction=settings.held_out_fraction)
     if seed is None:
         seed = draw_seed(held_out=held_out, fraction=settings.held_out_fraction)
-    elif is_held_out(seed, settings.held_out_fraction) and not held_out:
-        raise UserError(
-            f"seed {seed} is in the held-out share of the seed space, reserved for scheduled runs; "
-            "pick another seed, or omit --seed to draw one"
-        )
     items = spec.build(seed, hitom_path=hitom_path)
     run_id = run_id or new_run_id()
     params: dict[str, Any] = {

@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-__all__ = ["SEED_SPACE", "draw_seed", "is_held_out"]
+from mindledger.errors import InputError
+
+__all__ = ["SEED_SPACE", "check_seed", "draw_seed", "is_held_out"]
 
 SEED_SPACE = 2**31
 
@@ -29,3 +31,18 @@ def draw_seed(*, held_out: bool, fraction: float = 0.3) -> int:
         seed = secrets.randbelow(SEED_SPACE)
         if is_held_out(seed, fraction) == held_out:
             return seed
+
+
+def check_seed(seed: int | None, *, held_out: bool = False, fraction: float = 0.3) -> None:
+    """Refuse (InputError naming ``--seed``) a seed outside the seed space, or a held-out seed
+    for a development run: the held-out share stays unseen until the scheduler draws it."""
+    if seed is None:
+        return
+    if not 0 <= seed < SEED_SPACE:
+        raise InputError(f"expected a seed from 0 to {SEED_SPACE - 1}, got {seed}", where="--seed")
+    if is_held_out(seed, fraction) and not held_out:
+        raise InputError(
+            f"seed {seed} is in the held-out share of the seed space, reserved for scheduled "
+            "runs; pick another seed, or omit --seed to draw one",
+            where="--seed",
+        )

@@ -25,11 +25,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import platformdirs
 
 from ledger.db import mask
 from mindledger.errors import ConfigError
+from mindledger.secrets import scrub
 
 __all__ = [
     "ADAPTERS",
@@ -92,8 +94,12 @@ class AgentConfig:
     """Requests per second to this agent (default: unlimited)."""
 
     def public_dict(self) -> dict[str, Any]:
-        """The declaration as a plain dict (no secret values: only the variable's name)."""
-        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+        """The declaration as a plain dict (no secret values: only the variable's name, and
+        any credentials written into the endpoint URL masked)."""
+        out = {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+        if self.endpoint:
+            out["endpoint"] = scrub(self.endpoint)
+        return out
 
 
 @dataclass(frozen=True)
@@ -164,7 +170,7 @@ class Settings:
                 out["agents"] = {n: a.public_dict() for n, a in sorted(value.items())}
             else:
                 out[f.name] = _plain(value)
-        out["db_url"] = mask(self.database_url)
+        out["db_url"] = scrub(mask(self.database_url))
         return out
 
 
@@ -206,17 +212,25 @@ def _coerce(name: str, raw: Any, *, source: str, from_text: bool) -> Any:
                     return False
                 raise ValueError
             if kind is int:
+                if len(text.lstrip("+-")) > 18:
+                    raise ValueError
                 return int(text)
             if kind is float:
                 return float(text)
         except ValueError:
             raise ConfigError(
-                f"expected {kind.__name__}, got {raw!r}", file=source, key=name
+                f"expected {kind.__name__}, got {_short(raw)}", file=source, key=name
             ) from None
-        return Path(text).expanduser() if kind is Path else text
+        if kind is Path:
+            return _coerce(name, text, source=source, from_text=False)
+        return text
     if raw is None and optional:
         return None
-    if kind is Path and isinstance(raw, str):
+    if kind is Path:
+        if not isinstance(raw, str) or not raw.strip():
+            raise ConfigError(f"expected a directory path, got {raw!r}", file=source, key=name)
+        if "\0" in raw:
+            raise ConfigError("a path cannot hold a NUL byte", file=source, key=name)
         return Path(raw).expanduser()
     if kind is float and isinstance(raw, int) and not isinstance(raw, bool):
         return float(raw)
@@ -255,10 +269,20 @@ def parse_agent(name: str, table: Any, *, source: str) -> AgentConfig:
             if isinstance(v, bool) or not isinstance(v, int | float):
                 raise ConfigError(f"expected a number, got {v!r}", file=source, key=f"{key}.{k}")
             v = float(v)
-        elif k in ("max_tokens", "concurrency"):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            low, high = (0.0, 2.0) if k == "temperature" else (1e-6, 1e6)
+            if not low <= v <= high:
                 raise ConfigError(
-                    f"expected a positive integer, got {v!r}", file=source, key=f"{key}.{k}"
+                    f"expected a number from {low:g} to {high:g}, got {v!r}",
+                    file=source,
+                    key=f"{key}.{k}",
+                )
+        elif k in ("max_tokens", "concurrency"):
+            high = 1_000_000 if k == "max_tokens" else 10_000
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= high:
+                raise ConfigError(
+                    f"expected an integer from 1 to {high:,}, got {_short(v)}",
+                    file=source,
+                    key=f"{key}.{k}",
                 )
         elif "str" in declared and not isinstance(v, str):
             raise ConfigError(f"expected a string, got {v!r}", file=source, key=f"{key}.{k}")
@@ -285,6 +309,16 @@ def parse_agent(name: str, table: Any, *, source: str) -> AgentConfig:
         )
     if agent.adapter == "openai" and not agent.endpoint:
         raise ConfigError("the openai adapter needs an endpoint URL", file=source, key=key)
+    if agent.endpoint is not None:
+        wrong = _url_problem(agent.endpoint)
+        if wrong:
+            raise ConfigError(wrong, file=source, key=f"{key}.endpoint")
+    if agent.control == name:
+        raise ConfigError(
+            "an agent cannot be its own control (declare the bare model as another agent)",
+            file=source,
+            key=f"{key}.control",
+        )
     if agent.adapter == "command" and not agent.command:
         raise ConfigError("the command adapter needs a command", file=source, key=key)
     if agent.adapter == "reference" and not agent.policy:
@@ -333,12 +367,7 @@ def load_settings(
     path = find_config_file(config_path, cwd)
     if path is not None:
         source = str(path)
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"not valid TOML: {exc}", file=source) from None
-        except OSError as exc:
-            raise ConfigError(f"cannot read: {exc.strerror}", file=source) from None
+        data = _read_toml(path)
         for key, raw in data.items():
             if key == "agents":
                 if not isinstance(raw, Mapping):
@@ -378,28 +407,83 @@ def load_settings(
     return settings
 
 
+MAX_CONFIG_BYTES = 1024 * 1024
+"""Largest settings file read."""
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    """The settings file's table: UTF-8 (a byte-order mark allowed), at most 1 MiB, TOML."""
+    source = str(path)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", file=source) from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"larger than {MAX_CONFIG_BYTES:,} bytes", file=source)
+    try:
+        text = raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"not UTF-8 text (byte {exc.start}: {exc.reason})", file=source
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}", file=source) from None
+    except RecursionError:
+        raise ConfigError("not valid TOML: nested too deeply", file=source) from None
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _url_problem(url: str) -> str | None:
+    """What is wrong with an endpoint URL, or None."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        return f"not a URL ({exc}): expected http(s)://host[:port]/v1"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"expected an http(s)://host[:port]/… URL, got {scrub(_short(url))}"
+    if port == 0 or any(c.isspace() for c in url):
+        return f"expected an http(s)://host[:port]/… URL, got {scrub(_short(url))}"
+    return None
+
+
+RANGES: dict[str, tuple[float, float]] = {
+    "concurrency": (1, 10_000),
+    "timeout": (0.001, 86_400),
+    "max_retries": (0, 100),
+    "held_out_fraction": (0.01, 0.99),
+    "prediction_share": (0, 1),
+    "api_max_queued_runs": (1, 1_000),
+    "head_interval": (0, 86_400),
+    "reveal_timeout": (1, 10 * 365 * 86_400),
+    "model_threads": (1, 256),
+    "api_port": (1, 65_535),
+}
+"""The documented range of every numeric setting (inclusive): anything else, NaN and the
+infinities included, is refused with the range in the message."""
+
+
 def _check_ranges(s: Settings) -> None:
     def bad(key: str, expected: str) -> ConfigError:
         return ConfigError(
-            f"expected {expected}, got {getattr(s, key)!r}", file=s.sources.get(key), key=key
+            f"expected {expected}, got {_short(getattr(s, key))}",
+            file=s.sources.get(key),
+            key=key,
         )
 
-    if s.concurrency < 1:
-        raise bad("concurrency", "a positive integer")
-    if s.timeout <= 0:
-        raise bad("timeout", "a positive number of seconds")
-    if s.max_retries < 0:
-        raise bad("max_retries", "zero or more")
-    if not 0 <= s.held_out_fraction < 1:
-        raise bad("held_out_fraction", "a fraction in [0, 1)")
-    if not 0 <= s.prediction_share <= 1:
-        raise bad("prediction_share", "a fraction in [0, 1]")
-    if s.api_max_queued_runs < 1:
-        raise bad("api_max_queued_runs", "a positive integer")
-    if not (0 <= s.head_interval < float("inf")):
-        raise bad("head_interval", "zero or a positive number of seconds")
-    if not 1 <= s.api_port <= 65535:
-        raise bad("api_port", "a port number")
+    for key, (low, high) in RANGES.items():
+        value = getattr(s, key)
+        if not (isinstance(value, int | float) and low <= value <= high):
+            raise bad(key, f"a number from {low:g} to {high:g}")
+    if s.seed is not None and not 0 <= s.seed < 2**63:
+        raise bad("seed", "a seed from 0 to 2**63 - 1")
     if s.db_url and not s.db_url.startswith(("sqlite:", "postgresql:", "postgresql+", "postgres:")):
         raise bad("db_url", "a sqlite:/// or postgresql:// URL")
 

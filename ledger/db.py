@@ -8,6 +8,7 @@ before anything is written.
 from __future__ import annotations
 
 import datetime as dt
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,15 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, Operati
 from ledger.migrations import MIGRATIONS, applied_migrations, migrate
 from mindledger.errors import StorageError
 
-__all__ = ["Clock", "normalise_url", "open_engine", "schema_version", "utc_now"]
+__all__ = [
+    "Clock",
+    "normalise_url",
+    "open_engine",
+    "private_dir",
+    "private_file",
+    "schema_version",
+    "utc_now",
+]
 
 Clock = Callable[[], str]
 """A function returning the current time as an ISO 8601 UTC string."""
@@ -28,6 +37,26 @@ Clock = Callable[[], str]
 def utc_now() -> str:
     """The current time as an ISO 8601 UTC string with microseconds (the stored form)."""
     return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
+
+
+def private_dir(path: Path) -> None:
+    """Create directory ``path`` (and its parents) if missing; one this call creates is
+    owner-only (0700) whatever the umask. An existing directory is left as it is."""
+    if path.is_dir():
+        return
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path, 0o700)
+
+
+def private_file(path: Path) -> None:
+    """Create an empty owner-only (0600) file at ``path`` unless one exists, whatever the
+    umask: SQLite gives its -wal and -shm files the database file's mode."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+    os.chmod(path, 0o600)
 
 
 def mask(url: str) -> str:
@@ -72,7 +101,14 @@ def open_engine(url: str, *, migrate_schema: bool = True, clock: Clock = utc_now
     kwargs: dict[str, Any] = {}
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            path = Path(parsed.database).expanduser()
+            try:
+                private_dir(path.parent)
+                private_file(path)
+            except OSError as exc:
+                raise StorageError(
+                    f"cannot create database {mask(url)}: {exc.strerror or exc}"
+                ) from None
         kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
     elif parsed.get_backend_name() == "postgresql":
         kwargs["connect_args"] = {"connect_timeout": 5}

@@ -94,6 +94,7 @@ from ledger.tree import (
 from ledger.witness import HeadWitness
 from mindledger.canonical import canonical_json
 from mindledger.errors import InputError, NotFoundError, StorageError
+from mindledger.jsonin import parse_json
 
 if TYPE_CHECKING:
     from ledger.client import LedgerClient
@@ -1376,10 +1377,10 @@ def verify_export(
     entries: list[Entry] = []
     for n, line in enumerate(lines, start=1):
         try:
-            obj = json.loads(line)
-        except ValueError:
+            obj = parse_json(line)
+        except InputError as exc:
             failures.append(
-                Failure(len(entries) + 1, "invalid-entry", f"line {n} of the export is not JSON")
+                Failure(len(entries) + 1, "invalid-entry", f"line {n} of the export: {exc}")
             )
             continue
         if isinstance(obj, dict) and "trailer" in obj:

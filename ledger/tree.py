@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -36,11 +35,13 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ledger.chain import Failure, Verification
+from ledger.db import private_dir
 from ledger.keys import TREE_HEAD_TAG, parse_public_key, public_key_hex, sign, verify_signature
 from ledger.ledger_errors import LedgerKeyError
 from ledger.protocol import is_digest
 from mindledger.canonical import canonical_json
 from mindledger.errors import InputError
+from mindledger.jsonin import parse_json, read_json_file
 
 __all__ = [
     "HEADS_FILE",
@@ -138,15 +139,7 @@ class TreeHead:
     @classmethod
     def load(cls, path: Path) -> TreeHead:
         """A head saved in a file (``mindledger ledger head > head.json``)."""
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read {path}: {exc}", where="--head") from None
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            raise InputError(f"{path} is not JSON: {exc}", where="--head") from None
-        return cls.from_dict(data, where=str(path))
+        return cls.from_dict(read_json_file(path), where=str(path))
 
 
 def check_head(result: Verification, head: TreeHead, source: str) -> list[Failure]:
@@ -254,7 +247,7 @@ class HeadsFile:
         self.path = Path(path)
 
     def append(self, head: TreeHead) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -276,11 +269,9 @@ class HeadsFile:
             if not line.strip():
                 continue
             try:
-                yield n, TreeHead.from_dict(json.loads(line), where=f"{self.path}:{n}")
-            except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-                yield n, f"line {n} of {self.path} is not a tree head: {exc}"
+                yield n, TreeHead.from_dict(parse_json(line), where=f"{self.path}:{n}")
             except InputError as exc:
-                yield n, str(exc)
+                yield n, f"line {n} of {self.path} is not a tree head: {exc}"
 
     def latest(self) -> TreeHead | None:
         last: TreeHead | None = None

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.chain import Entry, Witness
+from ledger.db import private_dir
 from mindledger.canonical import canonical_json
 
 __all__ = ["HeadWitness"]
@@ -61,7 +62,7 @@ class HeadWitness:
         cached = self._fds.get(ledger_id)
         if cached is not None and cached[0] == pid:
             return cached[1]
-        self.directory.mkdir(parents=True, exist_ok=True)
+        private_dir(self.directory)
         fd = os.open(self.path(ledger_id), os.O_RDWR | os.O_CREAT, 0o600)
         self._fds[ledger_id] = (pid, fd)
         return fd

@@ -17,6 +17,7 @@ Everything else that escapes is a bug: the CLI shows the traceback.
 from __future__ import annotations
 
 __all__ = [
+    "MAX_MESSAGE",
     "AgentError",
     "ConfigError",
     "InputError",
@@ -25,7 +26,19 @@ __all__ = [
     "NotFoundError",
     "StorageError",
     "UserError",
+    "readable",
 ]
+
+MAX_MESSAGE = 600
+"""Characters of an error message shown; a longer one (a story of 100,000 agents named in
+full) is cut, saying how much was left out."""
+
+
+def readable(message: str, limit: int = MAX_MESSAGE) -> str:
+    """``message`` cut to ``limit`` characters, saying how many were left out."""
+    if len(message) <= limit:
+        return message
+    return f"{message[:limit]}… ({len(message) - limit:,} more characters)"
 
 
 class MindledgerError(Exception):

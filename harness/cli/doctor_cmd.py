@@ -15,6 +15,7 @@ from harness.local_model import model_status
 from harness.settings import AgentConfig
 from ledger.db import mask, open_engine, schema_version
 from mindledger.errors import MindledgerError
+from mindledger.secrets import scrub
 
 
 @dataclass
@@ -38,7 +39,9 @@ def _agent_check(agent: AgentConfig) -> Check:
         return Check(
             name, bool(found), f"{exe} {'found' if found else 'not found or not executable'}"
         )
-    url = (agent.endpoint or "").rstrip("/") + "/models"
+    base = httpx.URL(agent.endpoint or "")
+    url = base.copy_with(path=base.path.rstrip("/") + "/models")
+    shown = scrub(str(agent.endpoint))
     headers = {}
     if agent.api_key_env:
         key = os.environ.get(agent.api_key_env)
@@ -51,11 +54,11 @@ def _agent_check(agent: AgentConfig) -> Check:
         r = httpx.get(url, headers=headers, timeout=5)
     except httpx.HTTPError as exc:
         return Check(
-            name, False, f"{agent.endpoint} does not answer: {exc.__class__.__name__}: {exc}"
+            name, False, scrub(f"{shown} does not answer: {exc.__class__.__name__}: {exc}")
         )
     if r.status_code >= 400:
-        return Check(name, False, f"{url} answered HTTP {r.status_code}")
-    return Check(name, True, f"{agent.endpoint} answers")
+        return Check(name, False, scrub(f"{url} answered HTTP {r.status_code}"))
+    return Check(name, True, f"{shown} answers")
 
 
 @click.command()

@@ -123,19 +123,10 @@ def check(spec_path: str, depth: int) -> None:
     sequence, K_max, and where and why distinguishability fails.
     """
     from games import GameSpec, check_distinguishability
-    from mindledger.errors import InputError
+    from mindledger.jsonin import read_json_file
 
     path = Path(spec_path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read the file: {exc.strerror or exc}", source=spec_path) from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", source=spec_path
-        ) from exc
+    data = read_json_file(path)
     labels = _labels(data)
     if labels is not None:
         # Named actions: number them by position, so Eq. (3)'s "smallest maximiser" becomes

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import getpass
-import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ from ledger.protocol import (
 )
 from ledger.tree import HEADS_FILE, TreeHead, check_proof, digest_bytes
 from mindledger.errors import InputError, StorageError
+from mindledger.jsonin import parse_json, read_json_file
 
 
 def _open(ctx: click.Context, db: str | None = None) -> Ledger:
@@ -71,10 +71,7 @@ def _open(ctx: click.Context, db: str | None = None) -> Ledger:
 def _json_arg(text: str | None, option: str) -> Any:
     if text is None:
         return None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise InputError(f"not valid JSON: {exc}", where=option) from None
+    return parse_json(text, where=option)
 
 
 def _distribution(text: str) -> Any:
@@ -402,10 +399,7 @@ def _consistent(head: TreeHead, c: dict[str, Any]) -> bool:
 
 
 def _check_proof(ctx: click.Context, path: Path, public_key: str | None, as_json: bool) -> None:
-    try:
-        bundle = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise InputError(f"cannot read a proof from {path}: {exc}", where="--proof") from None
+    bundle = read_json_file(path)
     key = None if public_key is None else public_key_hex(parse_public_key(public_key))
     problems = check_proof(bundle, key)
     if as_json:

@@ -15,7 +15,8 @@ from typing import Any
 
 import click
 
-from mindledger.errors import MindledgerError
+from mindledger.errors import MindledgerError, readable
+from mindledger.secrets import scrub
 
 # name -> ("module", "attribute", "one-line help")
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -162,6 +163,15 @@ def cli(
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI and turn errors into exit codes."""
+    for n, arg in enumerate(sys.argv[1:] if argv is None else argv, start=1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            click.echo(
+                f"error: argument {n} ({readable(shown, 60)!r}) is not valid UTF-8 text", err=True
+            )
+            sys.exit(2)
     try:
         rv = cli.main(args=argv, prog_name="mindledger", standalone_mode=False)
     except click.exceptions.Abort:
@@ -176,7 +186,7 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(2 if exc.exit_code == 2 else exc.exit_code)
     except MindledgerError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {readable(scrub(str(exc)))}", err=True)
         sys.exit(exc.exit_code)
     sys.exit(rv if isinstance(rv, int) else 0)
 

@@ -15,11 +15,10 @@ from harness.agents import ChatAgent
 from harness.build import built_agents, needs_local_model, plan_agents
 from harness.cli.common import echo_json, get_settings
 from harness.matrix import make_items, run_matrix
-from harness.seeds import draw_seed, is_held_out
+from harness.seeds import check_seed, draw_seed
 from harness.settings import Settings
 from ledger import open_ledger
 from ledger.store import RunAgent
-from mindledger.errors import InputError
 
 
 @contextlib.contextmanager
@@ -144,12 +143,7 @@ def matrix(
     settings = get_settings(ctx)
     planned = plan_agents(settings, agents=agent_names, references=references, no_control=True)
     fraction = settings.held_out_fraction
-    if seed is not None and is_held_out(seed, fraction):
-        raise InputError(
-            f"seed {seed} is in the held-out share of the seed space, reserved for scheduled "
-            "runs; pick another seed, or omit --seed to draw one",
-            where="--seed",
-        )
+    check_seed(seed, fraction=fraction)
     used_seed = draw_seed(held_out=False, fraction=fraction) if seed is None else seed
     items = make_items(used_seed, n_items)
     ledger = open_ledger(

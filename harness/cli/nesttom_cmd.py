@@ -17,22 +17,13 @@ import click
 from mindledger.canonical import canonical_json
 from mindledger.errors import InputError
 from mindledger.items import Item
+from mindledger.jsonin import read_json_file
 
 
 def _read_json(path: str) -> Any:
-    """Parse the JSON file at ``path`` (``-``: standard input); bad JSON is an InputError."""
-    try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read the file ({exc.strerror})", source=path) from exc
-    except UnicodeDecodeError as exc:
-        raise InputError("the file is not UTF-8 text", source=path) from exc
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", source=path
-        ) from exc
+    """Parse the JSON file at ``path`` (``-``: standard input) under the one input rule
+    (:func:`mindledger.jsonin.read_json_file`); bad input is an InputError."""
+    return read_json_file(path)
 
 
 def _split(values: Sequence[str]) -> list[str]:

@@ -24,8 +24,9 @@ from harness.build import plan_agents
 from harness.cli.common import get_settings, get_store
 from harness.runner import RunSummary
 from harness.runs import create_run, execute_stored_run
+from harness.seeds import check_seed
 from harness.settings import Settings
-from harness.suites import SUITES
+from harness.suites import SUITES, get_suite
 from ledger.store import Store
 from mindledger.disclosure import seed_cell, seed_phrase
 
@@ -238,15 +239,18 @@ def run(
         from harness.queue import conninfo
 
         conninfo(settings)  # PostgreSQL only: say so before anything is stored
-    store = get_store(ctx)
     console = Console(stderr=True)
     if resume_id:
         if agents or references or ablate or seed is not None:
             raise click.UsageError("--resume takes no other run options: the run's own are used")
+        store = get_store(ctx)
         run_id = resume_id
         store.get_run(run_id)
         console.print(f"resuming run {run_id}")
     else:
+        # every argument is checked before the database is opened (or created)
+        get_suite(suite)
+        check_seed(seed, held_out=held_out, fraction=settings.held_out_fraction)
         planned = plan_agents(
             settings,
             agents=agents,
@@ -255,6 +259,7 @@ def run(
             ablate=ablate,
             no_control=no_control,
         )
+        store = get_store(ctx)
         run_id, used_seed, n = create_run(
             store,
             settings,

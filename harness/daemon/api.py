@@ -67,6 +67,7 @@ from harness.daemon.web import (
     error_response,
     json_object,
     kind_of,
+    scrub_logs,
     text_field,
 )
 from harness.runs import new_run_id
@@ -588,6 +589,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette):  # type: ignore[no-untyped-def]
+        scrub_logs()
         signer = asyncio.create_task(sign_heads()) if settings.head_interval > 0 else None
         try:
             yield

@@ -6,20 +6,27 @@ Every error is ``{"error": {"code", "message", "field"}}``: ``field`` names what
 
 from __future__ import annotations
 
-import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from mindledger.errors import InputError, readable
+from mindledger.jsonin import parse_json
+from mindledger.secrets import scrub
+
 __all__ = [
     "MAX_BODY",
     "ApiError",
+    "ScrubSecrets",
     "check_keys",
     "error_response",
     "json_object",
     "kind_of",
+    "read_body",
+    "scrub_logs",
     "text_field",
 ]
 
@@ -58,26 +65,46 @@ def error_response(
     headers: Mapping[str, str] | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> JSONResponse:
-    body: dict[str, Any] = {"error": {"code": code, "message": message, "field": field}}
+    body: dict[str, Any] = {
+        "error": {
+            "code": code,
+            "message": readable(scrub(message)),
+            "field": None if field is None else readable(field, 200),
+        }
+    }
     body.update(extra or {})
     return JSONResponse(body, status_code=status, headers=dict(headers or {}))
 
 
+async def read_body(request: Request, limit: int = MAX_BODY) -> bytes:
+    """The request body, read as it streams in and refused (413) as soon as it would pass
+    ``limit`` bytes — a declared ``Content-Length`` over the limit before reading anything —
+    so a huge body never sits in memory."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+        raise ApiError(413, "too_large", f"expected a body of at most {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(413, "too_large", f"expected a body of at most {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 async def json_object(request: Request) -> dict[str, Any]:
-    """The request body as a JSON object, or a 400 naming ``body``."""
-    raw = await request.body()
-    if len(raw) > MAX_BODY:
-        raise ApiError(413, "too_large", f"expected a body of at most {MAX_BODY} bytes")
+    """The request body as a JSON object (:func:`mindledger.jsonin.parse_json`'s rule), or a
+    400 naming ``body`` (413 past :data:`MAX_BODY`)."""
+    raw = await read_body(request)
     if not raw.strip():
         raise ApiError(
             400, "invalid_body", "expected a JSON object, got an empty body", field="body"
         )
     try:
-        obj = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError(
-            400, "invalid_json", f"expected a JSON object: {exc}", field="body"
-        ) from None
+        obj = parse_json(raw, max_bytes=MAX_BODY)
+    except InputError as exc:
+        raise ApiError(400, "invalid_json", f"expected a JSON object: {exc}", field="body") from None
     if not isinstance(obj, dict):
         raise ApiError(
             400, "invalid_body", f"expected a JSON object, got {type(obj).__name__}", field="body"
@@ -120,3 +147,30 @@ def kind_of(value: Any) -> str:
         dict: "an object",
         type(None): "null",
     }.get(type(value), type(value).__name__)
+
+
+class ScrubSecrets(logging.Filter):
+    """Masks credentials (:func:`mindledger.secrets.scrub`) in log records: a token sent in a
+    query string, a URL with a password. uvicorn's access log formats from ``args``, so they
+    are scrubbed one by one rather than merged into the message."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = scrub(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(scrub(a) if isinstance(a, str) else a for a in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {k: scrub(v) if isinstance(v, str) else v for k, v in record.args.items()}
+        return True
+
+
+LOGGERS = ("uvicorn.access", "uvicorn.error", "mindledger", "mindledger.daemon")
+
+
+def scrub_logs() -> None:
+    """Install :class:`ScrubSecrets` on the daemon's loggers (once; after uvicorn configured
+    logging, which it does when it starts)."""
+    for name in LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, ScrubSecrets) for f in logger.filters):
+            logger.addFilter(ScrubSecrets())

@@ -107,17 +107,23 @@ def test_serve_answers_health_and_stops_on_a_signal(
             except httpx.HTTPError:
                 time.sleep(0.1)
         assert health == {"status": "ok", "scheduler": "running"}
+        # a token sent where it does not belong (a query string) is refused and never logged
+        leaked = "mlt_" + "s3cr3tt0ken" * 3
+        r = httpx.get(f"http://127.0.0.1:{port}/runs?token={leaked}", timeout=5)
+        assert r.status_code == 401
         for t in threads:
             t.start()
         time.sleep(0.3 if busy else 0)
     finally:
         proc.send_signal(sig)
-        _, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=30)
         stop.set()
         for t in threads:
             t.join()
     assert proc.returncode == code, err
     assert "Application shutdown complete" in err and "Traceback" not in err
+    assert "GET /runs?token=*** HTTP/1.1" in out  # uvicorn's access log is on stdout
+    assert leaked not in out + err
 
 
 def test_mindledger_serve_lets_no_call_dodge_its_prediction(tmp_path: Path) -> None:

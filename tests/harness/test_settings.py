@@ -91,12 +91,40 @@ model = "m"
             "[agents.x]\nadapter = 'openai'\nendpoint='http://h/v1'\ncontrol='y'\n",
             "agents.x.control",
         ),
-        ("concurrency = 0\n", "concurrency: expected a positive integer"),
+        ("concurrency = 0\n", "concurrency: expected a number from 1 to 10000"),
         ('db_url = "mysql://x"\n', "db_url"),
+        # hostile input (issue 12): one line naming the key, never a traceback
+        ("concurrency = 3 # \udcff\n", "not UTF-8 text"),
+        ("home = 5\n", "home: expected a directory path"),
+        ('home = ["a", "b"]\n', "home: expected a directory path"),
+        ('home = "a\\u0000b"\n', "home: a path cannot hold a NUL byte"),
+        ("model_threads = -4\n", "model_threads: expected a number from 1 to 256"),
+        ("reveal_timeout = nan\n", "reveal_timeout: expected a number"),
+        ("reveal_timeout = inf\n", "reveal_timeout: expected a number"),
+        ("reveal_timeout = 1e300\n", "reveal_timeout: expected a number"),
+        ("timeout = -1.0\n", "timeout: expected a number"),
+        ("held_out_fraction = 0.0\n", "held_out_fraction: expected a number"),
+        (
+            "[agents.x]\nadapter = 'openai'\nendpoint='http://h/v1'\ntemperature=-0.5\n",
+            "agents.x.temperature: expected a number from 0 to 2",
+        ),
+        (
+            "[agents.x]\nadapter = 'openai'\nendpoint='http://h/v1'\nrate_limit=-1\n",
+            "agents.x.rate_limit",
+        ),
+        ("[agents.x]\nadapter = 'openai'\nendpoint='h:80/v1'\n", "agents.x.endpoint"),
+        ("[agents.x]\nadapter = 'openai'\nendpoint='http://h:99999/v1'\n", "agents.x.endpoint"),
+        ("[agents.x]\nadapter = 'openai'\nendpoint='http://[::1/v1'\n", "agents.x.endpoint"),
+        (
+            "[agents.x]\nadapter = 'openai'\nendpoint='http://h/v1'\ncontrol='x'\n",
+            "agents.x.control: an agent cannot be its own control",
+        ),
+        ("[[[agents]]]\n" * 3, "not valid TOML"),
     ],
 )
 def test_bad_files_name_file_and_key(tmp_path: Path, text: str, needle: str) -> None:
-    cfg = write(tmp_path / "bad.toml", text)
+    cfg = tmp_path / "bad.toml"
+    cfg.write_bytes(text.encode("utf-8", "surrogateescape"))
     with pytest.raises(ConfigError) as err:
         load_settings(cfg, env={})
     assert str(cfg) in str(err.value)
@@ -115,4 +143,34 @@ def test_secrets_masked() -> None:
         None, env={"MINDLEDGER_DB_URL": "postgresql://me:hunter2@db/x"}, cwd=Path("/nonexistent")
     )
     assert "hunter2" not in str(s.public_dict())
-    assert s.public_dict()["db_url"] == "postgresql://me:***@db/x"
+    assert s.public_dict()["db_url"] == "postgresql://***@db/x"
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e300", "-1", "0"])
+def test_numbers_from_flags_and_the_environment_stay_in_range(value: str) -> None:
+    for key in ("timeout", "reveal_timeout"):
+        with pytest.raises(ConfigError, match=f"{key}: expected a number from"):
+            load_settings(None, env={}, flags={key: value}, cwd=Path("/nonexistent"))
+        with pytest.raises(ConfigError, match=f"{key}: expected a number from"):
+            load_settings(
+                None, env={f"MINDLEDGER_{key.upper()}": value}, cwd=Path("/nonexistent")
+            )
+
+
+def test_a_byte_order_mark_is_accepted(tmp_path: Path) -> None:
+    cfg = tmp_path / "bom.toml"
+    cfg.write_bytes(b"\xef\xbb\xbfconcurrency = 3\n")
+    assert load_settings(cfg, env={}).concurrency == 3
+
+
+def test_credentials_in_an_endpoint_url_are_masked_when_shown(tmp_path: Path) -> None:
+    cfg = write(
+        tmp_path / "c.toml",
+        "[agents.x]\nadapter = 'openai'\n"
+        "endpoint='http://alice:hunter2@h/v1?api_key=sk-123&api-version=1'\n",
+    )
+    s = load_settings(cfg, env={})
+    shown = str(s.public_dict())
+    assert "hunter2" not in shown and "sk-123" not in shown and "alice" not in shown
+    assert "api-version=1" in shown
+    assert s.agent("x").endpoint == "http://alice:hunter2@h/v1?api_key=sk-123&api-version=1"
