@@ -653,6 +653,15 @@ MALFORMED: list[tuple[str, str | bytes, str]] = [
     ("/proxy/dusk/v1/chat/completions", b"{", "body"),
     ("/proxy/dusk/v1/chat/completions", json.dumps({"messages": [], "stream": True}), "stream"),
     ("/proxy/dusk/v1/chat/completions", json.dumps({"messages": "hi"}), "messages"),
+    # hostile documents (issue 12): never a 500
+    ("/predictions", "[" * 5000 + "]" * 5000, "body"),
+    ("/predictions", '{"target": "dusk", "query": "\\ud800", "commitment": "x"}', "body"),
+    ("/proxy/dusk/v1/chat/completions", '{"messages": [{"role": "user", "content": "\\udfff"}]}',
+     "body"),
+    ("/proxy/dusk/v1/chat/completions", "{" * 3000, "body"),
+    ("/predictions", '{"target": "dusk", "query": "q", "commitment": NaN}', "body"),
+    ("/predictions/{pid}/reveal", '{"prediction": {"a": ' + "9" * 5000 + '}, "salt": "00"}',
+     "body"),
     ("/proxy/dusk/v1/chat/completions", json.dumps({"model": "m"}), "messages"),
 ]
 

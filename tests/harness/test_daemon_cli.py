@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -223,3 +224,61 @@ def test_mindledger_serve_lets_no_call_dodge_its_prediction(tmp_path: Path) -> N
             proc.send_signal(signal.SIGINT)
             proc.communicate(timeout=30)
     assert proc.returncode == 130
+
+
+def _rss_peak_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmHWM")
+
+
+def test_a_300_mb_body_gets_413_without_the_daemon_holding_it(tmp_path: Path) -> None:
+    """Declared or not (chunked), a body past the limit is refused as it streams in: the
+    daemon's peak resident memory grows by far less than 100 MB."""
+    token = subprocess.run(
+        mindledger("serve", "token", "piper"), cwd=tmp_path, env=env_for(tmp_path),
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout.strip()  # fmt: skip
+    auth = {"Authorization": f"Bearer {token}"}
+    port = free_port()
+    proc = subprocess.Popen(
+        mindledger("serve", "--port", str(port), "--no-scheduler"),
+        cwd=tmp_path, env=env_for(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/predictions"
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/health", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        idle = _rss_peak_kb(proc.pid)
+        size = 300 * 1024 * 1024
+        chunk = b"x" * (1024 * 1024)
+
+        def body() -> Iterator[bytes]:
+            for _ in range(size // len(chunk)):
+                yield chunk
+
+        # declared: refused on the header, before a byte of the body is read
+        with httpx.Client(timeout=60) as c:
+            r = c.post(url, content=body(), headers={**auth, "Content-Length": str(size)})
+            assert r.status_code == 413 and r.json()["error"]["code"] == "too_large"
+        # chunked: refused once 4 MiB have streamed in (the client may see the connection
+        # close while it is still sending; then the server's answer is read from a new one)
+        with httpx.Client(timeout=60) as c:
+            try:
+                r = c.post(url, content=body(), headers=auth)
+                assert r.status_code == 413
+            except httpx.HTTPError:
+                pass
+        assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200
+        grown_mb = (_rss_peak_kb(proc.pid) - idle) / 1024
+        assert grown_mb < 100, grown_mb
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
