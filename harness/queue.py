@@ -8,6 +8,16 @@ that still have no trial, and the database keeps one trial per (run, agent, item
 runs twice. Nothing about a run lives in a worker's memory: whichever batch finds no pair
 missing marks the run complete (once, by a conditional update).
 
+Workers die (SIGKILL, OOM, a lost machine) and leave their batches ``doing``. Every worker
+sends procrastinate a heartbeat every third of ``stalled_after`` seconds; a batch whose worker
+has sent none for ``stalled_after`` seconds is *stalled* (procrastinate's
+``JobManager.get_stalled_jobs``). :func:`recover_stalled_work` puts stalled batches back in the
+queue with ``JobManager.retry_job`` (the same job, one attempt more; after
+:data:`MAX_ATTEMPTS` it is failed instead, so a batch that kills its worker cannot kill them
+all), and marks complete any run whose trials are all stored but which nobody marked. Each
+worker runs it when it starts and every heartbeat while it runs; `enqueue_run` runs it too.
+One sweep at a time (an advisory lock), so two sweepers never retry one job twice.
+
 Queueing needs PostgreSQL; procrastinate's schema is applied on first use, under an advisory
 lock, so concurrent first workers do not race.
 """
@@ -28,6 +38,7 @@ from typing import Any
 import procrastinate
 import psycopg
 import sqlalchemy as sa
+from procrastinate.jobs import Status
 from procrastinate.schema import SchemaManager
 from sqlalchemy.exc import ArgumentError
 
@@ -39,9 +50,13 @@ from ledger.store import Store
 from mindledger.errors import UserError
 
 __all__ = [
+    "MAX_ATTEMPTS",
     "QUEUE",
+    "STALLED_AFTER",
     "TASK_NAME",
     "Batch",
+    "Enqueued",
+    "Recovery",
     "WorkerRuntime",
     "conninfo",
     "enqueue_run",
@@ -51,6 +66,7 @@ __all__ = [
     "make_app",
     "missing_batches",
     "pending_jobs",
+    "recover_stalled_work",
     "run_worker",
 ]
 
@@ -58,7 +74,14 @@ log = logging.getLogger("mindledger.queue")
 
 QUEUE = "mindledger"
 TASK_NAME = "mindledger.run_batch"
+MAX_ATTEMPTS = 3
+"""Retries of a batch, whether it raised or its worker died; then it is failed (and
+`mindledger enqueue` queues its missing trials afresh)."""
+STALLED_AFTER = 30.0
+"""Seconds without a heartbeat after which a worker counts as dead and its batches as stalled.
+Workers beat every third of it; give every worker and `enqueue` the same value."""
 _SCHEMA_LOCK = int.from_bytes(hashlib.sha256(b"mindledger:procrastinate-schema").digest()[:7])
+_SWEEP_LOCK = int.from_bytes(hashlib.sha256(b"mindledger:stalled-sweep").digest()[:7])
 
 
 # -- connection -------------------------------------------------------------------------------
@@ -168,7 +191,7 @@ def make_app(settings: Settings, *, max_pool: int = 8) -> procrastinate.App:
         name=TASK_NAME,
         queue=QUEUE,
         pass_context=True,
-        retry=procrastinate.RetryStrategy(max_attempts=3, wait=10),
+        retry=procrastinate.RetryStrategy(max_attempts=MAX_ATTEMPTS, wait=10),
     )(_run_batch)
     return app
 
@@ -178,15 +201,20 @@ def make_app(settings: Settings, *, max_pool: int = 8) -> procrastinate.App:
 
 def pending_jobs(dsn: str, run_id: str, *, exclude_job: int | None = None) -> list[dict[str, Any]]:
     """Arguments of this run's batch jobs that are queued or running (not finished)."""
+    return [args for job_id, args in _pending(dsn, run_id) if job_id != exclude_job]
+
+
+def _pending(dsn: str, run_id: str) -> list[tuple[int, dict[str, Any]]]:
+    """(job id, arguments) of this run's batch jobs that are queued or running."""
     with psycopg.connect(dsn, connect_timeout=5) as conn:
         if not conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL").fetchone()[0]:  # type: ignore[index]
             return []
         rows = conn.execute(
             "SELECT id, args FROM procrastinate_jobs WHERE task_name = %s "
-            "AND status IN ('todo', 'doing') AND args->>'run_id' = %s",
+            "AND status IN ('todo', 'doing') AND args->>'run_id' = %s ORDER BY id",
             (TASK_NAME, run_id),
         ).fetchall()
-    return [dict(args) for job_id, args in rows if job_id != exclude_job]
+    return [(int(job_id), dict(args)) for job_id, args in rows]
 
 
 def _missing(store: Store, run_id: str) -> list[tuple[str, str]]:
@@ -304,6 +332,86 @@ async def execute_batch(
     return summary
 
 
+# -- stalled work ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What one sweep for stalled work did."""
+
+    retried: tuple[int, ...] = ()
+    """Job ids of stalled batches put back in the queue."""
+    failed: tuple[int, ...] = ()
+    """Job ids of stalled batches given up: failed after MAX_ATTEMPTS attempts (or aborted, if
+    an abort was requested)."""
+    completed: tuple[str, ...] = ()
+    """Runs marked complete: every trial stored, and nobody had said so."""
+
+
+async def recover_stalled_work(
+    app: procrastinate.App, store: Store, dsn: str, *, stalled_after: float = STALLED_AFTER
+) -> Recovery:
+    """Re-queue the batches of dead workers and mark complete the runs nobody marked.
+
+    A batch is stalled when it is ``doing`` and its worker has sent no heartbeat for
+    ``stalled_after`` seconds (or was pruned as dead): procrastinate's
+    ``JobManager.get_stalled_jobs``. It goes back to the queue by ``JobManager.retry_job``
+    unless it has had :data:`MAX_ATTEMPTS` attempts already (then it is failed) or an abort
+    was requested (aborted); a run given up on that way is marked ``incomplete`` if nothing
+    else of it is pending. ``app`` must be open.
+
+    Safe from any number of processes at once: the sweep holds an advisory lock (and skips when
+    another process holds it), so no job is retried twice — nor after a live worker took it
+    again."""
+    retried: list[int] = []
+    failed: list[int] = []
+    failed_runs: set[str] = set()
+    # the lock is the transaction's: released when the connection commits and closes
+    async with await psycopg.AsyncConnection.connect(dsn, connect_timeout=5) as lock:
+        cur = await lock.execute("SELECT pg_try_advisory_xact_lock(%s)", (_SWEEP_LOCK,))
+        row = await cur.fetchone()
+        if not (row and row[0]):
+            return Recovery()  # another process is sweeping right now
+        jm = app.job_manager
+        await jm.prune_stalled_workers(stalled_after)
+        stalled = await jm.get_stalled_jobs(
+            queue=QUEUE, task_name=TASK_NAME, seconds_since_heartbeat=stalled_after
+        )
+        for job in stalled:
+            assert job.id is not None
+            if job.attempts < MAX_ATTEMPTS and not job.abort_requested:
+                await jm.retry_job(job)
+                retried.append(job.id)
+            else:
+                end = Status.ABORTED if job.abort_requested else Status.FAILED
+                await jm.finish_job(job, end, delete_job=False)
+                failed.append(job.id)
+                failed_runs.add(str(job.task_kwargs.get("run_id")))
+    if retried:
+        log.info(
+            "re-queued %d stalled batch(es) (job %s): their worker sent no heartbeat for %g s",
+            len(retried),
+            ", ".join(map(str, retried)),
+            stalled_after,
+        )
+    if failed:
+        log.warning(
+            "gave up %d stalled batch(es) (job %s) after %d attempts or an abort request; "
+            "`mindledger enqueue RUN` queues their trials again",
+            len(failed),
+            ", ".join(map(str, failed)),
+            MAX_ATTEMPTS,
+        )
+    for run_id in sorted(failed_runs):
+        await asyncio.to_thread(finish_if_done, store, run_id, dsn=dsn)
+    completed: list[str] = []
+    for run_id in await asyncio.to_thread(store.complete_but_unmarked_runs):
+        if await asyncio.to_thread(finish_if_done, store, run_id) == "complete":
+            log.info("run %s is complete (every trial was stored)", run_id)
+            completed.append(run_id)
+    return Recovery(tuple(retried), tuple(failed), tuple(completed))
+
+
 # -- enqueueing -------------------------------------------------------------------------------
 
 
@@ -336,28 +444,67 @@ def missing_batches(
     ]
 
 
-def enqueue_run(store: Store, settings: Settings, run_id: str, batch_size: int = 50) -> int:
-    """Queue every (agent, item) pair of the stored run that has no trial and is not already in
-    a queued or running batch, in batches of ``batch_size``. Returns how many batches were
-    deferred (0 when nothing is missing; the run is then marked complete)."""
+@dataclass(frozen=True)
+class Enqueued:
+    """What :func:`enqueue_run` did to one run."""
+
+    deferred: int
+    """New batches queued, for missing trials that no queued or running batch covered."""
+    retried: int
+    """Stalled batches (their worker sent no heartbeat for ``stalled_after`` s) re-queued."""
+    held: int
+    """The run's batches left as they were: queued, or running on a live worker."""
+    complete: bool
+    """The run has every trial (and is marked complete)."""
+
+
+def enqueue_run(
+    store: Store,
+    settings: Settings,
+    run_id: str,
+    batch_size: int = 50,
+    *,
+    stalled_after: float = STALLED_AFTER,
+) -> Enqueued:
+    """Queue every (agent, item) pair of the stored run that has no trial and that no live
+    worker holds, in batches of ``batch_size``.
+
+    First the stalled batches of dead workers are put back in the queue (see
+    :func:`recover_stalled_work`); then pairs in no queued or running batch (never queued, or
+    their batch failed or was aborted) are deferred as new batches. With nothing missing, the
+    run is marked complete."""
     dsn = conninfo(settings)
     store.get_run(run_id)  # NotFoundError before anything is queued
     ensure_schema(dsn)
+    app = make_app(settings, max_pool=2)
+    recovery = asyncio.run(_recover_once(app, store, dsn, stalled_after))
+    pending = _pending(dsn, run_id)
     queued = {
         (str(args["agent"]), str(item_id))
-        for args in pending_jobs(dsn, run_id)
+        for _, args in pending
         for item_id in args.get("item_ids") or ()
     }
     batches = missing_batches(store, run_id, batch_size, queued=queued)
-    if not batches:
+    if batches:
+        with app.open():
+            app.tasks[TASK_NAME].batch_defer(*(b.kwargs() for b in batches))
+        _set_status(store, run_id, "queued", unless=["queued", "complete"])
+    else:
         finish_if_done(store, run_id)
-        return 0
-    app = make_app(settings, max_pool=2)
-    with app.open():
-        task = app.tasks[TASK_NAME]
-        task.batch_defer(*(b.kwargs() for b in batches))
-    _set_status(store, run_id, "queued", unless=["queued", "complete"])
-    return len(batches)
+    retried = sum(1 for job_id, _ in pending if job_id in recovery.retried)
+    return Enqueued(
+        deferred=len(batches),
+        retried=retried,
+        held=len(pending) - retried,
+        complete=store.get_run(run_id).status == "complete",
+    )
+
+
+async def _recover_once(
+    app: procrastinate.App, store: Store, dsn: str, stalled_after: float
+) -> Recovery:
+    async with app.open_async():
+        return await recover_stalled_work(app, store, dsn, stalled_after=stalled_after)
 
 
 # -- the worker -------------------------------------------------------------------------------
@@ -371,25 +518,58 @@ async def run_worker(
     once: bool = False,
     name: str | None = None,
     install_signal_handlers: bool = True,
+    stalled_after: float = STALLED_AFTER,
 ) -> None:
     """Execute queued batches until stopped (SIGINT/SIGTERM), or with ``once`` until none is
-    left. ``concurrency`` batches run at a time."""
+    left. ``concurrency`` batches run at a time.
+
+    The worker sends a heartbeat every ``stalled_after / 3`` seconds. It re-queues the stalled
+    batches of dead workers (:func:`recover_stalled_work`) when it starts and, until it stops,
+    at every heartbeat."""
+    if stalled_after <= 0:
+        raise UserError(f"stalled_after must be positive, got {stalled_after}")
     dsn = conninfo(settings)
     ensure_schema(dsn)
     runtime = WorkerRuntime(store, settings)
     app = make_app(settings, max_pool=concurrency + 4)
+    beat = stalled_after / 3
     try:
         async with app.open_async():
-            await app.run_worker_async(
-                queues=[QUEUE],
-                concurrency=max(1, concurrency),
-                wait=not once,
-                name=name or f"{socket.gethostname()}:{os.getpid()}",
-                delete_jobs="successful",
-                fetch_job_polling_interval=2.0,
-                listen_notify=not once,
-                install_signal_handlers=install_signal_handlers,
-                additional_context={"mindledger": runtime},
+            await recover_stalled_work(app, store, dsn, stalled_after=stalled_after)
+            sweeper = asyncio.create_task(
+                _sweep_forever(app, store, dsn, stalled_after=stalled_after, every=beat),
+                name="mindledger stalled-work sweep",
             )
+            try:
+                await app.run_worker_async(
+                    queues=[QUEUE],
+                    concurrency=max(1, concurrency),
+                    wait=not once,
+                    name=name or f"{socket.gethostname()}:{os.getpid()}",
+                    delete_jobs="successful",
+                    fetch_job_polling_interval=min(2.0, beat),
+                    listen_notify=not once,
+                    install_signal_handlers=install_signal_handlers,
+                    additional_context={"mindledger": runtime},
+                    update_heartbeat_interval=beat,
+                    stalled_worker_timeout=stalled_after,
+                )
+            finally:
+                sweeper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sweeper
     finally:
         await asyncio.to_thread(runtime.close)
+
+
+async def _sweep_forever(
+    app: procrastinate.App, store: Store, dsn: str, *, stalled_after: float, every: float
+) -> None:
+    """:func:`recover_stalled_work` every ``every`` seconds; a failed sweep is logged and the
+    next one tried (the worker keeps executing batches meanwhile)."""
+    while True:
+        await asyncio.sleep(every)
+        try:
+            await recover_stalled_work(app, store, dsn, stalled_after=stalled_after)
+        except Exception:
+            log.warning("sweep for stalled batches failed; trying again", exc_info=True)

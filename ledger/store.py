@@ -188,6 +188,22 @@ class Store:
             s.add(run)
             s.commit()
 
+    def complete_but_unmarked_runs(self) -> list[str]:
+        """Ids of runs not marked ``complete`` that have a trial for every (agent, item) pair:
+        whoever stored the last trial stopped before saying so."""
+        stmt = sa.text(
+            "SELECT r.id FROM runs r WHERE r.status <> 'complete' AND ("
+            " SELECT count(*) FROM trials t"
+            " JOIN run_agents a ON a.run_id = t.run_id AND a.agent = t.agent"
+            " JOIN run_items i ON i.run_id = t.run_id AND i.item_id = t.item_id"
+            " WHERE t.run_id = r.id"
+            ") = (SELECT count(*) FROM run_agents a WHERE a.run_id = r.id)"
+            " * (SELECT count(*) FROM run_items i WHERE i.run_id = r.id)"
+            " ORDER BY r.created_at"
+        )
+        with self.engine.connect() as conn:
+            return [run_id for (run_id,) in conn.execute(stmt)]
+
     def run_agents(self, run_id: str) -> list[RunAgent]:
         with Session(self.engine) as s:
             rows = s.exec(select(RunAgentRow).where(RunAgentRow.run_id == run_id)).all()

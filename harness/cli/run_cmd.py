@@ -277,9 +277,10 @@ def run(
     if use_queue:
         from harness.queue import enqueue_run
 
-        batches = enqueue_run(store, settings, run_id)
+        done = enqueue_run(store, settings, run_id)
+        stalled = f", re-queued {done.retried} stalled batch(es)" if done.retried else ""
         console.print(
-            f"queued {batches} batch(es) of run {run_id}; start workers with "
+            f"queued {done.deferred} batch(es) of run {run_id}{stalled}; start workers with "
             "`mindledger worker` (any machine with this database URL)"
         )
         return

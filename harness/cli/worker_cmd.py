@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 import click
 
 from harness.cli.common import get_settings, get_store
+from harness.queue import STALLED_AFTER
 
 
 def _log_to_stderr() -> None:
@@ -17,6 +19,18 @@ def _log_to_stderr() -> None:
         handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
         logger.addHandler(handler)
     logger.setLevel(logging.INFO)
+
+
+def _stalled_after_option(f: Callable[..., None]) -> Callable[..., None]:
+    return click.option(
+        "--stalled-after",
+        type=click.FloatRange(min=0, min_open=True),
+        default=STALLED_AFTER,
+        show_default=True,
+        metavar="SECONDS",
+        help="A worker that sends no heartbeat for this long counts as dead, and its batches "
+        "as stalled. Use the same value for every worker and enqueue.",
+    )(f)
 
 
 @click.command()
@@ -29,7 +43,8 @@ def _log_to_stderr() -> None:
 )
 @click.option("--once", is_flag=True, help="Execute the batches queued now, then exit.")
 @click.option("--name", default=None, help="Worker name in the queue (default: host:pid).")
-def worker(concurrency: int, once: bool, name: str | None) -> None:
+@_stalled_after_option
+def worker(concurrency: int, once: bool, name: str | None, stalled_after: float) -> None:
     """Execute queued batches of trials (PostgreSQL + procrastinate).
 
     Start any number of workers, on any machines, against the same PostgreSQL database. Each
@@ -37,6 +52,15 @@ def worker(concurrency: int, once: bool, name: str | None) -> None:
     that still lack a trial, so a batch run twice stores nothing twice. The worker that
     finishes a run's last batch marks the run complete. Stop with Ctrl-C (or SIGTERM): batches
     in progress finish first.
+
+    Stalled work: every worker sends a heartbeat every third of --stalled-after. A worker that
+    dies (SIGKILL, out of memory, a lost machine) stops sending it; once it has been silent
+    for --stalled-after seconds, its unfinished batches are put back in the queue by any
+    running worker (each one checks at every heartbeat) or by the next one to start, and run
+    again; the trials they had stored are kept and not redone. A batch is retried at most 3
+    times, whether it raised or its worker died; then it is failed, and `mindledger enqueue
+    RUN` queues its missing trials afresh. Workers also mark complete any run whose trials are
+    all stored but that its last writer did not get to mark.
 
     \b
     Examples:
@@ -50,7 +74,16 @@ def worker(concurrency: int, once: bool, name: str | None) -> None:
     conninfo(settings)  # refuse SQLite before opening it
     store = get_store(ctx)
     _log_to_stderr()
-    asyncio.run(run_worker(store, settings, concurrency=concurrency, once=once, name=name))
+    asyncio.run(
+        run_worker(
+            store,
+            settings,
+            concurrency=concurrency,
+            once=once,
+            name=name,
+            stalled_after=stalled_after,
+        )
+    )
 
 
 @click.command()
@@ -62,11 +95,18 @@ def worker(concurrency: int, once: bool, name: str | None) -> None:
     show_default=True,
     help="Items of one agent per queued batch.",
 )
-def enqueue(run_id: str, batch_size: int) -> None:
+@_stalled_after_option
+def enqueue(run_id: str, batch_size: int, stalled_after: float) -> None:
     """Cut a stored run into batches of trials and queue them for workers.
 
-    Only the (agent, item) pairs without a trial, and not already in a queued batch, are
-    queued, so enqueueing again after an interruption or a failed batch finishes the run.
+    Queues what no live worker holds: the (agent, item) pairs without a trial that are in no
+    queued or running batch (never queued, or their batch failed or was aborted) go out in
+    new batches, and batches stalled on a dead worker (no heartbeat for --stalled-after
+    seconds) are put back in the queue. Batches queued, or running on a worker that is still
+    sending heartbeats, are left alone: if that worker has just died, its batches are
+    re-queued once it has been silent for --stalled-after seconds (by any worker, or by
+    enqueueing again). So enqueueing again after an interruption, a crash or a failed batch
+    finishes the run; a run whose trials are all stored is marked complete.
     Create the run first (e.g. `mindledger run ... --queue`); then start `mindledger worker`.
 
     \b
@@ -79,12 +119,19 @@ def enqueue(run_id: str, batch_size: int) -> None:
     settings = get_settings(ctx)
     conninfo(settings)  # refuse SQLite before opening it
     store = get_store(ctx)
-    n = enqueue_run(store, settings, run_id, batch_size=batch_size)
-    if n:
-        click.echo(f"queued {n} batch(es) of run {run_id}; start workers with `mindledger worker`")
-    elif store.get_run(run_id).status == "complete":
+    _log_to_stderr()
+    done = enqueue_run(store, settings, run_id, batch_size=batch_size, stalled_after=stalled_after)
+    if done.deferred or done.retried:
+        parts = [f"queued {done.deferred} new batch(es)"] if done.deferred else []
+        if done.retried:
+            parts.append(f"re-queued {done.retried} stalled batch(es)")
+        click.echo(f"{' and '.join(parts)} of run {run_id}; start workers with `mindledger worker`")
+    elif done.complete:
         click.echo(f"nothing to queue: run {run_id} is complete")
     else:
         click.echo(
-            f"nothing new to queue: every missing trial of run {run_id} is in a queued batch"
+            f"nothing new to queue: every missing trial of run {run_id} is in one of "
+            f"{done.held} batch(es) queued or running on a live worker; a batch whose worker "
+            f"sends no heartbeat for {stalled_after:g} s is re-queued by the workers or by "
+            "enqueueing again"
         )
