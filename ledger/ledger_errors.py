@@ -6,7 +6,9 @@
     ├── UserError (exit 2)
     │   ├── InputError, NotFoundError     (from mindledger.errors; carry the field or id)
     │   ├── LedgerStateError              the request does not fit the prediction's state
-    │   │                                 (observe after the reveal, reveal twice, …)
+    │   │   │                             (observe after the reveal, reveal twice, …)
+    │   │   └── AgentSignatureError       a commit's agent signature is missing, unexpected
+    │   │                                 or does not verify with the registered key
     │   └── LedgerKeyError                a key file is missing, unreadable, too open or wrong
     ├── LedgerIntegrityError (exit 1)     the stored ledger fails verification; the service
     │                                     refuses to append to it
@@ -20,7 +22,13 @@ from typing import Any
 
 from mindledger.errors import MindledgerError, UserError
 
-__all__ = ["LedgerIntegrityError", "LedgerKeyError", "LedgerStateError", "RevealRejected"]
+__all__ = [
+    "AgentSignatureError",
+    "LedgerIntegrityError",
+    "LedgerKeyError",
+    "LedgerStateError",
+    "RevealRejected",
+]
 
 
 class LedgerStateError(UserError):
@@ -30,6 +38,11 @@ class LedgerStateError(UserError):
         super().__init__(message)
         self.prediction = prediction
         self.state = state
+
+
+class AgentSignatureError(LedgerStateError):
+    """A commit's agent signature does not fit the agent's registration: missing although the
+    agent registered a key, given although it did not, or not made with the registered key."""
 
 
 class LedgerKeyError(UserError):

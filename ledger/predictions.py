@@ -52,6 +52,7 @@ from ledger.keys import (
     verify_signature,
 )
 from ledger.ledger_errors import (
+    AgentSignatureError,
     LedgerIntegrityError,
     LedgerKeyError,
     LedgerStateError,
@@ -681,9 +682,11 @@ class Ledger:
                 (pid, f"agent:{predictor}"),
             ):
                 if subject == pid:
-                    raise InputError(
-                        f"this commitment is already recorded as prediction {pid}",
-                        where="commitment",
+                    raise LedgerStateError(
+                        f"this commitment is already recorded as prediction {pid} (a new "
+                        "prediction needs a new salt)",
+                        prediction=pid,
+                        state="committed",
                     )
                 if agent_key is None:
                     agent_key = str(json.loads(payload_json)["public_key"])
@@ -699,10 +702,10 @@ class Ledger:
                 "query_hash": query_hash,
             }
             if agent_key is None and agent_signature is not None:
-                raise InputError(
-                    f"no public key is registered for {predictor!r}: register one before "
-                    "signing commits",
-                    where="agent_signature",
+                raise AgentSignatureError(
+                    f"agent_signature: no public key is registered for {predictor!r}: "
+                    "register one before signing commits",
+                    state="unregistered",
                 )
             if agent_key is not None and (
                 agent_signature is None
@@ -713,10 +716,11 @@ class Ledger:
                     agent_signature,
                 )
             ):
-                raise LedgerKeyError(
+                raise AgentSignatureError(
                     f"{predictor!r} has registered a public key, so its commits must carry its "
                     "valid signature (agent_signature: "
-                    f"{'missing' if agent_signature is None else 'does not verify'})"
+                    f"{'missing' if agent_signature is None else 'does not verify'})",
+                    state="signature_required",
                 )
             return [("commit", pid, payload)], payload["deadline"]
 
@@ -1183,8 +1187,9 @@ class Ledger:
             n = 0 if head is None else head.seq
             size = n if size is None else size
             if type(seq) is not int or not 1 <= seq <= size <= n:
-                raise InputError(
-                    f"expected 1 ≤ entry ≤ size ≤ {n} (the ledger has {n} entries)", where="seq"
+                raise NotFoundError(
+                    f"no entry {seq} in a tree of {size} (expected 1 ≤ entry ≤ size ≤ {n}: the "
+                    f"ledger has {n} entries)"
                 )
             row = cur.one("SELECT hash FROM ledger_entries WHERE seq = ?", (seq,))
             keys = [*inclusion_keys(seq - 1, size), *root_keys(size)]
@@ -1214,8 +1219,9 @@ class Ledger:
             n = 0 if head is None else head.seq
             new = n if new is None else new
             if type(old) is not int or not 0 <= old <= new <= n:
-                raise InputError(
-                    f"expected 0 ≤ old ≤ new ≤ {n} (the ledger has {n} entries)", where="old"
+                raise NotFoundError(
+                    f"no trees of {old} and {new} entries (expected 0 ≤ old ≤ new ≤ {n}: the "
+                    f"ledger has {n} entries)"
                 )
             keys = [*consistency_keys(old, new), *root_keys(old), *root_keys(new)]
             nodes = self._nodes(cur, keys)

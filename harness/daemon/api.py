@@ -7,6 +7,7 @@ predictions, calls the query proxy as that caller and requests that agent's runs
 
 =======  =======================================  ==============================================
 GET      /health                                  liveness (no token needed)
+GET      /openapi.json                            this API as an OpenAPI 3.1 document (no token)
 GET      /metrics                                 counts: runs, trials, predictions; ledger head
 GET      /whoami                                  the token's id, scope and agent
 GET      /runs?limit=N                            the latest runs
@@ -57,7 +58,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from harness.build import plan_agents
 from harness.daemon import tokens
+from harness.daemon.openapi import openapi_document
 from harness.daemon.proxy import Draw, Proxy, TransportFactory, system_draw
 from harness.daemon.scheduler import DaemonScheduler
 from harness.daemon.tokens import Principal, claim_run_request, release_run_request
@@ -67,6 +70,7 @@ from harness.daemon.web import (
     error_response,
     json_object,
     kind_of,
+    known_query,
     scrub_logs,
     text_field,
 )
@@ -144,6 +148,7 @@ def create_app(
     :class:`~harness.daemon.proxy.Proxy`); ``on_shutdown`` runs (in a worker thread) when the
     server shuts down, before uvicorn re-raises the signal that stopped it."""
     engine = store.engine
+    document = openapi_document(settings.agents)
     proxy = Proxy(settings, ledger, transport_factory=transport_factory, draw=draw)
 
     async def authenticate(request: Request) -> Principal:
@@ -199,6 +204,9 @@ def create_app(
                 "public_key": ledger.public_key_hex,
             },
         }
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(document)
 
     async def whoami(request: Request) -> Response:
         principal = await authenticate(request)
@@ -305,6 +313,12 @@ def create_app(
                 f"this token may request runs of {principal.agent!r} only",
                 field="agent",
             )
+        try:  # the request's agents and references, checked before anything else
+            plan_agents(settings, agents=(who,) if who else (), references=refs)
+        except UserError as exc:
+            raise ApiError(
+                400, "invalid_field", str(exc), field="agent" if who else "references"
+            ) from None
         if scheduler is None or not scheduler.running:
             raise ApiError(503, "scheduler_off", "the scheduler is off (--no-scheduler)")
         sched = scheduler
@@ -602,23 +616,25 @@ def create_app(
             for hook in on_shutdown:
                 await run_in_threadpool(hook)
 
+    q = known_query
     routes = [
-        Route("/health", health, methods=["GET"]),
-        Route("/metrics", metrics, methods=["GET"]),
-        Route("/whoami", whoami, methods=["GET"]),
-        Route("/runs", list_runs, methods=["GET"]),
-        Route("/runs", post_run, methods=["POST"]),
-        Route("/runs/{id}", get_run, methods=["GET"]),
-        Route("/runs/{id}/profile", run_profile, methods=["GET"]),
-        Route("/predictions", commit, methods=["POST"]),
-        Route("/predictions/{id}", show_prediction, methods=["GET"]),
-        Route("/predictions/{id}/observe", observe, methods=["POST"]),
-        Route("/predictions/{id}/reveal", reveal, methods=["POST"]),
-        Route("/calls", calls, methods=["GET"]),
-        Route("/ledger/head", tree_head, methods=["GET"]),
-        Route("/ledger/proof", inclusion, methods=["GET"]),
-        Route("/ledger/consistency", consistency, methods=["GET"]),
-        Route("/proxy/{target}/v1/chat/completions", proxy_chat, methods=["POST"]),
+        Route("/health", q(health), methods=["GET"]),
+        Route("/openapi.json", q(openapi), methods=["GET"]),
+        Route("/metrics", q(metrics), methods=["GET"]),
+        Route("/whoami", q(whoami), methods=["GET"]),
+        Route("/runs", q(list_runs, "limit"), methods=["GET"]),
+        Route("/runs", q(post_run), methods=["POST"]),
+        Route("/runs/{id}", q(get_run), methods=["GET"]),
+        Route("/runs/{id}/profile", q(run_profile), methods=["GET"]),
+        Route("/predictions", q(commit), methods=["POST"]),
+        Route("/predictions/{id}", q(show_prediction), methods=["GET"]),
+        Route("/predictions/{id}/observe", q(observe), methods=["POST"]),
+        Route("/predictions/{id}/reveal", q(reveal), methods=["POST"]),
+        Route("/calls", q(calls, "agent"), methods=["GET"]),
+        Route("/ledger/head", q(tree_head), methods=["GET"]),
+        Route("/ledger/proof", q(inclusion, "seq", "size"), methods=["GET"]),
+        Route("/ledger/consistency", q(consistency, "old", "new"), methods=["GET"]),
+        Route("/proxy/{target}/v1/chat/completions", q(proxy_chat), methods=["POST"]),
     ]
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         ApiError: on_api_error,

@@ -7,11 +7,11 @@ Every error is ``{"error": {"code", "message", "field"}}``: ``field`` names what
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 
 from mindledger.errors import InputError, readable
 from mindledger.jsonin import parse_json
@@ -25,6 +25,7 @@ __all__ = [
     "error_response",
     "json_object",
     "kind_of",
+    "known_query",
     "read_body",
     "scrub_logs",
     "text_field",
@@ -110,6 +111,30 @@ async def json_object(request: Request) -> dict[str, Any]:
             400, "invalid_body", f"expected a JSON object, got {type(obj).__name__}", field="body"
         )
     return obj
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def known_query(handler: Handler, *allowed: str) -> Handler:
+    """``handler``, refusing (400, naming it) any query parameter but ``allowed``, and a query
+    parameter given twice: a request says only what the API knows how to read."""
+
+    async def guarded(request: Request) -> Response:
+        seen: set[str] = set()
+        for key, _ in request.query_params.multi_items():
+            if key not in allowed:
+                expected = f"some of: {', '.join(allowed)}" if allowed else "none"
+                raise ApiError(
+                    400, "unknown_field", f"unknown query parameter (expected {expected})",
+                    field=key[:100],
+                )  # fmt: skip
+            if key in seen:
+                raise ApiError(400, "invalid_field", "given more than once", field=key)
+            seen.add(key)
+        return await handler(request)
+
+    return guarded
 
 
 def check_keys(body: Mapping[str, Any], allowed: tuple[str, ...]) -> None:

@@ -582,10 +582,12 @@ def test_tree_heads_and_proofs_are_served_and_verify(env: Env) -> None:
             digest_bytes(head.root),
             [digest_bytes(h) for h in cons["proof"]],
         )
-        for bad in ("/ledger/proof?seq=0", "/ledger/proof?seq=9", "/ledger/proof?seq=x",
-                    "/ledger/consistency?old=7", "/ledger/proof"):
+        for bad in ("/ledger/proof?seq=x", "/ledger/proof", "/ledger/consistency?old=-1"):
             r = c.get(bad)
             assert r.status_code == 400, bad
+        for missing in ("/ledger/proof?seq=0", "/ledger/proof?seq=9", "/ledger/consistency?old=7"):
+            r = c.get(missing)
+            assert r.status_code == 404, missing
     # every head it signed is in the heads file
     heads = [h for _, h in env.daemon.ledger.heads.read()]  # type: ignore[union-attr]
     assert [h.size for h in heads if isinstance(h, TreeHead)] == [2, 6]

@@ -29,6 +29,7 @@ from ledger import (
     verify_export,
 )
 from ledger.keys import KEY_FILE, PUBLIC_KEY_FILE
+from ledger.ledger_errors import AgentSignatureError
 from ledger.protocol import provenance, response_hash
 from mindledger.errors import InputError, NotFoundError
 
@@ -155,7 +156,7 @@ def test_observe_and_reveal_are_refused_out_of_order(make: Callable[..., Ledger]
         led.observe(p.id, 7, OP)  # type: ignore[arg-type]
     with pytest.raises(InputError, match="commitment"):
         led.commit("piper", "dusk", "q", "sha256:nothex")
-    with pytest.raises(InputError, match="already recorded"):
+    with pytest.raises(LedgerStateError, match="already recorded"):
         led.commit("piper", "dusk", "q", p.commitment)
     assert led.verify() == []
 
@@ -275,14 +276,14 @@ def test_agent_keys_sign_commits(make: Callable[..., Ledger]) -> None:
     led = make()
     agent_key = Ed25519PrivateKey.from_private_bytes(b"\x09" * 32)
     plain = led.client("piper")
-    with pytest.raises(InputError, match="register"):
+    with pytest.raises(AgentSignatureError, match="register"):
         led.commit("piper", "dusk", "q", "sha256:" + "0" * 64, agent_signature="00" * 64)
     signed = led.client("piper", agent_key=agent_key)
     signed.register_key()
-    with pytest.raises(LedgerKeyError, match="missing"):
+    with pytest.raises(AgentSignatureError, match="missing"):
         plain.commit("dusk", "q", {"x": 1.0})
     impostor = led.client("piper", agent_key=Ed25519PrivateKey.from_private_bytes(b"\x0a" * 32))
-    with pytest.raises(LedgerKeyError, match="does not verify"):
+    with pytest.raises(AgentSignatureError, match="does not verify"):
         impostor.commit("dusk", "q", {"x": 1.0})
     with signed.predict("dusk", "q", {"x": 1.0}) as p:
         p.record("x", OP)

@@ -1,0 +1,354 @@
+"""The daemon's API, specified: an OpenAPI 3.1 document, served at ``GET /openapi.json``.
+
+A test keeps it in step with the routes (every route is documented, nothing else is), and
+``schemathesis`` runs against a live daemon in CI to check that no request yields a 500, a
+response outside the document, or an answer without a valid token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from harness.suites import SUITES
+
+__all__ = ["openapi_document"]
+
+DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
+TEXT = {"type": "string", "minLength": 1}
+POLICY = "^(oracle|random|reality-leak|not-reality|depth-capped:[0-9]|level:[0-9])$"
+"""The reference agents a run may name (the daemon accepts larger N and K too)."""
+ERROR = {"$ref": "#/components/schemas/Error"}
+ANY_OBJECT = {"type": "object"}
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+def _responses(ok: int, *errors: int, ok_schema: dict[str, Any] = ANY_OBJECT) -> dict[str, Any]:
+    out: dict[str, Any] = {str(ok): {"description": "success", **_json(ok_schema)}}
+    for code in sorted({400, 401, 503, *errors}):
+        out[str(code)] = {"description": _REASONS[code], **_json(ERROR)}
+    return out
+
+
+_REASONS = {
+    400: "a malformed body or field: `field` names it, `message` says what was expected",
+    401: "no valid bearer token",
+    403: "the token's scope may not do this",
+    404: "no such id, target or path",
+    409: "the request does not fit the prediction's state",
+    413: "the body is larger than 4 MiB",
+    428: "this call must carry a prediction (a sampled call, or one owed)",
+    429: "this token has as many runs open as it may (see Retry-After)",
+    502: "the target did not answer",
+    503: "the database, the ledger or the scheduler is unavailable",
+}
+
+
+def _path_id(description: str) -> dict[str, Any]:
+    return {
+        "name": "id",
+        "in": "path",
+        "required": True,
+        "description": description,
+        "schema": {"type": "string", "minLength": 1, "maxLength": 200},
+    }
+
+
+def _query_int(name: str, description: str, *, required: bool = False) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "query",
+        "required": required,
+        "description": description,
+        "schema": {"type": "integer", "minimum": 0, "maximum": 2**53},
+    }
+
+
+SCALAR = {
+    "anyOf": [
+        {"type": "string"},
+        {"type": "boolean"},
+        {"type": "null"},
+        {"type": "number", "minimum": -1e15, "maximum": 1e15},
+    ]
+}
+"""A JSON scalar as the daemon accepts it (its one input rule, mindledger.jsonin: integers of
+at most 30 digits, finite numbers; documented here within ±10¹⁵)."""
+_MESSAGES = {
+    "type": "array",
+    "minItems": 1,
+    "items": {
+        "type": "object",
+        "required": ["role"],
+        "properties": {
+            "role": {"type": "string"},
+            "content": {"type": ["string", "null"]},
+            "name": {"type": "string"},
+        },
+        "additionalProperties": SCALAR,
+    },
+}
+
+
+def openapi_document(agents: Iterable[str] = ()) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of :func:`harness.daemon.api.create_app`'s routes, for a
+    daemon whose declared agents are ``agents``."""
+    agents = list(agents)
+    secured: list[dict[str, list[str]]] = [{"bearer": []}]
+    body = _responses
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "mindledger daemon",
+            "version": "1",
+            "description": "Runs, profiles, the prediction ledger and the query proxy. Every "
+            "path but /health and /openapi.json needs `Authorization: Bearer <token>` "
+            "(`mindledger serve token`).",
+        },
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": {
+                        "error": {
+                            "type": "object",
+                            "required": ["code", "message", "field"],
+                            "properties": {
+                                "code": {"type": "string"},
+                                "message": {"type": "string"},
+                                "field": {"type": ["string", "null"]},
+                            },
+                        }
+                    },
+                },
+            },
+        },
+        "security": secured,
+        "paths": {
+            "/health": {
+                "get": {
+                    "summary": "liveness",
+                    "security": [],
+                    "responses": {
+                        "200": {"description": "alive", **_json(ANY_OBJECT)},
+                        "400": {"description": _REASONS[400], **_json(ERROR)},
+                    },
+                }
+            },
+            "/openapi.json": {
+                "get": {
+                    "summary": "this document",
+                    "security": [],
+                    "responses": {
+                        "200": {"description": "the document", **_json(ANY_OBJECT)},
+                        "400": {"description": _REASONS[400], **_json(ERROR)},
+                    },
+                }
+            },
+            "/metrics": {"get": {"summary": "counts and the ledger head", "responses": body(200)}},
+            "/whoami": {"get": {"summary": "the token's id, scope and agent", "responses": body(200)}},
+            "/runs": {
+                "get": {
+                    "summary": "the latest runs",
+                    "parameters": [
+                        {
+                            "name": "limit",
+                            "in": "query",
+                            "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
+                        }
+                    ],
+                    "responses": body(200, 400),
+                },
+                "post": {
+                    "summary": "run a suite now (held-out seed)",
+                    "requestBody": {
+                        "required": True,
+                        **_json(
+                            {
+                                "type": "object",
+                                "additionalProperties": False,
+                                "properties": {
+                                    "suite": {"enum": list(SUITES)},
+                                    **({"agent": {"enum": sorted(agents)}} if agents else {}),
+                                    "references": {
+                                        "type": "array",
+                                        "items": {"type": "string", "pattern": POLICY},
+                                        "minItems": 1,
+                                        "maxItems": 4,
+                                        "uniqueItems": True,
+                                    },
+                                },
+                                "anyOf": [{"required": ["references"]}]
+                                + ([{"required": ["agent"]}] if agents else []),
+                            }
+                        ),
+                    },
+                    "responses": body(202, 400, 403, 413, 429),
+                },
+            },
+            "/runs/{id}": {
+                "get": {
+                    "summary": "a run and its trial counts",
+                    "parameters": [_path_id("the run's id")],
+                    "responses": body(200, 404),
+                }
+            },
+            "/runs/{id}/profile": {
+                "get": {
+                    "summary": "the run's profile",
+                    "parameters": [_path_id("the run's id")],
+                    "responses": body(200, 404),
+                }
+            },
+            "/predictions": {
+                "post": {
+                    "summary": "commit a prediction (its hash only)",
+                    "requestBody": {
+                        "required": True,
+                        **_json(
+                            {
+                                "type": "object",
+                                "additionalProperties": False,
+                                "required": ["target", "query", "commitment"],
+                                "not": {"required": ["messages", "query_hash"]},
+                                "properties": {
+                                    "predictor": TEXT,
+                                    "target": TEXT,
+                                    "query": TEXT,
+                                    "commitment": DIGEST,
+                                    "item": {"type": ["string", "null"]},
+                                    "condition": {
+                                        "anyOf": [
+                                            SCALAR,
+                                            {"type": "object", "additionalProperties": SCALAR},
+                                        ]
+                                    },
+                                    "agent_signature": {"type": ["string", "null"]},
+                                    "messages": _MESSAGES,
+                                    "query_hash": DIGEST,
+                                },
+                            }
+                        ),
+                    },
+                    "responses": body(201, 400, 403, 409, 413),
+                }
+            },
+            "/predictions/{id}": {
+                "get": {
+                    "summary": "a prediction's state",
+                    "parameters": [_path_id("the prediction's id")],
+                    "responses": body(200, 404),
+                }
+            },
+            "/predictions/{id}/observe": {
+                "post": {
+                    "summary": "record an answer (operators only)",
+                    "parameters": [_path_id("the prediction's id")],
+                    "requestBody": {
+                        "required": True,
+                        **_json(
+                            {
+                                "type": "object",
+                                "additionalProperties": False,
+                                "required": ["answer"],
+                                "properties": {
+                                    "answer": {"type": "string"},
+                                    "request": {"type": "string", "maxLength": 200},
+                                },
+                            }
+                        ),
+                    },
+                    "responses": body(201, 400, 403, 404, 409, 413),
+                }
+            },
+            "/predictions/{id}/reveal": {
+                "post": {
+                    "summary": "reveal and score",
+                    "parameters": [_path_id("the prediction's id")],
+                    "requestBody": {
+                        "required": True,
+                        **_json(
+                            {
+                                "type": "object",
+                                "additionalProperties": False,
+                                "required": ["prediction", "salt"],
+                                "properties": {
+                                    "prediction": {"type": "object"},
+                                    "salt": TEXT,
+                                },
+                            }
+                        ),
+                    },
+                    "responses": body(200, 400, 403, 404, 409, 413),
+                }
+            },
+            "/calls": {
+                "get": {
+                    "summary": "the query proxy's record per agent",
+                    "parameters": [{"name": "agent", "in": "query", "schema": {"type": "string"}}],
+                    "responses": body(200, 403),
+                }
+            },
+            "/ledger/head": {
+                "get": {"summary": "the latest signed tree head", "responses": body(200, 404)}
+            },
+            "/ledger/proof": {
+                "get": {
+                    "summary": "an inclusion proof",
+                    "parameters": [
+                        _query_int("seq", "the entry", required=True),
+                        _query_int("size", "the tree size (default: all)"),
+                    ],
+                    "responses": body(200, 400, 404),
+                }
+            },
+            "/ledger/consistency": {
+                "get": {
+                    "summary": "a consistency proof",
+                    "parameters": [
+                        _query_int("old", "the earlier tree size", required=True),
+                        _query_int("new", "the later tree size (default: all)"),
+                    ],
+                    "responses": body(200, 400, 404),
+                }
+            },
+            "/proxy/{target}/v1/chat/completions": {
+                "post": {
+                    "summary": "the query proxy: an OpenAI-compatible call to a declared target",
+                    "parameters": [
+                        {
+                            "name": "target",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "string", "minLength": 1},
+                        },
+                        {
+                            "name": "X-Mindledger-Prediction",
+                            "in": "header",
+                            "schema": {"type": "string", "maxLength": 64},
+                        },
+                    ],
+                    "requestBody": {
+                        "required": True,
+                        **_json(
+                            {
+                                "type": "object",
+                                "required": ["messages"],
+                                "properties": {"messages": _MESSAGES, "stream": {"const": False}},
+                                "additionalProperties": SCALAR,
+                            }
+                        ),
+                    },
+                    "responses": {
+                        **body(200, 400, 403, 404, 409, 413, 428, 502),
+                        "default": {"description": "the target's own answer, passed through"},
+                    },
+                }
+            },
+        },
+    }
