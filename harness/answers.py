@@ -10,11 +10,13 @@ Everything here is pure: it builds request pieces and parses replies; it does no
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from mindledger.errors import InputError
+from mindledger.jsonin import parse_json
 
 __all__ = [
     "ANSWER_TOOL",
@@ -232,14 +234,15 @@ def parse_reply(
     """Read the answer from an assistant message: a call of the answer tool ``tool``, then JSON
     content, then the last line of free text. Never raises on a malformed reply: it returns
     ``answer=None`` with the problem."""
-    for call in message.get("tool_calls") or []:
-        fn = call.get("function") or {}
-        if fn.get("name") != tool:
+    calls = message.get("tool_calls")
+    for call in calls if isinstance(calls, list) else []:
+        fn = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(fn, Mapping) or fn.get("name") != tool:
             continue
         args = fn.get("arguments")
         try:
-            obj = json.loads(args) if isinstance(args, str) else args
-        except json.JSONDecodeError:
+            obj = parse_json(args) if isinstance(args, str) else args
+        except InputError:
             return ParsedAnswer(None, None, None, f"{tool} arguments are not JSON")
         parsed = _from_object(obj, spec, "tool")
         if parsed is not None:
@@ -254,8 +257,8 @@ def parse_reply(
     match = _JSON_OBJECT.search(text)
     if match:
         try:
-            parsed = _from_object(json.loads(match.group(0)), spec, "json")
-        except json.JSONDecodeError:
+            parsed = _from_object(parse_json(match.group(0)), spec, "json")
+        except InputError:
             parsed = None
         if parsed is not None and parsed.answer is not None:
             return parsed

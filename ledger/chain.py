@@ -129,7 +129,13 @@ class Entry(NamedTuple):
 
     @classmethod
     def from_export(cls, d: Mapping[str, Any]) -> Entry:
-        """Read an export line back (the payload is re-serialised canonically)."""
+        """Read an export line back (the payload is re-serialised canonically). TypeError
+        when a field has the wrong type (``seq`` an integer, the others strings)."""
+        if type(d["seq"]) is not int:
+            raise TypeError("seq is not an integer")
+        for key in ("subject", "kind", "time", "prev_hash", "prev_signature", "hash", "signature"):
+            if not isinstance(d[key], str):
+                raise TypeError(f"{key} is not a string")
         return cls(
             seq=d["seq"],
             subject=d["subject"],

@@ -285,9 +285,10 @@ def validate_story(data: Any) -> Story:
         if "type" not in ev:
             raise InputError("missing field 'type'", where=where)
         kind = ev["type"]
-        if kind not in _EVENT_KEYS:
+        if not isinstance(kind, str) or kind not in _EVENT_KEYS:
+            shown = repr(kind) if isinstance(kind, str) else f"a {type(kind).__name__}"
             raise InputError(
-                f"unknown event type {kind!r} (expected move, leave, enter or tell)",
+                f"unknown event type {shown[:60]} (expected move, leave, enter or tell)",
                 where=f"{where}.type",
             )
         required, optional = _EVENT_KEYS[kind]
