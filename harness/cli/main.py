@@ -163,16 +163,17 @@ def cli(
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI and turn errors into exit codes."""
-    for n, arg in enumerate(sys.argv[1:] if argv is None else argv, start=1):
-        try:
-            arg.encode("utf-8")
-        except UnicodeEncodeError:
-            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-            click.echo(
-                f"error: argument {n} ({readable(shown, 60)!r}) is not valid UTF-8 text", err=True
-            )
-            sys.exit(2)
     try:
+        for n, arg in enumerate(sys.argv[1:] if argv is None else argv, start=1):
+            try:
+                arg.encode("utf-8")
+            except UnicodeEncodeError:
+                shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                click.echo(
+                    f"error: argument {n} ({readable(shown, 60)!r}) is not valid UTF-8 text",
+                    err=True,
+                )
+                sys.exit(2)
         rv = cli.main(args=argv, prog_name="mindledger", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("Interrupted.", err=True)

@@ -282,3 +282,40 @@ def test_a_300_mb_body_gets_413_without_the_daemon_holding_it(tmp_path: Path) ->
     finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=30)
+
+
+def _wait_for_library(pid: int, name: str, seconds: float = 60) -> None:
+    """Wait until process ``pid`` has mapped a shared library whose path contains ``name``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if name in Path(f"/proc/{pid}/maps").read_text():
+                return
+        except OSError:
+            pass
+        time.sleep(0.005)
+    raise AssertionError(f"{name} was never loaded")
+
+
+@pytest.mark.parametrize("stage", ["imports", "database", "uvicorn"])
+def test_ctrl_c_anywhere_in_start_up_exits_130(tmp_path: Path, stage: str) -> None:
+    """Ctrl-C while the daemon's modules are imported (cryptography's library just mapped),
+    while the database is opened (SQLite's library just mapped), or while uvicorn starts (the
+    daemon's first line printed): always 130 and never a traceback. Each moment is observed,
+    not guessed with a delay, so a loaded machine cannot move it."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "serve", "--port", str(free_port())],
+        cwd=tmp_path, env=env_for(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    if stage == "imports":
+        _wait_for_library(proc.pid, "_rust.abi3.so")
+    elif stage == "database":
+        _wait_for_library(proc.pid, "_sqlite3")
+    else:
+        assert proc.stderr is not None
+        assert proc.stderr.readline().startswith("mindledger daemon on")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err, err
