@@ -132,6 +132,8 @@ class Settings:
     """Share of proxied calls the service samples to carry a committed prediction."""
     api_max_queued_runs: int = 2
     """Runs one API token may have queued or running at once (a token may set its own)."""
+    api_rate_limit: float = 200.0
+    """Requests per second one API token may make (bursts of twice that); 429 beyond."""
     head_interval: float = 300.0
     """Seconds between the daemon's signed tree heads (when the ledger grew); 0: only on
     request."""
@@ -462,6 +464,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "prediction_share": (0, 1),
     "api_max_queued_runs": (1, 1_000),
     "head_interval": (0, 86_400),
+    "api_rate_limit": (0.1, 100_000),
     "reveal_timeout": (1, 10 * 365 * 86_400),
     "model_threads": (1, 256),
     "api_port": (1, 65_535),

@@ -45,6 +45,8 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -92,6 +94,27 @@ log = logging.getLogger("mindledger.daemon")
 
 RETRY_AFTER = 60
 """Seconds a client at its cap of open runs is told to wait (``Retry-After``)."""
+
+
+class RateLimiter:
+    """A token bucket per API token: ``rate`` requests a second, bursts up to ``burst``.
+    ``take`` spends one request and returns 0, or the seconds until one is available."""
+
+    def __init__(self, rate: float, *, burst: float, clock: Callable[[], float] = time.monotonic):
+        self.rate = rate
+        self.burst = max(burst, 1.0)
+        self.clock = clock
+        self._buckets: dict[str, tuple[float, float]] = {}
+
+    def take(self, key: str) -> float:
+        now = self.clock()
+        level, then = self._buckets.get(key, (self.burst, now))
+        level = min(self.burst, level + (now - then) * self.rate)
+        if level < 1:
+            self._buckets[key] = (level, now)
+            return (1 - level) / self.rate
+        self._buckets[key] = (level - 1, now)
+        return 0.0
 
 
 def _path_id(request: Request) -> str:
@@ -149,6 +172,7 @@ def create_app(
     server shuts down, before uvicorn re-raises the signal that stopped it."""
     engine = store.engine
     document = openapi_document(settings.agents)
+    limiter = RateLimiter(settings.api_rate_limit, burst=2 * settings.api_rate_limit)
     proxy = Proxy(settings, ledger, transport_factory=transport_factory, draw=draw)
 
     async def authenticate(request: Request) -> Principal:
@@ -173,6 +197,15 @@ def create_app(
                 "unknown token",
                 field="Authorization",
                 headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+            )
+        wait = limiter.take(principal.token_id)
+        if wait > 0:
+            raise ApiError(
+                429,
+                "rate_limited",
+                f"more than {settings.api_rate_limit:g} requests a second from this token: "
+                "slow down",
+                headers={"Retry-After": str(max(1, math.ceil(wait)))},
             )
         return principal
 

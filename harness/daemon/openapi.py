@@ -28,7 +28,7 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _responses(ok: int, *errors: int, ok_schema: dict[str, Any] = ANY_OBJECT) -> dict[str, Any]:
     out: dict[str, Any] = {str(ok): {"description": "success", **_json(ok_schema)}}
-    for code in sorted({400, 401, 503, *errors}):
+    for code in sorted({400, 401, 429, 503, *errors}):
         out[str(code)] = {"description": _REASONS[code], **_json(ERROR)}
     return out
 
@@ -41,7 +41,7 @@ _REASONS = {
     409: "the request does not fit the prediction's state",
     413: "the body is larger than 4 MiB",
     428: "this call must carry a prediction (a sampled call, or one owed)",
-    429: "this token has as many runs open as it may (see Retry-After)",
+    429: "too many requests from this token, or as many runs open as it may (Retry-After)",
     502: "the target did not answer",
     503: "the database, the ledger or the scheduler is unavailable",
 }

@@ -710,3 +710,29 @@ def test_unknown_ids_and_targets_are_404(env: Env) -> None:
         r = c.post("/runs", json={"references": ["oracle"]})
         assert r.status_code == 503  # no scheduler in this daemon
     assert env.daemon.ledger.verify() == []
+
+
+def test_a_token_over_its_rate_is_told_to_wait(db_url: str, tmp_path: Path) -> None:
+    from harness.daemon.api import RateLimiter
+
+    t = [0.0]
+    limiter = RateLimiter(2.0, burst=4, clock=lambda: t[0])
+    assert [limiter.take("a") for _ in range(4)] == [0.0] * 4
+    assert limiter.take("a") == pytest.approx(0.5)
+    assert limiter.take("b") == 0.0  # per token
+    t[0] += 0.5
+    assert limiter.take("a") == 0.0
+    settings = make_settings(tmp_path, db_url, "http://dusk.invalid/v1", api_rate_limit=1.0)
+    daemon = build_daemon(settings, scheduler=False)
+    token = create_token(daemon.engine, "piper")
+    try:
+        with BackgroundServer(daemon.app) as server, httpx.Client(
+            base_url=server.url, headers={"Authorization": f"Bearer {token}"}, timeout=10
+        ) as c:
+            codes = [c.get("/whoami").status_code for _ in range(4)]
+            assert codes[:2] == [200, 200] and codes[-1] == 429
+            r = c.get("/whoami")
+            assert r.status_code == 429 and int(r.headers["Retry-After"]) >= 1
+            assert c.get("/health").status_code == 200  # no token, no limit
+    finally:
+        daemon.close()
