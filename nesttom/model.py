@@ -28,7 +28,8 @@ The JSON form (read by ``mindledger nesttom answer``)::
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+import itertools
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -184,17 +185,30 @@ def _string(value: Any, where: str) -> str:
     return value
 
 
+def _known(names: Iterable[str], limit: int = 10) -> str:
+    """Up to ``limit`` names for an error message, and how many more there are."""
+    listed = list(itertools.islice(names, limit + 1))
+    if len(listed) <= limit:
+        return ", ".join(listed)
+    return ", ".join(listed[:limit]) + ", …"
+
+
 def _agent(value: Any, where: str, agents: Mapping[str, int]) -> str:
     name = _string(value, where)
     if name not in agents:
-        raise InputError(f"unknown agent {name!r} (agents: {', '.join(agents)})", where=where)
+        raise InputError(
+            f"unknown agent {name[:60]!r} ({len(agents)} agents: {_known(agents)})", where=where
+        )
     return name
 
 
 def _object(value: Any, where: str, objects: Mapping[str, str]) -> str:
     name = _string(value, where)
     if name not in objects:
-        raise InputError(f"unknown object {name!r} (objects: {', '.join(objects)})", where=where)
+        raise InputError(
+            f"unknown object {name[:60]!r} ({len(objects)} objects: {_known(objects)})",
+            where=where,
+        )
     return name
 
 
@@ -270,10 +284,12 @@ def validate_story(data: Any) -> Story:
         present_list = list(agents)
     else:
         present_list = []
+        seen: set[str] = set()
         for i, a in enumerate(_list(data["present"], "present")):
             name = _agent(a, f"present[{i}]", agents)
-            if name in present_list:
+            if name in seen:
                 raise InputError(f"agent {name!r} is listed twice", where=f"present[{i}]")
+            seen.add(name)
             present_list.append(name)
     present = set(present_list)
 

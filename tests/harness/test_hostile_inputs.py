@@ -217,3 +217,19 @@ def test_a_stored_spec_takes_its_credentials_from_the_settings_again(tmp_path: P
     moved = replace(settings, agents={"bot": AgentConfig("bot", endpoint="http://x/v1")})
     with pytest.raises(ConfigError, match="never stored"):
         _endpoint("bot", planned.spec, moved)
+
+
+def test_story_mistakes_get_one_short_line(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    story = isolated_home / "s.json"
+    base = {"agents": ["Ann", "Ben"], "objects": {"key": "drawer"}, "questions": []}
+    story.write_text(json.dumps({**base, "events": [{"type": ["move"]}]}))
+    code, _, err = cli(capsys, "nesttom", "answer", str(story))
+    assert code == 2 and "events[0].type" in err and "Traceback" not in err
+    many = [f"agent{i}" for i in range(100_000)]
+    story.write_text(json.dumps({**base, "agents": many, "present": [*many, "ghost"],
+                                 "events": []}))  # fmt: skip
+    code, _, err = cli(capsys, "nesttom", "answer", str(story))
+    assert code == 2 and "Traceback" not in err
+    assert len(err) < 1000, len(err)
