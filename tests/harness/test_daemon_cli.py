@@ -111,7 +111,7 @@ def test_serve_answers_health_and_stops_on_a_signal(
         # a token sent where it does not belong (a query string) is refused and never logged
         leaked = "mlt_" + "s3cr3tt0ken" * 3
         r = httpx.get(f"http://127.0.0.1:{port}/runs?token={leaked}", timeout=5)
-        assert r.status_code == 401
+        assert r.status_code in (400, 401)  # an unknown query parameter, or no token
         for t in threads:
             t.start()
         time.sleep(0.3 if busy else 0)
