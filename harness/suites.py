@@ -3,12 +3,22 @@
 - ``quick``: a smoke-sized pass over every belief depth (one false- and one true-belief story
   per depth), two applied stories and four fresh game variants. It finishes in a few minutes on
   two CPU cores with the embedded model, and is enough for the reference agents to be diagnosed.
+  Its NestToM items are B1's and B4's first stories (``meta["block"] == "quick"``), without
+  companion questions: at one story per cell joint accuracy is not estimable, and companions
+  would more than double the model's work (26 → 66 items).
 - ``baseline``: seed 002's baseline table at full size — B1 (NestToM R0–R5, 60 false- and 60
-  true-belief items per depth cell, 12 events, 4 agents), B2 (R2 length sweep, 3 × 60), B4
-  (applied questions on R1–R3 stories, 150), B5 (strategic: 60 level-k trials on fresh variants
-  and 16 A/B/C scenarios), B6 (30-round RPS against 4 bots that switch strategy mid-game, 5
-  sessions each), 16 repeated PD/RPS games with label, payoff and joint counterfactuals
-  (seed 003), and B3 (100 Hi-ToM items) when a Hi-ToM file is given.
+  true-belief items per depth cell, 12 events, 4 agents, plus the companion questions of every
+  shallower prefix on its false-belief stories, for joint accuracy), B2 (R2 length sweep at 6,
+  12 and 20 events, 60 false + 60 true each), B4 (behaviour and judgment questions on B1's
+  R1–R3 stories, 150), B5 (strategic: 60 level-k trials on fresh variants and 16 A/B/C
+  scenarios), B6 (30-round RPS against 4 bots that switch strategy mid-game, 5 sessions each),
+  16 repeated PD/RPS games with label, payoff and joint counterfactuals (seed 003), and B3
+  (100 Hi-ToM items) when a Hi-ToM file is given. B1, B2 and B4 are
+  :func:`nesttom.baseline_items`, the same items ``mindledger nesttom generate --suite`` writes.
+
+NestToM items of both presets have identifiable lures (``nesttom.b1_items`` and friends generate
+with ``lures="require"``): a wrong answer that is reality, the projection or a truncation is
+exactly one of them, except what ``meta["ambiguous"]`` lists.
 
 Each block draws from its own stream of the seed, so adding a block never changes another's
 items.
@@ -27,8 +37,6 @@ from mindledger.errors import UserError
 from mindledger.items import Item
 
 __all__ = ["SUITES", "Suite", "get_suite"]
-
-DEPTHS = ("R0", "R1", "R2", "R2-self", "R3", "R3-loop", "R4", "R5")
 
 
 @dataclass(frozen=True)
@@ -72,8 +80,9 @@ def _hitom_sample(seed: int, path: Path, n: int) -> list[Item]:
 def _quick(seed: int, hitom_path: Path | None) -> list[Item]:
     nt = _nesttom()
     items: list[Item] = []
-    items += nt.b1_items(seed, per_cell=1)  # each depth once as false, once as true belief
-    items += nt.b4_items(seed, per_cell=1)  # behaviour + judgment on the R1–R3 stories above
+    # each depth once as false, once as true belief; behaviour + judgment on the R1–R3 stories
+    items += nt.b1_items(seed, per_cell=1, block="quick")
+    items += nt.b4_items(seed, per_cell=1, block="quick")
     items += _games().generate_items(seed, 4, conditions=("recursive",), variants=True)
     if hitom_path is not None:
         items += _hitom_sample(seed, hitom_path, 10)
@@ -84,18 +93,11 @@ def _baseline(seed: int, hitom_path: Path | None) -> list[Item]:
     nt = _nesttom()
     g = _games()
     items: list[Item] = []
-    # B1: 60 false + 60 true belief per depth cell, 12-event 4-agent stories.
-    items += nt.generate_items(
-        seed, len(DEPTHS) * 2 * 60, depths=DEPTHS, length=12, agents=4, stream=1
-    )
-    # B2: R2 false-belief length sweep, 60 per length.
-    items += nt.generate_items(
-        seed, 180, depths=("R2",), belief_types=("false",), length=(6, 12, 20), agents=4, stream=2
-    )
-    # B4: behaviour + judgment questions on R1–R3 stories (50 stories × 3 questions).
-    items += nt.generate_items(
-        seed, 50, depths=("R1", "R2", "R3"), belief_types=("false",), applied=True, stream=3
-    )
+    # B1 (60 false + 60 true per depth cell, 12 events, 4 agents, with the companions of its
+    # false-belief stories), B2 (R2 at 6/12/20 events, 60 + 60 each), B4 (150 applied questions
+    # on B1's R1–R3 stories)
+    for block in nt.baseline_items(seed).values():
+        items += block
     # B5: 60 level-k trials on fresh variants + A/B/C scenarios (~60 items).
     items += g.generate_items(seed, 60, variants=True)
     items += g.generate_abc_items(seed, 16)
@@ -119,9 +121,17 @@ SUITES: dict[str, Suite] = {
     ),
     "baseline": Suite(
         "baseline",
-        "seed 002 baseline table: B1 960, B2 180, B4 150, B5 ~120, B6 20 episodes, "
-        "16 counterfactual repeated games (+ B3 100 with --hitom)",
-        {"B1": 960, "B2": 180, "B4": 150, "B5": 120, "B6": 20, "repeated": 16},
+        "seed 002 baseline table: B1 960 (+ 1,200 companion questions), B2 360, B4 150, "
+        "B5 ~120, B6 20 episodes, 16 counterfactual repeated games (+ B3 100 with --hitom)",
+        {
+            "B1": 960,
+            "B1_companions": 1200,
+            "B2": 360,
+            "B4": 150,
+            "B5": 120,
+            "B6": 20,
+            "repeated": 16,
+        },
         _baseline,
     ),
 }

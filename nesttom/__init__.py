@@ -9,7 +9,8 @@ accepts a path, for convenience; the CLI passes it parsed data.)
   :func:`answer_questions` (the ``mindledger nesttom answer`` contract).
 - Generation: :func:`generate_items`, :func:`generate_story`, :func:`regenerate`,
   :func:`verify_items`; baseline builders :func:`b1_items`, :func:`b2_items`, :func:`b4_items`.
-- Scoring: :func:`score`, :func:`error_codes`, :func:`reference_answer`.
+- Scoring: :func:`score`, :func:`error_codes`, :func:`reference_answer`, and
+  :func:`ambiguities` (what an item's error coding cannot tell apart).
 - External items: :func:`import_hitom`.
 """
 
@@ -27,6 +28,7 @@ from nesttom.generator import (
     DEPTHS,
     FORMS,
     GENERATOR,
+    LURES,
     MECHANISMS,
     VERSION,
     Drawn,
@@ -41,7 +43,16 @@ from nesttom.generator import (
 from nesttom.hitom import import_hitom, parse_hitom_question, parse_hitom_story
 from nesttom.model import Enter, Event, Leave, Move, Question, Story, Tell, validate_story
 from nesttom.render import render_prompt, render_story
-from nesttom.scoring import POLICIES, error_codes, normalize_answer, reference_answer, score
+from nesttom.scoring import (
+    ERROR_TYPES,
+    POLICIES,
+    ambiguities,
+    error_codes,
+    error_type,
+    normalize_answer,
+    reference_answer,
+    score,
+)
 from nesttom.semantics import (
     answer_chain,
     belief_of_chain,
@@ -56,8 +67,10 @@ __all__ = [
     "BELIEF_TYPES",
     "DEPTHS",
     "DEPTH_N",
+    "ERROR_TYPES",
     "FORMS",
     "GENERATOR",
+    "LURES",
     "MECHANISMS",
     "POLICIES",
     "VERSION",
@@ -69,6 +82,7 @@ __all__ = [
     "Question",
     "Story",
     "Tell",
+    "ambiguities",
     "answer_chain",
     "answer_questions",
     "b1_items",
@@ -81,6 +95,7 @@ __all__ = [
     "decisive_feasible",
     "depth_label",
     "error_codes",
+    "error_type",
     "feasible",
     "generate_items",
     "generate_story",

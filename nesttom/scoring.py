@@ -24,7 +24,16 @@ import numpy as np
 
 from mindledger.items import Item, Score
 
-__all__ = ["POLICIES", "error_codes", "normalize_answer", "reference_answer", "score"]
+__all__ = [
+    "ERROR_TYPES",
+    "POLICIES",
+    "ambiguities",
+    "error_codes",
+    "error_type",
+    "normalize_answer",
+    "reference_answer",
+    "score",
+]
 
 POLICIES = ("oracle", "random", "depth-capped:N", "reality-leak", "not-reality")
 
@@ -35,6 +44,8 @@ _ARTICLES = ("the ", "a ", "an ")
 def normalize_answer(value: Any) -> str:
     """Lower case, outer punctuation and a leading article removed, underscores and runs of
     spaces made one space: ``" The Green_Drawer."`` → ``"green drawer"``."""
+    if type(value) is str and value.isalpha() and value.islower():
+        return value  # already normal (every generated container name)
     text = str(value).strip().lower().strip(_STRIP)
     text = re.sub(r"[\s_]+", " ", text)
     for article in _ARTICLES:
@@ -56,6 +67,56 @@ def _beliefs(truth: Mapping[str, Any]) -> list[tuple[str, str]]:
     for k, answer in enumerate(prefixes[1:], start=2):
         out.append((f"truncation:{k}", str(answer)))
     return out
+
+
+ERROR_TYPES = ("reality_leak", "projection", "truncation")
+"""The error types a wrong answer can be coded as, besides ``other`` (``truncation:k`` is of type
+``truncation``)."""
+
+_TAG_ORDER = (*ERROR_TYPES, "own_belief", "answer")
+
+
+def error_type(code: str | None) -> str | None:
+    """The type of an error code: ``"truncation:2"`` → ``"truncation"``."""
+    return None if code is None else code.split(":", 1)[0]
+
+
+def ambiguities(truth: Mapping[str, Any], answer_spec: Mapping[str, Any]) -> list[str]:
+    """What the error coding of an item cannot tell apart: ``"a=b"`` for every pair of lure
+    types ``a`` and ``b`` (``reality_leak``, ``projection``, ``truncation``, and for an item told
+    to "you", ``own_belief`` — your own belief) that some wrong answer matches at once, and
+    ``"own_belief=answer"`` when your own belief is the right answer (an own-belief leak cannot
+    show). Empty when every wrong answer that matches a lure matches one type only.
+
+    Two truncations of different depths with the same answer are not listed (the type is still
+    known; ``error_codes`` records every depth). On a yes/no judgment item a lure matches the
+    wrong answer when judging by that belief gives it, so with two answers the lures often
+    coincide (a "yes" judgment answered "no" matches every lure)."""
+    yesno = answer_spec.get("kind") == "yesno"
+    correct = normalize_answer(truth["answer"])
+    lures = [(code.partition(":")[0], normalize_answer(b)) for code, b in _beliefs(truth)]
+    own = truth.get("self_belief")
+    if own is not None and not yesno:
+        lures.append(("own_belief", normalize_answer(own)))
+    if not yesno and len({b for _, b in lures} | {correct}) == len(lures) + 1:
+        return []  # every lure names its own container, and none the answer
+    looked = normalize_answer(truth.get("looked", "")) if yesno else ""
+    matched: dict[str, set[str]] = {}
+    tags: set[str] = set()
+    for kind, given in lures:
+        if yesno:
+            given = "yes" if given == looked else "no"
+        if given == correct:
+            if kind == "own_belief":
+                tags.add("own_belief=answer")
+            continue
+        matched.setdefault(given, set()).add(str(kind))
+    for kinds in matched.values():
+        ordered = sorted(kinds, key=_TAG_ORDER.index)
+        for i, a in enumerate(ordered):
+            for b in ordered[i + 1 :]:
+                tags.add(f"{a}={b}")
+    return sorted(tags, key=lambda t: [_TAG_ORDER.index(p) for p in t.split("=")])
 
 
 def error_codes(item: Item, answer: Any) -> tuple[tuple[str, ...], str | None]:

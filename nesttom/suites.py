@@ -7,8 +7,22 @@
   "60 per depth": 60 false + 60 true).
 - **B4** — applied ToM on B1's own stories at R1–R3: for the first ``per_cell`` stories of each
   of R1, R2 and R3 in B1 (false and true belief alternating), a behaviour question and a
-  judgment question (yes and no alternating), so the explicit–applied gap compares belief and
+  judgment question (yes and no alternating in pairs), so the explicit–applied gap compares belief and
   behaviour accuracy on the same stories (``meta["story_id"]``). Default 25 → 150 items.
+
+Every item's ``meta["block"]`` names its block (``"B1"``, ``"B2"``, ``"B4"``, or what the
+caller passes, e.g. ``"quick"``). The blocks **require** identifiable lures
+(``lures="require"``, see :func:`nesttom.generator.generate_story`): on every belief and
+behaviour question a wrong answer that is reality, the projection or a truncation is exactly one
+of them, so the error coder can say which. What stays ambiguous by construction is listed in
+``meta["ambiguous"]`` (:func:`nesttom.scoring.ambiguities`): yes/no judgments (two answers for
+three lures), your own belief on R2-self items when it is reality or the projection, and on
+companion questions nothing more than their main question's lures allow.
+
+B1 ``companions`` adds, on each story of the given belief types, the belief questions of every
+shallower prefix of its chain (R0 included) for Hi-ToM-style joint accuracy: same
+``meta["story_id"]``, ``meta["selection"] == "companion"``, ``meta["role"] == "prefix:k"`` and
+``meta["companion_of"]`` the main item's id.
 
 B10 (confidence on every item of B1–B9) has no items of its own: it is the confidence asked on
 these items. Seeds separate the suites: B1 and B4 share ``stream`` 0 (B4 re-tells B1's
@@ -16,6 +30,8 @@ stories), B2 uses stream 2, so one seed gives independent B1 and B2 stories.
 """
 
 from __future__ import annotations
+
+from collections.abc import Collection, Sequence
 
 from mindledger.items import Item
 from nesttom.generator import (
@@ -35,15 +51,22 @@ __all__ = ["B1_STREAM", "B2_STREAM", "b1_items", "b2_items", "b4_items", "baseli
 B1_STREAM = 0
 B2_STREAM = 2
 B2_LENGTHS = (6, 12, 20)
+LURES = "require"
 
 
 def b1_items(
-    seed: int, per_cell: int = 60, length: int = 12, agents: int = 4, *, companions: bool = False
+    seed: int,
+    per_cell: int = 60,
+    length: int = 12,
+    agents: int = 4,
+    *,
+    companions: bool | Collection[str] = False,
+    block: str = "B1",
 ) -> list[Item]:
     """B1: for each of the 8 depths, ``per_cell`` false-belief and ``per_cell`` true-belief
     items (16 × ``per_cell`` items), factors crossed as :func:`~nesttom.generator.cell_of`
-    says. ``companions`` adds, on each story, the items of every shallower prefix chain
-    (``meta["selection"] == "companion"``) for Hi-ToM-style joint accuracy."""
+    says. ``companions`` (True, or the belief types whose stories get them) adds, on each story,
+    the items of every shallower prefix chain for joint accuracy."""
     return generate_items(
         seed,
         len(DEPTHS) * len(BELIEF_TYPES) * per_cell,
@@ -52,35 +75,54 @@ def b1_items(
         agents=agents,
         stream=B1_STREAM,
         companions=companions,
+        lures=LURES,
+        block=block,
     )
 
 
-def b2_items(seed: int, per_cell: int = 60, agents: int = 4) -> list[Item]:
-    """B2: R2 items at 6, 12 and 20 events, ``per_cell`` false + ``per_cell`` true each."""
+def b2_items(
+    seed: int,
+    per_cell: int = 60,
+    agents: int = 4,
+    *,
+    belief_types: Sequence[str] = BELIEF_TYPES,
+    block: str = "B2",
+) -> list[Item]:
+    """B2: R2 items at 6, 12 and 20 events, ``per_cell`` of each of ``belief_types`` each."""
     out: list[Item] = []
     for length in B2_LENGTHS:
         out.extend(
             generate_items(
                 seed,
-                len(BELIEF_TYPES) * per_cell,
+                len(belief_types) * per_cell,
                 depths=("R2",),
+                belief_types=belief_types,
                 length=length,
                 agents=agents,
                 stream=B2_STREAM,
+                lures=LURES,
+                block=block,
             )
         )
     return out
 
 
-def b4_items(seed: int, per_cell: int = 25, length: int = 12, agents: int = 4) -> list[Item]:
+def b4_items(
+    seed: int, per_cell: int = 25, length: int = 12, agents: int = 4, *, block: str = "B4"
+) -> list[Item]:
     """B4: a behaviour and a judgment item for each of the first ``per_cell`` B1 stories of
-    R1, R2 and R3 (same seed, same stories as :func:`b1_items`): 6 × ``per_cell`` items."""
+    R1, R2 and R3 (same seed, same stories as :func:`b1_items`): 6 × ``per_cell`` items.
+
+    Judgments are "yes" on two stories, then "no" on two, counting B4's stories across depths:
+    belief type (which alternates) and polarity are crossed within each depth, and even one
+    story per depth (the quick suite) has both polarities."""
     _check_seed(seed)
     out: list[Item] = []
+    story = 0  # B4's own count of stories, across depths
     for depth in APPLIED_DEPTHS:
         index = DEPTHS.index(depth)
         for _ in range(per_cell):
-            cell, form, yes = cell_of(
+            cell, form, _ = cell_of(
                 index,
                 depths=DEPTHS,
                 belief_types=BELIEF_TYPES,
@@ -90,13 +132,28 @@ def b4_items(seed: int, per_cell: int = 25, length: int = 12, agents: int = 4) -
                 agents=(agents,),
             )
             items = _story_items(
-                seed, B1_STREAM, index, cell, form, yes, applied=True, companions=False
+                seed,
+                B1_STREAM,
+                index,
+                cell,
+                form,
+                (story // 2) % 2 == 0,
+                applied=True,
+                companions=False,
+                block=block,
+                lures=LURES,
             )
             out.extend(i for i in items if i.meta["question"] != "belief")
             index += len(DEPTHS)  # the next story of the same depth (belief type alternates)
+            story += 1
     return out
 
 
 def baseline_items(seed: int) -> dict[str, list[Item]]:
-    """The NestToM items of the baseline suite at its default sizes: B1, B2 and B4."""
-    return {"B1": b1_items(seed), "B2": b2_items(seed), "B4": b4_items(seed)}
+    """The NestToM items of the baseline suite at its default sizes: B1 (with companion
+    questions on its false-belief stories), B2 and B4."""
+    return {
+        "B1": b1_items(seed, companions=("false",)),
+        "B2": b2_items(seed),
+        "B4": b4_items(seed),
+    }

@@ -1,19 +1,25 @@
 """The suite's own validity check: on the quick suite, every reference agent is diagnosed as
-what it is (issue 5's acceptance), through the real runner and storage."""
+what it is (issue 5's acceptance), through the real runner and storage; and its errors are
+coded as what they are (issue 11): on quick through the runner, on baseline with the scorer
+directly (its 2,700 NestToM items would take minutes through the runner)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 from collections import defaultdict
+from typing import Any
 
+import numpy as np
 import pytest
 
 from harness.build import plan_agents
 from harness.runs import create_run, execute_stored_run
 from harness.settings import load_settings
 from ledger.db import open_engine
+from ledger.models import TrialRow
 from ledger.store import Store
+from mindledger.items import Item
 
 POLICIES = ("oracle", "random", "depth-capped:2", "reality-leak", "not-reality", "level:2")
 
@@ -31,7 +37,7 @@ def quick_run(
     return store, run_id
 
 
-def rows(store: Store, run_id: str, agent: str) -> list[tuple[dict, object]]:
+def rows(store: Store, run_id: str, agent: str) -> list[tuple[Item, TrialRow]]:
     items = {i.id: i for i in store.run_items(run_id)}
     out = []
     for t in store.trials(run_id, f"ref:{agent}"):
@@ -40,7 +46,7 @@ def rows(store: Store, run_id: str, agent: str) -> list[tuple[dict, object]]:
     return out
 
 
-def belief_rows(store: Store, run_id: str, agent: str):
+def belief_rows(store: Store, run_id: str, agent: str) -> list[tuple[Item, TrialRow]]:
     return [
         (i, t)
         for i, t in rows(store, run_id, agent)
@@ -82,9 +88,78 @@ def test_depth_capped_fails_from_depth_three_with_truncation(quick_run: tuple[St
     assert all(t.correct for d in (0, 1, 2) for t in by_depth[d])
     deep = [t for d in (3, 4, 5) for t in by_depth[d]]
     assert deep and all(not t.correct for t in deep)
-    # every deep answer is the depth-2 prefix's: truncation:2 is always among its codes (the
-    # primary code is reality_leak or projection when that prefix's answer is also one of those)
-    assert all("truncation:2" in json.loads(t.score_json)["error_codes"] for t in deep)
+    # every deep answer is the depth-2 prefix's, and (the lures being identifiable) nothing
+    # else's: its primary code is truncation:2 and every code is a truncation
+    for t in deep:
+        codes = json.loads(t.score_json or "{}")["error_codes"]
+        assert t.primary_error == "truncation:2" and all(c.startswith("truncation:") for c in codes)
+
+
+# a wrong answer: (depth label, every error code, the primary code)
+Wrong = tuple[str, list[str], str | None]
+
+
+def code_rates(wrong: list[Wrong], wanted: str) -> tuple[float, float]:
+    """Over wrong answers: the share whose primary code is of type ``wanted``, and the share
+    whose codes are all of that type (the answer matches no lure of another type)."""
+    assert wrong
+    primary = sum(1 for _, _, p in wrong if p is not None and p.split(":")[0] == wanted)
+    only = sum(1 for _, codes, _ in wrong if {c.split(":")[0] for c in codes} == {wanted})
+    return primary / len(wrong), only / len(wrong)
+
+
+def wrong_answers(pairs: list[tuple[Item, dict[str, Any]]], policy: str) -> list[Wrong]:
+    """The wrong answers to count for ``policy`` (pairs of item and score dict): depth-capped:N
+    beyond depth N, the others everywhere; every NestToM question (belief, behaviour, judgment;
+    companions included)."""
+    cap = int(policy.split(":")[1]) if policy.startswith("depth-capped:") else -1
+    out: list[Wrong] = []
+    for item, score in pairs:
+        if item.family != "nesttom" or item.meta["depth_n"] <= cap or score["correct"]:
+            continue
+        out.append((item.meta["depth"], list(score["error_codes"]), score["primary_error"]))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("policy", "code"), [("depth-capped:2", "truncation"), ("reality-leak", "reality_leak")]
+)
+def test_errors_are_coded_as_what_they_are(
+    quick_run: tuple[Store, str], policy: str, code: str
+) -> None:
+    store, run_id = quick_run
+    pairs = [(i, json.loads(t.score_json or "{}")) for i, t in rows(store, run_id, policy)]
+    wrong = wrong_answers(pairs, policy)
+    primary, only = code_rates(wrong, code)
+    assert primary >= 0.9 and only >= 0.9, (primary, only, wrong)
+
+
+@pytest.mark.parametrize("seed", [12, 40])
+def test_baseline_errors_are_coded_as_what_they_are(seed: int) -> None:
+    from harness.families import reference_answer, score
+    from harness.suites import get_suite
+
+    items = [i for i in get_suite("baseline").build(seed) if i.family == "nesttom"]
+    for policy, code in (("depth-capped:2", "truncation"), ("reality-leak", "reality_leak")):
+        rng = np.random.default_rng(0)
+        pairs: list[tuple[Item, dict[str, Any]]] = []
+        for item in items:
+            s = score(item, reference_answer(item, policy, rng))
+            codes = {"error_codes": s.error_codes, "primary_error": s.primary_error}
+            pairs.append((item, {"correct": s.correct, **codes}))
+        wrong = wrong_answers(pairs, policy)
+        primary, only = code_rates(wrong, code)
+        assert primary >= 0.9 and only >= 0.9, (policy, primary, only)
+        # what is not identified is what the items say is ambiguous: yes/no judgments, and
+        # nothing else
+        unclear = [
+            item
+            for item, s in pairs
+            if not s["correct"]
+            and {c.split(":")[0] for c in s["error_codes"]} != {code}
+            and (not policy.startswith("depth-capped") or item.meta["depth_n"] > 2)
+        ]
+        assert all(i.meta["question"] == "judgment" and i.meta["ambiguous"] for i in unclear)
 
 
 def test_not_reality_fails_true_belief_controls(quick_run: tuple[Store, str]) -> None:
