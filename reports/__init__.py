@@ -11,10 +11,12 @@ Public API::
 from) appears in no output unless the caller passes ``reveal_held_out=True``, which every entry
 point above and every ``render_*`` takes: operators only.
 
-Statistics (pure; seeded generators only) live in :mod:`reports.stats`.
+Statistics (pure; seeded generators only) live in :mod:`reports.stats`; which method each figure
+gets (by its n and design) in :mod:`reports.estimates`.
 """
 
 from reports.data import RunData, load_run
+from reports.estimates import MIN_N, Contrast, Proportion, paired_binary, paired_values, proportion
 from reports.profile import (
     PROFILE_SCHEMA,
     TRUE_BELIEF_THRESHOLD,
@@ -46,19 +48,27 @@ from reports.stats import (
     d50_replicates,
     degradation_slope,
     ece,
+    fisher_exact,
     holm,
+    mcnemar_exact,
+    newcombe_interval,
+    newcombe_paired_interval,
     paired_difference,
+    sign_flip_pvalue,
     wilson_interval,
 )
 
 __all__ = [
+    "MIN_N",
     "PROFILE_SCHEMA",
     "TRUE_BELIEF_THRESHOLD",
     "Analysis",
     "Calibration",
     "ClusterBootstrap",
+    "Contrast",
     "D50Result",
     "Interval",
+    "Proportion",
     "RunData",
     "SlopeResult",
     "analyse",
@@ -72,15 +82,23 @@ __all__ = [
     "degradation_slope",
     "diagnose_references",
     "ece",
+    "fisher_exact",
     "holm",
     "load_run",
+    "mcnemar_exact",
+    "newcombe_interval",
+    "newcombe_paired_interval",
+    "paired_binary",
     "paired_difference",
+    "paired_values",
     "profile_from_data",
+    "proportion",
     "render_compare_markdown",
     "render_csv",
     "render_html",
     "render_json",
     "render_markdown",
     "report",
+    "sign_flip_pvalue",
     "wilson_interval",
 ]

@@ -8,7 +8,13 @@ Item meta conventions read here (missing keys are tolerated; a statistic that ne
 
 - NestToM (``family == "nesttom"``): ``depth`` ("R0" … "R5", "R2-self", "R3-loop"),
   ``depth_n``, ``belief`` ("true"/"false"), ``question`` ("belief"/"behaviour"/"judgment"),
-  ``story_id``, ``length``, ``mechanism``, ``agents``, ``form``.
+  ``story_id``, ``length``, ``mechanism``, ``agents``, ``form``, ``selection`` ("companion"
+  for the shallower questions asked on a story only for joint accuracy), ``block`` (the
+  baseline test the item belongs to: "B1" depth curve, "B2" length sweep, "B4" applied),
+  ``reality_check`` (R0), ``r2_self``, and ``ambiguous`` (what the error coding cannot tell
+  apart, e.g. ``"reality_leak=own_belief"``). Items whose ``block`` is not a baseline test
+  ("quick", or absent) get one inferred from the design (:func:`infer_blocks`), and
+  :attr:`ItemTable.block_source` says so.
 - Hi-ToM (``"hitom"``): ``depth`` (order), ``story_id``.
 - Games (``"games"``): ``game``, ``condition``, ``target_depth``, ``opponent_level``, ``lambda``,
   ``variant``, ``excluded`` (a level-k trial whose K_B would be ambiguous: left out, as the
@@ -34,7 +40,15 @@ from ledger.calls import Calls, summarise
 from ledger.models import ItemRow, RunItemRow, TrialRow
 from ledger.store import RunAgent, Store
 
-__all__ = ["DEPTH_ORDER", "ItemTable", "RunData", "TrialTable", "load_run", "run_data"]
+__all__ = [
+    "DEPTH_ORDER",
+    "ItemTable",
+    "RunData",
+    "TrialTable",
+    "infer_blocks",
+    "load_run",
+    "run_data",
+]
 
 DEPTH_ORDER = ("R0", "R1", "R2", "R2-self", "R3", "R3-loop", "R4", "R5")
 """NestToM depth labels in report order."""
@@ -42,6 +56,58 @@ DEPTH_ORDER = ("R0", "R1", "R2", "R2-self", "R3", "R3-loop", "R4", "R5")
 _DEPTH_N = {"R0": 0, "R1": 1, "R2": 2, "R2-self": 2, "R3": 3, "R3-loop": 3, "R4": 4, "R5": 5}
 ABC_GROUP_KEYS = ("abc_group", "abc_id", "scenario_id", "scenario", "group_id", "group")
 """Meta keys, in order, that tie the A, B and C items about one scenario together."""
+BLOCK_KEYS = ("block", "suite_block", "suite")
+"""Meta keys, in order, that name an item's baseline test ("B1", "B2", "B4", ...)."""
+_BLOCK = re.compile(r"^B\d+$", re.IGNORECASE)
+
+
+def _block_of(meta: Mapping[str, Any]) -> str:
+    for key in BLOCK_KEYS:
+        v = meta.get(key)
+        if type(v) is str and _BLOCK.match(v.strip()):
+            return v.strip().upper()
+    return ""
+
+
+def infer_blocks(
+    question: Sequence[str],
+    depth: Sequence[str],
+    length: Sequence[float],
+    story: Sequence[str],
+    stream: Sequence[str],
+) -> list[str]:
+    """The baseline block of NestToM items that do not name theirs (one entry per item).
+
+    Behaviour and judgment questions are B4. Belief questions are grouped by the generator
+    stream that drew them (``params["stream"]``; one group when absent): with one group every
+    belief question is B1; otherwise a group whose stories all carry applied questions is B4
+    (their belief side), a group at a single depth label with several story lengths is B2 (the
+    length sweep), and any other group B1.
+    """
+    n = len(question)
+    out = [""] * n
+    applied_stories = {
+        story[i] for i in range(n) if question[i] in ("behaviour", "judgment") and story[i]
+    }
+    groups: dict[str, list[int]] = {}
+    for i in range(n):
+        if question[i] in ("behaviour", "judgment"):
+            out[i] = "B4"
+        else:
+            groups.setdefault(stream[i], []).append(i)
+    for members in groups.values():
+        block = "B1"
+        if len(groups) > 1:
+            stories = {story[i] for i in members}
+            depths = {depth[i] for i in members}
+            lengths = {length[i] for i in members if math.isfinite(length[i])}
+            if stories and all(s and s in applied_stories for s in stories):
+                block = "B4"
+            elif len(depths) == 1 and len(lengths) >= 2:
+                block = "B2"
+        for i in members:
+            out[i] = block
+    return out
 
 
 def depth_label_number(label: str) -> float:
@@ -111,6 +177,22 @@ class ItemTable:
     truth_answer: list[Any]
     meta: list[Mapping[str, Any]]
     index: dict[str, int] = field(default_factory=dict)
+    block: npt.NDArray[Any] = field(default_factory=lambda: np.empty(0, dtype=object))
+    """NestToM baseline block ("B1", "B2", "B4"; "" for other families)."""
+    block_source: str = "none"
+    """"meta" (every NestToM item names its block), "inferred" (none does), "mixed" or "none"."""
+    selection: npt.NDArray[Any] = field(default_factory=lambda: np.empty(0, dtype=object))
+    """NestToM item selection: "adversarial", "control", "companion" ("" when unknown)."""
+    mechanism: npt.NDArray[Any] = field(default_factory=lambda: np.empty(0, dtype=object))
+    form: npt.NDArray[Any] = field(default_factory=lambda: np.empty(0, dtype=object))
+    reality_check: npt.NDArray[np.bool_] = field(default_factory=lambda: np.empty(0, bool))
+    """R0: the question asks where the object really is (``meta["reality_check"]``, else R0)."""
+    r2_self: npt.NDArray[np.bool_] = field(default_factory=lambda: np.empty(0, bool))
+    """R2-self: "what does X think *you* believe?" (``meta["r2_self"]``, else the label)."""
+    ambiguous: list[tuple[str, ...]] = field(default_factory=list)
+    """The item's ``meta["ambiguous"]`` tags (empty when it lists none or has no such key)."""
+    block_names: tuple[str, ...] = ()
+    """Every ``block`` name the NestToM items' meta carries, as written ("quick", "B1", ...)."""
 
     def __post_init__(self) -> None:
         if not self.index:
@@ -123,9 +205,13 @@ class ItemTable:
     def from_bodies(cls, bodies: Sequence[Mapping[str, Any]]) -> ItemTable:
         """Build the columns from item dicts (:meth:`mindledger.items.Item.to_dict` form)."""
         n = len(bodies)
+        names: set[str] = set()
         cols: dict[str, list[Any]] = {
             k: [None] * n
-            for k in ["family", "depth", "depth_n", "belief", "question", "story", "length", "game", "condition", "target_depth", "lam", "group", "n_choices", "truth", "meta", "ids", "excluded", "abc_differ"]
+            for k in ["family", "depth", "depth_n", "belief", "question", "story", "length",
+                      "game", "condition", "target_depth", "lam", "group", "n_choices", "truth",
+                      "meta", "ids", "excluded", "abc_differ", "block", "stream", "selection",
+                      "mechanism", "form", "reality_check", "r2_self", "ambiguous"]
         }
         for i, b in enumerate(bodies):
             meta = b.get("meta") or {}
@@ -169,6 +255,43 @@ class ItemTable:
             cols["excluded"][i] = meta.get("excluded") is True
             differ = truth.get("abc_differ")
             cols["abc_differ"][i] = differ if isinstance(differ, bool) else None
+            if fam == "nesttom":
+                cols["block"][i] = _block_of(meta)
+                raw = meta.get("block")
+                if type(raw) is str:
+                    names.add(raw)
+            else:
+                cols["block"][i] = ""
+            params = b.get("params") or {}
+            stream = params.get("stream") if isinstance(params, Mapping) else None
+            cols["stream"][i] = "" if stream is None else str(stream)
+            cols["selection"][i] = _str(meta.get("selection")).lower()
+            cols["mechanism"][i] = _str(meta.get("mechanism"))
+            cols["form"][i] = _str(meta.get("form"))
+            rc = meta.get("reality_check")
+            cols["reality_check"][i] = fam == "nesttom" and (
+                rc is True if isinstance(rc, bool) else cols["depth_n"][i] == 0)
+            rs = meta.get("r2_self")
+            cols["r2_self"][i] = fam == "nesttom" and (
+                rs is True if isinstance(rs, bool) else label == "R2-self")
+            amb = meta.get("ambiguous")
+            cols["ambiguous"][i] = tuple(str(x) for x in amb) if isinstance(amb, list) else ()
+        nt = [i for i in range(n) if cols["family"][i] == "nesttom"]
+        named = sum(1 for i in nt if cols["block"][i])
+        source = "none" if not nt else (
+            "meta" if named == len(nt) else "inferred" if named == 0 else "mixed"
+        )
+        missing = [i for i in nt if not cols["block"][i]]
+        if missing:
+            guessed = infer_blocks(
+                [cols["question"][i] for i in missing],
+                [cols["depth"][i] for i in missing],
+                [cols["length"][i] for i in missing],
+                [cols["story"][i] for i in missing],
+                [cols["stream"][i] for i in missing],
+            )
+            for i, g in zip(missing, guessed, strict=True):
+                cols["block"][i] = g
 
         def obj(name: str) -> npt.NDArray[Any]:
             a = np.empty(n, dtype=object)
@@ -194,6 +317,15 @@ class ItemTable:
             abc_differ=cols["abc_differ"],
             truth_answer=cols["truth"],
             meta=cols["meta"],
+            block=obj("block"),
+            block_source=source,
+            selection=obj("selection"),
+            mechanism=obj("mechanism"),
+            form=obj("form"),
+            reality_check=np.asarray(cols["reality_check"], dtype=bool),
+            r2_self=np.asarray(cols["r2_self"], dtype=bool),
+            ambiguous=cols["ambiguous"],
+            block_names=tuple(sorted(names)),
         )
 
 

@@ -176,8 +176,9 @@ def depth_curves(profile: Mapping[str, Any]) -> bytes | None:
             pts.sort(key=lambda t: t[0])
             xs = [p[0] + (ai - (len(agents) - 1) / 2) * 0.03 for p in pts]
             vs = [p[1]["value"] for p in pts]
-            lo = [max(p[1]["value"] - p[1]["ci"][0], 0) for p in pts]
-            hi = [max(p[1]["ci"][1] - p[1]["value"], 0) for p in pts]
+            # a cell with no interval (too few items) is drawn without an error bar
+            lo = [max(p[1]["value"] - p[1]["ci"][0], 0) if p[1].get("ci") else 0 for p in pts]
+            hi = [max(p[1]["ci"][1] - p[1]["value"], 0) if p[1].get("ci") else 0 for p in pts]
             st = ROLE_STYLE.get(a.get("role", ""), ROLE_STYLE["reference"])
             label = f"{name} ({a.get('role')})" + (" INVALID" if a.get("valid") is False else "")
             ax.errorbar(xs, vs, yerr=[lo, hi], color=cols[name], lw=st["lw"], ls=st["ls"],
@@ -291,7 +292,8 @@ CONTRAST_METRICS = (
 
 def contrast_bars(profile: Mapping[str, Any]) -> bytes | None:
     """Base-model subtraction (agent − control) and ablation credit (full − ablated) with their
-    paired cluster-bootstrap 95% intervals; proportions left, D50 (depth units) right."""
+    paired 95% intervals (each metric's own method); proportions left, D50 (depth units)
+    right. Contrasts without an interval (too few items) are left out."""
     rows: list[tuple[str, float, float, float]] = []
     d50_rows: list[tuple[str, float, float, float]] = []
     for name, a in profile.get("agents", {}).items():
@@ -329,7 +331,7 @@ def contrast_bars(profile: Mapping[str, Any]) -> bytes | None:
                             capsize=3, lw=1)
         ax.axvline(0, color="black", lw=0.8)
         ax.set_yticks(ys, [r[0] for r in data], fontsize=7)
-        ax.set_title(title + "\n(bars: paired cluster bootstrap 95%)", fontsize=10)
+        ax.set_title(title + "\n(bars: paired 95% intervals)", fontsize=10)
         ax.grid(axis="x", alpha=0.3)
     return _png(fig)
 

@@ -1,26 +1,38 @@
-"""The recursive-reasoning profile of every agent in a run (seed 002 §14.3 and §18).
+"""The recursive-reasoning profile of every agent in a run (seed 002 §3, §14.3 and §18).
 
 :func:`build_profile` reads a run (:func:`reports.data.load_run`) and returns a JSON-ready dict;
-:func:`profile_from_data` is the pure part. Intervals (the glossary is in the profile's
-``intervals`` key):
+:func:`profile_from_data` is the pure part.
 
-- proportions show the **wider** of the Wilson interval and a cluster-bootstrap percentile
-  interval (the seed-000 Appendix D rule), and say which one they show;
-- the cluster bootstrap resamples whole cells — (story, belief, depth) for NestToM, (story,
-  depth) for Hi-ToM, (game, condition, target depth, lambda) for games, the A/B/C scenario for
-  A/B/C items — within the design's strata, with a generator seeded by ``seed``; one set of
-  resamples serves every statistic of the run, so paired contrasts (agent − control, full −
-  ablated) are computed on shared resamples of the same items;
-- D50 has a bootstrap percentile interval whose ends outside the tested depths are bounds;
-- the degradation slope has a cluster-robust Wald interval; means of non-binary quantities
-  (K_B, K_L, log score) have normal-approximation intervals.
+What is counted where (seed 002):
+
+- **R0 is the reality check** (``reality_check``): its own row, outside false-belief accuracy,
+  D50 and leakage resistance. It must be passed (>= 90%) as the true-belief controls must.
+- **B1** (the depth curve: items whose ``block`` is B1, or inferred as B1) alone gives accuracy by
+  depth, false-belief accuracy, D50 and leakage resistance, at R1 and deeper.
+- **B2** (the length sweep) is reported as accuracy by story length, and the degradation slope is
+  the logistic fit of false-belief correctness on depth *and* length over B1 and B2 together,
+  which separates the two.
+- **B4** (applied questions) gives the applied gap: belief − behaviour accuracy on the same
+  stories, overall and per depth.
+- The R2-self own-belief leak, and accuracy by mechanism and by surface form, are reported with
+  their n and interval.
+- Companion questions (``selection == "companion"``) only serve joint accuracy.
+
+Methods (the profile's ``intervals.kinds`` is the glossary; :mod:`reports.estimates` the rules):
+proportions get Wilson intervals (at the design-effect-adjusted n where trials come in clusters);
+paired contrasts of proportions (agent − control, full − ablated) Newcombe's paired interval and
+the exact McNemar test; paired means a t interval and the sign-flip permutation test; D50 a
+cluster-bootstrap percentile interval (strata of fewer than two clusters merged with their
+siblings) and, for a contrast, the paired bootstrap interval and a label-permutation test. A
+figure whose n cannot carry a claim keeps its value and n, has ``status: "not_estimable"`` and a
+``reason``, and is left out of the Holm family (every testable contrast in the report).
 
 Every figure carries its n. API errors are excluded from accuracy and counted; an ``ok`` trial
 without a score counts as wrong (an unparseable answer is wrong, never dropped).
 
-Anti-inflation (§18.2): an agent whose true-belief control accuracy is below 90% is marked
-``valid: false`` and its first notice says its false-belief scores are invalid; a run on
-held-out seeds is marked as such, and its seed is withheld (``run.seed`` None,
+Anti-inflation (§18.2): an agent whose true-belief control accuracy (or R0 reality-check accuracy)
+is below 90% is marked ``valid: false`` and its first notice says its false-belief scores are
+invalid; a run on held-out seeds is marked as such, and its seed is withheld (``run.seed`` None,
 ``run.seed_withheld`` true) unless an operator asks with ``reveal_held_out=True``: the seed
 regenerates the held-out items. The profile carries no item seeds or parameters.
 """
@@ -31,7 +43,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,19 +54,29 @@ from ledger.store import RunAgent, Store
 from reports._disclosure import disclosed_run
 from reports._repeated import episode_columns, repeated_design, repeated_section
 from reports.data import RunData, depth_sort_key, load_run
+from reports.estimates import (
+    MIN_N,
+    Contrast,
+    MetricSample,
+    Proportion,
+    not_estimable_reason,
+    paired_binary,
+    paired_values,
+    proportion,
+)
 from reports.stats import (
-    Z95,
     BootstrapSums,
     ClusterBootstrap,
     D50Result,
-    bootstrap_pvalue,
+    clustered_mean_interval,
+    collapse_strata,
     d50_estimate,
     d50_replicates,
     degradation_slope,
     ece,
     holm,
-    mean_interval,
     percentile_interval,
+    permutation_pvalue,
     wilson_interval,
 )
 
@@ -70,33 +92,65 @@ __all__ = [
 
 PROFILE_SCHEMA = "mindledger.profile/1"
 TRUE_BELIEF_THRESHOLD = 0.90
-"""§18.2 rule 6: true-belief controls must be passed (>= 90%) for false-belief scores to count."""
+"""§18.2 rule 6: true-belief controls must be passed (>= 90%) for false-belief scores to count;
+the same threshold applies to the R0 reality check (§3: "must be passed")."""
 LEVEL = 0.95
 LEAK_CODES = frozenset({"reality_leak", "projection"})
 ROLE_ORDER = {"agent": 0, "control": 1, "ablation": 2, "reference": 3}
 CALIBRATION_BINS = 10
 SAFE_SPEC_KEYS = ("adapter", "policy", "model", "ablated", "modules", "depth")
+D50_MIN_PER_DEPTH = 20
+"""D50 gets a bootstrap interval (and a D50 contrast a test) only when every tested depth holds at
+least this many scored false-belief items: below it, most resamples are perfectly separated and
+the percentile interval no longer keeps its coverage."""
+ECE_MIN_N = 30
+"""The expected calibration error gets a bootstrap interval from this many rated answers on."""
 
 INTERVALS = {
-    "wilson-95": "Wilson score interval, 95%, treating trials as independent.",
-    "cluster-bootstrap-95": (
-        "Cluster bootstrap percentile interval, 95%: whole cells resampled with replacement "
-        "within the design's strata (NestToM: cells (story, belief, depth) within (belief, "
-        "depth); Hi-ToM: (story, depth) within depth; games: (game, condition, target depth, "
-        "lambda) within (game, condition); A/B/C items: scenarios within game; repeated "
-        "games: episodes within (game, counterfactual))."
+    "wilson-95": "Wilson score interval, 95%: one trial per cluster (independent trials).",
+    "wilson-strat-95": (
+        "Wilson score interval, 95%, at the stratification-adjusted sample size: the proportion "
+        "pools cells whose sizes the design fixes (depth x belief x block), so its variance is "
+        "the stratified one (each cell's proportion taken with one success and one failure "
+        "added), used where it is below the binomial variance."
     ),
-    "paired-cluster-bootstrap-95": (
-        "The same cluster bootstrap applied to per-item differences on the items both agents "
-        "answered without an API error; p-values are two-sided, from the bootstrap standard "
-        "error (normal approximation; the percentile p-value where replicates are unbounded), "
-        "Holm-adjusted across every contrast in the report (p_holm)."
+    "wilson-deff-95": (
+        "Wilson score interval, 95%, at the design-effect-adjusted sample size (Kish's n / deff, "
+        "deff from the ratio-estimator variance over clusters, at least 1) with the t quantile "
+        "on clusters − 1 degrees of freedom: trials that share a cluster (a game cell) are not "
+        "independent."
+    ),
+    "newcombe-paired-95": (
+        "Newcombe's (1998) square-and-add interval for a difference of paired proportions (the "
+        "same items answered by both agents, or the belief and behaviour question of one "
+        "story), with Altman et al.'s corrected correlation; the test is the exact McNemar test "
+        "on the discordant pairs."
+    ),
+    "paired-t-95": (
+        "t interval, 95%, of the mean paired difference over independent units (items, or "
+        "clusters of items); the test is the two-sided sign-flip permutation test over the same "
+        "units (exact up to 16 non-zero differences, else Monte Carlo: p >= 1/(B+1))."
     ),
     "bootstrap-percentile-95": (
-        "Percentile interval of the statistic over the cluster-bootstrap replicates; an end "
-        "outside the tested depths is reported as a bound (None plus a note)."
+        "Percentile interval of the statistic over cluster-bootstrap replicates (whole clusters "
+        "resampled within the design's strata; a stratum of fewer than two clusters is merged "
+        "with its siblings); an end outside the tested depths is reported as a bound (None plus "
+        "a note)."
+    ),
+    "paired-bootstrap-percentile-95": (
+        "Percentile interval of the difference of two agents' D50s over shared cluster-bootstrap "
+        "resamples of the items both answered; the test swaps the two agents' answers item by "
+        "item at random (a permutation test, p >= 1/(B+1))."
+    ),
+    "cluster-bootstrap-95": (
+        "Cluster bootstrap percentile interval, 95%: whole cells resampled with replacement "
+        "within the design's strata (strata of fewer than two clusters merged with their "
+        "siblings)."
     ),
     "normal-95": "Normal approximation, mean ± 1.96·sd/√n (means of non-binary quantities).",
+    "t-95": "t interval, 95%, of a mean over independent units.",
+    "wald-95": "Wald interval from the model-based standard errors of a logistic fit "
+               "(statsmodels GLM).",
     "wald-cluster-robust-95": "Wald interval with cluster-robust standard errors (statsmodels).",
     "none": "Descriptive totals; no interval.",
 }
@@ -159,8 +213,9 @@ def _ratio(num: FloatArray, den: FloatArray) -> FloatArray:
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
 
-def _width(ci: Sequence[float]) -> float:
-    return ci[1] - ci[0] if all(math.isfinite(x) for x in ci) else -1.0
+def _first_finite(values: FloatArray) -> float | None:
+    v = values[np.isfinite(values)]
+    return float(v[0]) if v.size else None
 
 
 @dataclass
@@ -183,10 +238,11 @@ class _AgentCols:
 
 
 class Analysis:
-    """Everything computed for one run: the profile dict and the replicates behind it.
+    """Everything computed for one run: the profile dict and what comparisons need.
 
-    ``metric_replicates[agent][metric] = (estimate, replicates, n)`` for the primary metrics,
-    used by :func:`reports.render.compare` to put intervals on changes between runs.
+    ``metric_samples[agent][metric]`` (:class:`~reports.estimates.MetricSample`) holds the
+    headline figures with what :func:`reports.render.compare_runs` needs to put intervals on
+    changes between runs (counts for proportions, bootstrap replicates for the rest).
     ``reveal_held_out`` puts a held-out run's seed in the profile (operators only).
     """
 
@@ -197,8 +253,9 @@ class Analysis:
         self.seed = seed
         self.reveal_held_out = reveal_held_out
         self.B = n_boot
-        self.metric_replicates: dict[str, dict[str, tuple[float, FloatArray, int]]] = {}
+        self.metric_samples: dict[str, dict[str, MetricSample]] = {}
         self.contrasts: list[dict[str, Any]] = []
+        self._slopes: dict[str, dict[str, Any]] = {}
         self._static()
         self._agents()
         self._bootstrap()
@@ -214,11 +271,27 @@ class Analysis:
         self.hi = fam == "hitom"
         self.gm = fam == "games"
         q = it.question
+        dn = it.depth_n
         self.qbel = (self.nt | self.hi) & (q == "belief")
         self.fb = self.nt & (it.belief == "false")
         self.tb = self.nt & (it.belief == "true")
         self.beh = self.nt & (q == "behaviour")
         self.jud = self.nt & (q == "judgment")
+        # the NestToM item sets of seed 002 (see the module docstring)
+        self.main = self.nt & (it.selection != "companion")
+        deep = np.isfinite(dn) & (dn >= 1) & ~it.reality_check
+        self.r0 = self.nt & self.qbel & self.main & it.reality_check
+        self.curve = self.nt & self.qbel & self.main & (it.block == "B1") & deep
+        self.fbc = self.curve & self.fb
+        self.tbc = self.nt & self.qbel & self.main & self.tb & deep
+        self.b2q = self.nt & self.qbel & self.main & (it.block == "B2") & deep
+        self.fit = self.nt & self.qbel & self.main & self.fb & deep & (
+            (it.block == "B1") | (it.block == "B2"))
+        self.r2self = self.fbc & it.r2_self
+        # R2-self items whose own-belief answer is no other lure's (nor the right answer)
+        self.own_identifiable = np.fromiter(
+            (not any("own_belief" in tag for tag in tags) for tags in it.ambiguous), bool, n
+        ) if len(it.ambiguous) == n else np.ones(n, bool)
         self.abc = self.gm & np.isin(q, ["A", "B", "C", "K"])
         self.lk_excluded = self.gm & ~self.abc & it.excluded
         self.lk = self.gm & ~self.abc & ~it.excluded
@@ -226,11 +299,19 @@ class Analysis:
         self.rp = self.rp_design.mask
         strata: list[tuple[Any, ...]] = [()] * n
         clusters: list[tuple[Any, ...]] = [()] * n
+        # an applied question shares its story's belief question's stratum and cluster
+        self._applied_static()
+        story_block = {int(j): it.block[int(i)] for i, j in self.applied_pairs.tolist()}
         for i in range(n):
             iid = it.ids[i]
             if self.nt[i]:
-                strata[i] = ("nesttom", it.belief[i], it.depth[i])
-                clusters[i] = ("nt", it.story[i] or iid, it.belief[i], it.depth[i])
+                role = "companion" if it.selection[i] == "companion" else it.belief[i]
+                block = story_block.get(i, it.block[i])
+                if it.question[i] == "judgment" and it.story[i]:
+                    block = self._belief_block.get((it.story[i], it.belief[i], it.depth[i]),
+                                                   block)
+                strata[i] = ("nesttom", block, role, it.depth[i])
+                clusters[i] = ("nt", it.story[i] or iid, block, role, it.depth[i])
             elif self.hi[i]:
                 strata[i] = ("hitom", it.depth[i])
                 clusters[i] = ("hi", it.story[i] or iid, it.depth[i])
@@ -239,7 +320,7 @@ class Analysis:
                 clusters[i] = ("abc", it.game[i], it.group[i] or iid)
             elif self.gm[i]:
                 strata[i] = ("games", it.game[i], it.condition[i])
-                if math.isfinite(it.target_depth[i]):
+                if math.isfinite(it.target_depth[i]) and math.isfinite(it.lam[i]):
                     clusters[i] = (
                         "g", it.game[i], it.condition[i], it.target_depth[i], it.lam[i]
                     )
@@ -251,26 +332,47 @@ class Analysis:
             else:
                 strata[i] = (str(fam[i]),)
                 clusters[i] = ("item", iid)
-        self.strata_labels = strata
+        self.design_strata = strata
+        scodes: dict[tuple[Any, ...], int] = {}
+        self.scode = np.fromiter(
+            (scodes.setdefault(st, len(scodes)) for st in strata), np.int64, n
+        )
+        self.strata_labels, self.collapsed = collapse_strata(strata, clusters)
         self.cluster_labels = clusters
-        # NestToM depth labels present, in report order
+        codes: dict[tuple[Any, ...], int] = {}
+        self.ccode = np.fromiter(
+            (codes.setdefault(c, len(codes)) for c in clusters), np.int64, n
+        )
+        # items alone in their cluster (most are): their proportions need no cluster codes
+        self.singleton = np.bincount(self.ccode, minlength=len(codes))[self.ccode] == 1
+        # NestToM depth labels of the B1 curve (R1 and deeper), in report order
         self.nt_depths = sorted(
-            {d for d in it.depth[self.nt & self.qbel].tolist() if d}, key=depth_sort_key
+            {d for d in it.depth[self.curve].tolist() if d}, key=depth_sort_key
+        )
+        self.nt_all_depths = sorted(
+            {d for d in it.depth[self.nt].tolist() if d}, key=depth_sort_key
         )
         self.hi_depths = sorted(
             {d for d in it.depth[self.hi].tolist() if d}, key=depth_sort_key
         )
-        # applied-ToM gap: belief questions in the same (story, belief, depth) cell as a
-        # behaviour question, so that both sides cover the same stories and depths
-        beh_cells = {
-            (it.story[j], it.belief[j], it.depth[j]) for j in np.flatnonzero(self.beh).tolist()
-            if it.story[j]
-        }
-        self.bs = np.zeros(n, dtype=bool)
-        for j in np.flatnonzero(self.nt & self.qbel & (it.story != "")).tolist():
-            self.bs[j] = (it.story[j], it.belief[j], it.depth[j]) in beh_cells
+        self.fb_depths = sorted({float(x) for x in dn[self.fbc].tolist()})
         self._joint_static()
         self._abc_static()
+
+    def _applied_static(self) -> None:
+        """Pairs (belief item, behaviour item) on the same story, belief type and depth: the two
+        sides of the applied gap are the same stories."""
+        it = self.data.items
+        belief_of: dict[tuple[str, str, str], int] = {}
+        for i in np.flatnonzero(self.nt & self.qbel & self.main & (it.story != "")).tolist():
+            belief_of.setdefault((it.story[i], it.belief[i], it.depth[i]), i)
+        self._belief_block = {key: it.block[i] for key, i in belief_of.items()}
+        pairs: list[tuple[int, int]] = []
+        for j in np.flatnonzero(self.beh & (it.story != "")).tolist():
+            b = belief_of.get((it.story[j], it.belief[j], it.depth[j]))
+            if b is not None:
+                pairs.append((b, j))
+        self.applied_pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
 
     def _joint_static(self) -> None:
         it = self.data.items
@@ -416,71 +518,50 @@ class Analysis:
 
     # -- bootstrap ----------------------------------------------------------------------
 
+    # -- bootstrap ----------------------------------------------------------------------
+
     def _bootstrap(self) -> None:
+        """One set of cluster-bootstrap resamples for every figure that needs one (D50 and its
+        contrasts, ECE, the confidence slope, the C log score for comparisons)."""
         rng = np.random.default_rng(self.seed)
         self.boot = ClusterBootstrap(
             self.cluster_labels, rng, B=self.B, strata=self.strata_labels
         )
-        self.stratum_index = {lab: i for i, lab in enumerate(self.boot.strata)}
         columns: dict[str, FloatArray] = {}
-        by_stratum: list[str] = []
         self.extra: dict[str, dict[str, Any]] = {}
+        it = self.data.items
+        depth_masks = [self.fbc & (it.depth_n == d) for d in self.fb_depths]
         for ai, a in enumerate(self.agents):
             c = self.cols[a.name]
             p = f"a{ai}."
             self.extra[a.name] = ex = {}
             okf = c.ok.astype(float)
-            bn = okf * self.qbel
-            bk = c.cor * self.qbel
-            leak = np.fromiter(
+            ex["leak"] = np.fromiter(
                 (x in LEAK_CODES for x in c.prim.tolist()), bool, self.N
-            ) & c.ok & self.qbel & self.fb
-            jn, jk = self._joint(c)
-            columns.update(
-                {
-                    p + "bn": bn,
-                    p + "bk": bk,
-                    p + "lk": leak.astype(float),
-                    p + "jn": jn,
-                    p + "jk": jk,
-                    p + "bsn": okf * self.bs,
-                    p + "bsk": c.cor * self.bs,
-                    p + "hn": okf * self.beh,
-                    p + "hk": c.cor * self.beh,
-                    p + "gn": okf * self.lk,
-                    p + "gk": c.cor * self.lk,
-                }
-            )
-            by_stratum += [p + s for s in ("bn", "bk", "lk", "jn", "jk", "gn", "gk")]
-            ex["leak"] = leak
+            ) & c.ok & self.fbc
+            ex["joint"] = self._joint(c)
+            for j, m in enumerate(depth_masks):
+                columns[p + f"dk{j}"] = c.cor * m
+                columns[p + f"dn{j}"] = okf * m
             # games details
             w1 = self._details(c, "within_one", self.lk)
-            columns[p + "wn"] = np.isfinite(w1).astype(float)
-            columns[p + "wk"] = np.nan_to_num(w1)
-            by_stratum += [p + "wn", p + "wk"]
-            ls = self._details(c, "log_score", self.abc & (self.data.items.question == "C"))
+            ls = self._details(c, "log_score", self.abc & (it.question == "C"))
             columns[p + "cn"] = np.isfinite(ls).astype(float)
             columns[p + "cs"] = np.nan_to_num(ls)
             ex["log_score"] = ls
-            ex["brier"] = self._details(c, "brier", self.abc & (self.data.items.question == "C"))
+            ex["brier"] = self._details(c, "brier", self.abc & (it.question == "C"))
             ex["K_B"] = self._details(c, "K_B", self.lk)
             ex["K_L"] = self._details(c, "K_L", self.lk)
             ex["br_consistent"] = self._details(c, "br_consistent", self.lk)
             ex["within_one"] = w1
+            ex["own_belief"] = self._details(c, "is_own_belief", self.r2self)
             if self.rp.any():
                 ex["repeated"] = episode_columns(self.data.trials, c.rows, c.ok, self.rp_design)
-            for qq in "ABCK":
-                m = self.abc & (self.data.items.question == qq)
-                columns[p + f"q{qq}n"] = okf * m
-                columns[p + f"q{qq}k"] = c.cor * m
-            tn = np.zeros(self.N)
-            tk = np.zeros(self.N)
+            tri = np.full(self.N, np.nan)
             for ia, ib, ic in self.abc_triples:
                 if c.ok[ia] and c.ok[ib] and c.ok[ic]:
-                    tn[ia] = 1.0
-                    tk[ia] = float(c.cor[ia] == c.cor[ib] == c.cor[ic] == 1.0)
-            columns[p + "tn"] = tn
-            columns[p + "tk"] = tk
+                    tri[ia] = float(c.cor[ia] == c.cor[ib] == c.cor[ic] == 1.0)
+            ex["triple"] = tri
             # calibration
             fin = np.isfinite(c.conf)
             conf0 = np.where(fin, c.conf, 0.0)
@@ -490,8 +571,8 @@ class Analysis:
                 m = fin & (b == j)
                 columns[p + f"e{j}c"] = conf0 * m
                 columns[p + f"e{j}k"] = c.cor * m
-            sm = fin & self.nt & self.qbel & np.isfinite(self.data.items.depth_n)
-            x = np.where(sm, self.data.items.depth_n, 0.0)
+            sm = fin & self.nt & self.qbel & np.isfinite(it.depth_n)
+            x = np.where(sm, it.depth_n, 0.0)
             y = np.where(sm, conf0, 0.0)
             columns.update(
                 {
@@ -510,155 +591,30 @@ class Analysis:
             if a.role == "ablation" and a.base_agent in self.cols:
                 module = str(a.spec.get("ablated") or a.name)
                 self.pairs.append((a.base_agent, a.name, "ablation", module))
-        kq = self.abc & (self.data.items.question == "K")
         for pi, (xn, yn, _, _) in enumerate(self.pairs):
             cx, cy = self.cols[xn], self.cols[yn]
             p = f"p{pi}."
             both = (cx.ok & cy.ok).astype(float)
-            fbm = both * self.qbel * self.fb
-            lx = self.extra[xn]["leak"].astype(float) * fbm
-            ly = self.extra[yn]["leak"].astype(float) * fbm
-            lsx, lsy = self.extra[xn]["log_score"], self.extra[yn]["log_score"]
-            cboth = np.isfinite(lsx) & np.isfinite(lsy)
-            tnx = np.zeros(self.N)
-            tkx = np.zeros(self.N)
-            tky = np.zeros(self.N)
-            for ia, ib, ic in self.abc_triples:
-                if all(cx.ok[j] and cy.ok[j] for j in (ia, ib, ic)):
-                    tnx[ia] = 1.0
-                    tkx[ia] = float(cx.cor[ia] == cx.cor[ib] == cx.cor[ic] == 1.0)
-                    tky[ia] = float(cy.cor[ia] == cy.cor[ib] == cy.cor[ic] == 1.0)
-            columns.update(
-                {
-                    p + "bn": fbm,
-                    p + "bkx": cx.cor * fbm,
-                    p + "bky": cy.cor * fbm,
-                    p + "lx": lx,
-                    p + "ly": ly,
-                    p + "bsn": both * self.bs,
-                    p + "bskx": cx.cor * both * self.bs,
-                    p + "bsky": cy.cor * both * self.bs,
-                    p + "hn": both * self.beh,
-                    p + "hkx": cx.cor * both * self.beh,
-                    p + "hky": cy.cor * both * self.beh,
-                    p + "gn": both * self.lk,
-                    p + "gkx": cx.cor * both * self.lk,
-                    p + "gky": cy.cor * both * self.lk,
-                    p + "cn": cboth.astype(float),
-                    p + "csx": np.where(cboth, lsx, 0.0),
-                    p + "csy": np.where(cboth, lsy, 0.0),
-                    p + "tn": tnx,
-                    p + "tkx": tkx,
-                    p + "tky": tky,
-                    p + "kn": both * kq,
-                    p + "kkx": cx.cor * both * kq,
-                    p + "kky": cy.cor * both * kq,
-                }
-            )
-            by_stratum += [p + "bn", p + "bkx", p + "bky"]
-            if self.rp.any():
-                rxx = self.extra[xn]["repeated"].exploitation
-                rxy = self.extra[yn]["repeated"].exploitation
-                rboth = cx.ok & cy.ok & np.isfinite(rxx) & np.isfinite(rxy)
-                columns[p + "rxn"] = rboth.astype(float)
-                columns[p + "rxx"] = np.where(rboth, rxx, 0.0)
-                columns[p + "rxy"] = np.where(rboth, rxy, 0.0)
-        self.sums: BootstrapSums = self.boot.sums(columns, by_stratum=by_stratum)
+            for j, m in enumerate(depth_masks):
+                columns[p + f"dkx{j}"] = cx.cor * both * m
+                columns[p + f"dky{j}"] = cy.cor * both * m
+                columns[p + f"dn{j}"] = both * m
+        self.sums: BootstrapSums = self.boot.sums(columns)
 
     # -- small builders -------------------------------------------------------------------
 
-    def strata_of(self, s: int) -> tuple[Any, ...]:
-        """The label of stratum number ``s``."""
-        lab = self.boot.strata[s]
-        assert isinstance(lab, tuple)
-        return lab
+    def _sum(self, name: str) -> tuple[float, FloatArray]:
+        return self.sums.total(name)
 
-    def _strata(self, pred: Any) -> list[int]:
-        return [i for lab, i in self.stratum_index.items() if pred(lab)]
+    def _p(self, y: FloatArray, mask: BoolArray) -> Proportion:
+        """The proportion of ``y`` over ``mask`` with the interval its clusters and the design's
+        strata allow."""
+        single = bool(self.singleton[mask].all())
+        return proportion(y[mask], None if single else self.ccode[mask], self.scode[mask])
 
-    def _clusters(self, strata: Iterable[int]) -> int:
-        return sum(self.boot.clusters_in(s) for s in strata)
-
-    def _sum(self, name: str, strata: Sequence[int] | None = None) -> tuple[float, FloatArray]:
-        return self.sums.total(name) if strata is None else self.sums.over(name, strata)
-
-    def _prop(
-        self,
-        k: tuple[float, FloatArray],
-        n: tuple[float, FloatArray],
-        n_clusters: int,
-        *,
-        complement: bool = False,
-    ) -> tuple[dict[str, Any], FloatArray]:
-        k0, kr = k
-        n0, nr = n
-        if complement:
-            k0, kr = n0 - k0, nr - kr
-        if n0 <= 0:
-            return (
-                {"value": None, "k": 0, "n": 0, "ci": None, "interval": None,
-                 "reason": "no scored items"},
-                np.full(self.B, np.nan),
-            )
-        reps = _ratio(kr, nr)
-        w = wilson_interval(round(k0), round(n0))
-        lo, hi, _ = percentile_interval(reps, LEVEL)
-        boot_ci = (lo, hi)
-        use_boot = n_clusters > 1 and _width(boot_ci) > _width(w)
-        extra = {}
-        if 1 < n_clusters < 10 and round(n0) > n_clusters:
-            extra["note"] = (
-                f"only {n_clusters} clusters: the cluster bootstrap can be too narrow, read "
-                "the wider interval with care"
-            )
-        return (
-            extra | {
-                "value": k0 / n0,
-                "k": round(k0),
-                "n": round(n0),
-                "ci": list(boot_ci if use_boot else w),
-                "interval": "cluster-bootstrap-95" if use_boot else "wilson-95",
-                "wilson": list(w),
-                "cluster_bootstrap": list(boot_ci),
-                "n_clusters": n_clusters,
-            },
-            reps,
-        )
-
-    def _diff(
-        self,
-        names: tuple[str, str],
-        vx: float | None,
-        vy: float | None,
-        d0: float,
-        dreps: FloatArray,
-        n: int,
-    ) -> dict[str, Any]:
-        lo, hi, _ = percentile_interval(dreps, LEVEL)
-        return {
-            names[0]: vx,
-            names[1]: vy,
-            "difference": d0,
-            "ci": [lo, hi],
-            "n": n,
-            "interval": "paired-cluster-bootstrap-95",
-            "p": bootstrap_pvalue(dreps, estimate=d0),
-            "p_holm": None,
-        }
-
-    def _fb_depth_strata(self) -> dict[float, list[int]]:
-        it = self.data.items
-        out: dict[float, list[int]] = {}
-        depth_n = {}
-        for i in np.flatnonzero(self.nt & self.qbel & self.fb):
-            depth_n[it.depth[i]] = it.depth_n[i]
-        for label, dn in depth_n.items():
-            if not math.isfinite(dn):
-                continue
-            s = self.stratum_index.get(("nesttom", "false", label))
-            if s is not None:
-                out.setdefault(float(dn), []).append(s)
-        return dict(sorted(out.items()))
+    def _rng(self, *key: int) -> np.random.Generator:
+        """A generator for one test, seeded by the bootstrap seed and the test's position."""
+        return np.random.default_rng([self.seed, 0x5EED, *key])
 
     def _chance(self, mask: BoolArray) -> float:
         nc = self.data.items.n_choices[mask]
@@ -666,30 +622,74 @@ class Analysis:
         return float(np.mean(1.0 / nc)) if nc.size else math.nan
 
     def _d50(
-        self, kname: str, nname: str, mask: BoolArray
-    ) -> tuple[D50Result, FloatArray, list[float]]:
-        groups = self._fb_depth_strata()
-        depths = list(groups)
-        k0 = np.array([self._sum(kname, g)[0] for g in groups.values()])
-        n0 = np.array([self._sum(nname, g)[0] for g in groups.values()])
-        if depths:
-            K = np.column_stack([self._sum(kname, g)[1] for g in groups.values()])
-            N = np.column_stack([self._sum(nname, g)[1] for g in groups.values()])
+        self, kname: str, nname: str, chance: float
+    ) -> tuple[D50Result, FloatArray, str | None]:
+        """D50 from per-depth columns ``{kname}{j}`` / ``{nname}{j}``; the replicates (NaN when
+        the interval is not estimable) and why it is not."""
+        depths = self.fb_depths
+        k0 = np.array([self._sum(f"{kname}{j}")[0] for j in range(len(depths))])
+        n0 = np.array([self._sum(f"{nname}{j}")[0] for j in range(len(depths))])
+        has = n0 > 0
+        why = None
+        if has.sum() >= 2 and n0[has].min() < D50_MIN_PER_DEPTH:
+            worst = int(np.flatnonzero(has)[np.argmin(n0[has])])
+            few = int(n0[worst])
+            why = (f"interval not estimable: {few} scored false-belief "
+                   f"item{'' if few == 1 else 's'} at depth {depths[worst]:g}; the bootstrap "
+                   f"interval needs at least {D50_MIN_PER_DEPTH} at every depth")
+        if depths and why is None:
+            K = np.column_stack([self._sum(f"{kname}{j}")[1] for j in range(len(depths))])
+            N = np.column_stack([self._sum(f"{nname}{j}")[1] for j in range(len(depths))])
+            replicates: tuple[FloatArray, FloatArray] | None = (K, N)
         else:
-            K = N = np.zeros((self.B, 0))
-        chance = self._chance(mask)
-        n_cl = self._clusters(s for g in groups.values() for s in g)
+            replicates = None
         res = d50_estimate(
-            depths, k0, n0, chance=chance, replicates=(K, N), level=LEVEL,
-            interval=f"bootstrap-percentile-95 ({n_cl} clusters, B={self.B})",
+            depths, k0, n0, chance=chance, replicates=replicates, level=LEVEL,
+            interval=f"bootstrap-percentile-95 ({self.boot.n_clusters} clusters, B={self.B})"
+            if replicates is not None else None,
         )
         if res.replicates is not None:
             reps = res.replicates
-        elif depths and math.isfinite(chance):
-            reps = d50_replicates(depths, K, N, chance=chance)
+        elif replicates is not None and math.isfinite(chance):
+            reps = d50_replicates(depths, replicates[0], replicates[1], chance=chance)
         else:
             reps = np.full(self.B, np.nan)
-        return res, reps, depths
+        return res, reps, why
+
+    def _d50_permutation(
+        self, mask: BoolArray, x: FloatArray, y: FloatArray, chance: float,
+        rng: np.random.Generator,
+    ) -> tuple[float, float]:
+        """The two-sided permutation test of "two agents' answers are exchangeable" with the
+        D50 difference as statistic: on each of B relabellings every item's two answers swap
+        with probability 1/2. D50s outside the tested depths are clipped one level beyond
+        them. Returns ``(observed difference, p)``."""
+        it = self.data.items
+        depths = np.asarray(self.fb_depths)
+        idx = np.flatnonzero(mask)
+        col = np.searchsorted(depths, it.depth_n[idx])
+        d = len(depths)
+        xa, ya = x[idx], y[idx]
+        n = np.bincount(col, minlength=d).astype(float)
+        kx = np.bincount(col, weights=xa, minlength=d).astype(float)
+        ky = np.bincount(col, weights=ya, minlength=d).astype(float)
+        lo, hi = depths[0] - 1.0, depths[-1] + 1.0
+
+        def stat(kx_: FloatArray, ky_: FloatArray) -> FloatArray:
+            nn = np.broadcast_to(n, kx_.shape)
+            rx = np.clip(d50_replicates(depths, kx_, nn, chance=chance), lo, hi)
+            ry = np.clip(d50_replicates(depths, ky_, nn, chance=chance), lo, hi)
+            return np.asarray(rx - ry, dtype=float)
+
+        t_obs = float(stat(kx[None], ky[None])[0])
+        disc = np.flatnonzero(xa != ya)
+        if disc.size == 0:
+            return t_obs, 1.0
+        move = np.zeros((disc.size, d))
+        move[np.arange(disc.size), col[disc]] = (xa - ya)[disc]
+        flips = rng.integers(0, 2, size=(self.B, disc.size)).astype(float)
+        delta = flips @ move
+        return t_obs, permutation_pvalue(t_obs, stat(kx - delta, ky + delta))
 
     # -- the profile ----------------------------------------------------------------------
 
@@ -727,16 +727,22 @@ class Analysis:
             "run": run_block | {"n_items": self.N, "n_trials": len(self.data.trials)},
             "held_out": bool(run.get("held_out")),
             "notices": notices,
+            "design": self._design(),
             "intervals": {
                 "level": LEVEL,
                 "bootstrap_replicates": self.B,
                 "bootstrap_seed": self.seed,
                 "n_clusters": self.boot.n_clusters,
                 "n_strata": len(self.boot.strata),
+                "collapsed_strata": [" / ".join(str(x) for x in lab) for lab in self.collapsed],
                 "kinds": INTERVALS,
+                "min_n": MIN_N,
+                "d50_min_per_depth": D50_MIN_PER_DEPTH,
                 "proportions": (
-                    "each proportion shows the wider of wilson-95 and cluster-bootstrap-95 "
-                    "and names it in 'interval'"
+                    "wilson-95 where each trial is its own cluster (wilson-strat-95 where the "
+                    "proportion pools the design's depth cells), wilson-deff-95 where trials "
+                    f"share clusters; below n = {MIN_N} (effective) a proportion keeps its value "
+                    "but has no interval (status not_estimable, with the reason)"
                 ),
             },
             "agents": agents_out,
@@ -749,127 +755,145 @@ class Analysis:
             ],
             "multiple_comparisons": {
                 "method": "holm",
-                "family": "every agent − control and full − ablated contrast in this report",
+                "family": "every testable agent − control and full − ablated contrast in this "
+                "report (not-estimable contrasts carry no p-value and are not in the family)",
                 "m": int(sum(1 for p in ps if math.isfinite(p))),
             },
         }
         return _clean(profile)  # type: ignore[no-any-return]
 
+    def _design(self) -> dict[str, Any]:
+        it = self.data.items
+        nt_items = self.nt & (self.qbel | self.beh | self.jud)
+        blocks = Counter(str(b) for b in it.block[nt_items].tolist())
+        return {
+            "nesttom_blocks": dict(sorted(blocks.items())),
+            "block_names_in_meta": list(it.block_names),
+            "block_source": it.block_source,
+            "block_note": {
+                "meta": "every NestToM item names its block in its meta",
+                "inferred": "no NestToM item names a baseline block (B1, B2, B4): they were "
+                "inferred from the design (applied questions are B4; with several generator "
+                "streams, a stream of applied stories is B4 and one depth at several lengths "
+                "is B2; otherwise B1)",
+                "mixed": "some NestToM items name their block; the others were inferred",
+                "none": "no NestToM items",
+            }[it.block_source],
+            "reality_check_items": int(self.r0.sum()),
+            "companion_items": int((self.nt & ~self.main).sum()),
+            "depth_curve": "B1 belief items at R1 and deeper (R0 is the reality check)",
+        }
+
     def _agent(self, ai: int, a: RunAgent) -> dict[str, Any]:
         c = self.cols[a.name]
+        ex = self.extra[a.name]
         p = f"a{ai}."
-        reps: dict[str, tuple[float, FloatArray, int]] = {}
-        self.metric_replicates[a.name] = reps
+        samples: dict[str, MetricSample] = {}
+        self.metric_samples[a.name] = samples
+        it = self.data.items
         out: dict[str, Any] = {
             "role": a.role,
             "base_agent": a.base_agent,
             "spec": {k: a.spec[k] for k in SAFE_SPEC_KEYS if k in a.spec},
             "notices": [],
         }
-        # accuracy by depth
+        # accuracy by depth (B1, R1 and deeper) and joint accuracy
+        jn, jk = ex["joint"]
         acc: dict[str, dict[str, Any]] = {}
         joint: dict[str, dict[str, Any]] = {}
         for belief in ("false", "true"):
             acc[belief] = {}
             joint[belief] = {}
+            bm = self.fb if belief == "false" else self.tb
             for label in self.nt_depths:
-                s = self.stratum_index.get(("nesttom", belief, label))
-                if s is None:
+                m = self.curve & bm & (it.depth == label) & c.ok
+                if not m.any():
                     continue
-                ncl = self.boot.clusters_in(s)
-                cell, r = self._prop(self._sum(p + "bk", [s]), self._sum(p + "bn", [s]), ncl)
-                if cell["n"] == 0:
-                    continue
+                cell = self._p(c.cor, m)
                 dn = self._depth_n(label)
-                acc[belief][label] = {"depth_n": dn} | cell
+                acc[belief][label] = {"depth_n": dn} | cell.to_dict()
                 if belief == "false":
-                    reps[f"accuracy_by_depth.false.{label}"] = (cell["value"], r, cell["n"])
-                jc, _ = self._prop(self._sum(p + "jk", [s]), self._sum(p + "jn", [s]), ncl)
-                if jc["n"]:
-                    joint[belief][label] = {"depth_n": dn} | jc
-        fb_strata = self._strata(lambda lab: lab[:2] == ("nesttom", "false"))
-        tb_strata = self._strata(lambda lab: lab[:2] == ("nesttom", "true"))
-        fb_all, r_fb = self._prop(
-            self._sum(p + "bk", fb_strata), self._sum(p + "bn", fb_strata),
-            self._clusters(fb_strata),
-        )
-        tb_all, r_tb = self._prop(
-            self._sum(p + "bk", tb_strata), self._sum(p + "bn", tb_strata),
-            self._clusters(tb_strata),
-        )
-        if fb_all["n"]:
-            reps["false_belief_accuracy"] = (fb_all["value"], r_fb, fb_all["n"])
-        if tb_all["n"]:
-            reps["true_belief_control_accuracy"] = (tb_all["value"], r_tb, tb_all["n"])
-        # validity (anti-inflation)
-        if tb_all["n"] == 0:
-            valid: bool | None = None
-            message = (
-                f"UNCHECKED: {a.name} answered no true-belief control items, so the "
-                "anti-inflation rule (true-belief accuracy >= 90%) cannot be checked; read its "
-                "false-belief scores with that in mind."
-            ) if fb_all["n"] else None
-        elif tb_all["value"] < TRUE_BELIEF_THRESHOLD:
-            valid = False
-            message = (
-                f"INVALID: {a.name}'s true-belief control accuracy is "
-                f"{tb_all['value']:.1%} (n={tb_all['n']}), below the required 90%, so its "
-                "false-belief scores (accuracy, D50, leakage resistance) are invalid: a "
-                "reasoner that fails the controls may score on false-belief items by a "
-                "shortcut (such as always answering against reality) or by chance."
-            )
-        else:
-            valid = True
-            message = None
+                    samples[f"accuracy_by_depth.false.{label}"] = MetricSample.of(cell)
+                jm = self.curve & bm & (it.depth == label) & (jn == 1.0)
+                if jm.any():
+                    joint[belief][label] = {"depth_n": dn} | self._p(jk, jm).to_dict()
+        reality = self._p(c.cor, self.r0 & c.ok)
+        fb_all = self._p(c.cor, self.fbc & c.ok)
+        tb_all = self._p(c.cor, self.tbc & c.ok)
+        if fb_all.n:
+            samples["false_belief_accuracy"] = MetricSample.of(fb_all)
+        if tb_all.n:
+            samples["true_belief_control_accuracy"] = MetricSample.of(tb_all)
+        if reality.n:
+            samples["reality_check"] = MetricSample.of(reality)
+        valid, message = self._validity(a.name, fb_all, tb_all, reality)
         if message:
             out["notices"].append(message)
         out["valid"] = valid
         out["validity"] = {
             "valid": valid,
-            "rule": "true-belief control accuracy >= 90% (seed 002 §18.2 rule 6)",
+            "rule": "true-belief control accuracy >= 90% (seed 002 §18.2 rule 6) and R0 "
+            "reality-check accuracy >= 90% (seed 002 §3)",
             "threshold": TRUE_BELIEF_THRESHOLD,
-            "true_belief_accuracy": tb_all["value"],
-            "n": tb_all["n"],
+            "true_belief_accuracy": tb_all.value,
+            "n": tb_all.n,
+            "reality_check_accuracy": reality.value,
+            "reality_check_n": reality.n,
             "message": message,
             "applies_to": "false-belief scores: accuracy_by_depth.false, d50, "
             "leakage_resistance, degradation_slope",
         }
-        out["true_belief_control_accuracy"] = tb_all
-        out["false_belief_accuracy"] = fb_all
+        out["reality_check"] = reality.to_dict() | {
+            "definition": "accuracy on the R0 questions (where is the object really?), both "
+            "story cells; a reality control, not a false-belief item"
+        } if reality.n else {"value": None, "n": 0, "reason": "no R0 reality-check items"}
+        out["true_belief_control_accuracy"] = tb_all.to_dict() | {
+            "definition": "true-belief control items at R1 and deeper, every block"
+        }
+        out["false_belief_accuracy"] = fb_all.to_dict() | {
+            "definition": "B1 false-belief items at R1 and deeper"
+        }
         # D50
-        if fb_all["n"]:
-            d50, d50_reps, _ = self._d50(p + "bk", p + "bn", c.ok & self.qbel & self.fb)
+        if fb_all.n:
+            chance = self._chance(c.ok & self.fbc)
+            d50, d50_reps, why = self._d50(p + "dk", p + "dn", chance)
             out["d50"] = d50.to_dict() | {
                 "ceiling_note": "ceiling fixed at 1.0 (an exact reasoner); chance is the mean of "
-                "1/number of choices over the agent's scored false-belief items; the agent's "
-                "own true-belief accuracy is reported as true_belief_control_accuracy",
+                "1/number of choices over the agent's scored B1 false-belief items (R1 and "
+                "deeper); the agent's own true-belief accuracy is reported as "
+                "true_belief_control_accuracy",
             }
-            if d50.status == "estimated" and d50.value is not None:
-                reps["d50"] = (d50.value, d50_reps, d50.n)
+            if why:
+                out["d50"]["ci"] = None
+                out["d50"]["ci_note"] = why
+                out["d50"]["interval_status"] = "not_estimable"
+            if d50.value is not None:
+                samples["d50"] = MetricSample(d50.value, d50.n, why is None and
+                                              d50.status == "estimated", replicates=d50_reps)
         else:
             out["d50"] = {
                 "status": "not_estimable",
                 "value": None,
-                "reason": "no scored false-belief NestToM items",
-                "display": "not estimable: no scored false-belief NestToM items",
+                "reason": "no scored B1 false-belief NestToM items at R1 or deeper",
+                "display": "not estimable: no scored B1 false-belief NestToM items at R1 or "
+                "deeper",
                 "n": 0,
             }
         out["degradation_slope"] = self._slope(c)
         # leakage
-        if fb_all["n"]:
-            lr, r_lr = self._prop(
-                self._sum(p + "lk"), self._sum(p + "bn", fb_strata),
-                self._clusters(fb_strata), complement=True,
-            )
-            lr["errors_counted"] = int(self._sum(p + "lk")[0])
-            lr["definition"] = (
-                "1 − (reality_leak + projection primary errors) ÷ scored false-belief items"
-            )
-            out["leakage_resistance"] = lr
-            reps["leakage_resistance"] = (lr["value"], r_lr, lr["n"])
+        if fb_all.n:
+            fbm = self.fbc & c.ok
+            lr = self._p(1.0 - ex["leak"].astype(float), fbm)
+            out["leakage_resistance"] = lr.to_dict() | {
+                "errors_counted": int(ex["leak"][fbm].sum()),
+                "definition": "1 − (reality_leak + projection primary errors) ÷ scored B1 "
+                "false-belief items at R1 and deeper",
+            }
+            samples["leakage_resistance"] = MetricSample.of(lr)
         else:
             out["leakage_resistance"] = {
-                "value": None, "n": 0, "reason": "no scored false-belief NestToM items"
+                "value": None, "n": 0,
+                "reason": "no scored B1 false-belief NestToM items at R1 or deeper"
             }
         out["accuracy_by_depth"] = acc
         out["joint_accuracy_by_depth"] = joint | {
@@ -877,20 +901,24 @@ class Analysis:
             "story was answered correctly (Hi-ToM style); items whose shallower questions had "
             "an API error are left out"
         }
+        out["r2_self"] = self._r2_self(c)
+        out["by_mechanism"] = self._by_factor(c, it.mechanism, "mechanism")
+        out["by_form"] = self._by_factor(c, it.form, "surface form")
+        out["length_sweep"] = self._length_sweep(c)
         out["error_types_by_depth"] = self._error_types(c)
-        out["applied_gap"] = self._applied(p, c, reps)
-        out["games"] = self._games(p, a.name, c, reps)
+        out["applied_gap"] = self._applied(c, samples)
+        out["games"] = self._games(p, a.name, c, samples)
         out["repeated"] = (
             repeated_section(self.data.items, self.rp_design, c.has, c.ok,
                              self.extra[a.name]["repeated"])
             if self.rp.any()
             else {"available": False, "reason": "no repeated-game episodes in this run"}
         )
-        out["calibration"] = self._calibration(p, c, reps)
+        out["calibration"] = self._calibration(p, c, samples)
         out["cost"] = self._cost(c)
         out["api_errors"] = self._api_errors(c)
         if self.hi.any():
-            out["hitom"] = self._hitom(p)
+            out["hitom"] = self._hitom(c)
         out["agent_prediction_skill"] = {
             "available": False,
             "reason": "agent-prediction skill S comes from the prediction ledger "
@@ -900,28 +928,125 @@ class Analysis:
         out["ablation_credit"] = {}
         return out
 
+    def _validity(
+        self, name: str, fb: Proportion, tb: Proportion, reality: Proportion
+    ) -> tuple[bool | None, str | None]:
+        """The anti-inflation rule: true-belief controls and the R0 reality check passed."""
+        failed = []
+        if tb.n and (tb.value or 0.0) < TRUE_BELIEF_THRESHOLD:
+            failed.append(f"true-belief control accuracy is {tb.value:.1%} (n={tb.n})")
+        if reality.n and (reality.value or 0.0) < TRUE_BELIEF_THRESHOLD:
+            failed.append(f"R0 reality-check accuracy is {reality.value:.1%} (n={reality.n})")
+        if failed:
+            return False, (
+                f"INVALID: {name}'s " + " and ".join(failed) + ", below the required 90%, so "
+                "its false-belief scores (accuracy, D50, leakage resistance) are invalid: a "
+                "reasoner that fails the controls may score on false-belief items by a "
+                "shortcut (such as always answering against reality) or by chance."
+            )
+        if tb.n == 0:
+            answered_fb = bool((self.nt & self.qbel & self.fb & self.cols[name].ok).any())
+            return None, (
+                f"UNCHECKED: {name} answered no true-belief control items, so the "
+                "anti-inflation rule (true-belief accuracy >= 90%) cannot be checked; read its "
+                "false-belief scores with that in mind."
+            ) if fb.n or answered_fb else None
+        return True, None
+
     def _depth_n(self, label: str) -> float | None:
         it = self.data.items
-        m = (it.depth == label) & (self.nt | self.hi)
-        vals = it.depth_n[m]
-        vals = vals[np.isfinite(vals)]
-        return float(vals[0]) if vals.size else None
+        return _first_finite(it.depth_n[(it.depth == label) & (self.nt | self.hi)])
 
     def _slope(self, c: _AgentCols) -> dict[str, Any]:
+        """The degradation slope: logit(correct) ~ depth + length over the B1 and B2
+        false-belief items (length drops out, with a note, where it does not vary)."""
+        cached = self._slopes.get(c.name)
+        if cached is not None:
+            return cached
         it = self.data.items
-        m = c.ok & self.qbel & self.fb & np.isfinite(it.depth_n)
+        m = c.ok & self.fit
         if not m.any():
             return {"status": "not_estimable", "value": None, "n": 0,
-                    "reason": "no scored false-belief NestToM items"}
-        groups = [self.cluster_labels[i] for i in np.flatnonzero(m)]
+                    "reason": "no scored B1/B2 false-belief NestToM items at R1 or deeper"}
+        codes = self.ccode[m]
+        clustered = np.unique(codes).size < codes.size
         res = degradation_slope(
-            it.depth_n[m], c.cor[m], it.length[m], groups, level=LEVEL
+            it.depth_n[m], c.cor[m], it.length[m], codes if clustered else None, level=LEVEL
         ).to_dict()
-        res["interval"] = (
-            "wald-cluster-robust-95" if res["n_clusters"] >= 2 else "wald-95 (model-based)"
-        )
-        res["meaning"] = "change in log-odds of a correct false-belief answer per depth level"
+        if res["status"] == "estimated" and res["n"] < 2 * MIN_N:
+            res |= {"status": "not_estimable", "ci": None, "p": None, "terms": {},
+                    "reason": not_estimable_reason(res["n"], "false-belief items", 2 * MIN_N)}
+        res["interval"] = "wald-cluster-robust-95" if clustered else "wald-95"
+        for term in res.get("terms", {}).values():
+            term["interval"] = res["interval"]
+        res["meaning"] = ("change in log-odds of a correct false-belief answer per depth level, "
+                          "controlling for story length (B1 and B2 items)")
+        self._slopes[c.name] = res
         return res
+
+    def _r2_self(self, c: _AgentCols) -> dict[str, Any]:
+        """R2-self ("what does X think *you* believe?"): accuracy, and how often the answer was
+        the answerer's own belief (privileged access not suppressed)."""
+        m = self.r2self & c.ok
+        if not m.any():
+            return {"available": False, "reason": "no scored R2-self false-belief B1 items"}
+        own = self.extra[c.name]["own_belief"]
+        known = m & np.isfinite(own)
+        ident = known & self.own_identifiable
+        out: dict[str, Any] = {
+            "available": True,
+            "accuracy": self._p(c.cor, m).to_dict(),
+        }
+        if ident.any():
+            out["own_belief_leak"] = self._p(own, ident).to_dict() | {
+                "definition": "share of scored R2-self false-belief answers that name the "
+                "answerer's own belief (the score's is_own_belief), on the items where that "
+                "answer is no other lure (meta ambiguous lists no own_belief tag)",
+                "left_out_ambiguous": int((known & ~self.own_identifiable).sum()),
+            }
+        else:
+            out["own_belief_leak"] = {
+                "value": None, "n": 0,
+                "reason": "the R2-self scores carry no is_own_belief detail",
+            }
+        return out
+
+    def _by_factor(self, c: _AgentCols, factor: npt.NDArray[Any], what: str) -> dict[str, Any]:
+        """B1 false-belief accuracy (R1 and deeper) per level of a story factor."""
+        m = self.fbc & c.ok
+        levels = sorted({str(v) for v in factor[m].tolist() if v})
+        if not levels:
+            return {"available": False, "reason": f"the items name no {what}"}
+        rows = {lev: self._p(c.cor, m & (factor == lev)).to_dict() for lev in levels}
+        return {"available": True, "false_belief_accuracy": rows,
+                "definition": f"B1 false-belief accuracy at R1 and deeper, by {what}"}
+
+    def _length_sweep(self, c: _AgentCols) -> dict[str, Any]:
+        """B2: accuracy by story length (false and true belief), and the depth + length fit."""
+        it = self.data.items
+        m = self.b2q & c.ok & np.isfinite(it.length)
+        if not (self.b2q & np.isfinite(it.length)).any():
+            return {"available": False, "reason": "no B2 (length sweep) items in this run"}
+        by_len: dict[str, dict[str, Any]] = {}
+        for belief, bm in (("false", self.fb), ("true", self.tb)):
+            lengths = sorted({float(x) for x in it.length[m & bm].tolist()})
+            by_len[belief] = {
+                f"{v:g}": self._p(c.cor, m & bm & (it.length == v)).to_dict() for v in lengths
+            }
+        slope = self._slope(c)
+        return {
+            "available": True,
+            "accuracy_by_length": by_len,
+            "depth": (slope.get("terms") or {}).get("depth") or {
+                "value": None, "reason": slope.get("reason")},
+            "length": (slope.get("terms") or {}).get("length") or {
+                "value": None,
+                "reason": slope.get("reason") or "; ".join(slope.get("notes") or ())},
+            "model": slope.get("model"),
+            "definition": "B2 items by story length; the fit is logit(correct) ~ depth + length "
+            "over the B1 and B2 false-belief items, so the depth coefficient is net of length "
+            "and the length coefficient (per event) net of depth",
+        }
 
     def _error_types(self, c: _AgentCols) -> dict[str, Any]:
         it = self.data.items
@@ -929,7 +1054,7 @@ class Analysis:
         for belief in ("false", "true"):
             out[belief] = {}
             for label in self.nt_depths:
-                m = c.ok & self.qbel & self.nt & (it.belief == belief) & (it.depth == label)
+                m = c.ok & self.curve & (it.belief == belief) & (it.depth == label)
                 n = int(m.sum())
                 if not n:
                     continue
@@ -947,69 +1072,82 @@ class Analysis:
                 }
         return out
 
-    def _applied(
-        self, p: str, c: _AgentCols, reps: dict[str, tuple[float, FloatArray, int]]
-    ) -> dict[str, Any]:
+    def _applied(self, c: _AgentCols, samples: dict[str, MetricSample]) -> dict[str, Any]:
+        """B4: belief − behaviour accuracy on the same stories (Newcombe paired), per depth."""
         it = self.data.items
         if not self.beh.any():
             return {"available": False,
                     "reason": "no behaviour-prediction items in this run"}
-        bk0, bkr = self._sum(p + "bsk")
-        bn0, bnr = self._sum(p + "bsn")
-        hk0, hkr = self._sum(p + "hk")
-        hn0, hnr = self._sum(p + "hn")
-        if bn0 == 0 or hn0 == 0:
+        pairs = self.applied_pairs
+        okp = pairs[c.ok[pairs[:, 0]] & c.ok[pairs[:, 1]]] if pairs.size else pairs
+        if okp.size == 0:
             return {"available": False,
                     "reason": "no scored belief and behaviour answers on the same stories"}
-        gap = bk0 / bn0 - hk0 / hn0
-        greps = _ratio(bkr, bnr) - _ratio(hkr, hnr)
-        lo, hi, _ = percentile_interval(greps, LEVEL)
-        reps["applied_gap"] = (gap, greps, int(hn0))
+        names = ("belief_accuracy", "behaviour_accuracy")
+        gap = paired_binary(c.cor[okp[:, 0]], c.cor[okp[:, 1]], names, self._rng(0))
+        samples["applied_gap"] = MetricSample(
+            gap.difference if gap.difference is not None else math.nan, gap.n, gap.estimable,
+            ci=(gap.lo, gap.hi) if gap.lo is not None and gap.hi is not None else None)
         by_depth = {}
-        for label in self.nt_depths:
-            dm = it.depth == label
-            bm = c.ok & self.bs & dm
-            hm = c.ok & self.beh & dm
-            jm = c.ok & self.jud & dm
-            if not hm.any():
+        for label in self.nt_all_depths:
+            sel = okp[it.depth[okp[:, 1]] == label]
+            if not sel.size:
                 continue
-            ba = float(c.cor[bm].mean()) if bm.any() else None
-            ha = float(c.cor[hm].mean())
-            by_depth[label] = {
-                "belief_accuracy": ba,
-                "belief_n": int(bm.sum()),
-                "behaviour_accuracy": ha,
-                "behaviour_n": int(hm.sum()),
-                "behaviour_wilson": list(wilson_interval(c.cor[hm].sum(), hm.sum())),
-                "judgment_accuracy": float(c.cor[jm].mean()) if jm.any() else None,
-                "judgment_n": int(jm.sum()),
-                "gap": None if ba is None else ba - ha,
-                "interval": "wilson-95 (behaviour accuracy only)",
+            g = paired_binary(c.cor[sel[:, 0]], c.cor[sel[:, 1]], names, self._rng(0))
+            jm = c.ok & self.jud & (it.depth == label)
+            by_depth[label] = self._gap_dict(g) | {
+                "judgment_accuracy": self._p(c.cor, jm).to_dict() if jm.any() else None,
             }
         jm = c.ok & self.jud
         return {
             "available": True,
-            "value": gap,
-            "ci": [lo, hi],
-            "interval": "cluster-bootstrap-95",
-            "belief_accuracy": bk0 / bn0,
-            "belief_n": int(bn0),
-            "behaviour_accuracy": hk0 / hn0,
-            "behaviour_n": int(hn0),
-            "n": int(hn0),
+            **self._gap_dict(gap),
             "judgment_accuracy": float(c.cor[jm].mean()) if jm.any() else None,
             "judgment_n": int(jm.sum()),
+            "judgment": self._p(c.cor, jm).to_dict() if jm.any() else None,
             "definition": "belief-question accuracy − behaviour-prediction accuracy on the same "
             "stories, beliefs and depths (positive: knows the belief but does not use it)",
             "by_depth": by_depth,
         }
+
+    @staticmethod
+    def _gap_dict(g: Contrast) -> dict[str, Any]:
+        d = g.to_dict()
+        out = {
+            "value": g.difference,
+            "ci": d["ci"],
+            "interval": g.interval,
+            "n": g.n,
+            "belief_accuracy": g.x,
+            "belief_n": g.n,
+            "behaviour_accuracy": g.y,
+            "behaviour_n": g.n,
+            "status": d["status"],
+        }
+        if g.reason:
+            out["reason"] = g.reason
+        return out
+
+    def _mean(self, values: FloatArray, mask: BoolArray | None = None) -> dict[str, Any]:
+        """A mean of numbers over independent units: t interval, not estimable below MIN_N."""
+        v = values if mask is None else values[mask]
+        v = v[np.isfinite(v)]
+        n = int(v.size)
+        if n == 0:
+            return {"value": None, "n": 0, "reason": "no values"}
+        mean, lo, hi, _, _ = clustered_mean_interval(v)
+        if n < MIN_N or not (math.isfinite(lo) and math.isfinite(hi)):
+            return {"value": mean, "n": n, "ci": None, "interval": None,
+                    "status": "not_estimable",
+                    "reason": not_estimable_reason(n) if n < MIN_N else "no spread"}
+        return {"value": mean, "n": n, "ci": [lo, hi], "interval": "t-95", "status": "estimated"}
 
     def _games(
         self,
         p: str,
         name: str,
         c: _AgentCols,
-        reps: dict[str, tuple[float, FloatArray, int]],
+        samples: dict[str, MetricSample],
     ) -> dict[str, Any]:
         it = self.data.items
         ex = self.extra[name]
@@ -1017,32 +1155,26 @@ class Analysis:
             return {"available": False, "reason": "no game items answered in this run"}
         out: dict[str, Any] = {"available": True}
         rows = []
-        g_strata = self._strata(lambda lab: lab[0] == "games")
-        labels: list[tuple[Any, ...]] = [self.strata_of(s) for s in g_strata]
-        for lab in sorted(labels, key=str):
-            s = self.stratum_index[lab]
-            ncl = self.boot.clusters_in(s)
-            accd, _ = self._prop(self._sum(p + "gk", [s]), self._sum(p + "gn", [s]), ncl)
-            w1, _ = self._prop(self._sum(p + "wk", [s]), self._sum(p + "wn", [s]), ncl)
-            if accd["n"] == 0:
-                continue
+        m_lk = c.ok & self.lk
+        cells = sorted({(str(it.game[i]), str(it.condition[i]))
+                        for i in np.flatnonzero(m_lk).tolist()})
+        w1 = ex["within_one"]
+        for game, cond in cells:
+            m = m_lk & (it.game == game) & (it.condition == cond)
+            wm = m & np.isfinite(w1)
             rows.append(
-                {"game": lab[1], "condition": lab[2], "accuracy": accd,
-                 "within_one": w1 if w1["n"] else {"value": None, "n": 0,
-                                                    "reason": "no within_one in scores"}}
+                {"game": game, "condition": cond, "accuracy": self._p(c.cor, m).to_dict(),
+                 "within_one": self._p(np.nan_to_num(w1), wm).to_dict() if wm.any() else {
+                     "value": None, "n": 0, "reason": "no within_one in scores"}}
             )
         out["by_game_condition"] = rows
-        if g_strata:
-            ga, gr = self._prop(
-                self._sum(p + "gk", g_strata), self._sum(p + "gn", g_strata),
-                self._clusters(g_strata),
-            )
-            out["accuracy"] = ga
-            if ga["n"]:
-                reps["games_accuracy"] = (ga["value"], gr, ga["n"])
+        if self.lk.any():
+            ga = self._p(c.cor, m_lk)
+            out["accuracy"] = ga.to_dict()
+            if ga.n:
+                samples["games_accuracy"] = MetricSample.of(ga)
         # K_B / K_L curves
         curves = []
-        m_lk = c.ok & self.lk
         keys = sorted(
             {
                 (it.condition[i], float(it.target_depth[i]))
@@ -1054,15 +1186,14 @@ class Analysis:
             m = m_lk & (it.condition == cond) & (it.target_depth == td)
             entry: dict[str, Any] = {"condition": cond, "target_depth": td, "n": int(m.sum())}
             for key in ("K_B", "K_L"):
-                v = ex[key][m]
-                mean, lo, hi, nn = mean_interval(v, Z95)
+                d = self._mean(ex[key], m)
                 entry[key] = {
-                    "mean": mean if nn else None,
-                    "ci": [lo, hi] if nn >= 2 else None,
-                    "n": nn,
-                    "unresolved": int(m.sum()) - nn,
-                    "interval": "normal-95",
-                }
+                    "mean": d["value"],
+                    "ci": d.get("ci"),
+                    "n": d["n"],
+                    "unresolved": int(m.sum()) - d["n"],
+                    "interval": d.get("interval"),
+                } | ({"reason": d["reason"]} if d.get("reason") else {})
             entry["accuracy"] = float(c.cor[m].mean())
             curves.append(entry)
         out["k_curves"] = curves
@@ -1073,44 +1204,40 @@ class Analysis:
         )
         if not curves:
             out["k_curves_reason"] = "no level-k trials with a target depth"
-        brc = ex["br_consistent"][m_lk]
-        brc = brc[np.isfinite(brc)]
+        brc = ex["br_consistent"]
+        bm = m_lk & np.isfinite(brc)
         out["br_consistency"] = (
-            {"value": float(brc.mean()), "n": int(brc.size),
-             "ci": list(wilson_interval(brc.sum(), brc.size)), "interval": "wilson-95"}
-            if brc.size else {"value": None, "n": 0, "reason": "no br_consistent in scores"}
+            proportion(brc[bm]).to_dict() if bm.any()
+            else {"value": None, "n": 0, "reason": "no br_consistent in scores"}
         )
         # A/B/C
         abc: dict[str, Any] = {}
         if (self.abc & c.has).any():
             abc["accuracy"] = {}
             for qq in "ABCK":
-                d, _ = self._prop(self._sum(p + f"q{qq}k"), self._sum(p + f"q{qq}n"),
-                                  self._clusters(self._strata(lambda lab: lab[0] == "games-abc")))
-                if qq != "K" or d["n"]:
-                    abc["accuracy"][qq] = d
+                qm = self.abc & (it.question == qq) & c.ok
+                if qq != "K" or qm.any():
+                    abc["accuracy"][qq] = self._p(c.cor, qm).to_dict()
             if "K" in abc["accuracy"]:
                 abc["opponent_type_inference"] = abc["accuracy"]["K"] | {
                     "definition": "accuracy of the inferred level k of a scripted opponent (K items)"
                 }
             if self.abc_triples:
-                d, r = self._prop(
-                    self._sum(p + "tk"), self._sum(p + "tn"),
-                    self._clusters(self._strata(lambda lab: lab[0] == "games-abc")),
-                )
-                d["definition"] = (
-                    "share of scenarios whose A, B and C answers are all correct where the "
-                    "three correct answers differ"
-                )
+                tri = ex["triple"]
+                dp = self._p(np.nan_to_num(tri), np.isfinite(tri))
+                d = dp.to_dict() | {
+                    "definition": "share of scenarios whose A, B and C answers are all correct "
+                    "where the three correct answers differ",
+                    "scenarios_skipped_equal_answers": self.abc_equal_truths,
+                }
                 if self.abc_unknown_truths:
                     d["note"] = (
                         f"{self.abc_unknown_truths} scenarios lack stored answers; they are "
                         "assumed to differ"
                     )
-                d["scenarios_skipped_equal_answers"] = self.abc_equal_truths
                 abc["dissociation"] = d
-                if d["n"]:
-                    reps["abc_dissociation"] = (d["value"], r, d["n"])
+                if dp.n:
+                    samples["abc_dissociation"] = MetricSample.of(dp)
             else:
                 abc["dissociation"] = {
                     "value": None, "n": 0,
@@ -1118,32 +1245,27 @@ class Analysis:
                     "tying A, B and C together, or one of them is missing)",
                 }
             ls = ex["log_score"]
-            mean, lo, hi, nn = mean_interval(ls, Z95)
-            _, csr = self._sum(p + "cs")
-            _, cnr = self._sum(p + "cn")
-            if nn:
-                reps["log_score_c"] = (mean, _ratio(csr, cnr), nn)
-                blo, bhi, _ = percentile_interval(_ratio(csr, cnr), LEVEL)
-                abc["log_score_c"] = {
-                    "value": mean, "ci": [blo, bhi], "n": nn,
-                    "interval": "cluster-bootstrap-95",
-                    "normal_ci": [lo, hi],
-                }
+            d = self._mean(ls)
+            if d["n"]:
+                _, csr = self._sum(p + "cs")
+                _, cnr = self._sum(p + "cn")
+                samples["log_score_c"] = MetricSample(
+                    d["value"], d["n"], d.get("status") == "estimated",
+                    replicates=_ratio(csr, cnr))
+                abc["log_score_c"] = d
             else:
                 abc["log_score_c"] = {"value": None, "n": 0,
                                       "reason": "no log_score in the C items' scores"}
-            bm, blo2, bhi2, bn = mean_interval(ex["brier"], Z95)
-            abc["brier_c"] = (
-                {"value": bm, "ci": [blo2, bhi2], "n": bn, "interval": "normal-95"}
-                if bn else {"value": None, "n": 0, "reason": "no brier in the C items' scores"}
-            )
+            bd = self._mean(ex["brier"])
+            abc["brier_c"] = bd if bd["n"] else {
+                "value": None, "n": 0, "reason": "no brier in the C items' scores"}
         else:
             abc = {"available": False, "reason": "no A/B/C items in this run"}
         out["abc"] = abc
         return out
 
     def _calibration(
-        self, p: str, c: _AgentCols, reps: dict[str, tuple[float, FloatArray, int]]
+        self, p: str, c: _AgentCols, samples: dict[str, MetricSample]
     ) -> dict[str, Any]:
         fin = np.isfinite(c.conf)
         if not fin.any():
@@ -1155,7 +1277,8 @@ class Analysis:
             total += np.abs(self._sum(p + f"e{j}k")[1] - self._sum(p + f"e{j}c")[1])
         ece_reps = _ratio(total, nr)
         lo, hi, _ = percentile_interval(ece_reps, LEVEL)
-        reps["ece"] = (cal.ece, ece_reps, cal.n)
+        ok = cal.n >= ECE_MIN_N
+        samples["ece"] = MetricSample(cal.ece, cal.n, ok, replicates=ece_reps)
         bins = []
         for b in cal.bins:
             k = round(b["accuracy"] * b["n"])
@@ -1176,12 +1299,15 @@ class Analysis:
             slo, shi, _ = percentile_interval(sr, LEVEL)
             slope = {
                 "value": s0 if math.isfinite(s0) else None,
-                "ci": [slo, shi],
+                "ci": [slo, shi] if sn0 >= ECE_MIN_N else None,
                 "n": int(sn0),
-                "interval": "cluster-bootstrap-95",
+                "interval": "cluster-bootstrap-95" if sn0 >= ECE_MIN_N else None,
                 "meaning": "change in stated confidence (0–1) per depth level, NestToM belief "
                 "items (OLS)",
             }
+            if sn0 < ECE_MIN_N:
+                slope["status"] = "not_estimable"
+                slope["reason"] = not_estimable_reason(int(sn0), "rated items", ECE_MIN_N)
             if not math.isfinite(s0):
                 slope["reason"] = "all confidences at one depth"
         else:
@@ -1189,10 +1315,15 @@ class Analysis:
                      "reason": "fewer than 3 NestToM belief items with a stated confidence"}
         yv = c.cor[fin]
         brier = float(np.mean((c.conf[fin] - yv) ** 2))
+        e: dict[str, Any] = {"value": cal.ece, "ci": [lo, hi] if ok else None, "n": cal.n,
+                             "bins": CALIBRATION_BINS,
+                             "interval": "cluster-bootstrap-95" if ok else None,
+                             "status": "estimated" if ok else "not_estimable"}
+        if not ok:
+            e["reason"] = not_estimable_reason(cal.n, "rated answers", ECE_MIN_N)
         out = {
             "available": True,
-            "ece": {"value": cal.ece, "ci": [lo, hi], "n": cal.n, "bins": CALIBRATION_BINS,
-                    "interval": "cluster-bootstrap-95"},
+            "ece": e,
             "reliability": bins,
             "confidence_depth_slope": slope,
             "brier": {"value": brier, "n": cal.n, "interval": "none"},
@@ -1221,7 +1352,7 @@ class Analysis:
             }
 
         by_depth = {}
-        for label in self.nt_depths:
+        for label in self.nt_all_depths:
             m = c.has & self.nt & (it.depth == label)
             if m.any():
                 by_depth[label] = row(m)
@@ -1253,20 +1384,17 @@ class Analysis:
             "ok_without_score_note": "ok trials without a score are counted as wrong",
         }
 
-    def _hitom(self, p: str) -> dict[str, Any]:
+    def _hitom(self, c: _AgentCols) -> dict[str, Any]:
+        it = self.data.items
+        jn, jk = self.extra[c.name]["joint"]
         acc = {}
         joint = {}
         for label in self.hi_depths:
-            s = self.stratum_index.get(("hitom", label))
-            if s is None:
-                continue
-            ncl = self.boot.clusters_in(s)
-            d, _ = self._prop(self._sum(p + "bk", [s]), self._sum(p + "bn", [s]), ncl)
-            if d["n"]:
-                acc[label] = d
-            j, _ = self._prop(self._sum(p + "jk", [s]), self._sum(p + "jn", [s]), ncl)
-            if j["n"]:
-                joint[label] = j
+            m = self.hi & self.qbel & (it.depth == label)
+            if (m & c.ok).any():
+                acc[label] = self._p(c.cor, m & c.ok).to_dict()
+            if (m & (jn == 1.0)).any():
+                joint[label] = self._p(jk, m & (jn == 1.0)).to_dict()
         return {"accuracy_by_depth": acc, "joint_accuracy_by_depth": joint}
 
     # -- contrasts ----------------------------------------------------------------------
@@ -1292,7 +1420,7 @@ class Analysis:
             block = {
                 "available": True,
                 "direction": f"{x} − {y}",
-                "interval": "paired-cluster-bootstrap-95",
+                "interval": "each metric names its interval and test",
                 "metrics": metrics,
             }
             if agents_out[x]["valid"] is False or agents_out[y]["valid"] is False:
@@ -1321,6 +1449,8 @@ class Analysis:
                             "difference": d.get("difference"),
                             "ci": d.get("ci"),
                             "n": d.get("n"),
+                            "interval": d.get("interval"),
+                            "test": d.get("test"),
                             "p": d["p"],
                             "p_holm": None,
                             "target": d,
@@ -1339,134 +1469,146 @@ class Analysis:
     def _pair_metrics(
         self, pi: int, x: str, y: str, names: tuple[str, str]
     ) -> dict[str, Any]:
-        p = f"p{pi}."
+        it = self.data.items
+        cx, cy = self.cols[x], self.cols[y]
+        both = cx.ok & cy.ok
         out: dict[str, Any] = {}
-
-        def prop_diff(kx: str, ky: str, n: str, strata: Sequence[int] | None = None
-                      ) -> dict[str, Any] | None:
-            n0, nr = self._sum(p + n, strata)
-            if n0 <= 0:
-                return None
-            kx0, kxr = self._sum(p + kx, strata)
-            ky0, kyr = self._sum(p + ky, strata)
-            return self._diff(
-                names, kx0 / n0, ky0 / n0, (kx0 - ky0) / n0, _ratio(kxr - kyr, nr), int(n0)
-            )
-
-        fb_strata = self._strata(lambda lab: lab[:2] == ("nesttom", "false"))
         none = {"available": False}
-        d = prop_diff("bkx", "bky", "bn", fb_strata)
-        out["false_belief_accuracy"] = d or none | {"reason": "no shared false-belief items"}
-        by_depth = {}
-        for label in self.nt_depths:
-            s = self.stratum_index.get(("nesttom", "false", label))
-            if s is None:
-                continue
-            dd = prop_diff("bkx", "bky", "bn", [s])
-            if dd:
-                by_depth[label] = dd
-        out["accuracy_by_depth"] = by_depth
-        out["d50"] = self._pair_d50(p, x, y, names) if d else none | {
-            "reason": "no shared false-belief items"}
-        # leakage resistance: 1 − leak/n, so the difference is (ly − lx)/n
-        n0, nr = self._sum(p + "bn", fb_strata)
-        if n0 > 0:
-            lx0, lxr = self._sum(p + "lx")
-            ly0, lyr = self._sum(p + "ly")
-            out["leakage_resistance"] = self._diff(
-                names, 1 - lx0 / n0, 1 - ly0 / n0, (ly0 - lx0) / n0, _ratio(lyr - lxr, nr),
-                int(n0),
-            )
-        else:
-            out["leakage_resistance"] = none | {"reason": "no shared false-belief items"}
-        bn0, bnr = self._sum(p + "bsn")
-        hn0, hnr = self._sum(p + "hn")
-        if bn0 > 0 and hn0 > 0:
-            gx = self._sum(p + "bskx")[0] / bn0 - self._sum(p + "hkx")[0] / hn0
-            gy = self._sum(p + "bsky")[0] / bn0 - self._sum(p + "hky")[0] / hn0
-            rx = _ratio(self._sum(p + "bskx")[1], bnr) - _ratio(self._sum(p + "hkx")[1], hnr)
-            ry = _ratio(self._sum(p + "bsky")[1], bnr) - _ratio(self._sum(p + "hky")[1], hnr)
-            out["applied_gap"] = self._diff(names, gx, gy, gx - gy, rx - ry, int(hn0))
+        seq = iter(range(1, 1_000_000))
+
+        def binary(mask: BoolArray, vx: FloatArray, vy: FloatArray) -> dict[str, Any]:
+            m = mask & both
+            return paired_binary(vx[m], vy[m], names, self._rng(pi, next(seq)),
+                                 self.ccode[m], B=self.B).to_dict()
+
+        def values(mask: BoolArray, vx: FloatArray, vy: FloatArray) -> dict[str, Any]:
+            m = mask & both & np.isfinite(vx) & np.isfinite(vy)
+            return paired_values(vx[m], vy[m], names, self._rng(pi, next(seq)),
+                                 self.ccode[m], B=self.B).to_dict()
+
+        fbm = self.fbc & both
+        out["false_belief_accuracy"] = (
+            binary(self.fbc, cx.cor, cy.cor) if fbm.any()
+            else none | {"reason": "no shared B1 false-belief items"}
+        )
+        out["accuracy_by_depth"] = {
+            label: binary(self.fbc & (it.depth == label), cx.cor, cy.cor)
+            for label in self.nt_depths if (fbm & (it.depth == label)).any()
+        }
+        out["d50"] = self._pair_d50(pi, x, y, names) if fbm.any() else none | {
+            "reason": "no shared B1 false-belief items"}
+        lx = 1.0 - self.extra[x]["leak"].astype(float)
+        ly = 1.0 - self.extra[y]["leak"].astype(float)
+        out["leakage_resistance"] = (
+            binary(self.fbc, lx, ly) if fbm.any()
+            else none | {"reason": "no shared B1 false-belief items"}
+        )
+        pairs = self.applied_pairs
+        okp = pairs[both[pairs[:, 0]] & both[pairs[:, 1]]] if pairs.size else pairs
+        if okp.size:
+            gx = cx.cor[okp[:, 0]] - cx.cor[okp[:, 1]]
+            gy = cy.cor[okp[:, 0]] - cy.cor[okp[:, 1]]
+            out["applied_gap"] = paired_values(
+                gx, gy, names, self._rng(pi, next(seq)), B=self.B).to_dict() | {
+                "definition": "difference of the two applied gaps (belief − behaviour accuracy) "
+                "over the stories where all four answers were scored"}
         else:
             out["applied_gap"] = none | {"reason": "no shared belief and behaviour items"}
-        gd = prop_diff("gkx", "gky", "gn")
-        out["games_accuracy"] = gd or none | {"reason": "no shared level-k game items"}
-        cn0, cnr = self._sum(p + "cn")
-        if cn0 > 0:
-            cx0, cxr = self._sum(p + "csx")
-            cy0, cyr = self._sum(p + "csy")
-            out["log_score_c"] = self._diff(
-                names, cx0 / cn0, cy0 / cn0, (cx0 - cy0) / cn0, _ratio(cxr - cyr, cnr), int(cn0)
-            )
-        else:
-            out["log_score_c"] = none | {"reason": "no shared C items with a log score"}
-        td = prop_diff("tkx", "tky", "tn")
-        out["abc_dissociation"] = td or none | {"reason": "no shared complete A/B/C scenarios"}
-        kd = prop_diff("kkx", "kky", "kn")
-        out["opponent_type_inference"] = kd or none | {
-            "reason": "no shared opponent-type (K) items"}
+        out["games_accuracy"] = (
+            binary(self.lk, cx.cor, cy.cor) if (self.lk & both).any()
+            else none | {"reason": "no shared level-k game items"}
+        )
+        lsx, lsy = self.extra[x]["log_score"], self.extra[y]["log_score"]
+        cm = self.abc & np.isfinite(lsx) & np.isfinite(lsy)
+        out["log_score_c"] = (
+            values(cm, lsx, lsy) if (cm & both).any()
+            else none | {"reason": "no shared C items with a log score"}
+        )
+        tx, ty = self.extra[x]["triple"], self.extra[y]["triple"]
+        tm = np.isfinite(tx) & np.isfinite(ty)
+        out["abc_dissociation"] = (
+            binary(tm, np.nan_to_num(tx), np.nan_to_num(ty)) if tm.any()
+            else none | {"reason": "no shared complete A/B/C scenarios"}
+        )
+        kq = self.abc & (it.question == "K")
+        out["opponent_type_inference"] = (
+            binary(kq, cx.cor, cy.cor) if (kq & both).any()
+            else none | {"reason": "no shared opponent-type (K) items"}
+        )
         out["agent_prediction_skill"] = none | {
             "reason": "agent-prediction skill comes from the prediction ledger, not run trials"
         }
         if self.rp.any():
-            rn0, rnr = self._sum(p + "rxn")
-            if rn0 > 0:
-                rx0, rxr = self._sum(p + "rxx")
-                ry0, ryr = self._sum(p + "rxy")
-                out["repeated_exploitation"] = self._diff(
-                    names, rx0 / rn0, ry0 / rn0, (rx0 - ry0) / rn0, _ratio(rxr - ryr, rnr),
-                    int(rn0),
-                ) | {"definition": "mean exploitation over the repeated-game episodes both "
-                     "answered where it is defined (same items, same opponent draws)"}
-            else:
-                out["repeated_exploitation"] = none | {
+            rxx = self.extra[x]["repeated"].exploitation
+            rxy = self.extra[y]["repeated"].exploitation
+            rm = np.isfinite(rxx) & np.isfinite(rxy)
+            out["repeated_exploitation"] = (
+                values(rm, rxx, rxy) | {
+                    "definition": "mean exploitation over the repeated-game episodes both "
+                    "answered where it is defined (same items, same opponent draws)"}
+                if (rm & both).any()
+                else none | {
                     "reason": "no shared repeated-game episodes with defined exploitation"}
+            )
         return out
 
-    def _pair_d50(self, p: str, x: str, y: str, names: tuple[str, str]) -> dict[str, Any]:
+    def _pair_d50(self, pi: int, x: str, y: str, names: tuple[str, str]) -> dict[str, Any]:
         cx, cy = self.cols[x], self.cols[y]
-        mask = cx.ok & cy.ok & self.qbel & self.fb
-        rx, repx, depths = self._d50(p + "bkx", p + "bn", mask)
-        ry, repy, _ = self._d50(p + "bky", p + "bn", mask)
-        with np.errstate(invalid="ignore"):
-            dreps = repx - repy
+        p = f"p{pi}."
+        mask = cx.ok & cy.ok & self.fbc
+        chance = self._chance(mask)
+        rx, repx, why = self._d50(p + "dkx", p + "dn", chance)
+        ry, repy, _ = self._d50(p + "dky", p + "dn", chance)
         base = {
-            names[0]: rx.display(),
-            names[1]: ry.display(),
+            names[0]: rx.display() if why is None else rx.display().split(" [")[0],
+            names[1]: ry.display() if why is None else ry.display().split(" [")[0],
             "n": rx.n,
-            "interval": "paired-cluster-bootstrap-95",
+            "interval": "paired-bootstrap-percentile-95",
+            "test": f"label-permutation test on the D50 difference (B={self.B})",
             "note": "both D50s refitted on the false-belief items both agents answered",
         }
+        if why is not None or not math.isfinite(chance):
+            return base | {
+                "status": "not_estimable", "difference": None, "ci": None, "p": None,
+                "interval": None, "test": None,
+                "reason": why or "chance level unknown (items do not list their choices)",
+            }
+        _, p_perm = self._d50_permutation(mask, cx.cor, cy.cor, chance,
+                                          self._rng(pi, 0xD50))
+        with np.errstate(invalid="ignore"):
+            dreps = repx - repy
         if rx.status == "estimated" and ry.status == "estimated":
             assert rx.value is not None and ry.value is not None
             lo, hi, _ = percentile_interval(dreps, LEVEL)
-            span = depths[-1] - depths[0]
+            span = self.fb_depths[-1] - self.fb_depths[0]
             ci = [lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None]
             return base | {
                 names[0]: rx.value,
                 names[1]: ry.value,
+                "status": "estimated",
                 "difference": rx.value - ry.value,
                 "ci": ci,
                 "ci_note": None if all(v is not None and abs(v) <= span for v in ci)
                 else "an interval end involves a D50 outside the tested depths",
-                "p": bootstrap_pvalue(dreps, estimate=rx.value - ry.value),
+                "p": p_perm,
                 "p_holm": None,
             }
-        if rx.status in ("beyond",) and ry.status == "estimated" and rx.lower_bound is not None:
+        if rx.status == "beyond" and ry.status == "estimated" and rx.lower_bound is not None:
             assert ry.value is not None
             return base | {"status": "bound", "difference": None,
                            "lower_bound": rx.lower_bound - ry.value,
                            "display": f"> {rx.lower_bound - ry.value:.2f}",
-                           "p": bootstrap_pvalue(dreps), "p_holm": None}
-        if ry.status in ("beyond",) and rx.status == "estimated" and ry.lower_bound is not None:
+                           "p": p_perm, "p_holm": None}
+        if ry.status == "beyond" and rx.status == "estimated" and ry.lower_bound is not None:
             assert rx.value is not None
             return base | {"status": "bound", "difference": None,
                            "upper_bound": rx.value - ry.lower_bound,
                            "display": f"< {rx.value - ry.lower_bound:.2f}",
-                           "p": bootstrap_pvalue(dreps), "p_holm": None}
+                           "p": p_perm, "p_holm": None}
         return base | {
             "status": "not_estimable",
             "difference": None,
+            "p": None,
             "reason": f"D50 is {rx.display()} for {x} and {ry.display()} for {y}",
         }
 
@@ -1487,8 +1629,9 @@ def diagnose_references(profile: Mapping[str, Any]) -> list[str]:
 
     - ``oracle``: D50 beyond the deepest level tested, and valid;
     - ``depth-capped:N``: D50 between N and N+1 (estimated inside, or bracketed inside);
-    - ``not-reality``: marked invalid by the true-belief control rule;
-    - ``reality-leak``: leakage resistance below 0.5.
+    - ``not-reality`` and ``random``: marked invalid by the control rule;
+    - ``reality-leak``: leakage resistance 0 (every false-belief answer is reality; R0, the
+      reality check, is not a false-belief item).
 
     A reference is recognised by its spec's ``policy`` or, failing that, its name. Intended for
     the quick-suite test: ``assert diagnose_references(build_profile(store, run_id)) == []``.
@@ -1520,13 +1663,13 @@ def diagnose_references(profile: Mapping[str, Any]) -> list[str]:
                     f"{name} (depth-capped:{cap}): D50 should lie between {cap} and {cap + 1}, "
                     f"got {d50.get('display')}"
                 )
-        if policy == "not-reality" and ag.get("valid") is not False:
-            problems.append(f"{name} (not-reality): should be marked invalid, got valid="
+        if policy in ("not-reality", "random") and ag.get("valid") is not False:
+            problems.append(f"{name} ({policy}): should be marked invalid, got valid="
                             f"{ag.get('valid')}")
         if policy == "reality-leak":
             lr = (ag.get("leakage_resistance") or {}).get("value")
-            if lr is None or lr >= 0.5:
+            if lr is None or lr != 0:
                 problems.append(
-                    f"{name} (reality-leak): leakage resistance should be below 0.5, got {lr}"
+                    f"{name} (reality-leak): leakage resistance should be 0, got {lr}"
                 )
     return problems

@@ -2,8 +2,10 @@
 :func:`compare`, what changed between two runs of the same agents.
 
 Every number is printed with its interval and n, and every table says which interval it shows
-(``W`` Wilson 95%, ``CB`` cluster bootstrap 95%, ``PB`` paired cluster bootstrap 95%, ``N``
-normal approximation 95%; the profile's ``intervals`` key has the full definitions).
+(``W`` Wilson 95%, ``W-deff`` Wilson at the design-effect-adjusted n, ``NP`` Newcombe paired,
+``t`` / ``Pt`` t intervals, ``CB`` cluster bootstrap 95%, ``PB`` paired bootstrap 95%, ``N``
+normal approximation 95%; the profile's ``intervals`` key has the full definitions). A figure
+whose n cannot carry a claim is printed with its value and n and "no interval: <reason>".
 
 A held-out run's seed (and anything its items regenerate from) is shown to operators only:
 every entry point takes ``reveal_held_out`` (default False) and, without it, says "seed withheld
@@ -19,6 +21,7 @@ import html
 import io
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,8 +32,15 @@ from ledger.store import Store
 from mindledger.disclosure import seed_phrase, shown_seed
 from reports._disclosure import ScoreJsonRedactor, disclosed_profile, disclosed_run, held_out_of
 from reports.data import RunData, depth_sort_key, load_run
+from reports.estimates import MIN_N, MetricSample, not_estimable_reason
 from reports.profile import Analysis, analyse
-from reports.stats import bootstrap_pvalue, holm, percentile_interval
+from reports.stats import (
+    bootstrap_pvalue,
+    fisher_exact,
+    holm,
+    newcombe_interval,
+    percentile_interval,
+)
 
 __all__ = [
     "CSV_COLUMNS",
@@ -46,17 +56,30 @@ __all__ = [
 
 TAGS = {
     "wilson-95": "W",
+    "wilson-deff-95": "W-deff",
+    "wilson-strat-95": "W-strat",
+    "newcombe-paired-95": "NP",
+    "newcombe-95": "N2",
+    "paired-t-95": "Pt",
+    "t-95": "t",
     "cluster-bootstrap-95": "CB",
-    "paired-cluster-bootstrap-95": "PB",
+    "paired-bootstrap-percentile-95": "PB",
+    "independent-bootstrap-95": "IB",
+    "mover-95": "MOVER",
     "normal-95": "N",
+    "wald-95": "Wald",
     "wald-cluster-robust-95": "Wald-CR",
 }
 LEGEND = (
-    "Intervals are 95%. W = Wilson; CB = cluster bootstrap over (story, belief, depth) or "
-    "(game, condition, depth, λ) cells within the design's strata; PB = paired cluster bootstrap "
-    "on the items both agents answered; N = normal approximation; Wald-CR = Wald with "
-    "cluster-robust SEs. Proportions show the wider of W and CB. p(Holm) is adjusted across "
-    "every contrast in the report. API errors are excluded from accuracy and counted."
+    "Intervals are 95%. W = Wilson (W-strat: at the stratification-adjusted n, for proportions "
+    "pooled over the design's depth cells; W-deff: at the design-effect-adjusted n, for trials "
+    "that share a game cell); NP = Newcombe's paired interval with the exact McNemar test; Pt = "
+    "paired t interval with the sign-flip permutation test; t = t interval; CB = cluster "
+    "bootstrap within the design's strata; PB = paired bootstrap of the D50 difference with a "
+    "label-permutation test; N = normal approximation; Wald(-CR) = Wald (cluster-robust). "
+    f"Below n = {MIN_N} a figure has no interval and a contrast no test. p(Holm) is adjusted "
+    "across every testable contrast in the report. API errors are excluded from accuracy and "
+    "counted."
 )
 
 
@@ -90,10 +113,23 @@ def _tag(d: Mapping[str, Any]) -> str:
     return TAGS.get(str(t), str(t)) if t else ""
 
 
+def _no_interval(d: Mapping[str, Any]) -> str:
+    """`` (no interval: n < 10)`` for the usual small-n reason (the legend says the rule), else
+    the reason itself."""
+    reason = str(d.get("reason") or "")
+    m = re.search(r"at least (\d+) are needed", reason)
+    if m:
+        return f" (no interval: n < {m.group(1)})"
+    return f" (no interval: {reason})" if reason else " (no interval)"
+
+
 def fmt_prop(d: Mapping[str, Any] | None) -> str:
-    """``58.1% [51.2, 64.8] n=420 W`` (or the reason when there is no value)."""
+    """``58.1% [51.2, 64.8] n=420 W``; ``57.1% n=7 (no interval: …)`` when not estimable; the
+    reason when there is no value."""
     if not d or d.get("value") is None:
         return "—" if not d or not d.get("reason") else f"— ({d['reason']})"
+    if d.get("status") == "not_estimable" or not d.get("ci"):
+        return f"{_pct(d['value'])} n={d.get('n')}{_no_interval(d)}"
     return f"{_pct(d['value'])}{_ci(d.get('ci'))} n={d.get('n')} {_tag(d)}".rstrip()
 
 
@@ -103,9 +139,11 @@ def fmt_diff(d: Mapping[str, Any] | None, pct: bool = True) -> str:
     if d.get("difference") is None:
         return str(d.get("display") or d.get("reason") or "—")
     v = d["difference"]
-    if pct:
-        return f"{100 * v:+.1f} pts{_ci(d.get('ci'))}"
-    return f"{v:+.2f}{_ci(d.get('ci'), pct=False, digits=2)}"
+    text = f"{100 * v:+.1f} pts" if pct else f"{v:+.2f}"
+    if d.get("status") == "not_estimable" or not d.get("ci"):
+        return text + _no_interval(d)
+    ci = _ci(d.get("ci")) if pct else _ci(d.get("ci"), pct=False, digits=2)
+    return f"{text}{ci} {_tag(d)}".rstrip()
 
 
 def fmt_p(p: Any) -> str:
@@ -175,6 +213,9 @@ def _depth_rows(a: Mapping[str, Any]) -> list[list[str]]:
     joint = a.get("joint_accuracy_by_depth") or {}
     labels = sorted(set(acc.get("false", {})) | set(acc.get("true", {})), key=depth_sort_key)
     rows = []
+    rc = a.get("reality_check") or {}
+    if rc.get("n"):
+        rows.append(["R0", f"reality check (both cells): {fmt_prop(rc)}", "—", "—"])
     for lab in labels:
         rows.append([
             lab,
@@ -252,8 +293,11 @@ def _kcurve_rows(g: Mapping[str, Any]) -> list[list[str]]:
         def m(d: Mapping[str, Any]) -> str:
             if d.get("mean") is None:
                 return f"— (unresolved {d.get('unresolved')})"
-            return (f"{d['mean']:.2f}{_ci(d.get('ci'), pct=False, digits=2)} n={d['n']} N"
-                    f" (unresolved {d['unresolved']})")
+            if not d.get("ci"):
+                return (f"{d['mean']:.2f} n={d['n']}{_no_interval(d)}"
+                        f" (unresolved {d['unresolved']})")
+            return (f"{d['mean']:.2f}{_ci(d.get('ci'), pct=False, digits=2)} n={d['n']} "
+                    f"{_tag(d)} (unresolved {d['unresolved']})")
 
         rows.append([c["condition"], _f(c["target_depth"], 0), m(c["K_B"]), m(c["K_L"]),
                      f"{_pct(c['accuracy'])} n={c['n']}"])
@@ -271,6 +315,8 @@ def _fmt_mean(d: Mapping[str, Any] | None, digits: int = 2) -> str:
     """``0.93 [0.85, 1.01] n=12 N`` (or the reason when there is no value)."""
     if not d or d.get("value") is None:
         return "—" if not d or not d.get("reason") else f"— ({d['reason']})"
+    if d.get("status") == "not_estimable":
+        return f"{d['value']:.{digits}f} n={d.get('n')}{_no_interval(d)}"
     ci = d.get("ci")
     return (f"{d['value']:.{digits}f}{_ci(ci, pct=False, digits=digits) if ci else ''} "
             f"n={d.get('n')} {_tag(d)}").rstrip()
@@ -409,27 +455,44 @@ def _agent_markdown(name: str, a: Mapping[str, Any]) -> list[str]:
         f"- D50: {(a.get('d50') or {}).get('display')}"
         + (f" (n={a['d50'].get('n')}, chance {_f(a['d50'].get('chance'))}, ceiling "
            f"{_f(a['d50'].get('ceiling'))})" if (a.get('d50') or {}).get('chance') is not None
-           else ""),
+           else "")
+        + (f"; {a['d50']['ci_note']}" if (a.get("d50") or {}).get("interval_status")
+           == "not_estimable" else ""),
         "- Degradation slope (log-odds per level, controlling for length): "
         + _slope_text(a.get("degradation_slope") or {}),
         f"- Leakage resistance: {fmt_prop(a.get('leakage_resistance'))}",
-        f"- False-belief accuracy (all depths): {fmt_prop(a.get('false_belief_accuracy'))}",
+        f"- False-belief accuracy (B1, R1 and deeper): "
+        f"{fmt_prop(a.get('false_belief_accuracy'))}",
+        f"- R0 reality check: {fmt_prop(a.get('reality_check'))}",
+        *_r2_self_lines(a.get("r2_self") or {}),
         "",
     ]
     rows = _depth_rows(a)
     if rows:
-        out += ["### Accuracy by depth", "", _table(DEPTH_HEAD, rows), ""]
+        out += ["### Accuracy by depth (B1)", "", _table(DEPTH_HEAD, rows), ""]
+    frows = _factor_rows(a)
+    if frows:
+        out += ["### False-belief accuracy by mechanism and surface form (B1)", "",
+                _table(["factor", "level", "accuracy"], frows), ""]
+    out += _length_sweep_lines(a.get("length_sweep") or {})
     head, erows = _error_rows(a)
     if erows:
         out += ["### Error types by depth (false belief; counts, no interval)", "",
                 _table(head, erows), ""]
     ap = a.get("applied_gap") or {}
     if ap.get("available"):
-        out += ["### Applied-ToM gap", "",
-                f"Belief {_pct(ap['belief_accuracy'])} (n={ap['belief_n']}) − behaviour "
-                f"{_pct(ap['behaviour_accuracy'])} (n={ap['behaviour_n']}) = "
-                f"{100 * ap['value']:+.1f} pts{_ci(ap.get('ci'))} CB; judgment "
+        out += ["### Applied-ToM gap (B4)", "",
+                f"Belief {_pct(ap['belief_accuracy'])} − behaviour "
+                f"{_pct(ap['behaviour_accuracy'])} on the same {ap['n']} stories = "
+                f"{fmt_diff(ap | {'difference': ap['value']})}; judgment "
                 f"{_pct(ap.get('judgment_accuracy'))} (n={ap.get('judgment_n')}).", ""]
+        by = ap.get("by_depth") or {}
+        if by:
+            out += [_table(["depth", "belief", "behaviour", "gap [95%]", "n"],
+                           [[lab, _pct(g.get("belief_accuracy")),
+                             _pct(g.get("behaviour_accuracy")),
+                             fmt_diff(g | {"difference": g.get("value")}), str(g.get("n"))]
+                            for lab, g in by.items()]), ""]
     g = a.get("games") or {}
     if g.get("available"):
         out += ["### Strategic", ""]
@@ -443,9 +506,7 @@ def _agent_markdown(name: str, a: Mapping[str, Any]) -> list[str]:
             out += [
                 "A/B/C: " + "; ".join(f"{q} {fmt_prop(abc['accuracy'][q])}" for q in "ABC")
                 + f"; dissociation {fmt_prop(abc.get('dissociation'))}; log score of C "
-                + (f"{_f(abc['log_score_c']['value'])}{_ci(abc['log_score_c'].get('ci'), False)}"
-                   f" n={abc['log_score_c']['n']} CB" if abc.get("log_score_c", {}).get("value")
-                   is not None else "—"),
+                + _fmt_mean(abc.get("log_score_c"), 3),
                 "",
             ]
     rp = a.get("repeated") or {}
@@ -477,15 +538,51 @@ def _agent_markdown(name: str, a: Mapping[str, Any]) -> list[str]:
         out += [f"### Base-model subtraction: {mc['direction']}", ""]
         if mc.get("note"):
             out += [f"> {mc['note']}", ""]
-        out += [_table(["metric", "agent", "control", "difference [PB 95%]", "n", "p",
+        out += [_table(["metric", "agent", "control", "difference [95%]", "n", "p",
                         "p (Holm)"], _contrast_rows(mc["metrics"], ("agent", "control"))), ""]
     else:
         out += [f"Base-model subtraction: {mc.get('reason', 'not available')}.", ""]
     for module, blk in (a.get("ablation_credit") or {}).items():
         out += [f"### Ablation credit: {module} ({blk['direction']})", ""]
-        out += [_table(["metric", "full", "ablated", "credit [PB 95%]", "n", "p", "p (Holm)"],
+        out += [_table(["metric", "full", "ablated", "credit [95%]", "n", "p", "p (Holm)"],
                        _contrast_rows(blk["metrics"], ("full", "ablated"))), ""]
     return out
+
+
+def _r2_self_lines(r: Mapping[str, Any]) -> list[str]:
+    if not r.get("available"):
+        return []
+    return [f"- R2-self: accuracy {fmt_prop(r.get('accuracy'))}; own-belief leak "
+            f"{fmt_prop(r.get('own_belief_leak'))}"]
+
+
+def _factor_rows(a: Mapping[str, Any]) -> list[list[str]]:
+    rows = []
+    for key, label in (("by_mechanism", "mechanism"), ("by_form", "surface form")):
+        block = a.get(key) or {}
+        for level, d in (block.get("false_belief_accuracy") or {}).items():
+            rows.append([label, level, fmt_prop(d)])
+    return rows
+
+
+def _length_sweep_lines(ls: Mapping[str, Any]) -> list[str]:
+    if not ls.get("available"):
+        return []
+    by = ls.get("accuracy_by_length") or {}
+    lengths = sorted(set(by.get("false", {})) | set(by.get("true", {})), key=float)
+    rows = [[lab, fmt_prop(by.get("false", {}).get(lab)), fmt_prop(by.get("true", {}).get(lab))]
+            for lab in lengths]
+
+    def coef(d: Mapping[str, Any]) -> str:
+        if d.get("value") is None:
+            return f"not estimable ({d.get('reason')})"
+        return (f"{d['value']:+.3f}{_ci(d.get('ci'), False)} "
+                f"{TAGS.get(str(d.get('interval')), d.get('interval'))}")
+
+    return ["### Length sweep (B2)", "", _table(["events", "false belief", "true belief"], rows),
+            "", f"Fit {ls.get('model')} over B1 and B2 false-belief items: depth "
+            f"{coef(ls.get('depth') or {})} and length {coef(ls.get('length') or {})} "
+            "(log-odds per level and per event).", ""]
 
 
 def _slope_text(s: Mapping[str, Any]) -> str:
@@ -729,6 +826,7 @@ def report(
 COMPARE_METRICS = (
     ("false_belief_accuracy", True),
     ("true_belief_control_accuracy", True),
+    ("reality_check", True),
     ("d50", False),
     ("leakage_resistance", True),
     ("applied_gap", True),
@@ -742,10 +840,13 @@ COMPARE_METRICS = (
 def compare_runs(a: Analysis, b: Analysis, *, reveal_held_out: bool = False) -> dict[str, Any]:
     """What changed from run ``a`` to run ``b`` for every agent present in both (pure).
 
-    The runs have different items, so the contrasts are unpaired: the interval is the
-    percentile interval of differences between the two runs' independent cluster-bootstrap
-    replicates. Differences are ``b − a``; p-values are Holm-adjusted across the table.
-    A held-out run's seed is withheld from ``run_a``/``run_b`` unless ``reveal_held_out``.
+    The runs have different items, so the contrasts are unpaired. A proportion's change gets
+    Newcombe's hybrid score interval and Fisher's exact test (at the design-effect-adjusted
+    counts where trials share clusters); D50, ECE and the C log score get the percentile interval
+    of differences between the runs' independent bootstrap replicates and the percentile p-value
+    (never below 2/(B+1)). A change is not estimable when either run's own figure is not (too
+    few items for an interval). Differences are ``b − a``; p-values are Holm-adjusted across the
+    table. A held-out run's seed is withheld from ``run_a``/``run_b`` unless ``reveal_held_out``.
     """
     pa, pb = a.profile, b.profile
     names_a = list(pa["agents"])
@@ -761,28 +862,18 @@ def compare_runs(a: Analysis, b: Analysis, *, reveal_held_out: bool = False) -> 
     flat: list[dict[str, Any]] = []
     for name in common:
         ga, gb = pa["agents"][name], pb["agents"][name]
-        ra = a.metric_replicates.get(name, {})
-        rb = b.metric_replicates.get(name, {})
+        sa = a.metric_samples.get(name, {})
+        sb = b.metric_samples.get(name, {})
         metrics: dict[str, Any] = {}
         keys = [k for k, _ in COMPARE_METRICS] + sorted(
-            k for k in ra if k.startswith("accuracy_by_depth.") and k in rb
+            k for k in sa if k.startswith("accuracy_by_depth.") and k in sb
         )
         for key in keys:
-            if key in ra and key in rb:
-                va, repa, na = ra[key]
-                vb, repb, nb = rb[key]
-                with np.errstate(invalid="ignore"):
-                    diff = repb - repa
-                lo, hi, _ = percentile_interval(diff)
-                d = {
-                    "a": va, "b": vb, "difference": vb - va,
-                    "ci": [lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None],
-                    "n_a": na, "n_b": nb,
-                    "interval": "independent-cluster-bootstrap-95",
-                    "p": bootstrap_pvalue(diff, estimate=vb - va), "p_holm": None,
-                }
+            if key in sa and key in sb:
+                d = _change(sa[key], sb[key])
                 metrics[key] = d
-                flat.append(d)
+                if d.get("p") is not None:
+                    flat.append(d)
             elif key == "d50":
                 metrics[key] = {
                     "a": (ga.get("d50") or {}).get("display"),
@@ -808,12 +899,49 @@ def compare_runs(a: Analysis, b: Analysis, *, reveal_held_out: bool = False) -> 
         "run_a": disclosed_run(pa["run"], reveal_held_out=reveal_held_out),
         "run_b": disclosed_run(pb["run"], reveal_held_out=reveal_held_out),
         "direction": "b − a",
-        "interval": "percentile interval of differences of independent cluster-bootstrap "
-        "replicates (95%); p two-sided bootstrap, Holm-adjusted across the table",
+        "interval": "proportions: Newcombe hybrid score interval and Fisher's exact test; D50, "
+        "ECE and log score: percentile interval of differences of independent bootstrap "
+        "replicates (95%) and the percentile p-value; Holm-adjusted across the table",
         "agents": agents,
         "only_in_a": [n for n in names_a if n not in pb["agents"]],
         "only_in_b": [n for n in names_b if n not in pa["agents"]],
         "notes": notes,
+    }
+
+
+def _change(sa: MetricSample, sb: MetricSample) -> dict[str, Any]:
+    """One metric's change between two runs (b − a), by the method its kind allows."""
+    d: dict[str, Any] = {
+        "a": sa.value, "b": sb.value, "difference": sb.value - sa.value,
+        "n_a": sa.n, "n_b": sb.n, "ci": None, "interval": None, "test": None,
+        "p": None, "p_holm": None,
+    }
+    if not (sa.estimable and sb.estimable):
+        small = sa if not sa.estimable else sb
+        return d | {"status": "not_estimable",
+                    "reason": ("in run " + ("a" if small is sa else "b") + ": "
+                               + not_estimable_reason(small.n))}
+    if sa.k is not None and sb.k is not None and sa.n_eff and sb.n_eff:
+        lo, hi = newcombe_interval(sb.k, sb.n_eff, sa.k, sa.n_eff)
+        p = fisher_exact(round(sb.k), round(sb.n_eff), round(sa.k), round(sa.n_eff))
+        return d | {"ci": [lo, hi], "interval": "newcombe-95", "test": "Fisher exact",
+                    "p": p, "status": "estimated"}
+    if sa.ci is not None and sb.ci is not None and sa.replicates is None:
+        # MOVER (square-and-add) on the two runs' own intervals; no test
+        da, db = sa.value, sb.value
+        lo = (db - da) - math.hypot(db - sb.ci[0], sa.ci[1] - da)
+        hi = (db - da) + math.hypot(sb.ci[1] - db, da - sa.ci[0])
+        return d | {"ci": [lo, hi], "interval": "mover-95", "status": "estimated",
+                    "note": "interval only (square-and-add of the runs' own intervals); no test"}
+    if sa.replicates is None or sb.replicates is None:
+        return d | {"status": "not_estimable", "reason": "no replicates to compare"}
+    with np.errstate(invalid="ignore"):
+        diff = sb.replicates - sa.replicates
+    lo, hi, _ = percentile_interval(diff)
+    return d | {
+        "ci": [lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None],
+        "interval": "independent-bootstrap-95", "test": "bootstrap percentile",
+        "p": bootstrap_pvalue(diff), "status": "estimated",
     }
 
 

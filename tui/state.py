@@ -16,6 +16,7 @@ What a screen shows when a number cannot be given is decided here, once:
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -119,7 +120,19 @@ def fmt_proportion(block: Mapping[str, Any] | None, *, with_ci: bool = True) -> 
     if with_ci:
         text += _ci_pct(block.get("ci"))
     n = block.get("n")
-    return f"{text} n={n}" if n is not None else text
+    text = f"{text} n={n}" if n is not None else text
+    if with_ci and block.get("status") == "not_estimable":
+        text += _no_interval(block)
+    return text
+
+
+def _no_interval(block: Mapping[str, Any]) -> str:
+    """``" (no interval: n < 10)"`` for the profile's small-n reason, else the reason given."""
+    reason = str(block.get("reason") or "")
+    m = re.search(r"at least (\d+) are needed", reason)
+    if m:
+        return f" (no interval: n < {m.group(1)})"
+    return f" (no interval: {reason})" if reason else " (no interval)"
 
 
 def fmt_d50(d50: Mapping[str, Any] | None, *, with_status: bool = True) -> str:
@@ -161,6 +174,8 @@ def fmt_difference(block: Mapping[str, Any] | None, *, proportion: bool = True) 
         text += " [" + ", ".join("?" if e is None else fmt.format(scale * e) for e in ends) + "]"
     if block.get("n") is not None:
         text += f" n={block['n']}"
+    if block.get("status") == "not_estimable":
+        text += _no_interval(block)
     p = _number(block.get("p_holm"))
     if p is not None:
         text += f" p_holm={p:.3g}"
@@ -322,7 +337,11 @@ class AgentView:
     """The agent's row of the summary table, in AGENT_COLUMNS order."""
 
 
-def _depth_rows(acc: Mapping[str, Any], valid: bool) -> tuple[DepthRow, ...]:
+def _depth_rows(
+    acc: Mapping[str, Any], valid: bool, reality: Mapping[str, Any] | None = None
+) -> tuple[DepthRow, ...]:
+    """One row per depth; R0 first, from the profile's reality check (R0 asks where the object
+    really is: it has no false-belief cell, and is outside the false-belief figures)."""
     false = acc.get("false") or {}
     true = acc.get("true") or {}
     labels = list(true) + [d for d in false if d not in true]
@@ -333,6 +352,8 @@ def _depth_rows(acc: Mapping[str, Any], valid: bool) -> tuple[DepthRow, ...]:
         return (depth if depth is not None else math.inf, label)
 
     rows = []
+    if isinstance(reality, Mapping) and reality.get("n") and "R0" not in labels:
+        rows.append(DepthRow("R0", MISSING, f"{fmt_proportion(reality)} (reality check)"))
     for label in sorted(labels, key=key):
         fb = false.get(label)
         if fb is None:
@@ -432,7 +453,8 @@ def agent_views(profile: Mapping[str, Any]) -> list[AgentView]:
                 false_belief=fb,
                 n=n,
                 notices=tuple(str(x) for x in a.get("notices") or () if str(x) != vtext),
-                depth_rows=_depth_rows(a.get("accuracy_by_depth") or {}, valid),
+                depth_rows=_depth_rows(a.get("accuracy_by_depth") or {}, valid,
+                                       a.get("reality_check")),
                 contrasts=tuple(contrasts),
                 summary=summary,
             )

@@ -143,7 +143,10 @@ def test_depth_table_is_ordered_by_depth_with_no_false_belief_at_r0(
 ) -> None:
     rows = agent_views(profile)[0].depth_rows
     assert rows[0].depth == "R0" and rows[0].false_belief == MISSING
-    assert rows[0].true_belief.endswith("n=4")
+    # R0 is the reality check (its own figure, outside the false-belief ones); 4 items are too
+    # few for an interval
+    assert "n=4" in rows[0].true_belief and rows[0].true_belief.endswith("(reality check)")
+    assert "no interval" in rows[0].true_belief
     depths = [r.depth for r in rows]
     assert depths.index("R1") < depths.index("R2") < depths.index("R3") < depths.index("R5")
     cell = profile["agents"]["piper"]["accuracy_by_depth"]["false"]["R1"]
