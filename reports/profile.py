@@ -64,6 +64,7 @@ from reports.estimates import (
     paired_values,
     proportion,
 )
+from reports.model import PROFILE_SCHEMA, RunProfile
 from reports.stats import (
     BootstrapSums,
     ClusterBootstrap,
@@ -90,7 +91,6 @@ __all__ = [
     "profile_from_data",
 ]
 
-PROFILE_SCHEMA = "mindledger.profile/1"
 TRUE_BELIEF_THRESHOLD = 0.90
 """§18.2 rule 6: true-belief controls must be passed (>= 90%) for false-belief scores to count;
 the same threshold applies to the R0 reality check (§3: "must be passed")."""
@@ -760,7 +760,9 @@ class Analysis:
                 "m": int(sum(1 for p in ps if math.isfinite(p))),
             },
         }
-        return _clean(profile)  # type: ignore[no-any-return]
+        out: dict[str, Any] = _clean(profile)
+        RunProfile.of(out)  # the published schema's check: a profile that does not fit is a bug
+        return out
 
     def _design(self) -> dict[str, Any]:
         it = self.data.items

@@ -21,7 +21,6 @@ import html
 import io
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,20 @@ from mindledger.disclosure import seed_phrase, shown_seed
 from reports._disclosure import ScoreJsonRedactor, disclosed_profile, disclosed_run, held_out_of
 from reports.data import RunData, depth_sort_key, load_run
 from reports.estimates import MIN_N, MetricSample, not_estimable_reason
+from reports.model import AgentProfile
+from reports.present import (
+    FALSE_BELIEF_FIGURES,
+    HEADLINE_COLUMNS,
+    MISSING,
+    agent_headline,
+    difference_text,
+    headlines,
+    marked_invalid,
+    no_interval,
+    number,
+    p_text,
+    proportion_text,
+)
 from reports.profile import Analysis, analyse
 from reports.stats import (
     bootstrap_pvalue,
@@ -48,6 +61,7 @@ __all__ = [
     "compare_runs",
     "render_compare_markdown",
     "render_csv",
+    "render_headline_csv",
     "render_html",
     "render_json",
     "render_markdown",
@@ -113,43 +127,23 @@ def _tag(d: Mapping[str, Any]) -> str:
     return TAGS.get(str(t), str(t)) if t else ""
 
 
-def _no_interval(d: Mapping[str, Any]) -> str:
-    """`` (no interval: n < 10)`` for the usual small-n reason (the legend says the rule), else
-    the reason itself."""
-    reason = str(d.get("reason") or "")
-    m = re.search(r"at least (\d+) are needed", reason)
-    if m:
-        return f" (no interval: n < {m.group(1)})"
-    return f" (no interval: {reason})" if reason else " (no interval)"
-
-
 def fmt_prop(d: Mapping[str, Any] | None) -> str:
     """``58.1% [51.2, 64.8] n=420 W``; ``57.1% n=7 (no interval: …)`` when not estimable; the
-    reason when there is no value."""
-    if not d or d.get("value") is None:
-        return "—" if not d or not d.get("reason") else f"— ({d['reason']})"
-    if d.get("status") == "not_estimable" or not d.get("ci"):
-        return f"{_pct(d['value'])} n={d.get('n')}{_no_interval(d)}"
-    return f"{_pct(d['value'])}{_ci(d.get('ci'))} n={d.get('n')} {_tag(d)}".rstrip()
+    reason when there is no value (:func:`reports.present.proportion_text` plus the interval's
+    tag)."""
+    text = proportion_text(d)
+    if d and d.get("status") != "not_estimable" and d.get("ci") and d.get("value") is not None:
+        text = f"{text} {_tag(d)}".rstrip()
+    return text
 
 
 def fmt_diff(d: Mapping[str, Any] | None, pct: bool = True) -> str:
     if not d:
-        return "—"
-    if d.get("difference") is None:
-        return str(d.get("display") or d.get("reason") or "—")
-    v = d["difference"]
-    text = f"{100 * v:+.1f} pts" if pct else f"{v:+.2f}"
-    if d.get("status") == "not_estimable" or not d.get("ci"):
-        return text + _no_interval(d)
-    ci = _ci(d.get("ci")) if pct else _ci(d.get("ci"), pct=False, digits=2)
-    return f"{text}{ci} {_tag(d)}".rstrip()
+        return MISSING
+    return difference_text(d, proportion=pct, tag=_tag(d))
 
 
-def fmt_p(p: Any) -> str:
-    if p is None or (isinstance(p, float) and not math.isfinite(p)):
-        return "—"
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
+fmt_p = p_text
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -189,23 +183,10 @@ def _proxy_rows(proxy: Mapping[str, Any]) -> list[list[str]]:
 
 
 def _headline_rows(profile: Mapping[str, Any]) -> list[list[str]]:
-    rows = []
-    for name, a in profile["agents"].items():
-        skill = a.get("agent_prediction_skill") or {}
-        rows.append([
-            name,
-            str(a.get("role")),
-            {True: "yes", False: "**NO**", None: "unchecked"}[a.get("valid")],
-            (a.get("d50") or {}).get("display", "—"),
-            fmt_prop(a.get("leakage_resistance")),
-            _f(skill.get("value")) if skill.get("available") else "not measured",
-            fmt_prop(a.get("true_belief_control_accuracy")),
-        ])
-    return rows
+    return [h.cells() for h in headlines(profile)]
 
 
-HEADLINE_HEAD = ["agent", "role", "valid", "D50 [bootstrap 95%]", "leakage resistance",
-                 "skill S", "true-belief control acc."]
+HEADLINE_HEAD = [title for _, title in HEADLINE_COLUMNS]
 
 
 def _depth_rows(a: Mapping[str, Any]) -> list[list[str]]:
@@ -216,10 +197,12 @@ def _depth_rows(a: Mapping[str, Any]) -> list[list[str]]:
     rc = a.get("reality_check") or {}
     if rc.get("n"):
         rows.append(["R0", f"reality check (both cells): {fmt_prop(rc)}", "—", "—"])
+    invalid = a.get("valid") is False
     for lab in labels:
+        fb = fmt_prop(acc.get("false", {}).get(lab))
         rows.append([
             lab,
-            fmt_prop(acc.get("false", {}).get(lab)),
+            marked_invalid(fb) if invalid else fb,
             fmt_prop(acc.get("true", {}).get(lab)),
             fmt_prop(joint.get("false", {}).get(lab)),
         ])
@@ -294,7 +277,7 @@ def _kcurve_rows(g: Mapping[str, Any]) -> list[list[str]]:
             if d.get("mean") is None:
                 return f"— (unresolved {d.get('unresolved')})"
             if not d.get("ci"):
-                return (f"{d['mean']:.2f} n={d['n']}{_no_interval(d)}"
+                return (f"{d['mean']:.2f} n={d['n']}{no_interval(d)}"
                         f" (unresolved {d['unresolved']})")
             return (f"{d['mean']:.2f}{_ci(d.get('ci'), pct=False, digits=2)} n={d['n']} "
                     f"{_tag(d)} (unresolved {d['unresolved']})")
@@ -316,7 +299,7 @@ def _fmt_mean(d: Mapping[str, Any] | None, digits: int = 2) -> str:
     if not d or d.get("value") is None:
         return "—" if not d or not d.get("reason") else f"— ({d['reason']})"
     if d.get("status") == "not_estimable":
-        return f"{d['value']:.{digits}f} n={d.get('n')}{_no_interval(d)}"
+        return f"{d['value']:.{digits}f} n={d.get('n')}{no_interval(d)}"
     ci = d.get("ci")
     return (f"{d['value']:.{digits}f}{_ci(ci, pct=False, digits=digits) if ci else ''} "
             f"n={d.get('n')} {_tag(d)}").rstrip()
@@ -449,20 +432,17 @@ def _agent_markdown(name: str, a: Mapping[str, Any]) -> list[str]:
     out = [f"## {name} ({a.get('role')})", ""]
     for n in a.get("notices", []):
         out += [f"> **{n}**", ""]
-    tb = a.get("true_belief_control_accuracy") or {}
+    h = agent_headline(name, AgentProfile.model_validate(a))
+    d50 = a.get("d50") or {}
     out += [
-        f"- True-belief control accuracy: {fmt_prop(tb)} — valid: {a.get('valid')}",
-        f"- D50: {(a.get('d50') or {}).get('display')}"
-        + (f" (n={a['d50'].get('n')}, chance {_f(a['d50'].get('chance'))}, ceiling "
-           f"{_f(a['d50'].get('ceiling'))})" if (a.get('d50') or {}).get('chance') is not None
-           else "")
-        + (f"; {a['d50']['ci_note']}" if (a.get("d50") or {}).get("interval_status")
-           == "not_estimable" else ""),
+        f"- True-belief control accuracy: {h.true_belief} — valid: {h.valid}",
+        f"- D50: {h.d50}"
+        + (f" (chance {_f(d50.get('chance'))}, ceiling {_f(d50.get('ceiling'))})"
+           if d50.get("chance") is not None and a.get("valid") is not False else ""),
         "- Degradation slope (log-odds per level, controlling for length): "
         + _slope_text(a.get("degradation_slope") or {}),
-        f"- Leakage resistance: {fmt_prop(a.get('leakage_resistance'))}",
-        f"- False-belief accuracy (B1, R1 and deeper): "
-        f"{fmt_prop(a.get('false_belief_accuracy'))}",
+        f"- Leakage resistance: {h.leakage_resistance}",
+        f"- False-belief accuracy (B1, R1 and deeper): {h.false_belief}",
         f"- R0 reality check: {fmt_prop(a.get('reality_check'))}",
         *_r2_self_lines(a.get("r2_self") or {}),
         "",
@@ -789,6 +769,43 @@ def write_csv(data: RunData, fp: Any, *, reveal_held_out: bool = False) -> None:
     )
 
 
+HEADLINE_CSV_NUMBERS = (
+    ("d50", "d50"),
+    ("false_belief", "false_belief_accuracy"),
+    ("leakage_resistance", "leakage_resistance"),
+    ("true_belief", "true_belief_control_accuracy"),
+)
+
+
+def render_headline_csv(profile: Mapping[str, Any]) -> str:
+    """One row per agent: the headline figures worded as every rendering words them
+    (:mod:`reports.present`), then each figure's value, interval ends, n and status for
+    scripts. An invalid agent's false-belief numbers are left empty: they do not count."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    numbers = [f"{key}_{part}" for key, _ in HEADLINE_CSV_NUMBERS
+               for part in ("value", "lo", "hi", "n", "status")]
+    w.writerow([key for key, _ in HEADLINE_COLUMNS] + numbers)
+    agents = profile["agents"]
+
+    def num(v: Any) -> str:
+        f = number(v)
+        return "" if f is None else f"{f:.6g}"
+
+    for h in headlines(profile):
+        a = agents[h.agent]
+        row = h.cells()
+        for key, field in HEADLINE_CSV_NUMBERS:
+            d = a.get(field) or {}
+            withheld = a.get("valid") is False and key in FALSE_BELIEF_FIGURES
+            ci = d.get("ci") or [None, None]
+            row += ["", "", "", "", "invalid"] if withheld else [
+                num(d.get("value")), num(ci[0]), num(ci[1]),
+                "" if d.get("n") is None else str(d.get("n")), str(d.get("status") or "")]
+        w.writerow(row)
+    return buf.getvalue()
+
+
 # -- one entry point for the CLI -------------------------------------------------------------
 
 
@@ -803,7 +820,8 @@ def report(
     figures_link_prefix: str = "",
     reveal_held_out: bool = False,
 ) -> str:
-    """Render run ``run_id`` as ``md``, ``html``, ``json`` or ``csv``. ``seed`` is the
+    """Render run ``run_id`` as ``md``, ``html``, ``json``, ``csv`` (trials) or
+    ``headline-csv`` (one row per agent). ``seed`` is the
     bootstrap's; a held-out run's own seed is shown only with ``reveal_held_out`` (operators:
     it regenerates the held-out items)."""
     data = load_run(store, run_id)
@@ -811,6 +829,8 @@ def report(
     if fmt == "csv":
         return render_csv(data, reveal_held_out=reveal)
     profile = analyse(data, seed=seed, n_boot=n_boot, reveal_held_out=reveal).profile
+    if fmt == "headline-csv":
+        return render_headline_csv(profile)
     if fmt == "json":
         return render_json(profile, reveal_held_out=reveal)
     if fmt == "html":
@@ -818,7 +838,7 @@ def report(
     if fmt == "md":
         return render_markdown(profile, figures_dir=figures_dir,
                                figures_link_prefix=figures_link_prefix, reveal_held_out=reveal)
-    raise ValueError(f"unknown format {fmt!r} (md, html, json, csv)")
+    raise ValueError(f"unknown format {fmt!r} (md, html, json, csv, headline-csv)")
 
 
 # -- comparing two runs ----------------------------------------------------------------------

@@ -16,13 +16,25 @@ What a screen shows when a number cannot be given is decided here, once:
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mindledger.disclosure import seed_cell, seed_phrase
+from reports.model import AgentProfile
+from reports.present import (
+    INVALID,
+    MISSING,
+    NOT_ESTIMABLE,
+    agent_headline,
+    d50_text,
+    difference_text,
+    marked_invalid,
+    number,
+    pct,
+    proportion_text,
+)
 
 if TYPE_CHECKING:  # types only: this module never touches the database
     from ledger.chain import Verification
@@ -62,9 +74,6 @@ __all__ = [
     "verify_view",
 ]
 
-MISSING = "—"
-NOT_ESTIMABLE = "not estimable"
-INVALID = "INVALID"
 ROLE_ORDER = {"agent": 0, "control": 1, "ablation": 2, "reference": 3}
 PREDICTION_STATES = ("committed", "observed", "revealed", "scored", "expired", "rejected")
 """Every state a prediction can be shown in, in the order of its life."""
@@ -84,102 +93,16 @@ PREDICTION_COLUMNS = (
 # -- formatting ---------------------------------------------------------------------------
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    f = float(value)
-    return f if math.isfinite(f) else None
-
-
-def fmt_pct(value: Any, digits: int = 1) -> str:
-    """``0.596`` → ``"59.6%"``; None, NaN or a non-number → :data:`MISSING`."""
-    f = _number(value)
-    return MISSING if f is None else f"{100.0 * f:.{digits}f}%"
-
-
-def _ci_pct(ci: Any) -> str:
-    if not isinstance(ci, Sequence) or len(ci) != 2:
-        return ""
-    lo, hi = (_number(x) for x in ci)
-    left = "?" if lo is None else f"{100.0 * lo:.1f}"
-    right = "?" if hi is None else f"{100.0 * hi:.1f}"
-    return f" [{left}, {right}]"
-
-
-def _not_estimable(block: Mapping[str, Any] | None) -> str:
-    reason = block.get("reason") if isinstance(block, Mapping) else None
-    return f"{NOT_ESTIMABLE} ({reason})" if reason else NOT_ESTIMABLE
-
-
-def fmt_proportion(block: Mapping[str, Any] | None, *, with_ci: bool = True) -> str:
-    """A profile proportion (``{"value", "ci", "n", ...}``) as ``"59.6% [46.1, 71.8] n=52"``;
-    with no value, ``"not estimable (reason)"``."""
-    if not isinstance(block, Mapping) or _number(block.get("value")) is None:
-        return _not_estimable(block)
-    text = fmt_pct(block["value"])
-    if with_ci:
-        text += _ci_pct(block.get("ci"))
-    n = block.get("n")
-    text = f"{text} n={n}" if n is not None else text
-    if with_ci and block.get("status") == "not_estimable":
-        text += _no_interval(block)
-    return text
-
-
-def _no_interval(block: Mapping[str, Any]) -> str:
-    """``" (no interval: n < 10)"`` for the profile's small-n reason, else the reason given."""
-    reason = str(block.get("reason") or "")
-    m = re.search(r"at least (\d+) are needed", reason)
-    if m:
-        return f" (no interval: n < {m.group(1)})"
-    return f" (no interval: {reason})" if reason else " (no interval)"
-
-
-def fmt_d50(d50: Mapping[str, Any] | None, *, with_status: bool = True) -> str:
-    """D50 as the profile displays it (value and interval, a bound, or a bracket) with its
-    status and n; ``"not estimable (reason)"`` when there is nothing to show."""
-    if not isinstance(d50, Mapping):
-        return NOT_ESTIMABLE
-    status = str(d50.get("status") or "not_estimable")
-    display = d50.get("display")
-    if not display:
-        value = _number(d50.get("value"))
-        if value is None:
-            return _not_estimable(d50)
-        display = f"{value:.2f}"
-    if status == "not_estimable":
-        return _not_estimable(d50)
-    text = str(display)
-    if with_status:
-        text += f" ({status.replace('_', ' ')}, n={d50.get('n', 0)})"
-    return text
+_number = number
+fmt_pct = pct
+fmt_proportion = proportion_text
+fmt_d50 = d50_text
 
 
 def fmt_difference(block: Mapping[str, Any] | None, *, proportion: bool = True) -> str:
     """A paired contrast: ``"+25.0 pts [+13.5, +35.2] n=52 p_holm=0.003"`` for proportions,
     ``"+1.14 [+0.39, +1.80] n=52 …"`` otherwise; the reason when it is not available."""
-    if not isinstance(block, Mapping):
-        return NOT_ESTIMABLE
-    if block.get("available") is False:
-        return _not_estimable(block)
-    diff = _number(block.get("difference"))
-    if diff is None:
-        note = block.get("note") or block.get("reason")
-        return f"{NOT_ESTIMABLE} ({note})" if note else NOT_ESTIMABLE
-    scale, unit, fmt = (100.0, " pts", "{:+.1f}") if proportion else (1.0, "", "{:+.2f}")
-    text = fmt.format(scale * diff) + unit
-    ci = block.get("ci")
-    if isinstance(ci, Sequence) and len(ci) == 2:
-        ends = [_number(x) for x in ci]
-        text += " [" + ", ".join("?" if e is None else fmt.format(scale * e) for e in ends) + "]"
-    if block.get("n") is not None:
-        text += f" n={block['n']}"
-    if block.get("status") == "not_estimable":
-        text += _no_interval(block)
-    p = _number(block.get("p_holm"))
-    if p is not None:
-        text += f" p_holm={p:.3g}"
-    return text
+    return difference_text(block, proportion=proportion, with_n=True, with_p=True)
 
 
 def fmt_time(iso: str | None) -> str:
@@ -361,7 +284,7 @@ def _depth_rows(
         elif (fb.get("n") or 0) == 0:
             fb_text = f"{MISSING} n=0"
         else:
-            fb_text = fmt_proportion(fb) + ("" if valid else " (not counted)")
+            fb_text = fmt_proportion(fb) if valid else marked_invalid(fmt_proportion(fb))
         tb = true.get(label)
         tb_text = (
             MISSING
@@ -418,11 +341,9 @@ def agent_views(profile: Mapping[str, Any]) -> list[AgentView]:
             vtext = str(validity.get("message") or (a.get("notices") or [INVALID])[0])
             if not vtext.startswith(INVALID):
                 vtext = f"{INVALID}: {vtext}"
-        suffix = "" if valid else " (not counted)"
-        d50 = fmt_d50(a.get("d50")) + suffix
-        lr = fmt_proportion(a.get("leakage_resistance")) + suffix
-        fb = fmt_proportion(a.get("false_belief_accuracy")) + suffix
-        tb_text = fmt_proportion(tb)
+        typed = AgentProfile.model_validate(a)
+        full = agent_headline(name, typed)
+        compact = agent_headline(name, typed, with_ci=False)
         errors = (a.get("api_errors") or {}).get("count", 0)
         trials = (a.get("api_errors") or {}).get("trials")
         n = f"{trials} trials, {errors} API errors" if trials is not None else MISSING
@@ -435,10 +356,10 @@ def agent_views(profile: Mapping[str, Any]) -> list[AgentView]:
             "yes" if valid else f"✗ {INVALID}",
             name,
             role,
-            fmt_d50(a.get("d50"), with_status=False) if valid else INVALID,
-            fmt_proportion(a.get("leakage_resistance"), with_ci=False) if valid else INVALID,
-            fmt_proportion(tb, with_ci=False),
-            fmt_proportion(a.get("false_belief_accuracy"), with_ci=False) if valid else INVALID,
+            compact.d50,
+            compact.leakage_resistance,
+            compact.true_belief,
+            compact.false_belief,
             str(trials) if trials is not None else MISSING,
         )
         out.append(
@@ -447,10 +368,10 @@ def agent_views(profile: Mapping[str, Any]) -> list[AgentView]:
                 role=role,
                 valid=valid,
                 validity=vtext,
-                d50=d50,
-                leakage_resistance=lr,
-                true_belief=tb_text,
-                false_belief=fb,
+                d50=full.d50,
+                leakage_resistance=full.leakage_resistance,
+                true_belief=full.true_belief,
+                false_belief=full.false_belief,
                 n=n,
                 notices=tuple(str(x) for x in a.get("notices") or () if str(x) != vtext),
                 depth_rows=_depth_rows(a.get("accuracy_by_depth") or {}, valid,

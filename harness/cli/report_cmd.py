@@ -17,11 +17,13 @@ __all__ = ["report"]
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["md", "html", "json", "csv"]),
+    type=click.Choice(["md", "html", "json", "csv", "headline-csv"]),
     default="md",
     show_default=True,
     help="md: tables (and figure files with --out); html: one self-contained file with plots; "
-    "json: every number with its interval and n; csv: one row per trial.",
+    "json: every number with its interval and n (schema docs/profile.schema.json); csv: one "
+    "row per trial; headline-csv: one row per agent, the headline figures as every report "
+    "words them, with their values, interval ends and n.",
 )
 @click.option(
     "--out",
@@ -72,6 +74,7 @@ def report(
       mindledger report RUN_ID                       # Markdown on stdout
       mindledger report RUN_ID --format html --out report.html
       mindledger report RUN_ID --format json | jq '.agents[].d50'
+      mindledger report RUN_ID --format headline-csv > headline.csv
       mindledger report --compare RUN_A RUN_B
     """
     from reports.render import compare, render_compare_markdown

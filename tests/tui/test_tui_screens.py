@@ -129,7 +129,7 @@ async def test_enter_opens_the_run_with_validity_first(seeded: Seeded, tmp_path:
         assert detail.agent is not None and detail.agent.name == "not-reality"
         assert _text(validity).startswith("INVALID: not-reality's true-belief control")
         assert validity.has_class("-invalid")
-        assert "(not counted)" in _text(detail.query_one("#metrics", Static))
+        assert "INVALID (not counted: " in _text(detail.query_one("#metrics", Static))
 
         await pilot.press("escape")
         await pilot.pause()

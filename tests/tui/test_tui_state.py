@@ -65,14 +65,14 @@ def test_a_proportion_shows_value_interval_and_n_or_why_not() -> None:
     ("d50", "expected"),
     [
         ({"status": "estimated", "value": 2.88, "display": "2.88 [2.3, 3.42]", "n": 52},
-         "2.88 [2.3, 3.42] (estimated, n=52)"),
+         "2.88 [2.3, 3.42] n=52"),
         ({"status": "beyond", "value": None, "display": "> 5 (beyond the deepest level tested)",
-          "lower_bound": 5.0, "n": 56}, "> 5 (beyond the deepest level tested) (beyond, n=56)"),
+          "lower_bound": 5.0, "n": 56}, "> 5 (beyond the deepest level tested) n=56"),
         ({"status": "bracketed", "value": None, "display": "between 2 and 3", "n": 56},
-         "between 2 and 3 (bracketed, n=56)"),
+         "between 2 and 3 n=56"),
         ({"status": "not_estimable", "value": None, "display": None, "n": 0,
           "reason": "no false-belief items"}, f"{NOT_ESTIMABLE} (no false-belief items)"),
-        ({"status": "estimated", "value": 1.5, "n": 9}, "1.50 (estimated, n=9)"),
+        ({"status": "estimated", "value": 1.5, "n": 9}, "1.50 n=9"),
         (None, NOT_ESTIMABLE),
     ],
 )  # fmt: skip
@@ -124,7 +124,7 @@ def test_agent_views_put_validity_first_and_withhold_invalid_false_belief_figure
     piper, _, _, bad = views
     assert piper.valid and piper.validity.startswith("VALID: true-belief control accuracy")
     assert piper.summary[0] == "yes" and piper.summary[1] == "piper"
-    assert "(estimated, n=" in piper.d50 and "not counted" not in piper.d50
+    assert " n=" in piper.d50 and "not counted" not in piper.d50
 
     assert not bad.valid
     assert bad.validity.startswith("INVALID: not-reality's true-belief control accuracy")
@@ -132,9 +132,11 @@ def test_agent_views_put_validity_first_and_withhold_invalid_false_belief_figure
     # D50, leakage resistance and false-belief accuracy: withheld in the summary row ...
     assert bad.summary[3] == bad.summary[4] == bad.summary[6] == INVALID
     # ... shown in the detail only marked as not counted; true-belief accuracy stays
-    assert bad.d50.endswith("(not counted)") and bad.false_belief.endswith("(not counted)")
+    assert bad.d50.startswith("INVALID (not counted: ")
+    assert bad.false_belief.startswith("INVALID (not counted: ")
     assert bad.summary[5].endswith(f"n={profile['agents']['not-reality']['validity']['n']}")
-    assert all(r.false_belief.endswith("(not counted)") for r in bad.depth_rows if r.depth != "R0")
+    assert all(r.false_belief.startswith("INVALID (not counted")
+               for r in bad.depth_rows if r.depth != "R0")
     assert bad.validity not in bad.notices
 
 

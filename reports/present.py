@@ -1,0 +1,270 @@
+"""How a profile's figures are worded: one module for Markdown, HTML, CSV and the dashboard.
+
+Every rendering asks this module for the text of a figure, so a figure reads the same wherever
+it appears. The rules are decided here, once:
+
+- an **estimated** figure shows its value, its 95% interval and its n: ``58.1% [51.2, 64.8]
+  n=420``;
+- a figure whose n cannot carry an interval (**not estimable**) keeps its value and n and says
+  so: ``57.1% n=7 (no interval: n < 10)``; with no value at all it shows the reason;
+- a figure that was not measured (**missing**) says ``not measured`` and why;
+- an agent that fails its validity check (true-belief controls or the R0 reality check below
+  90%) is **invalid**: its false-belief figures (D50, false-belief accuracy, leakage
+  resistance) appear only marked ``INVALID (not counted: …)``, and in compact cells as
+  ``INVALID`` alone;
+- a **held-out** run's seed is withheld (:mod:`mindledger.disclosure`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reports.model import AgentProfile, RunProfile
+
+__all__ = [
+    "FALSE_BELIEF_FIGURES",
+    "HEADLINE_COLUMNS",
+    "INVALID",
+    "MISSING",
+    "NOT_ESTIMABLE",
+    "NOT_MEASURED",
+    "Headline",
+    "agent_headline",
+    "d50_text",
+    "difference_text",
+    "headlines",
+    "marked_invalid",
+    "no_interval",
+    "number",
+    "p_text",
+    "pct",
+    "proportion_text",
+    "role_order",
+]
+
+MISSING = "—"
+NOT_ESTIMABLE = "not estimable"
+NOT_MEASURED = "not measured"
+INVALID = "INVALID"
+ROLE_ORDER = {"agent": 0, "control": 1, "ablation": 2, "reference": 3}
+
+
+def number(value: Any) -> float | None:
+    """A finite float, or None (for None, NaN, infinities, booleans and non-numbers)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    f = float(value)
+    return f if math.isfinite(f) else None
+
+
+def pct(value: Any, digits: int = 1) -> str:
+    """``0.596`` → ``"59.6%"``; anything that is not a finite number → :data:`MISSING`."""
+    f = number(value)
+    return MISSING if f is None else f"{100.0 * f:.{digits}f}%"
+
+
+def _ci_pct(ci: Any) -> str:
+    if not isinstance(ci, Sequence) or len(ci) != 2:
+        return ""
+    lo, hi = (number(x) for x in ci)
+    left = "?" if lo is None else f"{100.0 * lo:.1f}"
+    right = "?" if hi is None else f"{100.0 * hi:.1f}"
+    return f" [{left}, {right}]"
+
+
+def no_interval(block: Mapping[str, Any]) -> str:
+    """``" (no interval: n < 10)"`` for the profile's small-n reason, else the reason given."""
+    reason = str(block.get("reason") or "")
+    m = re.search(r"at least (\d+) are needed", reason)
+    if m:
+        return f" (no interval: n < {m.group(1)})"
+    return f" (no interval: {reason})" if reason else " (no interval)"
+
+
+def _as_dict(block: Any) -> Mapping[str, Any] | None:
+    if block is None:
+        return None
+    if hasattr(block, "model_dump"):
+        return block.model_dump(by_alias=True)  # type: ignore[no-any-return]
+    return block if isinstance(block, Mapping) else None
+
+
+def proportion_text(block: Any, *, with_ci: bool = True) -> str:
+    """A proportion: ``"58.1% [51.2, 64.8] n=420"``; ``"57.1% n=7 (no interval: n < 10)"``
+    when not estimable; ``"not estimable (reason)"`` when it has no value. ``with_ci=False``
+    (compact cells): ``"58.1% n=420"``."""
+    d = _as_dict(block)
+    if d is None or number(d.get("value")) is None:
+        reason = d.get("reason") if d else None
+        return f"{NOT_ESTIMABLE} ({reason})" if reason else NOT_ESTIMABLE
+    text = pct(d["value"])
+    if not with_ci:
+        return text if d.get("n") is None else f"{text} n={d['n']}"
+    estimable = d.get("status") != "not_estimable" and d.get("ci")
+    if estimable:
+        text += _ci_pct(d.get("ci"))
+    n = d.get("n")
+    if n is not None:
+        text += f" n={n}"
+    if not estimable:
+        text += no_interval(d)
+    return text
+
+
+def d50_text(block: Any, *, with_ci: bool = True) -> str:
+    """D50 as the profile displays it (value and interval, a bound, a bracket) with its n;
+    ``"not estimable (reason)"`` when there is nothing to show."""
+    d = _as_dict(block)
+    if d is None:
+        return NOT_ESTIMABLE
+    status = str(d.get("status") or "not_estimable")
+    if status == "not_estimable":
+        reason = d.get("reason")
+        return f"{NOT_ESTIMABLE} ({reason})" if reason else NOT_ESTIMABLE
+    display = str(d.get("display") or "")
+    if not display:
+        value = number(d.get("value"))
+        display = MISSING if value is None else f"{value:.2f}"
+    if not with_ci:
+        return display.split(" [")[0].split(" (")[0]
+    return f"{display} n={d.get('n', 0)}"
+
+
+def difference_text(block: Any, *, proportion: bool = True, tag: str = "",
+                    with_n: bool = False, with_p: bool = False) -> str:
+    """A contrast: ``"+25.0 pts [+13.5, +35.2]"`` for proportions, ``"+1.14 [+0.39, +1.80]"``
+    otherwise; ``with_n`` / ``with_p`` add ``n=`` and ``p_holm=``; the reason when it has no
+    difference."""
+    d = _as_dict(block)
+    if d is None:
+        return NOT_ESTIMABLE
+    if d.get("available") is False:
+        reason = d.get("reason")
+        return f"{NOT_ESTIMABLE} ({reason})" if reason else NOT_ESTIMABLE
+    diff = number(d.get("difference"))
+    if diff is None:
+        shown = d.get("display") or d.get("note") or d.get("reason")
+        return str(shown) if d.get("display") else (
+            f"{NOT_ESTIMABLE} ({shown})" if shown else NOT_ESTIMABLE)
+    scale, unit, fmt = (100.0, " pts", "{:+.1f}") if proportion else (1.0, "", "{:+.2f}")
+    text = fmt.format(scale * diff) + unit
+    ci = d.get("ci")
+    estimable = d.get("status") != "not_estimable" and isinstance(ci, Sequence) and len(ci) == 2
+    if estimable:
+        assert isinstance(ci, Sequence)
+        ends = [number(x) for x in ci]
+        text += " [" + ", ".join("?" if e is None else fmt.format(scale * e) for e in ends) + "]"
+        if tag:
+            text += f" {tag}"
+    if with_n and d.get("n") is not None:
+        text += f" n={d['n']}"
+    if not estimable:
+        text += no_interval(d)
+    p = number(d.get("p_holm"))
+    if with_p and p is not None:
+        text += f" p_holm={p:.3g}"
+    return text
+
+
+def p_text(p: Any) -> str:
+    f = number(p)
+    if f is None:
+        return MISSING
+    return "<0.001" if f < 0.001 else f"{f:.3f}"
+
+
+def role_order(role: str, name: str) -> tuple[int, str]:
+    return (ROLE_ORDER.get(role, 9), name)
+
+
+# -- the headline: one row per agent, worded once -------------------------------------------
+
+
+HEADLINE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("agent", "agent"),
+    ("role", "role"),
+    ("valid", "valid"),
+    ("d50", "D50 [95%]"),
+    ("false_belief", "false-belief accuracy"),
+    ("leakage_resistance", "leakage resistance"),
+    ("skill", "skill S"),
+    ("true_belief", "true-belief control acc."),
+)
+"""(field of :class:`Headline`, column title) in the order every rendering shows them."""
+
+FALSE_BELIEF_FIGURES = ("d50", "false_belief", "leakage_resistance")
+"""The headline figures an invalid agent's validity check withholds."""
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One agent's headline figures as every rendering words them."""
+
+    agent: str
+    role: str
+    valid: str
+    d50: str
+    false_belief: str
+    leakage_resistance: str
+    skill: str
+    true_belief: str
+
+    def cells(self) -> list[str]:
+        return [str(getattr(self, key)) for key, _ in HEADLINE_COLUMNS]
+
+
+def marked_invalid(text: str, *, compact: bool = False) -> str:
+    """How an invalid agent's false-belief figure reads: ``INVALID (not counted: 2.60 …)``,
+    or ``INVALID`` alone in a compact cell."""
+    return INVALID if compact else f"{INVALID} (not counted: {text})"
+
+
+def _valid_text(valid: bool | None) -> str:
+    return {True: "yes", False: INVALID, None: "unchecked"}[valid]
+
+
+def _skill_text(a: AgentProfile, with_ci: bool) -> str:
+    s = a.agent_prediction_skill
+    if not s.available:
+        return NOT_MEASURED
+    value = number(s.value)
+    if value is None:
+        return f"{NOT_ESTIMABLE} ({s.reason})" if s.reason else NOT_ESTIMABLE
+    text = f"{value:.3f}"
+    extra = s.model_extra or {}
+    ci = extra.get("ci")
+    if with_ci and isinstance(ci, Sequence) and len(ci) == 2 and all(
+            number(x) is not None for x in ci):
+        text += f" [{number(ci[0]):.3f}, {number(ci[1]):.3f}]"
+    return text
+
+
+def agent_headline(name: str, a: AgentProfile, *, with_ci: bool = True) -> Headline:
+    """The headline of one agent; ``with_ci=False`` for compact cells (values only)."""
+    figures = {
+        "d50": d50_text(a.d50, with_ci=with_ci),
+        "false_belief": proportion_text(a.false_belief_accuracy, with_ci=with_ci),
+        "leakage_resistance": proportion_text(a.leakage_resistance, with_ci=with_ci),
+    }
+    if a.valid is False:
+        figures = {k: marked_invalid(v, compact=not with_ci) for k, v in figures.items()}
+    return Headline(
+        agent=name,
+        role=a.role,
+        valid=_valid_text(a.valid),
+        skill=_skill_text(a, with_ci),
+        true_belief=proportion_text(a.true_belief_control_accuracy, with_ci=with_ci),
+        **figures,
+    )
+
+
+def headlines(profile: Mapping[str, Any] | RunProfile, *, with_ci: bool = True) -> list[Headline]:
+    """Every agent's headline, agents under test first, then controls, ablations, references
+    (by name within a role). Parses ``profile`` against the published schema."""
+    prof = profile if isinstance(profile, RunProfile) else RunProfile.of(profile)
+    order = sorted(prof.agents, key=lambda n: role_order(prof.agents[n].role, n))
+    return [agent_headline(n, prof.agents[n], with_ci=with_ci) for n in order]
