@@ -75,6 +75,8 @@ def make_settings(home: Path, db_url: str, endpoint: str, **changes: Any) -> Set
         "wren": AgentConfig(name="wren", adapter="openai", endpoint=endpoint, model="w"),
         "bot": AgentConfig(name="bot", adapter="reference", policy="oracle"),
     }
+    # tests not about the rate limit must not depend on how fast this machine sends requests
+    changes.setdefault("api_rate_limit", 100_000.0)
     return replace(settings, agents=agents, **changes)
 
 

@@ -53,6 +53,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
             settings,
             agents={"dusk": AgentConfig("dusk", endpoint=fake.base_url, model="m")},
             head_interval=0,
+            api_rate_limit=100_000.0,  # not about the rate limit: no 429 on a fast machine
         )
         daemon = build_daemon(settings, scheduler=False)
         token = create_token(daemon.engine, "piper")

@@ -329,6 +329,7 @@ def test_fuzz_api_bodies(tmp_path: Path) -> None:
             settings,
             agents={"dusk": AgentConfig("dusk", endpoint=fake.base_url, model="m")},
             head_interval=0,
+            api_rate_limit=100_000.0,  # not about the rate limit: no 429 on a fast machine
         )
         daemon = build_daemon(settings, scheduler=False)
         agent = create_token(daemon.engine, "piper")
