@@ -125,7 +125,7 @@ class ReferenceAgent:
         return {"adapter": "reference", "policy": self.policy}
 
     async def attempt(self, item: Item) -> Attempt:
-        digest = int(content_hash([self.seed, item.id])[7:23], 16)
+        digest = int(content_hash([self.seed, self.name, item.id])[7:23], 16)
         rng = np.random.default_rng([self.seed, digest])
         if not families.applies(item, self.policy):
             return Attempt(

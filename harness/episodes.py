@@ -169,7 +169,7 @@ def _play_reference(agent: ReferenceAgent, item: Item, episode: Episode) -> Atte
             provider={"policy": agent.policy},
         )
     # the same generator ReferenceAgent.attempt derives, so both paths give the same moves
-    digest = int(content_hash([agent.seed, item.id])[7:23], 16)
+    digest = int(content_hash([agent.seed, agent.name, item.id])[7:23], 16)
     rng = np.random.default_rng([agent.seed, digest])
     start = time.perf_counter()
     answer = reference_answer(item, agent.policy, rng)

@@ -38,7 +38,7 @@ import sqlalchemy as sa
 
 from ledger.calls import Calls, summarise
 from ledger.models import ItemRow, RunItemRow, TrialRow
-from ledger.store import RunAgent, Store
+from ledger.store import RunAgent, Store, TrialRecord
 
 __all__ = [
     "DEPTH_ORDER",
@@ -48,6 +48,7 @@ __all__ = [
     "infer_blocks",
     "load_run",
     "run_data",
+    "trial_columns",
 ]
 
 DEPTH_ORDER = ("R0", "R1", "R2", "R2-self", "R3", "R3-loop", "R4", "R5")
@@ -392,6 +393,30 @@ def run_data(
     """Assemble :class:`RunData` from plain dicts (trial dicts use the ``trials`` columns)."""
     columns = {c: [t.get(c) for t in trials] for c in _TRIAL_COLUMNS}
     return _from_columns(run, agents, items, columns)
+
+
+def trial_columns(t: TrialRecord) -> dict[str, Any]:
+    """A trial record as :func:`run_data` takes it (the ``trials`` table's columns)."""
+    from mindledger.canonical import canonical_json
+
+    def js(v: Any) -> str | None:
+        return None if v is None else canonical_json(v).decode("utf-8")
+
+    return {
+        "agent": t.agent,
+        "item_id": t.item_id,
+        "status": t.status,
+        "correct": t.correct,
+        "confidence": t.confidence,
+        "score_value": t.score_value,
+        "primary_error": t.primary_error,
+        "tokens_in": t.tokens_in,
+        "tokens_out": t.tokens_out,
+        "latency_s": t.latency_s,
+        "score_json": js(t.score),
+        "answer_json": js(t.answer),
+        "error": t.error,
+    }
 
 
 def _floats(values: Sequence[Any]) -> npt.NDArray[np.float64]:

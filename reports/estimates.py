@@ -49,6 +49,7 @@ from reports.stats import (
 
 __all__ = [
     "MIN_N",
+    "NO_SPREAD",
     "Contrast",
     "MetricSample",
     "Proportion",
@@ -59,6 +60,8 @@ __all__ = [
 ]
 
 MIN_N = 10
+NO_SPREAD = ("every paired difference is the same (the two agents answered alike): there is no "
+             "spread to estimate an interval or a test from")
 """The smallest (effective) number of trials, pairs or clusters that gets an interval or a test."""
 
 FloatArray = npt.NDArray[np.float64]
@@ -242,6 +245,8 @@ def paired_binary(
         return Contrast(names, mx, my, diff, None, None, n, None, None, None,
                         not_estimable_reason(m, f"clusters ({n} paired items)", min_n), m)
     _, lo, hi, _, _ = clustered_mean_interval(xa - ya, codes)
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
+        return Contrast(names, mx, my, diff, None, None, n, None, None, None, NO_SPREAD, m)
     dc = np.bincount(codes, weights=xa - ya, minlength=m)
     p, how = sign_flip_pvalue(dc, rng, B=B)
     return Contrast(names, mx, my, diff, max(-1.0, lo), min(1.0, hi), n, "paired-t-95",
@@ -277,9 +282,9 @@ def paired_values(
     _, lo, hi, _, _ = clustered_mean_interval(d, codes)
     dc = d if codes is None else np.bincount(codes, weights=d, minlength=m)
     p, how = sign_flip_pvalue(dc, rng, B=B)
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return Contrast(names, mx, my, diff, None, None, n, None, None, None,
-                        "the differences have no spread to estimate an interval from")
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
+        return Contrast(names, mx, my, diff, None, None, n, None, None, None, NO_SPREAD,
+                        None if codes is None else m)
     return Contrast(names, mx, my, diff, lo, hi, n, "paired-t-95",
                     f"sign-flip permutation ({how})", p, None,
                     None if codes is None else m)

@@ -56,6 +56,7 @@ from reports._repeated import episode_columns, repeated_design, repeated_section
 from reports.data import RunData, depth_sort_key, load_run
 from reports.estimates import (
     MIN_N,
+    NO_SPREAD,
     Contrast,
     MetricSample,
     Proportion,
@@ -1582,6 +1583,11 @@ class Analysis:
         if rx.status == "estimated" and ry.status == "estimated":
             assert rx.value is not None and ry.value is not None
             lo, hi, _ = percentile_interval(dreps, LEVEL)
+            if math.isfinite(lo) and math.isfinite(hi) and hi <= lo:
+                # every shared resample gave the same difference: the agents answered alike
+                return base | {"status": "not_estimable", "difference": rx.value - ry.value,
+                               "ci": None, "p": None, "interval": None, "test": None,
+                               "reason": NO_SPREAD}
             span = self.fb_depths[-1] - self.fb_depths[0]
             ci = [lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None]
             return base | {

@@ -32,7 +32,15 @@ import numpy.typing as npt
 
 from ledger.store import RunAgent, Store, TrialRecord
 from mindledger.items import Item
-from reports.data import DEPTH_ORDER, ItemTable, RunData, TrialTable, depth_label_number, run_data
+from reports.data import (
+    DEPTH_ORDER,
+    ItemTable,
+    RunData,
+    TrialTable,
+    depth_label_number,
+    run_data,
+    trial_columns,
+)
 
 __all__ = [
     "SyntheticAgent",
@@ -165,29 +173,7 @@ class SyntheticRun:
 
     def run_data(self, run_id: str = "synthetic", *, held_out: bool = False) -> RunData:
         """The run as :class:`~reports.data.RunData`, without a database (for fast tests)."""
-        from mindledger.canonical import canonical_json
-
-        def js(v: Any) -> str | None:
-            return None if v is None else canonical_json(v).decode("utf-8")
-
-        trials = [
-            {
-                "agent": t.agent,
-                "item_id": t.item_id,
-                "status": t.status,
-                "correct": t.correct,
-                "confidence": t.confidence,
-                "score_value": t.score_value,
-                "primary_error": t.primary_error,
-                "tokens_in": t.tokens_in,
-                "tokens_out": t.tokens_out,
-                "latency_s": t.latency_s,
-                "score_json": js(t.score),
-                "answer_json": js(t.answer),
-                "error": t.error,
-            }
-            for t in self.trials
-        ]
+        trials = [trial_columns(t) for t in self.trials]
         run = {"id": run_id, "suite": "synthetic", "seed": 0, "held_out": held_out,
                "status": "complete", "created_at": None, "finished_at": None, "params": {}}
         return run_data(run, self.agents, [it.to_dict() for it in self.items], trials)

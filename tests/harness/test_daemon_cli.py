@@ -176,7 +176,8 @@ def test_mindledger_serve_lets_no_call_dodge_its_prediction(tmp_path: Path) -> N
             with httpx.Client(base_url=url, headers=auth, timeout=30) as c:
                 codes = [call(c, n).status_code for n in range(200)]
                 first = codes.index(428)  # 20% sampled: the chance of no refusal is 1e-19
-                assert set(codes[:first]) == {200} and set(codes[first:]) == {428}
+                # (the very first call is sampled one time in five: nothing before it then)
+                assert set(codes[:first]) <= {200} and set(codes[first:]) == {428}
                 # the dodges: an ignored field, whitespace, the same call again
                 for dodge in ({"user": "n1"}, {"temperature": 0}, {}):
                     assert call(c, first, **dodge).status_code == 428

@@ -12,7 +12,7 @@ import pytest
 from scipy.stats import multinomial
 
 from reports.data import ItemTable
-from reports.estimates import MIN_N, paired_binary, paired_values, proportion
+from reports.estimates import MIN_N, NO_SPREAD, paired_binary, paired_values, proportion
 from reports.profile import profile_from_data
 from reports.render import compare_runs
 from reports.stats import (
@@ -280,3 +280,51 @@ def test_compare_quick_with_baseline_makes_no_claim_quick_cannot_carry() -> None
     assert fb["status"] == "not_estimable" and fb["ci"] is None and fb["p"] is None
     both = compare_runs(base, base)["agents"]["agent"]["metrics"]["false_belief_accuracy"]
     assert both["interval"] == "newcombe-95" and both["ci"][0] < 0 < both["ci"][1]
+
+
+def test_differences_without_spread_get_no_interval() -> None:
+    rng = np.random.default_rng(0)
+    same = np.array([0.25] * 30)
+    c = paired_values(same, same, ("a", "b"), rng)
+    assert not c.estimable and c.lo is None and c.reason == NO_SPREAD and c.p is None
+    shifted = paired_values(same + 0.5, same, ("a", "b"), rng)  # every difference 0.5
+    assert not shifted.estimable and shifted.difference == pytest.approx(0.5)
+    ones = np.ones(40)
+    clusters = np.repeat(np.arange(20), 2)
+    b = paired_binary(ones, ones, ("a", "b"), rng, clusters)
+    assert not b.estimable and b.reason == NO_SPREAD
+    # one pair per item: Newcombe's interval is honest even when both answered alike
+    n = paired_binary(ones, ones, ("a", "b"), rng)
+    assert n.estimable and n.lo is not None and n.hi is not None and n.lo < 0 < n.hi
+
+
+def _intervals(node: object, path: str = "") -> list[tuple[str, list[float]]]:
+    out: list[tuple[str, list[float]]] = []
+    if isinstance(node, dict):
+        ci = node.get("ci")
+        if isinstance(ci, list) and len(ci) == 2 and None not in ci:
+            out.append((path, ci))
+        for k, v in node.items():
+            out += _intervals(v, f"{path}.{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out += _intervals(v, f"{path}[{i}]")
+    return out
+
+
+def test_two_agents_that_answer_alike_get_no_zero_width_contrast() -> None:
+    # an agent and its control both at ceiling on every item: every paired numeric
+    # difference is 0, and no contrast may claim a zero-width interval
+    perfect = dict(tb_accuracy=1.0, reality_accuracy=1.0, behaviour_accuracy=1.0,
+                   judgment_accuracy=1.0, game_accuracy=1.0, abc_accuracy=1.0)
+    agents = [SyntheticAgent("agent", lambda d: 1.0, **perfect),  # type: ignore[arg-type]
+              SyntheticAgent("agent-control", lambda d: 1.0, role="control",
+                             base_agent="agent", **perfect)]  # type: ignore[arg-type]
+    prof = profile_from_data(simulate(np.random.default_rng(9), agents,
+                                      suite_design("baseline")), n_boot=200)
+    metrics = prof["agents"]["agent"]["minus_control"]["metrics"]
+    zero = [(p, ci) for p, ci in _intervals(metrics) if ci[0] == ci[1]]
+    assert not zero, zero
+    assert metrics["applied_gap"]["status"] == "not_estimable"
+    assert metrics["applied_gap"]["reason"] == NO_SPREAD
+    assert all(c["p_holm"] is None or c["p_holm"] >= 0.05 for c in prof["contrasts"])
