@@ -51,7 +51,15 @@ DEV_SEED = next(s for s in range(1_987_654_321, 1_987_655_321) if not is_held_ou
 REFERENCES = ("oracle", "random", "not-reality", "level:2")
 WITHHELD = "seed withheld (held-out run)"
 N_BOOT = 100
-FORMATS = ("md", "html", "json", "csv")
+def _cli_formats() -> tuple[str, ...]:
+    """Every ``report --format`` the command line offers: a new format is walked too."""
+    from harness.cli.report_cmd import report as report_command
+
+    fmt = next(p for p in report_command.params if p.name == "fmt")
+    return tuple(fmt.type.choices)  # type: ignore[attr-defined]
+
+
+FORMATS = _cli_formats()
 
 
 @dataclass
