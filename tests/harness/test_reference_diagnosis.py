@@ -205,3 +205,41 @@ def test_stored_items_regenerate_bit_for_bit(quick_run: tuple[Store, str]) -> No
     assert verify_items(items) == []
     tampered = dataclasses.replace(items[3], truth={**items[3].truth, "answer": "attic"})
     assert any("differs" in p for p in verify_items([tampered]))
+
+
+@pytest.mark.parametrize("seed", [12])
+def test_baseline_profile_diagnoses_every_reference(seed: int) -> None:
+    """Issue 11's acceptance on ``baseline``: the profile itself (not only the error codes) sees
+    each reference as what it is — oracle beyond the deepest level, depth-capped:2 between 2 and
+    3, reality-leak with leakage resistance 0, not-reality and random invalid. The answers are
+    the reference policies' own, scored by the runner's scoring step; repeated games (played as
+    episodes) are left out: no NestToM figure reads them."""
+    from harness.agents import Attempt
+    from harness.families import applies, reference_answer
+    from harness.runner import score_attempt
+    from harness.suites import get_suite
+    from ledger.store import RunAgent
+    from reports.data import run_data, trial_columns
+    from reports.profile import Analysis, diagnose_references
+
+    items = [i for i in get_suite("baseline").build(seed) if i.family != "repeated"]
+    policies = ("oracle", "depth-capped:2", "reality-leak", "not-reality", "random")
+    agents, trials = [], []
+    for k, policy in enumerate(policies):
+        name = f"ref:{policy}"
+        agents.append(RunAgent(name, "reference", {"adapter": "reference", "policy": policy}))
+        rng = np.random.default_rng([seed, k])
+        for item in items:
+            att = (Attempt(answer=reference_answer(item, policy, rng))
+                   if applies(item, policy) else Attempt(not_applicable=True))
+            trials.append(trial_columns(score_attempt("r", name, item, att)))
+    run = {"id": "r", "suite": "baseline", "seed": seed, "held_out": False,
+           "status": "complete", "created_at": None, "finished_at": None, "params": {}}
+    profile = Analysis(run_data(run, agents, [i.to_dict() for i in items], trials),
+                       n_boot=200).profile
+    assert diagnose_references(profile) == []
+    capped = profile["agents"]["ref:depth-capped:2"]["d50"]
+    assert capped["status"] in ("estimated", "bracketed"), capped["display"]
+    leak = profile["agents"]["ref:reality-leak"]["leakage_resistance"]
+    assert leak["value"] == 0 and leak["n"] >= 400  # B1 false belief, R1 and deeper
+    assert profile["agents"]["ref:oracle"]["valid"] is True
