@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -77,7 +79,19 @@ def normalise_url(url: str) -> str:
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    # Switching a new file to WAL needs an exclusive lock, and SQLite answers "database is
+    # locked" at once, without its busy handler, while another process holds one (several
+    # processes opening a new database together): retry for as long as the busy timeout.
+    deadline = time.monotonic() + 30.0
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
     cur.execute("PRAGMA synchronous=FULL")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA busy_timeout=30000")
