@@ -16,7 +16,8 @@ to see the spread.
 
 Candidates: ``fast`` (FastTransport, the default), ``aiohttp`` (httpx-aiohttp's
 AiohttpTransport), ``httpx`` (httpx's own pool; slow: ~15× the ideal, ~25 s), and, as a floor
-without httpx and without the adapter, ``raw-aiohttp`` (a bare aiohttp ClientSession).
+without httpx and without the adapter, ``raw-aiohttp`` (a bare aiohttp ClientSession). The
+aiohttp candidates need the ``bench`` extra: ``pip install -e ".[bench]"``.
 """
 
 from __future__ import annotations

@@ -17,15 +17,6 @@ state — everything random takes a seed or a ``numpy.random.Generator``.
 - A/B/C: :func:`generate_abc_items`, :func:`summarize_abc`.
 """
 
-from games.abc import (
-    ABC_GENERATOR,
-    ABC_KINDS,
-    generate_abc_items,
-    make_abc_item,
-    make_abc_scenario,
-    score_abc_answer,
-    summarize_abc,
-)
 from games.catalog import CANONICAL_PARAMS, FAMILIES, GAMES, build_game, game_names, get_game
 from games.equilibrium import symmetric_equilibria
 from games.idr import Distinguishability, Failure, check_distinguishability, idr_sequence
@@ -50,6 +41,15 @@ from games.quantal import HISTORY_LENGTH, LAMBDAS, opponent_history, quantal_pro
 from games.reference import POLICIES, parse_policy, reference_answer
 from games.scoring import parse_action, read_belief, score, score_reply, summarize
 from games.spec import Action, GameSpec
+from games.strategic import (
+    ABC_GENERATOR,
+    ABC_KINDS,
+    generate_abc_items,
+    make_abc_item,
+    make_abc_scenario,
+    score_abc_answer,
+    summarize_abc,
+)
 from games.trials import CONDITIONS, GENERATOR, design_cells, generate_items, make_trial
 from games.variants import VARIANT_FAMILIES, VariantError, generate_variant
 

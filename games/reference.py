@@ -8,8 +8,9 @@
 - ``depth-capped:N`` — reasons correctly up to depth N, then stops: plays
   ``a(min(k_target, N))``.
 
-On A/B/C items (:mod:`games.abc`) ``level:K`` and ``depth-capped:N`` play the action of a
-level-K (resp. level-min(·, N)) scripted bot of that game; see :func:`games.abc.abc_reference`.
+On A/B/C items (:mod:`games.strategic`) ``level:K`` and ``depth-capped:N`` play the action of
+a level-K (resp. level-min(·, N)) scripted bot of that game; see
+:func:`games.strategic.abc_reference`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 
 from games.idr import idr_sequence
 from games.scoring import spec_from_truth
+from games.strategic import ABC_GENERATOR, abc_reference
 from games.trials import GENERATOR as TRIAL_GENERATOR
 from mindledger.errors import InputError
 from mindledger.items import Item
@@ -51,8 +53,6 @@ def reference_answer(item: Item, policy: str, rng: np.random.Generator) -> Any:
     """The answer reference agent ``policy`` gives to ``item`` (``rng`` for ``random``)."""
     name, arg = parse_policy(policy)
     if item.generator != TRIAL_GENERATOR:
-        from games.abc import ABC_GENERATOR, abc_reference
-
         if item.generator == ABC_GENERATOR:
             return abc_reference(item, name, arg, rng)
         raise InputError(f"not a games item: generator {item.generator!r}", where="item")

@@ -87,7 +87,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -338,7 +338,7 @@ class _Bot(ABC):
         """The bot's move distribution in round ``t`` from ``state``."""
 
     def update(self, state: Any, t: int, a: int | None, b: int) -> Hashable:
-        return state
+        return cast(Hashable, state)
 
     def reply(self, a: int) -> int:
         """The opponent's best reply to the agent's role ``a`` (first in role order on ties)."""
@@ -407,7 +407,7 @@ class _CounterFrequent(_Bot):
 
     def update(self, state: Any, t: int, a: int | None, b: int) -> Hashable:
         if a is None:
-            return state
+            return cast(Hashable, state)
         return tuple(c + int(i == a) for i, c in enumerate(state))
 
 

@@ -28,8 +28,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from games.abc import ABC_GENERATOR, score_abc_answer
 from games.spec import Action, GameSpec
+from games.strategic import ABC_GENERATOR, score_abc_answer
 from mindledger.errors import InputError
 from mindledger.items import Item, Score
 
@@ -288,7 +288,7 @@ def score_reply(
 
 def score(item: Item, answer: Any) -> Score:
     """Score one answer to a games item (pure): a trial by :func:`score_reply` without a stated
-    belief or chain; an A/B/C/K item by :func:`games.abc.score_abc_answer`."""
+    belief or chain; an A/B/C/K item by :func:`games.strategic.score_abc_answer`."""
     if item.family != "games":
         raise InputError(f"not a games item (family {item.family!r})", where="item")
     if item.generator == ABC_GENERATOR:

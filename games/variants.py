@@ -25,14 +25,17 @@ from games.catalog import CANONICAL_PARAMS, FAMILIES, build_game
 from games.idr import Distinguishability, check_distinguishability
 from games.spec import GameSpec
 from mindledger.canonical import content_hash
+from mindledger.errors import MindledgerError
 
 __all__ = ["VARIANT_FAMILIES", "VariantError", "generate_variant", "variant_params"]
 
 Params = dict[str, int]
 
 
-class VariantError(RuntimeError):
-    """No distinguishable variant was found within the attempt budget (a bug in the ranges)."""
+class VariantError(MindledgerError, RuntimeError):
+    """No distinguishable variant was found within the attempt budget (a bug in the ranges).
+
+    Not a user error (exit status 1); still a :class:`RuntimeError`, as it always was."""
 
 
 def _int(rng: np.random.Generator, lo: int, hi: int) -> int:

@@ -18,12 +18,13 @@ import asyncio
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
 from harness import families
+from harness.agent_types import Attempt
 from harness.answers import (
     ANSWER_TOOL,
     ParsedAnswer,
@@ -83,25 +84,6 @@ class ChatBackend(Protocol):
     ) -> ChatReply: ...
 
     async def aclose(self) -> None: ...
-
-
-@dataclass
-class Attempt:
-    """What an agent did with one item."""
-
-    answer: Any = None
-    confidence: float | None = None
-    raw_text: str | None = None
-    transcript: list[dict[str, Any]] = field(default_factory=list)
-    error: str | None = None
-    not_applicable: bool = False
-    """The agent does not apply to this item (a reference policy of another family)."""
-    parse_problem: str | None = None
-    turns: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    latency_s: float = 0.0
-    provider: dict[str, Any] = field(default_factory=dict)
 
 
 def answer_tool_name(item: Item) -> str:

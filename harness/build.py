@@ -16,8 +16,7 @@ from typing import Any
 
 from harness.agents import CONTROL_SYSTEM_PROMPT, ChatAgent, CommandBackend, ReferenceAgent
 from harness.families import check_policy
-from harness.scaffold import MODULES
-from harness.settings import AgentConfig, Settings
+from harness.settings import MODULES, AgentConfig, Settings
 from ledger.store import RunAgent, Store
 from mindledger.errors import ConfigError, UserError
 from mindledger.secrets import strip_credentials

@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -62,7 +62,15 @@ from mindledger.canonical import content_hash
 from mindledger.errors import AgentError, InputError
 from mindledger.items import Item
 
-__all__ = ["play_episode"]
+__all__ = ["EpisodeAgent", "play_episode"]
+
+
+class EpisodeAgent(Protocol):
+    """Any agent the runner holds; chat and reference agents are played round by round."""
+
+    name: str
+
+    async def attempt(self, item: Item) -> Attempt: ...
 
 
 def _provider() -> dict[str, Any]:
@@ -186,17 +194,19 @@ def _play_reference(agent: ReferenceAgent, item: Item, episode: Episode) -> Atte
     )
 
 
-async def play_episode(agent: ChatAgent | ReferenceAgent, item: Item) -> Attempt:
+async def play_episode(agent: EpisodeAgent, item: Item) -> Attempt:
     """Play the repeated-game episode of ``item`` with ``agent`` and return the attempt.
 
     A chat agent plays round by round (one fresh chat per round, see the module docstring);
     a reply with no parseable move gets one nudge, after which the round is an invalid move,
     scored as the agent's worst payoff. A reference agent (``oracle`` | ``random``) plays its
-    scripted moves without a model; for another policy the attempt is ``not_applicable``.
+    scripted moves without a model; for another policy the attempt is ``not_applicable``. Any
+    other agent (a program, a test double) is handed the whole item, as for a single turn.
     """
     if item.family != FAMILY:
         raise InputError(f"not a repeated-game item (family {item.family!r})", where="item")
-    episode = episode_from_item(item)
     if isinstance(agent, ReferenceAgent):
-        return _play_reference(agent, item, episode)
-    return await _play_chat(agent, item, episode)
+        return _play_reference(agent, item, episode_from_item(item))
+    if isinstance(agent, ChatAgent):
+        return await _play_chat(agent, item, episode_from_item(item))
+    return await agent.attempt(item)

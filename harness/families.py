@@ -1,4 +1,6 @@
-"""Dispatch from an item's family to its pure scorer and its reference answers."""
+"""What the harness asks of an item's family: its scorer, its reference answers, whether a
+reference policy applies, and how to rebuild it — thin wrappers over the registry
+(:mod:`mindledger.family`), which owns every family's declaration."""
 
 from __future__ import annotations
 
@@ -7,8 +9,13 @@ from typing import Any
 
 import numpy as np
 
+from games.reference import POLICIES as GAME_POLICIES
+from games.repeated import REFERENCE_POLICIES as REPEATED_POLICIES
+from mindledger import family as registry
 from mindledger.errors import UserError
+from mindledger.family import UnknownFamilyError
 from mindledger.items import Item, Score
+from nesttom.scoring import POLICIES as BELIEF_POLICIES
 
 __all__ = [
     "POLICIES",
@@ -20,8 +27,11 @@ __all__ = [
     "verify_items",
 ]
 
-POLICIES = ("oracle", "random", "depth-capped:N", "reality-leak", "not-reality", "level:K")
-_POLICY = re.compile(r"^(oracle|random|reality-leak|not-reality|depth-capped:\d+|level:\d+)$")
+POLICIES = tuple(dict.fromkeys((*BELIEF_POLICIES, *GAME_POLICIES, *REPEATED_POLICIES)))
+"""Every reference agent, as the packages name them (``:N``/``:K`` stand for a number)."""
+_POLICY = re.compile(
+    "^(" + "|".join(p.split(":")[0] + (r":\d+" if ":" in p else "") for p in POLICIES) + ")$"
+)
 
 
 def check_policy(policy: str) -> None:
@@ -32,69 +42,31 @@ def check_policy(policy: str) -> None:
         )
 
 
-def _module(family: str) -> Any:
-    if family in ("nesttom", "hitom"):
-        import nesttom
-
-        return nesttom
-    if family == "games":
-        import games
-
-        return games
-    if family == "repeated":
-        import games.repeated as repeated
-
-        return repeated
-    raise ValueError(f"no scorer for item family {family!r}")
-
-
 def score(item: Item, answer: Any) -> Score:
     """Score ``answer`` to ``item`` with its family's pure scorer (None scores incorrect)."""
     if answer is None:
         return Score(
             correct=False, value=0.0, error_codes=("no_answer",), primary_error="no_answer"
         )
-    result: Score = _module(item.family).score(item, answer)
-    return result
+    return registry.get(item.family).score(item, answer)
 
 
 def applies(item: Item, policy: str) -> bool:
     """Whether the reference agent ``policy`` means anything on ``item``'s family (``level:K``
     plays games; ``reality-leak`` and ``not-reality`` answer belief questions)."""
-    kind = policy.split(":", 1)[0]
-    if item.family in ("nesttom", "hitom"):
-        return kind in ("oracle", "random", "depth-capped", "reality-leak", "not-reality")
-    if item.family == "games":
-        return kind in ("oracle", "random", "depth-capped", "level")
-    return kind in ("oracle", "random")
+    return policy.split(":", 1)[0] in registry.get(item.family).policies
 
 
 def reference_answer(item: Item, policy: str, rng: np.random.Generator) -> Any:
     """The answer a scripted reasoner gives to ``item``."""
-    return _module(item.family).reference_answer(item, policy, rng)
+    return registry.get(item.family).reference_answer(item, policy, rng)
 
 
 def regenerate(item: Item) -> Item | None:
     """Rebuild ``item`` from its generator, seed and parameters (None for imported items, such
     as Hi-ToM's, which have no generator to rerun)."""
-    if item.generator == "nesttom":
-        import nesttom
-
-        rebuilt: Item = nesttom.regenerate(item)
-        return rebuilt
-    if item.generator == "games.trial":
-        import games
-
-        return games.make_trial(item.seed, item.params)  # type: ignore[no-any-return]
-    if item.generator == "games.abc":
-        import games
-
-        return games.make_abc_item(item.seed, item.params)  # type: ignore[no-any-return]
-    if item.generator == "games.repeated":
-        import games.repeated as repeated
-
-        return repeated.make_episode_item(item.seed, item.params)
-    return None
+    fam = registry.get(item.family)
+    return fam.regenerate(item) if item.generator in fam.generators else None
 
 
 def verify_items(items: list[Item]) -> list[str]:
@@ -106,6 +78,9 @@ def verify_items(items: list[Item]) -> list[str]:
         problems.extend(item.verify())
         try:
             rebuilt = regenerate(item)
+        except UnknownFamilyError as exc:
+            problems.append(f"{item.id}: {exc}")
+            continue
         except (ValueError, KeyError, TypeError) as exc:
             problems.append(f"{item.id}: cannot regenerate: {exc}")
             continue

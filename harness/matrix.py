@@ -36,7 +36,7 @@ import numpy as np
 
 from harness.agents import ChatAgent, ReferenceAgent
 from ledger.client import Prediction
-from ledger.ledger_errors import RevealRejected
+from ledger.errors import RevealRejected
 from ledger.predictions import Ledger
 from ledger.protocol import provenance, response_hash
 from ledger.scoring import ScoreRecord, aggregate, penalty_scores

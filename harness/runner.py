@@ -24,6 +24,7 @@ from harness import families
 from harness.agents import Attempt
 from harness.episodes import play_episode
 from ledger.store import Store, TrialRecord
+from mindledger import family as registry
 from mindledger.items import Item
 
 __all__ = ["AgentLike", "ProgressSink", "RunSummary", "TrialWriter", "execute_run"]
@@ -160,6 +161,8 @@ async def execute_run(
     """Attempt every (agent, item) pair of the run that has no trial yet, storing each trial as
     it completes. Safe to call again after an interruption: finished pairs are skipped."""
     progress = progress or NullProgress()
+    # every family is known before the first trial (UnknownFamilyError names the registered ones)
+    plays = {name: registry.get(name).plays for name in {it.family for it in items}}
     done = store.done_pairs(run_id)
     todo: dict[str, list[Item]] = {
         a.name: [it for it in items if (a.name, it.id) not in done] for a in agents
@@ -199,8 +202,8 @@ async def execute_run(
     async def worker(agent: AgentLike, queue: list[Item]) -> None:
         while queue:
             item = queue.pop()
-            if item.family == "repeated":
-                att = await play_episode(agent, item)  # type: ignore[arg-type]
+            if plays[item.family] == "episode":
+                att = await play_episode(agent, item)
             else:
                 att = await agent.attempt(item)
             rec = score_attempt(run_id, agent.name, item, att)

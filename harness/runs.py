@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import secrets
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ from harness.seeds import check_seed, draw_seed, is_held_out
 from harness.settings import Settings
 from harness.suites import get_suite
 from ledger.store import RunAgent, Store
+from mindledger import family as family_registry
+from mindledger.items import Item
 
 __all__ = ["create_run", "execute_stored_run", "new_run_id"]
 
@@ -40,22 +43,33 @@ def create_run(
     held_out: bool = False,
     hitom_path: Path | None = None,
     run_id: str | None = None,
+    items: Sequence[Item] | None = None,
 ) -> tuple[str, int, int]:
     """Generate the suite's items and store the run with its agents and items (one
     transaction). Returns (run id, seed, number of items).
 
+    ``items``, when given, are stored instead of a preset's (``suite`` then only names the
+    run); each must be of a registered family (:mod:`mindledger.family`).
+
     Development runs refuse held-out seeds, so the held-out share stays unseen until the
     scheduler draws from it."""
-    spec = get_suite(suite)
+    spec = get_suite(suite) if items is None else None
     check_seed(seed, held_out=held_out, fraction=settings.held_out_fraction)
     if seed is None:
         seed = draw_seed(held_out=held_out, fraction=settings.held_out_fraction)
-    items = spec.build(seed, hitom_path=hitom_path)
+    if spec is not None:
+        items = spec.build(seed, hitom_path=hitom_path)
+        counts = spec.counts
+    else:
+        assert items is not None
+        for name in sorted({it.family for it in items}):
+            family_registry.get(name)  # an unknown family is refused before anything is stored
+        counts = dict(Counter(it.family for it in items))
     run_id = run_id or new_run_id()
     params: dict[str, Any] = {
         "suite": suite,
         "seed": seed,
-        "counts": spec.counts,
+        "counts": counts,
         "hitom": str(hitom_path) if hitom_path else None,
     }
     store.create_run(

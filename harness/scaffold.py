@@ -9,26 +9,23 @@
 - ``opponent_sim`` (D, recursive opponent simulation, depth ≤ 2): before choosing in a game, the
   model predicts the opponent's choice as the opponent would reason, then best-responds.
 
-A module applies only to the families it is meant for; elsewhere it does nothing, so that an
-ablation measures exactly what the module adds. A module gets credit only for the drop when it is
+A module applies only to the families that declare it (``Family.scaffold_modules`` in
+:mod:`mindledger.family`); elsewhere it does nothing, so that an ablation measures exactly what
+the module adds. A module gets credit only for the drop when it is
 switched off (see reports).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from harness.agent_types import Attempt, TurnTaker
+from harness.settings import MODULES
+from mindledger import family as registry
 from mindledger.items import Item
 
-if TYPE_CHECKING:
-    from harness.agents import Attempt, ChatAgent
-
 __all__ = ["MODULES", "Scaffold", "witness_log_text"]
-
-MODULES = ("perspective", "witness_log", "opponent_sim")
-
-BELIEF_FAMILIES = ("nesttom", "hitom")
 
 PERSPECTIVE_STEP = (
     "Before you answer, work from the point of view of the person the question asks about. "
@@ -95,13 +92,18 @@ class Scaffold:
         self,
         item: Item,
         prompt: str,
-        agent: ChatAgent,
+        agent: TurnTaker,
         messages: list[dict[str, Any]],
         att: Attempt,
     ) -> str:
-        """Run the modules' steps before the answer turn; return the prompt of the answer turn."""
-        if item.family in BELIEF_FAMILIES:
-            if "witness_log" in self.modules:
+        """Run the modules' steps before the answer turn; return the prompt of the answer turn.
+
+        Only the modules that ``item``'s family declares (``Family.scaffold_modules``) act."""
+        if not self.modules:
+            return prompt
+        acting = set(self.modules) & set(registry.get(item.family).scaffold_modules)
+        if acting & {"witness_log", "perspective"}:
+            if "witness_log" in acting:
                 story = item.truth.get("story") if isinstance(item.truth, Mapping) else None
                 log = witness_log_text(story) if isinstance(story, Mapping) else None
                 if log is not None:
@@ -110,11 +112,11 @@ class Scaffold:
                     messages.append({"role": "user", "content": f"{prompt}\n\n{WITNESS_STEP}"})
                     await agent.turn(messages, att, max_tokens=STEP_TOKENS)
                     prompt = "Now answer the original question, using your event log."
-            if "perspective" in self.modules:
+            if "perspective" in acting:
                 messages.append({"role": "user", "content": f"{prompt}\n\n{PERSPECTIVE_STEP}"})
                 await agent.turn(messages, att, max_tokens=STEP_TOKENS)
                 prompt = "Now answer the original question from that list alone."
-        elif item.family == "games" and "opponent_sim" in self.modules:
+        if "opponent_sim" in acting:
             messages.append({"role": "user", "content": f"{prompt}\n\n{OPPONENT_STEP}"})
             await agent.turn(messages, att, max_tokens=STEP_TOKENS)
             prompt = "Now choose your own action, best-responding to the opponent you simulated."

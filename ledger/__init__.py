@@ -15,8 +15,7 @@ entry that was changed, removed, reordered, forged or cut off. See ``docs/ledger
     p.scores
 """
 
-from ledger import ledger_models as ledger_models  # registers the ledger table
-from ledger import models as models  # registers the run, item and trial tables
+from ledger import models as models  # registers the tables
 from ledger.chain import (
     GENESIS_HASH,
     PROBLEMS,
@@ -29,26 +28,20 @@ from ledger.chain import (
 )
 from ledger.client import LedgerClient, Prediction
 from ledger.db import open_engine, utc_now
+from ledger.errors import (
+    LedgerIntegrityError,
+    LedgerKeyError,
+    LedgerStateError,
+    RevealRejected,
+)
 from ledger.keys import (
     generate_key,
     load_or_create_service_key,
     parse_public_key,
     public_key_hex,
 )
-from ledger.ledger_errors import (
-    LedgerIntegrityError,
-    LedgerKeyError,
-    LedgerStateError,
-    RevealRejected,
-)
-from ledger.ledger_models import LedgerEntryRow
-from ledger.predictions import (
-    CommitReceipt,
-    Ledger,
-    RevealResult,
-    open_ledger,
-    verify_export,
-)
+from ledger.models import LedgerEntryRow
+from ledger.predictions import Ledger, open_ledger, verify_export
 from ledger.protocol import (
     PredictionState,
     commit_message,
@@ -57,6 +50,7 @@ from ledger.protocol import (
     prediction_body,
     prediction_id,
 )
+from ledger.receipts import CommitReceipt, RevealResult
 from ledger.scoring import (
     EPSILON,
     MAX_ANSWERS,

@@ -37,9 +37,9 @@ from typing import Any, NamedTuple
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from ledger.calls import Calls, check_call, check_refusal, summarise
+from ledger.errors import LedgerKeyError
 from ledger.keys import COMMIT_TAG, ENTRY_TAG, KEY_TAG, parse_public_key, public_key_hex, sign
 from ledger.keys import verify_signature as _verify_sig
-from ledger.ledger_errors import LedgerKeyError
 from ledger.merkle import CompactRange, leaf_hash
 from ledger.protocol import (
     PredictionState,
@@ -91,7 +91,7 @@ PROBLEMS = (
 )
 """What verification can find wrong with an entry, most telling first."""
 
-_dumps: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_dumps: Callable[[str], str] = json.encoder.encode_basestring
 """JSON string literal with ``ensure_ascii=False``, as ``json.dumps`` writes one."""
 
 

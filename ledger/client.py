@@ -32,9 +32,8 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from ledger.errors import LedgerStateError, RevealRejected
 from ledger.keys import COMMIT_TAG, public_key_hex, sign
-from ledger.ledger_errors import LedgerStateError, RevealRejected
-from ledger.predictions import CommitReceipt, Ledger, RevealResult
 from ledger.protocol import (
     commit_fields,
     commit_message,
@@ -45,6 +44,7 @@ from ledger.protocol import (
     provenance,
     response_hash,
 )
+from ledger.receipts import CommitReceipt, LedgerService, RevealResult
 
 __all__ = ["LedgerClient", "Prediction", "PredictionBlock"]
 
@@ -54,7 +54,11 @@ class LedgerClient:
     agent too (register the key once with :meth:`register_key`)."""
 
     def __init__(
-        self, ledger: Ledger, predictor: str, *, agent_key: Ed25519PrivateKey | None = None
+        self,
+        ledger: LedgerService,
+        predictor: str,
+        *,
+        agent_key: Ed25519PrivateKey | None = None,
     ):
         self.ledger = ledger
         self.predictor = predictor

@@ -22,7 +22,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from ledger.ledger_errors import LedgerKeyError
+from ledger.errors import LedgerKeyError
 
 __all__ = [
     "COMMIT_TAG",

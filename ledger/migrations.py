@@ -102,7 +102,7 @@ def m0001_runs_items_trials(op: Operations) -> None:
 
 
 def m0002_predictions(op: Operations) -> None:
-    """The prediction ledger: one append-only, hash-chained table (see ledger.ledger_models)."""
+    """The prediction ledger: one append-only, hash-chained table (see ledger.models)."""
     op.create_table(
         "ledger_entries",
         sa.Column("seq", sa.BigInteger(), primary_key=True, autoincrement=False),

@@ -18,9 +18,8 @@ import secrets
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from sqlalchemy.engine import Engine
@@ -40,7 +39,14 @@ from ledger.chain import (
     signature_ok,
     verify_entries,
 )
+from ledger.client import LedgerClient
 from ledger.db import Clock, mask, open_engine, utc_now
+from ledger.errors import (
+    AgentSignatureError,
+    LedgerIntegrityError,
+    LedgerKeyError,
+    LedgerStateError,
+)
 from ledger.keys import (
     COMMIT_TAG,
     EXPORT_TAG,
@@ -50,12 +56,6 @@ from ledger.keys import (
     public_key_hex,
     sign,
     verify_signature,
-)
-from ledger.ledger_errors import (
-    AgentSignatureError,
-    LedgerIntegrityError,
-    LedgerKeyError,
-    LedgerStateError,
 )
 from ledger.merkle import (
     CompactRange,
@@ -82,6 +82,7 @@ from ledger.protocol import (
     unlock_refusal,
 )
 from ledger.protocol import query_hash as hash_query
+from ledger.receipts import CommitReceipt, RevealResult
 from ledger.scoring import ScoreRecord, aggregate, penalty_scores, score_prediction
 from ledger.tree import (
     HEADS_FILE,
@@ -96,9 +97,6 @@ from ledger.witness import HeadWitness
 from mindledger.canonical import canonical_json
 from mindledger.errors import InputError, NotFoundError, StorageError
 from mindledger.jsonin import parse_json
-
-if TYPE_CHECKING:
-    from ledger.client import LedgerClient
 
 __all__ = [
     "WITNESS_DIR",
@@ -120,55 +118,6 @@ EXPORT_FORMAT = "mindledger-export/1"
 
 Spec = tuple[str, str, dict[str, Any]]
 """(kind, subject, payload) of an entry to append."""
-
-
-@dataclass(frozen=True)
-class CommitReceipt:
-    """What the committer gets back. The salt is not in it: it never leaves the committer."""
-
-    id: str
-    commitment: str
-    seq: int
-    entry: str
-    deadline: str
-    committed_at: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "commitment": self.commitment,
-            "seq": self.seq,
-            "entry": self.entry,
-            "deadline": self.deadline,
-            "committed_at": self.committed_at,
-        }
-
-
-@dataclass(frozen=True)
-class RevealResult:
-    """The outcome of a reveal: ``scored``, or ``rejected`` (does not match its commitment) or
-    ``expired`` (too late), both recorded with the worst-case penalty."""
-
-    id: str
-    status: str
-    scores: dict[str, Any]
-    reason: str | None
-    seq: int
-    entry: str
-
-    @property
-    def accepted(self) -> bool:
-        return self.status == "scored"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "status": self.status,
-            "scores": self.scores,
-            "reason": self.reason,
-            "seq": self.seq,
-            "entry": self.entry,
-        }
 
 
 def _text(value: Any, where: str, *, optional: bool = False) -> str | None:
@@ -266,8 +215,6 @@ class Ledger:
 
     def client(self, predictor: str, *, agent_key: Ed25519PrivateKey | None = None) -> LedgerClient:
         """A :class:`~ledger.client.LedgerClient` for ``predictor``."""
-        from ledger.client import LedgerClient  # here: ledger.client imports this module
-
         return LedgerClient(self, predictor, agent_key=agent_key)
 
     # -- writing --------------------------------------------------------------------------

@@ -36,8 +36,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ledger.chain import Failure, Verification
 from ledger.db import private_dir
+from ledger.errors import LedgerKeyError
 from ledger.keys import TREE_HEAD_TAG, parse_public_key, public_key_hex, sign, verify_signature
-from ledger.ledger_errors import LedgerKeyError
 from ledger.protocol import is_digest
 from mindledger.canonical import canonical_json
 from mindledger.errors import InputError

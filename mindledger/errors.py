@@ -11,7 +11,10 @@
     ├── AgentError             an agent endpoint failed (recorded on the trial, not raised to users)
     └── ModelNotInstalledError the embedded model is missing; the message says how to install it
 
-Everything else that escapes is a bug: the CLI shows the traceback.
+Every package's errors hang from this tree (``ledger.errors``, ``games.VariantError``,
+``harness.daemon.ApiError``, ``tui.NoLedger``, …); ``tests/test_errors.py`` checks that every
+exception class defined in mindledger's packages does. Everything else that escapes is a bug: the
+CLI shows the traceback.
 """
 
 from __future__ import annotations

@@ -88,7 +88,7 @@ import numpy as np
 
 from mindledger.canonical import canonical_json, content_hash
 from mindledger.items import Item
-from nesttom.model import Enter, Event, Leave, Move, Story, Tell
+from nesttom.model import MOVE, TELL, Enter, Event, Leave, Move, Story, Tell
 from nesttom.render import (
     FORMS,
     YOU,
@@ -98,7 +98,7 @@ from nesttom.render import (
     render_prompt,
 )
 from nesttom.scoring import ambiguities
-from nesttom.semantics import MOVE, TELL, chain_answers
+from nesttom.semantics import chain_answers
 
 __all__ = [
     "APPLIED_DEPTHS",

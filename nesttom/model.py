@@ -23,6 +23,9 @@ The JSON form (read by ``mindledger nesttom answer``)::
 ``present`` defaults to all agents, ``received`` to ``claimed``, ``hidden`` to none, and
 ``questions`` to none. :func:`validate_story` turns that form into a :class:`Story` or raises
 :class:`~mindledger.errors.InputError` naming the event index or question and the problem.
+
+:func:`compile_story` precomputes a story's observer sets for :mod:`nesttom.semantics`; it lives
+here, beside the story it compiles, so that :attr:`Story.compiled` needs nothing above it.
 """
 
 from __future__ import annotations
@@ -32,14 +35,14 @@ import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mindledger.errors import InputError
 
-if TYPE_CHECKING:
-    from nesttom.semantics import Compiled
-
 __all__ = [
+    "MOVE",
+    "TELL",
+    "Compiled",
     "Enter",
     "Event",
     "Leave",
@@ -47,6 +50,7 @@ __all__ = [
     "Question",
     "Story",
     "Tell",
+    "compile_story",
     "event_to_dict",
     "validate_story",
 ]
@@ -116,8 +120,6 @@ class Story:
     @cached_property
     def compiled(self) -> Compiled:
         """The story with per-event observer sets precomputed (built once, on first use)."""
-        from nesttom.semantics import compile_story
-
         return compile_story(self)
 
     def containers(self) -> list[str]:
@@ -144,6 +146,68 @@ class Story:
                 {"chain": list(q.chain), "object": q.object} for q in self.questions
             ]
         return out
+
+
+# compiled event records, per object:
+#   (MOVE, destination, observer mask, visible mask)   visible = present (observers minus hidden)
+#   (TELL, sender index, recipient index, claimed, received)
+MOVE = 0
+TELL = 1
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A story prepared for fast answers.
+
+    Fields:
+        index: agent name -> bit position.
+        initial: object -> initial container.
+        reality: object -> container after all moves.
+        records: object -> the compiled moves and tells about that object, in story order.
+        positions: object -> the story event index of each record.
+    """
+
+    index: Mapping[str, int]
+    initial: Mapping[str, str]
+    reality: Mapping[str, str]
+    records: Mapping[str, tuple[tuple[Any, ...], ...]]
+    positions: Mapping[str, tuple[int, ...]]
+
+
+def compile_story(story: Story) -> Compiled:
+    """Precompute every move's observer and visible agent sets as bit masks (one pass)."""
+    index = {a: i for i, a in enumerate(story.agents)}
+    present = 0
+    for a in story.present:
+        present |= 1 << index[a]
+    initial = dict(story.objects)
+    where = dict(initial)
+    records: dict[str, list[tuple[Any, ...]]] = {o: [] for o in initial}
+    positions: dict[str, list[int]] = {o: [] for o in initial}
+    for pos, ev in enumerate(story.events):
+        if isinstance(ev, Move):
+            hidden = 0
+            for h in ev.hidden:
+                hidden |= 1 << index[h]
+            records[ev.object].append((MOVE, ev.to, present | hidden, present))
+            positions[ev.object].append(pos)
+            where[ev.object] = ev.to
+        elif isinstance(ev, Leave):
+            present &= ~(1 << index[ev.agent])
+        elif isinstance(ev, Enter):
+            present |= 1 << index[ev.agent]
+        elif isinstance(ev, Tell):
+            records[ev.object].append(
+                (TELL, index[ev.sender], index[ev.recipient], ev.claimed, ev.received)
+            )
+            positions[ev.object].append(pos)
+    return Compiled(
+        index=index,
+        initial=initial,
+        reality=where,
+        records={o: tuple(r) for o, r in records.items()},
+        positions={o: tuple(p) for o, p in positions.items()},
+    )
 
 
 def event_to_dict(ev: Event) -> dict[str, Any]:

@@ -21,11 +21,10 @@ with agents as bits, in one pass over the events that concern its object (linear
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from mindledger.errors import InputError
-from nesttom.model import Enter, Leave, Move, Story, Tell, validate_story
+from nesttom.model import MOVE, TELL, Compiled, Story, compile_story, validate_story
 
 __all__ = [
     "Compiled",
@@ -36,67 +35,6 @@ __all__ = [
     "reality",
     "sender_beliefs",
 ]
-
-# compiled event records, per object:
-#   (MOVE, destination, observer mask, visible mask)   visible = present (observers minus hidden)
-#   (TELL, sender index, recipient index, claimed, received)
-MOVE = 0
-TELL = 1
-
-
-@dataclass(frozen=True)
-class Compiled:
-    """A story prepared for fast answers.
-
-    Fields:
-        index: agent name -> bit position.
-        initial: object -> initial container.
-        reality: object -> container after all moves.
-        records: object -> the compiled moves and tells about that object, in story order.
-        positions: object -> the story event index of each record.
-    """
-
-    index: Mapping[str, int]
-    initial: Mapping[str, str]
-    reality: Mapping[str, str]
-    records: Mapping[str, tuple[tuple[Any, ...], ...]]
-    positions: Mapping[str, tuple[int, ...]]
-
-
-def compile_story(story: Story) -> Compiled:
-    """Precompute every move's observer and visible agent sets as bit masks (one pass)."""
-    index = {a: i for i, a in enumerate(story.agents)}
-    present = 0
-    for a in story.present:
-        present |= 1 << index[a]
-    initial = dict(story.objects)
-    where = dict(initial)
-    records: dict[str, list[tuple[Any, ...]]] = {o: [] for o in initial}
-    positions: dict[str, list[int]] = {o: [] for o in initial}
-    for pos, ev in enumerate(story.events):
-        if isinstance(ev, Move):
-            hidden = 0
-            for h in ev.hidden:
-                hidden |= 1 << index[h]
-            records[ev.object].append((MOVE, ev.to, present | hidden, present))
-            positions[ev.object].append(pos)
-            where[ev.object] = ev.to
-        elif isinstance(ev, Leave):
-            present &= ~(1 << index[ev.agent])
-        elif isinstance(ev, Enter):
-            present |= 1 << index[ev.agent]
-        elif isinstance(ev, Tell):
-            records[ev.object].append(
-                (TELL, index[ev.sender], index[ev.recipient], ev.claimed, ev.received)
-            )
-            positions[ev.object].append(pos)
-    return Compiled(
-        index=index,
-        initial=initial,
-        reality=where,
-        records={o: tuple(r) for o, r in records.items()},
-        positions={o: tuple(p) for o, p in positions.items()},
-    )
 
 
 def belief_of_key(

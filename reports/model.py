@@ -152,6 +152,10 @@ class AgentProfile(_Frozen):
     calibration: dict[str, Any] | None = None
     cost: dict[str, Any] | None = None
     api_errors: dict[str, Any] | None = None
+    families: dict[str, Estimate] | None = Field(
+        None, description="accuracy per item family of the run, keyed by family name (every "
+        "family, including those without a section of their own); each adds its title"
+    )
 
 
 class RunInfo(_Frozen):

@@ -116,10 +116,13 @@ def _ci(ci: Any, pct: bool = True, digits: int = 3) -> str:
     if not ci:
         return ""
     lo, hi = ci
-    f = (lambda x: "—" if x is None else f"{100 * x:.1f}") if pct else (
-        lambda x: "open" if x is None else f"{x:.{digits}f}"
-    )
-    return f" [{f(lo)}, {f(hi)}]"
+
+    def shown(x: float | None) -> str:
+        if pct:
+            return "—" if x is None else f"{100 * x:.1f}"
+        return "open" if x is None else f"{x:.{digits}f}"
+
+    return f" [{shown(lo)}, {shown(hi)}]"
 
 
 def _tag(d: Mapping[str, Any]) -> str:
@@ -508,6 +511,12 @@ def _agent_markdown(name: str, a: Mapping[str, Any]) -> list[str]:
                        [[lab, str(c["n_trials"]), str(c["n_correct"]),
                          _f(c["tokens_per_correct"], 0), _f(c["latency_s_per_correct"], 2)]
                         for lab, c in cost.items()]), ""]
+    fam = a.get("families") or {}
+    if fam:
+        out += ["### Accuracy by item family", "",
+                _table(["family", "accuracy"],
+                       [[f"{f.get('title') or name} (`{name}`)", fmt_prop(f)]
+                        for name, f in fam.items()]), ""]
     api = a.get("api_errors") or {}
     out += [f"API errors: {api.get('count', 0)} of {api.get('trials', 0)} trials (excluded from "
             f"accuracy){'; by family ' + json.dumps(api['by_family']) if api.get('count') else ''}"

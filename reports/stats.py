@@ -139,14 +139,13 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     out = np.full(p.shape, math.nan)
     ok = np.flatnonzero(np.isfinite(p))
     m = ok.size
-    if m == 0:
-        return out.tolist()
     order = ok[np.argsort(p[ok], kind="stable")]
     running = 0.0
     for rank, idx in enumerate(order):
         running = max(running, min(1.0, (m - rank) * p[idx]))
         out[idx] = running
-    return out.tolist()
+    adjusted: list[float] = out.tolist()
+    return adjusted
 
 
 def percentile_interval(

@@ -167,7 +167,7 @@ class SyntheticRun:
         )
         for t in self.trials:
             store.record_trial(
-                TrialRecord(**{**t.__dict__, "run_id": run_id})  # type: ignore[arg-type]
+                TrialRecord(**{**t.__dict__, "run_id": run_id})
             )
         store.set_run_status(run_id, "complete", finished=True)
 

@@ -18,6 +18,7 @@ from ledger.predictions import Ledger
 from ledger.protocol import PredictionState
 from ledger.store import Store
 from mindledger.disclosure import shown_seed
+from mindledger.errors import NotFoundError
 from tui.state import AgentCount, RunSummary
 
 __all__ = ["EXPORT_FORMATS", "DashboardSource", "LedgerSnapshot", "NoLedger"]
@@ -25,7 +26,7 @@ __all__ = ["EXPORT_FORMATS", "DashboardSource", "LedgerSnapshot", "NoLedger"]
 EXPORT_FORMATS = ("md", "html")
 
 
-class NoLedger(Exception):
+class NoLedger(NotFoundError):
     """There is no prediction ledger to show here; the message says why, for a person."""
 
 

@@ -154,8 +154,8 @@ def parse_retry_after(headers: httpx.Headers, now: datetime | None = None) -> fl
     return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
-class _Failure(Exception):
-    """One failed attempt."""
+class _Failure(AgentError):
+    """One failed attempt (caught by the retry loop; never escapes the adapter)."""
 
     def __init__(
         self,
@@ -166,10 +166,8 @@ class _Failure(Exception):
         retry_after: float | None = None,
         retryable: bool = True,
     ) -> None:
-        super().__init__(message)
-        self.kind = kind
+        super().__init__(message, kind=kind, status=status)
         self.message = message
-        self.status = status
         self.retry_after = retry_after
         self.retryable = retryable
 

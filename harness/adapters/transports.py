@@ -3,7 +3,8 @@
 Measured side by side by ``bench/bench_http.py`` (2,000 calls, 50 ms server, 64 in flight):
 :class:`~harness.adapters.fast_transport.FastTransport` is the default; httpx's own pool is kept
 for proxies (which FastTransport does not speak) and both it and httpx-aiohttp's
-``AiohttpTransport`` remain selectable for comparison.
+``AiohttpTransport`` remain selectable for comparison (the latter needs the ``bench`` extra:
+``pip install -e ".[bench]"``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import urllib.request
 import httpx
 
 from harness.adapters.fast_transport import FastTransport
+from mindledger.errors import UserError
 
 __all__ = ["TRANSPORT_KINDS", "default_transport", "make_transport"]
 
@@ -28,8 +30,13 @@ def make_transport(kind: str = "fast", *, max_connections: int = 64) -> httpx.As
     if kind == "fast":
         return FastTransport(max_connections=max_connections)
     if kind == "aiohttp":
-        from httpx_aiohttp import AiohttpTransport
-
+        try:  # only for comparison: an optional dependency, imported when asked for
+            from httpx_aiohttp import AiohttpTransport
+        except ImportError as exc:
+            raise UserError(
+                "the aiohttp transport needs httpx-aiohttp, kept only for comparison: "
+                'pip install -e ".[bench]"'
+            ) from exc
         return AiohttpTransport(limits=limits)
     if kind == "httpx":
         return httpx.AsyncHTTPTransport(limits=limits)

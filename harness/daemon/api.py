@@ -81,7 +81,7 @@ from harness.settings import Settings
 from harness.suites import SUITES
 from ledger.calls import summarise
 from ledger.db import Clock, utc_now
-from ledger.ledger_errors import LedgerIntegrityError, LedgerKeyError, LedgerStateError
+from ledger.errors import LedgerIntegrityError, LedgerKeyError, LedgerStateError
 from ledger.models import RunRow
 from ledger.predictions import Ledger
 from ledger.protocol import is_digest, provenance, query_hash, response_hash

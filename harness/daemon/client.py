@@ -28,7 +28,7 @@ import httpx
 
 from harness.daemon.proxy import PREDICTION_HEADER
 from ledger.client import PredictionBlock
-from ledger.ledger_errors import RevealRejected
+from ledger.errors import RevealRejected
 from ledger.protocol import commitment, new_salt, prediction_body, prediction_id, query_hash
 from mindledger.errors import MindledgerError
 

@@ -42,7 +42,7 @@ from starlette.responses import Response
 from harness.adapters.transports import default_transport
 from harness.daemon.web import ApiError, error_response, json_object
 from harness.settings import AgentConfig, Settings
-from ledger.ledger_errors import LedgerStateError
+from ledger.errors import LedgerStateError
 from ledger.predictions import Ledger
 from ledger.protocol import REFUSALS, PredictionState, query_hash, response_hash, unlock_refusal
 from mindledger.errors import InputError, NotFoundError

@@ -13,7 +13,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from mindledger.errors import InputError, readable
+from mindledger.errors import InputError, UserError, readable
 from mindledger.jsonin import parse_json
 from mindledger.secrets import scrub
 
@@ -35,8 +35,12 @@ MAX_BODY = 4 * 1024 * 1024
 """Largest request body accepted (bytes)."""
 
 
-class ApiError(Exception):
-    """An HTTP error with a JSON body naming the field at fault."""
+class ApiError(UserError):
+    """An HTTP error with a JSON body naming the field at fault.
+
+    A :class:`~mindledger.errors.UserError` (the request is at fault, or not allowed now);
+    the API answers it with its own ``status``: its handler is found before ``UserError``'s.
+    """
 
     def __init__(
         self,

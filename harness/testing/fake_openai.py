@@ -58,6 +58,7 @@ from typing import Any
 import httpx
 
 from harness.local_model import die_with_parent
+from mindledger.errors import UserError
 
 __all__ = [
     "FAULT_KINDS",
@@ -215,8 +216,8 @@ class LoggedRequest:
     """The parsed request body (None unless log_bodies)."""
 
 
-class _BadRequest(Exception):
-    pass
+class _BadRequest(UserError):
+    """A malformed HTTP request; answered 400."""
 
 
 class FakeOpenAI:

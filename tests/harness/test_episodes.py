@@ -217,7 +217,7 @@ async def test_a_reference_agent_plays_without_a_model() -> None:
     assert score(item, att.answer).correct
     # the random reference agent draws from the generator ReferenceAgent.attempt derives
     rand = await play_episode(ReferenceAgent("random", "random", seed=3), item)
-    digest = int(content_hash([3, item.id])[7:23], 16)
+    digest = int(content_hash([3, "random", item.id])[7:23], 16)
     expected = reference_answer(item, "random", np.random.default_rng([3, digest]))
     assert rand.answer["moves"] == expected["moves"]
     again = await play_episode(ReferenceAgent("random", "random", seed=3), item)

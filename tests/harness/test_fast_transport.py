@@ -474,3 +474,17 @@ def test_make_transport_kinds() -> None:
     with pytest.raises(ValueError):
         FastTransport(max_connections=0)
     assert aiohttp.__version__
+
+
+def test_aiohttp_transport_without_the_bench_extra_says_how_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    from mindledger.errors import UserError
+
+    monkeypatch.setitem(sys.modules, "httpx_aiohttp", None)  # as if not installed
+    with pytest.raises(UserError, match=r"pip install -e \"\.\[bench\]\"") as caught:
+        make_transport("aiohttp")
+    assert isinstance(caught.value.__cause__, ImportError)
+    assert isinstance(make_transport("fast"), FastTransport)  # the default needs nothing more

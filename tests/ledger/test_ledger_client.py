@@ -28,8 +28,8 @@ from ledger import (
     public_key_hex,
     verify_export,
 )
+from ledger.errors import AgentSignatureError
 from ledger.keys import KEY_FILE, PUBLIC_KEY_FILE
-from ledger.ledger_errors import AgentSignatureError
 from ledger.protocol import provenance, response_hash
 from mindledger.errors import InputError, NotFoundError
 

@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 
 from ledger.chain import Entry, entry_hash
 from ledger.db import open_engine
-from ledger.ledger_errors import LedgerIntegrityError, LedgerKeyError
+from ledger.errors import LedgerIntegrityError, LedgerKeyError
 from ledger.predictions import Ledger
 from ledger.protocol import provenance
 from ledger.scoring import score_prediction

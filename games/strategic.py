@@ -51,6 +51,7 @@ __all__ = [
 ]
 
 ABC_GENERATOR = "games.abc"
+"""Generator name stored in every A/B/C item (the module's former name); never change it."""
 ABC_VERSION = "1"
 ABC_KINDS: tuple[str, ...] = ("beauty", "11-20", "guessing")
 _GAME_NAMES = {"beauty": "beauty-contest", "11-20": "11-20-variant",
