@@ -144,7 +144,7 @@ def m0002_predictions(op: Operations) -> None:
 
 
 def m0003_api_tokens(op: Operations) -> None:
-    """The daemon's bearer tokens, stored hashed (see harness.daemon.models)."""
+    """The daemon's bearer tokens, stored hashed (see ledger.models)."""
     op.create_table(
         "api_tokens",
         sa.Column("token_hash", sa.String(), primary_key=True),
@@ -157,7 +157,7 @@ def m0003_api_tokens(op: Operations) -> None:
 def m0004_token_scopes(op: Operations) -> None:
     """API tokens get a public id, a scope, a label, expiry, revocation, last use and a cap on
     open runs; ``api_run_requests`` records which token requested which run (see
-    harness.daemon.models). Tokens made before this migration become ``agent`` tokens that never
+    ledger.models). Tokens made before this migration become ``agent`` tokens that never
     expire, with the id ``tok_`` + the first 8 hex digits of their hash (more digits for the
     rare one whose 8 collide with an earlier token's)."""
     with op.batch_alter_table("api_tokens") as batch:

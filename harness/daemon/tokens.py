@@ -41,9 +41,8 @@ from typing import Any, Literal, cast
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from harness.daemon.models import ApiRunRequestRow, ApiTokenRow
 from ledger.db import Clock, utc_now
-from ledger.models import RunRow
+from ledger.models import ApiRunRequestRow, ApiTokenRow, RunRow
 from mindledger.errors import InputError, NotFoundError
 
 __all__ = [

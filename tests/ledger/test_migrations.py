@@ -6,7 +6,6 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlmodel import SQLModel
 
-import harness.daemon.models  # noqa: F401  (registers the daemon's tables)
 import ledger.models  # noqa: F401  (registers the tables)
 from ledger.db import open_engine, schema_version, utc_now
 from ledger.migrations import MIGRATIONS, migrate
