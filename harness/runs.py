@@ -17,9 +17,9 @@ from typing import Any
 
 from harness.build import built_agents, concurrency_of, needs_local_model
 from harness.runner import ProgressSink, RunSummary, execute_run
-from harness.seeds import check_seed, draw_seed, is_held_out
 from harness.settings import Settings
 from harness.suites import get_suite
+from harness.workspace import SeedPolicy
 from ledger.store import RunAgent, Store
 from mindledger import family as family_registry
 from mindledger.items import Item
@@ -54,9 +54,10 @@ def create_run(
     Development runs refuse held-out seeds, so the held-out share stays unseen until the
     scheduler draws from it."""
     spec = get_suite(suite) if items is None else None
-    check_seed(seed, held_out=held_out, fraction=settings.held_out_fraction)
+    seeds = SeedPolicy.of(settings)
+    seeds.check_seed(seed, held_out=held_out)
     if seed is None:
-        seed = draw_seed(held_out=held_out, fraction=settings.held_out_fraction)
+        seed = seeds.draw_seed(held_out=held_out)
     if spec is not None:
         items = spec.build(seed, hitom_path=hitom_path)
         counts = spec.counts
@@ -76,7 +77,7 @@ def create_run(
         run_id,
         suite=suite,
         seed=seed,
-        held_out=is_held_out(seed, settings.held_out_fraction),
+        held_out=seeds.is_held_out(seed),
         params=params,
         agents=planned,
         items=items,

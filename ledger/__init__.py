@@ -9,7 +9,7 @@ entry that was changed, removed, reordered, forged or cut off. See ``docs/ledger
 
 ::
 
-    ledger = open_ledger(home).client("piper")
+    ledger = open_ledger(home, db_url).client("piper")
     with ledger.predict("dusk", "Pick a number from 1 to 10", {"7": 0.6, "3": 0.4}) as p:
         p.observe(ask_dusk("Pick a number from 1 to 10"))
     p.scores

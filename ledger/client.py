@@ -4,7 +4,7 @@
 
     from ledger import open_ledger
 
-    client = open_ledger(home).client("piper")
+    client = open_ledger(home, db_url).client("piper")
     with client.predict("dusk", "Pick a number from 1 to 10", {"7": 0.6, "3": 0.4},
                         via=ask_dusk) as p:
         answer = p.ask()     # mindledger calls ask_dusk(query) and records what dusk said

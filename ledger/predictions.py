@@ -1291,16 +1291,17 @@ class Ledger:
 
 def open_ledger(
     home: Path,
-    db_url: str | None = None,
+    db_url: str,
     *,
     clock: Clock = utc_now,
     reveal_timeout: float = 86400.0,
 ) -> Ledger:
-    """The ledger of the data directory ``home``: its service key (created if missing), its
-    database (``db_url``, default SQLite in ``home``, migrated) and its head witness."""
+    """The ledger of the data directory ``home`` over the database ``db_url`` (migrated): the
+    service key of ``home`` (created if missing) and its head witness and heads file. The
+    harness opens it through ``harness.workspace.Workspace``, from the settings."""
     home = Path(home).expanduser()
     key = load_or_create_service_key(home)
-    engine = open_engine(db_url or f"sqlite:///{home / 'mindledger.db'}", clock=clock)
+    engine = open_engine(db_url, clock=clock)
     return Ledger(
         engine,
         key,

@@ -8,10 +8,10 @@ from typing import Any
 import click
 
 from harness.settings import Settings, load_settings
-from ledger.db import open_engine
+from harness.workspace import Workspace
 from ledger.store import Store
 
-__all__ = ["echo_json", "get_settings", "get_store"]
+__all__ = ["echo_json", "get_settings", "get_store", "get_workspace"]
 
 
 def get_settings(ctx: click.Context) -> Settings:
@@ -25,14 +25,20 @@ def get_settings(ctx: click.Context) -> Settings:
     return settings
 
 
+def get_workspace(ctx: click.Context) -> Workspace:
+    """The workspace of the configured settings: its database migrated to the current schema
+    (opened once per command; its ledger opens on first use)."""
+    settings = get_settings(ctx)
+    obj = ctx.find_root().obj
+    if "workspace" not in obj:
+        obj["workspace"] = Workspace.open(settings)
+    workspace: Workspace = obj["workspace"]
+    return workspace
+
+
 def get_store(ctx: click.Context) -> Store:
     """A store over the configured database, migrated to the current schema."""
-    root = ctx.find_root()
-    obj = root.obj
-    if "store" not in obj:
-        obj["store"] = Store(open_engine(get_settings(ctx).database_url))
-    store: Store = obj["store"]
-    return store
+    return get_workspace(ctx).store
 
 
 def echo_json(value: Any, *, indent: int | None = 2) -> None:

@@ -6,35 +6,27 @@ from collections.abc import Callable
 from pathlib import Path
 
 import click
-from sqlalchemy.engine import Engine
 
-from harness.cli.common import get_settings, get_store
-from harness.settings import Settings
+from harness.cli.common import get_workspace
+from harness.workspace import Workspace
 from ledger.predictions import Ledger
 
 __all__ = ["dashboard", "ledger_opener"]
 
 
-def ledger_opener(settings: Settings, engine: Engine) -> Callable[[], Ledger]:
-    """A function (called in a worker) that opens the prediction ledger of ``settings.home``
-    over ``engine``; it refuses, rather than create a service key, when there is none."""
+def ledger_opener(workspace: Workspace) -> Callable[[], Ledger]:
+    """A function (called in a worker) that opens a fresh prediction ledger of ``workspace``
+    (the caller closes it); it refuses, rather than create a service key, when there is none."""
 
     def open_it() -> Ledger:
-        from ledger.keys import KEY_FILE, load_or_create_service_key
-        from ledger.predictions import WITNESS_DIR
         from tui.source import NoLedger
 
-        if not (settings.home / KEY_FILE).exists():
+        if not workspace.has_service_key:
             raise NoLedger(
-                f"no service key in {settings.home} (nothing has been committed here yet; "
-                "see `mindledger ledger --help`)"
+                f"no service key in {workspace.settings.home} (nothing has been committed "
+                "here yet; see `mindledger ledger --help`)"
             )
-        return Ledger(
-            engine,
-            load_or_create_service_key(settings.home),
-            reveal_timeout=settings.reveal_timeout,
-            witness_dir=settings.home / WITNESS_DIR,
-        )
+        return workspace.new_ledger(heads_file=False)
 
     return open_it
 
@@ -73,7 +65,8 @@ def dashboard(ctx: click.Context, refresh: float, export_dir: str, seed: int, n_
     """
     from tui import DashboardApp, DashboardSource
 
-    settings = get_settings(ctx)
-    store = get_store(ctx)
-    source = DashboardSource(store, ledger_opener(settings, store.engine), n_boot=n_boot, seed=seed)
+    workspace = get_workspace(ctx)
+    source = DashboardSource(
+        workspace.store, ledger_opener(workspace), n_boot=n_boot, seed=seed
+    )
     DashboardApp(source, refresh_seconds=refresh, export_dir=Path(export_dir)).run()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from harness.cli.common import echo_json, get_settings
-from ledger.db import mask, open_engine, schema_version
+from harness.workspace import Workspace
+from ledger.db import mask, schema_version
 from ledger.migrations import migrate, pending_migrations
 
 
@@ -23,8 +24,9 @@ def db() -> None:
 @db.command("status")
 def status() -> None:
     """Show the database URL, the schema version and pending migrations (changes nothing)."""
-    url = get_settings(click.get_current_context()).database_url
-    engine = open_engine(url, migrate_schema=False)
+    settings = get_settings(click.get_current_context())
+    url = settings.database_url
+    engine = Workspace.open(settings, migrate=False).engine
     version, _ = schema_version(engine)
     echo_json({"url": mask(url), "schema": version, "pending": pending_migrations(engine)})
 
@@ -32,8 +34,9 @@ def status() -> None:
 @db.command("migrate")
 def migrate_cmd() -> None:
     """Apply every pending migration (each in its own transaction)."""
-    url = get_settings(click.get_current_context()).database_url
-    engine = open_engine(url, migrate_schema=False)
+    settings = get_settings(click.get_current_context())
+    url = settings.database_url
+    engine = Workspace.open(settings, migrate=False).engine
     from ledger.db import utc_now
 
     applied = migrate(engine, utc_now)

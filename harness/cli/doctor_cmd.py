@@ -13,7 +13,8 @@ import httpx
 from harness.cli.common import echo_json, get_settings
 from harness.local_model import model_status
 from harness.settings import AgentConfig
-from ledger.db import mask, open_engine, schema_version
+from harness.workspace import Workspace
+from ledger.db import mask, schema_version
 from mindledger.errors import MindledgerError
 from mindledger.secrets import scrub
 
@@ -93,7 +94,7 @@ def doctor(as_json: bool) -> None:
     checks.append(Check("settings", True, where))
     url = settings.database_url
     try:
-        engine = open_engine(url, migrate_schema=False)
+        engine = Workspace.open(settings, migrate=False).engine
         version, pending = schema_version(engine)
         detail = f"{mask(url)}, schema {version or 'empty'}"
         if pending:

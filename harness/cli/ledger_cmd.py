@@ -9,9 +9,10 @@ from typing import Any
 
 import click
 
-from harness.cli.common import echo_json, get_settings, get_store
+from harness.cli.common import echo_json, get_settings, get_workspace
+from harness.workspace import Workspace
 from ledger.chain import Verification
-from ledger.db import mask, open_engine
+from ledger.db import mask
 from ledger.keys import (
     COMMIT_TAG,
     KEY_FILE,
@@ -24,7 +25,7 @@ from ledger.keys import (
 )
 from ledger.merkle import verify_consistency
 from ledger.migrations import pending_migrations
-from ledger.predictions import WITNESS_DIR, Ledger, verify_export
+from ledger.predictions import Ledger, verify_export
 from ledger.protocol import (
     commit_fields,
     commit_message,
@@ -34,7 +35,7 @@ from ledger.protocol import (
     provenance,
     response_hash,
 )
-from ledger.tree import HEADS_FILE, TreeHead, check_proof, digest_bytes
+from ledger.tree import TreeHead, check_proof, digest_bytes
 from mindledger.errors import InputError, StorageError
 from mindledger.jsonin import parse_json, read_json_file
 
@@ -42,30 +43,21 @@ from mindledger.jsonin import parse_json, read_json_file
 def _open(ctx: click.Context, db: str | None = None) -> Ledger:
     """The configured ledger; with ``db``, that database as it is (not migrated: verifying
     changes nothing)."""
-    settings = get_settings(ctx)
-    if db:
-        engine = open_engine(db, migrate_schema=False)
-        pending = pending_migrations(engine)
-        if "0002_predictions" in pending:
-            raise StorageError(
-                f"{mask(db)} has no prediction ledger (its schema predates it; "
-                "see `mindledger db status`)"
-            )
-        if "0005_ledger_tree" in pending:
-            raise StorageError(
-                f"{mask(db)} has no Merkle tree for its ledger yet: run `mindledger --db URL "
-                "db migrate` first (it builds the tree from the entries and changes none)"
-            )
-    else:
-        engine = get_store(ctx).engine
-    key = load_or_create_service_key(settings.home)
-    return Ledger(
-        engine,
-        key,
-        reveal_timeout=settings.reveal_timeout,
-        witness_dir=settings.home / WITNESS_DIR,
-        heads_file=settings.home / HEADS_FILE,
-    )
+    if not db:
+        return get_workspace(ctx).ledger
+    workspace = Workspace.open(get_settings(ctx), migrate=False, database_url=db)
+    pending = pending_migrations(workspace.engine)
+    if "0002_predictions" in pending:
+        raise StorageError(
+            f"{mask(db)} has no prediction ledger (its schema predates it; "
+            "see `mindledger db status`)"
+        )
+    if "0005_ledger_tree" in pending:
+        raise StorageError(
+            f"{mask(db)} has no Merkle tree for its ledger yet: run `mindledger --db URL "
+            "db migrate` first (it builds the tree from the entries and changes none)"
+        )
+    return workspace.new_ledger()
 
 
 def _json_arg(text: str | None, option: str) -> Any:

@@ -15,9 +15,8 @@ from harness.agents import ChatAgent
 from harness.build import built_agents, needs_local_model, plan_agents
 from harness.cli.common import echo_json, get_settings
 from harness.matrix import make_items, run_matrix
-from harness.seeds import check_seed, draw_seed
 from harness.settings import Settings
-from ledger import open_ledger
+from harness.workspace import SeedPolicy, Workspace
 from ledger.store import RunAgent
 
 
@@ -142,13 +141,12 @@ def matrix(
     """
     settings = get_settings(ctx)
     planned = plan_agents(settings, agents=agent_names, references=references, no_control=True)
-    fraction = settings.held_out_fraction
-    check_seed(seed, fraction=fraction)
-    used_seed = draw_seed(held_out=False, fraction=fraction) if seed is None else seed
+    seeds = SeedPolicy.of(settings)  # checked before the database is opened
+    seeds.check_seed(seed)
+    used_seed = seeds.draw_seed(held_out=False) if seed is None else seed
     items = make_items(used_seed, n_items)
-    ledger = open_ledger(
-        settings.home, settings.database_url, reveal_timeout=settings.reveal_timeout
-    )
+    workspace = Workspace.open(settings)
+    ledger = workspace.ledger
 
     async def go(base_url: str | None) -> dict[str, Any]:
         async with built_agents(
@@ -171,8 +169,7 @@ def matrix(
             result = asyncio.run(go(base))
         problems = ledger.verify()
     finally:
-        ledger.close()
-        ledger.engine.dispose()
+        workspace.close()
     result = {"seed": used_seed, **result, "ledger_problems": [str(p) for p in problems]}
     if as_json:
         echo_json(result)

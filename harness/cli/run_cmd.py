@@ -24,9 +24,9 @@ from harness.build import plan_agents
 from harness.cli.common import get_settings, get_store
 from harness.runner import RunSummary
 from harness.runs import create_run, execute_stored_run
-from harness.seeds import check_seed
 from harness.settings import Settings
 from harness.suites import SUITES, get_suite
+from harness.workspace import SeedPolicy
 from ledger.store import Store
 from mindledger.disclosure import seed_cell, seed_phrase
 
@@ -250,7 +250,7 @@ def run(
     else:
         # every argument is checked before the database is opened (or created)
         get_suite(suite)
-        check_seed(seed, held_out=held_out, fraction=settings.held_out_fraction)
+        SeedPolicy.of(settings).check_seed(seed, held_out=held_out)
         planned = plan_agents(
             settings,
             agents=agents,

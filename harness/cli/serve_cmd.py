@@ -121,7 +121,8 @@ def token(
         revoke_token,
         token_id_of,
     )
-    from ledger.db import open_engine, utc_now
+    from harness.workspace import Workspace
+    from ledger.db import utc_now
 
     given = {
         "--scope": scope is not None,
@@ -143,8 +144,8 @@ def token(
         if agent is not None or creating:
             extra = ", ".join(([] if agent is None else ["AGENT"]) + creating)
             raise InputError(f"takes no {extra} (those make a token)", where=mode)
-        engine = open_engine(get_settings(ctx).database_url)
-        try:
+        with Workspace.open(get_settings(ctx)) as workspace:
+            engine = workspace.engine
             if list_:
                 _print_tokens(list_tokens(engine), fmt or "table", utc_now())
                 return
@@ -153,8 +154,6 @@ def token(
                 info = revoke_token(engine, revoke.strip())
             except NotFoundError as exc:
                 raise NotFoundError(f"--revoke: {exc}") from None
-        finally:
-            engine.dispose()
         whose = f"agent {info.agent!r}" if info.agent else info.scope
         click.echo(f"{info.token_id} ({whose}) is revoked since {info.revoked_at}", err=True)
         return
@@ -178,8 +177,8 @@ def token(
     cap = None if max_runs is None else _parse_cap(max_runs)
     now = utc_now()
     expires_at = "default" if expires is None else parse_expiry(expires, now=now, where="--expires")
-    engine = open_engine(get_settings(ctx).database_url)
-    try:
+    with Workspace.open(get_settings(ctx)) as workspace:
+        engine = workspace.engine
         secret = create_token(
             engine,
             agent,
@@ -190,8 +189,6 @@ def token(
             clock=lambda: now,
         )
         info = next(t for t in list_tokens(engine) if t.token_id == token_id_of(secret))
-    finally:
-        engine.dispose()
     click.echo(secret)
     terms = [f"for {agent!r}"] if agent else [f"label {label!r}"] if label else []
     terms.append(f"expires {info.expires_at}" if info.expires_at else "never expires")

@@ -25,11 +25,9 @@ from harness.daemon.api import create_app
 from harness.daemon.proxy import Draw, TransportFactory, system_draw
 from harness.daemon.scheduler import DaemonContext, DaemonScheduler
 from harness.settings import Settings
-from ledger.db import open_engine
-from ledger.keys import load_or_create_service_key
-from ledger.predictions import WITNESS_DIR, Ledger
+from harness.workspace import Workspace
+from ledger.predictions import Ledger
 from ledger.store import Store
-from ledger.tree import HEADS_FILE
 
 __all__ = ["BackgroundServer", "Daemon", "build_daemon"]
 
@@ -113,16 +111,8 @@ def build_daemon(
 ) -> Daemon:
     """Open the database (migrated), the ledger and, unless ``scheduler`` is false, the
     scheduler (not started: :meth:`Daemon.serve` starts it), and build the app."""
-    engine = open_engine(settings.database_url)
-    store = Store(engine)
-    key = load_or_create_service_key(settings.home)
-    ledger = Ledger(
-        engine,
-        key,
-        reveal_timeout=settings.reveal_timeout,
-        witness_dir=settings.home / WITNESS_DIR,
-        heads_file=settings.home / HEADS_FILE,
-    )
+    workspace = Workspace.open(settings)
+    engine, store, ledger = workspace.engine, workspace.store, workspace.ledger
     sched = (
         DaemonScheduler(
             engine, DaemonContext(settings, store, ledger), suite=suite, **(scheduler_options or {})

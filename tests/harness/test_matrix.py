@@ -33,6 +33,11 @@ ANSWERS = {"first": "w", "last": "z", "oracle": "y"}
 HABIT = {"w": 0.7, "x": 0.1, "y": 0.1, "z": 0.1}
 
 
+def _db(tmp_path: Path) -> str:
+    """The database the CLI uses for the data directory ``tmp_path / "home"``."""
+    return f"sqlite:///{tmp_path / 'home' / 'mindledger.db'}"
+
+
 def items(n: int = 3) -> list[Item]:
     return [
         Item(
@@ -96,7 +101,7 @@ def make_answer(name: str, tick: Tick, queries: list[tuple[str, str, str]]) -> A
 async def run_three(tmp_path: Path, n_items: int = 3, samples: int = 3) -> tuple[Any, ...]:
     tick = Tick()
     queries: list[tuple[str, str, str]] = []
-    led = open_ledger(tmp_path / "home", clock=tick)
+    led = open_ledger(tmp_path / "home", _db(tmp_path), clock=tick)
     servers = {n: FakeOpenAI(answer=make_answer(n, tick, queries)) for n in ANSWERS}
     agents: dict[str, ChatAgent] = {}
     try:
@@ -233,7 +238,7 @@ async def test_failures_are_counted_not_hidden(tmp_path: Path) -> None:
     """A predictor whose prediction does not parse gets the penalty; a target whose reply does
     not parse is recorded as giving no answer; an erroring target leaves predictions unscored."""
     tick = Tick()
-    led = open_ledger(tmp_path / "home", clock=tick)
+    led = open_ledger(tmp_path / "home", _db(tmp_path), clock=tick)
 
     def garbled(body: dict[str, Any]) -> str:
         return "I would rather not say."
@@ -278,7 +283,7 @@ async def test_failures_are_counted_not_hidden(tmp_path: Path) -> None:
 
 
 async def test_reference_random_and_items(tmp_path: Path) -> None:
-    led = open_ledger(tmp_path / "home")
+    led = open_ledger(tmp_path / "home", _db(tmp_path))
     bank = make_items(3, 6)
     assert len({i.id for i in bank}) == 6
     assert all(i.family == "matrix" and 3 <= len(i.answer["choices"]) <= 5 for i in bank)
@@ -359,7 +364,7 @@ def test_cli_matrix_json(tmp_path: Path) -> None:
     assert aa["skill"]["ceiling"]["value"] == 1.0
     assert table.returncode == 0 and "ledger verifies" in table.stdout
     assert "a → ref:random" in table.stdout
-    led = open_ledger(tmp_path / "home")
+    led = open_ledger(tmp_path / "home", _db(tmp_path))
     assert len([e for e in led.entries() if e.kind == "commit"]) == 2 * 4 * 2  # two runs
     assert led.verify() == []
     led.close()

@@ -339,7 +339,7 @@ def test_service_key_is_owner_only_created_once_and_checked(tmp_path: Path) -> N
         load_or_create_service_key(home)
     path.chmod(0o600)
     # a ledger opened with one key refuses another
-    led = open_ledger(home)
+    led = open_ledger(home, f"sqlite:///{home / 'mindledger.db'}")
     with led.client("piper").predict("dusk", "q", {"x": 1.0}) as p:
         p.record("x", OP)
     stranger = Ledger(led.engine, Ed25519PrivateKey.from_private_bytes(b"\x02" * 32))
