@@ -1,13 +1,12 @@
-"""The values the agents and the scaffold share, below both: an :class:`Attempt` (what an agent
-did with one item) and :class:`TurnTaker` (an agent that can take one model turn, which is all the
-scaffold asks of :class:`~harness.agents.ChatAgent`)."""
+"""What an agent did with one item (:class:`Attempt`), in a module of its own below the agents
+(:mod:`harness.agents` re-exports it)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-__all__ = ["Attempt", "TurnTaker"]
+__all__ = ["Attempt"]
 
 
 @dataclass
@@ -28,16 +27,3 @@ class Attempt:
     latency_s: float = 0.0
     provider: dict[str, Any] = field(default_factory=dict)
 
-
-class TurnTaker(Protocol):
-    """An agent that can take one model turn within an attempt."""
-
-    async def turn(
-        self,
-        messages: list[dict[str, Any]],
-        att: Attempt,
-        *,
-        max_tokens: int | None = None,
-    ) -> dict[str, Any]:
-        """Send ``messages``, record the turn on ``att``, append the reply to ``messages``."""
-        ...

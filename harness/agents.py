@@ -34,7 +34,7 @@ from harness.answers import (
     parse_reply,
     response_format,
 )
-from harness.scaffold import Scaffold
+from harness.scaffold import Scaffold, WitnessLog
 from mindledger.canonical import canonical_json, content_hash
 from mindledger.errors import AgentError
 from mindledger.items import Item
@@ -131,14 +131,16 @@ class ReferenceAgent:
 
 
 class ChatAgent:
-    """An LLM agent behind a chat backend, with the answer protocol and scaffold modules."""
+    """An LLM agent behind a chat backend, with the answer protocol and scaffold modules: before
+    the answer turn it executes the steps the scaffold plans for the item (:meth:`execute_plan`).
+    ``spec`` is what it shows of its configuration (no secrets)."""
 
     def __init__(
         self,
         name: str,
         backend: ChatBackend,
         *,
-        spec: Mapping[str, Any],
+        spec: Mapping[str, Any] | None = None,
         system_prompt: str | None = None,
         modules: Sequence[str] = (),
         answer_mode: str = "tools",
@@ -149,7 +151,7 @@ class ChatAgent:
             raise ValueError(f"answer_mode must be tools, json or text, not {answer_mode!r}")
         self.name = name
         self.backend = backend
-        self.spec = dict(spec)
+        self.spec = dict(spec or {})
         self.system_prompt = system_prompt
         self.scaffold = Scaffold(tuple(modules))
         self.mode = answer_mode
@@ -175,7 +177,7 @@ class ChatAgent:
             extra = "\n\n".join(f"[{name}]\n{text}" for name, text in item.tool_results.items())
             prompt = f"{prompt}\n\n{extra}" if extra else prompt
         try:
-            prompt = await self.scaffold.prepare(item, prompt, self, messages, att)
+            prompt = await self.execute_plan(item, prompt, messages, att)
             tool = answer_tool_name(item)
             how = instructions(item.answer, self.mode, tool)
             messages.append({"role": "user", "content": f"{prompt}\n\n{how}"})
@@ -193,6 +195,20 @@ class ChatAgent:
         att.parse_problem = parsed.problem
         att.transcript = messages
         return att
+
+    async def execute_plan(
+        self, item: Item, prompt: str, messages: list[dict[str, Any]], att: Attempt
+    ) -> str:
+        """Take the scaffold's steps for ``item`` before the answer turn (model turns are
+        appended to ``messages`` and recorded on ``att``); return the answer turn's prompt."""
+        for step in self.scaffold.plan(item):
+            if isinstance(step, WitnessLog):
+                prompt = f"{prompt}\n\n{step.text}"
+            else:
+                messages.append({"role": "user", "content": f"{prompt}\n\n{step.instruction}"})
+                await self.turn(messages, att, max_tokens=step.max_tokens)
+                prompt = step.then
+        return prompt
 
     async def turn(
         self,

@@ -3,25 +3,29 @@
 Every agent under test is paired with a **control** (the same base model, a minimal system
 prompt, no modules): the one named by its ``control`` setting, else one derived from it. Each
 ``--ablate MODULE`` adds a variant with that module switched off. Reference agents are added as
-they are. What it takes to rebuild each agent is stored with the run (its *spec*, with no
-secrets: only the name of the variable holding a key), so ``--resume`` needs no settings.
+they are. What it takes to rebuild each agent is stored with the run (its *spec*, an
+:class:`AgentSpec`: the agent's :class:`AgentConfig` as JSON, with no secrets: only the name of
+the variable holding a key), so ``--resume`` needs no settings. Each agent is built by its
+adapter kind (:mod:`harness.adapters.registry`).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, replace
 from typing import Any
 
-from harness.agents import CONTROL_SYSTEM_PROMPT, ChatAgent, CommandBackend, ReferenceAgent
+from harness.adapters.kinds import Agent, BuildContext
+from harness.adapters.registry import adapter_kind, build_agent
+from harness.agents import CONTROL_SYSTEM_PROMPT
 from harness.families import check_policy
 from harness.settings import MODULES, AgentConfig, Settings
 from ledger.store import RunAgent, Store
 from mindledger.errors import ConfigError, UserError
 from mindledger.secrets import strip_credentials
 
-__all__ = ["BUILTIN_AGENTS", "built_agents", "plan_agents"]
+__all__ = ["BUILTIN_AGENTS", "AgentSpec", "built_agents", "plan_agents"]
 
 LOCAL_SYSTEM_PROMPT = (
     "You are a careful reasoner about what other people know and believe. Keep track of who "
@@ -41,48 +45,88 @@ BUILTIN_AGENTS: dict[str, AgentConfig] = {
 """Agents available without any settings file: the embedded model with the reference scaffold."""
 
 
-def _spec(agent: AgentConfig, **changes: Any) -> dict[str, Any]:
-    endpoint, had_credentials = (
-        strip_credentials(agent.endpoint) if agent.endpoint else (agent.endpoint, False)
-    )
-    spec = {
-        "adapter": agent.adapter,
-        "endpoint": endpoint,
-        "model": agent.model,
-        "api_key_env": agent.api_key_env,
-        "system_prompt": agent.system_prompt,
-        "modules": list(agent.modules),
-        "command": list(agent.command),
-        "policy": agent.policy,
-        "answer_mode": agent.answer_mode,
-        "temperature": agent.temperature,
-        "max_tokens": agent.max_tokens,
-        "concurrency": agent.concurrency,
-        "rate_limit": agent.rate_limit,
-    }
-    if had_credentials:
-        # stored without them; rebuilt from the settings' declaration of this agent
-        spec["endpoint_credentials_from"] = agent.name
-    spec.update(changes)
-    return spec
+@dataclass(frozen=True)
+class AgentSpec:
+    """What is stored with a run to rebuild one of its agents (``RunAgent.spec``), typed.
+
+    Its JSON form (:meth:`to_json`) is the config's own (:meth:`AgentConfig.to_json`) without
+    the two fields the run holds elsewhere (``name``, the run agent's; ``control``, its role
+    and base agent), with credentials stripped from the endpoint, and with two more keys when
+    they apply: ``endpoint_credentials_from`` and ``ablated``. Runs stored by earlier versions
+    have specs of that same shape, sometimes with fields missing or None (their defaults)."""
+
+    config: AgentConfig
+    endpoint_credentials_from: str | None = None
+    """The declared agent whose endpoint carries the credentials stripped before storage."""
+    ablated: str | None = None
+    """The module an ablation variant switched off."""
+
+    @classmethod
+    def of(cls, declared: AgentConfig, *, ablated: str | None = None, **changes: Any) -> AgentSpec:
+        """The spec of ``declared`` with ``changes`` (for a control or an ablation)."""
+        had_credentials = declared.endpoint is not None and strip_credentials(declared.endpoint)[1]
+        return cls(
+            replace(declared, **changes),
+            endpoint_credentials_from=declared.name if had_credentials else None,
+            ablated=ablated,
+        )
+
+    def to_json(self, *, defaults: bool = True) -> dict[str, Any]:
+        """The stored form; ``defaults=False`` leaves out the fields that hold their default."""
+        data = {k: v for k, v in self.config.to_json().items() if k not in _HELD_BY_THE_RUN}
+        if self.config.endpoint:
+            data["endpoint"] = strip_credentials(self.config.endpoint)[0]
+        if not defaults:
+            data = {k: v for k, v in data.items() if v != _DEFAULTS[k]}
+        if self.endpoint_credentials_from:
+            data["endpoint_credentials_from"] = self.endpoint_credentials_from
+        if self.ablated:
+            data["ablated"] = self.ablated
+        return data
+
+    @classmethod
+    def from_json(cls, name: str, spec: Mapping[str, Any]) -> AgentSpec:
+        """Read a stored spec back (as :meth:`to_json` or an earlier version wrote it) for the
+        run agent ``name``; ConfigError for a field of the wrong type."""
+        fields = {k: v for k, v in spec.items() if v is not None and k not in _HELD_BY_THE_RUN}
+        source = fields.pop("endpoint_credentials_from", None)
+        ablated = fields.pop("ablated", None)
+        return cls(
+            AgentConfig.from_json({**fields, "name": name}),
+            endpoint_credentials_from=str(source) if source else None,
+            ablated=str(ablated) if ablated else None,
+        )
+
+    def resolved(self, settings: Settings) -> AgentConfig:
+        """The config to build: where credentials were stripped from the endpoint before
+        storage, the declared agent's endpoint that carries them."""
+        source = self.endpoint_credentials_from
+        if not source:
+            return self.config
+        stored = self.config.endpoint or ""
+        declared = settings.agents.get(source)
+        if (
+            declared is None
+            or not declared.endpoint
+            or strip_credentials(declared.endpoint)[0] != stored
+        ):
+            raise ConfigError(
+                f"agent {self.config.name!r} was run with credentials in its endpoint URL, which "
+                f"are never stored; declare agent {source!r} with that endpoint again (better: "
+                "put the key in the variable named by api_key_env)",
+                key=f"agents.{source}.endpoint",
+            )
+        return replace(self.config, endpoint=declared.endpoint)
+
+
+_HELD_BY_THE_RUN = ("name", "control")
+_DEFAULTS = AgentConfig(name="").to_json()
 
 
 def _endpoint(name: str, spec: Mapping[str, Any], settings: Settings) -> str:
     """The URL to call for a stored spec: its endpoint, or, where credentials were stripped
     from it before storage, the declared agent's endpoint that carries them."""
-    stored = str(spec["endpoint"])
-    source = spec.get("endpoint_credentials_from")
-    if not source:
-        return stored
-    declared = settings.agents.get(str(source))
-    if declared is None or not declared.endpoint or strip_credentials(declared.endpoint)[0] != stored:
-        raise ConfigError(
-            f"agent {name!r} was run with credentials in its endpoint URL, which are never "
-            f"stored; declare agent {source!r} with that endpoint again (better: put the key in "
-            "the variable named by api_key_env)",
-            key=f"agents.{source}.endpoint",
-        )
-    return declared.endpoint
+    return str(AgentSpec.from_json(name, spec).resolved(settings).endpoint)
 
 
 def _lookup(settings: Settings, name: str) -> AgentConfig:
@@ -102,8 +146,10 @@ def plan_agents(
     references: Sequence[str] = (),
     ablate: Sequence[str] = (),
     no_control: bool = False,
+    temperature: float | None = None,
 ) -> list[RunAgent]:
-    """The agents of a run, with their roles and specs."""
+    """The agents of a run, with their roles and specs; ``temperature`` replaces the sampling
+    temperature of every agent named (and of their controls)."""
     planned: list[RunAgent] = []
     names: set[str] = set()
 
@@ -118,66 +164,55 @@ def plan_agents(
             raise UserError(
                 f"unknown module {m!r} for --ablate (expected one of {', '.join(MODULES)})"
             )
-    for name in agents:
+
+    def lookup(name: str) -> AgentConfig:
         cfg = _lookup(settings, name)
-        add(RunAgent(name, "agent", _spec(cfg)))
-        if cfg.adapter != "reference" and not no_control:
+        return cfg if temperature is None else replace(cfg, temperature=temperature)
+
+    for name in agents:
+        cfg = lookup(name)
+        add(RunAgent(name, "agent", AgentSpec.of(cfg).to_json()))
+        if adapter_kind(cfg.adapter, agent=name).paired_with_control and not no_control:
             ctl_name = control if control and len(agents) == 1 else cfg.control
             if ctl_name:
-                add(
-                    RunAgent(
-                        ctl_name, "control", _spec(_lookup(settings, ctl_name)), base_agent=name
-                    )
-                )
+                ctl = AgentSpec.of(lookup(ctl_name))
+                add(RunAgent(ctl_name, "control", ctl.to_json(), base_agent=name))
             else:
-                add(
-                    RunAgent(
-                        f"{name}-control",
-                        "control",
-                        _spec(cfg, system_prompt=CONTROL_SYSTEM_PROMPT, modules=[]),
-                        base_agent=name,
-                    )
-                )
+                ctl = AgentSpec.of(cfg, system_prompt=CONTROL_SYSTEM_PROMPT, modules=())
+                add(RunAgent(f"{name}-control", "control", ctl.to_json(), base_agent=name))
         for m in ablate:
             if m not in cfg.modules:
                 raise UserError(
                     f"agent {name!r} has no module {m!r} to ablate (it has {list(cfg.modules)})"
                 )
-            mods = [x for x in cfg.modules if x != m]
-            add(
-                RunAgent(
-                    f"{name}-no-{m}",
-                    "ablation",
-                    _spec(cfg, modules=mods, ablated=m),
-                    base_agent=name,
-                )
-            )
+            mods = tuple(x for x in cfg.modules if x != m)
+            variant = AgentSpec.of(cfg, modules=mods, ablated=m)
+            add(RunAgent(f"{name}-no-{m}", "ablation", variant.to_json(), base_agent=name))
     for policy in references:
         check_policy(policy)
-        add(RunAgent(f"ref:{policy}", "reference", {"adapter": "reference", "policy": policy}))
+        name = f"ref:{policy}"
+        scripted = AgentSpec(AgentConfig(name, adapter="reference", policy=policy))
+        add(RunAgent(name, "reference", scripted.to_json(defaults=False)))
     if not planned:
         raise UserError("nothing to run: give --agent NAME and/or --reference POLICY")
     return planned
 
 
+def _config(ra: RunAgent) -> AgentConfig:
+    return AgentSpec.from_json(ra.name, ra.spec).config
+
+
 def needs_local_model(planned: Sequence[RunAgent]) -> bool:
-    return any(ra.spec.get("adapter") == "local" for ra in planned)
+    """Whether any planned agent talks to the embedded model."""
+    return any(
+        adapter_kind(cfg.adapter, agent=cfg.name).needs_local_model for cfg in map(_config, planned)
+    )
 
 
 def concurrency_of(ra: RunAgent, settings: Settings) -> int:
-    if ra.spec.get("adapter") == "reference":
-        return 64
-    if ra.spec.get("adapter") == "local":
-        return int(ra.spec.get("concurrency") or 4)
-    return int(ra.spec.get("concurrency") or settings.concurrency)
-
-
-def _answer_mode(spec: dict[str, Any]) -> str:
-    mode = str(spec.get("answer_mode") or "auto")
-    if mode != "auto":
-        return mode
-    # llama.cpp's server honours response_format but not tools (PERFORMANCE-NOTES).
-    return "json" if spec.get("adapter") == "local" else "tools"
+    """Items in flight to the planned agent ``ra`` at once."""
+    cfg = _config(ra)
+    return adapter_kind(cfg.adapter, agent=ra.name).concurrency(cfg, settings)
 
 
 @asynccontextmanager
@@ -188,55 +223,19 @@ async def built_agents(
     seed: int,
     store: Store | None = None,
     local_base_url: str | None = None,
-) -> Any:
-    """Instantiate the planned agents; close their clients on exit."""
-    from harness.backends import OpenAIBackend  # deferred: pulls in the HTTP stack
-
+) -> AsyncIterator[list[Agent]]:
+    """Instantiate the planned agents from their stored specs, each by its adapter kind (the
+    response cache in ``store`` when the settings keep one); close their clients on exit."""
+    context = BuildContext(
+        settings,
+        seed=seed,
+        cache=store if settings.cache else None,
+        local_base_url=local_base_url,
+    )
     async with AsyncExitStack() as stack:
-        out: list[ChatAgent | ReferenceAgent] = []
+        out: list[Agent] = []
         for ra in planned:
-            spec = ra.spec
-            adapter = spec.get("adapter")
-            if adapter == "reference":
-                out.append(ReferenceAgent(ra.name, str(spec["policy"]), seed=seed))
-                continue
-            if adapter == "command":
-                backend: Any = CommandBackend(spec["command"], timeout=settings.timeout)
-            else:
-                if adapter == "local":
-                    if not local_base_url:
-                        raise UserError("the embedded model is not running")
-                    base_url = local_base_url
-                else:
-                    base_url = _endpoint(ra.name, spec, settings)
-                api_key = None
-                if spec.get("api_key_env"):
-                    api_key = os.environ.get(spec["api_key_env"])
-                    if not api_key:
-                        raise ConfigError(
-                            f"${spec['api_key_env']} is not set; it should hold the API key",
-                            key=f"agents.{ra.name}.api_key_env",
-                        )
-                backend = OpenAIBackend(
-                    base_url,
-                    spec.get("model"),
-                    api_key=api_key,
-                    concurrency=concurrency_of(ra, settings),
-                    rate_limit=spec.get("rate_limit"),
-                    timeout=settings.timeout,
-                    max_retries=settings.max_retries,
-                    store=store if settings.cache else None,
-                )
-            agent = ChatAgent(
-                ra.name,
-                backend,
-                spec=spec,
-                system_prompt=spec.get("system_prompt"),
-                modules=spec.get("modules") or (),
-                answer_mode=_answer_mode(spec),
-                temperature=float(spec.get("temperature") or 0.0),
-                max_tokens=int(spec.get("max_tokens") or 512),
-            )
+            agent = build_agent(AgentSpec.from_json(ra.name, ra.spec).resolved(settings), context)
             stack.push_async_callback(agent.aclose)
             out.append(agent)
         yield out

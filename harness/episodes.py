@@ -132,7 +132,7 @@ async def _play_chat(agent: ChatAgent, item: Item, episode: Episode) -> Attempt:
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         prompt = f"{item.prompt}\n\n{episode.round_prompt(history)}"
         try:
-            prompt = await agent.scaffold.prepare(item, prompt, agent, messages, part)
+            prompt = await agent.execute_plan(item, prompt, messages, part)
             how = instructions(spec, agent.mode, tool)
             messages.append({"role": "user", "content": f"{prompt}\n\n{how}"})
             parsed = await _ask(agent, messages, part, spec, tool)

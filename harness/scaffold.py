@@ -9,6 +9,10 @@
 - ``opponent_sim`` (D, recursive opponent simulation, depth ≤ 2): before choosing in a game, the
   model predicts the opponent's choice as the opponent would reason, then best-responds.
 
+The scaffold does not talk to the model: :meth:`Scaffold.plan` turns an item into a plan, a tuple
+of steps (:class:`WitnessLog`: text put in the prompt; :class:`Preliminary`: a model turn before
+the answer), and the agent executes it.
+
 A module applies only to the families that declare it (``Family.scaffold_modules`` in
 :mod:`mindledger.family`); elsewhere it does nothing, so that an ablation measures exactly what
 the module adds. A module gets credit only for the drop when it is
@@ -18,14 +22,14 @@ switched off (see reports).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from harness.agent_types import Attempt, TurnTaker
 from harness.settings import MODULES
 from mindledger import family as registry
 from mindledger.items import Item
 
-__all__ = ["MODULES", "Scaffold", "witness_log_text"]
+__all__ = ["MODULES", "Preliminary", "Scaffold", "Step", "WitnessLog", "witness_log_text"]
 
 PERSPECTIVE_STEP = (
     "Before you answer, work from the point of view of the person the question asks about. "
@@ -41,6 +45,9 @@ OPPONENT_STEP = (
     "(and, if they think about you, what they expect you to choose)? Go at most two levels "
     "deep. Do not give your own final answer yet."
 )
+WITNESS_THEN = "Now answer the original question, using your event log."
+PERSPECTIVE_THEN = "Now answer the original question from that list alone."
+OPPONENT_THEN = "Now choose your own action, best-responding to the opponent you simulated."
 STEP_TOKENS = 256
 
 
@@ -79,6 +86,31 @@ def witness_log_text(story: Mapping[str, Any]) -> str | None:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class WitnessLog:
+    """Put the story's exact witness log in the prompt (no model turn)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Preliminary:
+    """A model turn before the answer: the prompt so far with ``instruction`` after it goes to
+    the model as a user message, its reply stays in the conversation, and ``then`` becomes the
+    prompt that follows."""
+
+    module: str
+    """The module whose step this is."""
+    instruction: str
+    then: str
+    max_tokens: int = STEP_TOKENS
+    """Cap on the step's reply."""
+
+
+Step = WitnessLog | Preliminary
+"""One step of a scaffold's plan."""
+
+
 class Scaffold:
     """The modules switched on for one agent."""
 
@@ -88,36 +120,24 @@ class Scaffold:
             raise ValueError(f"unknown module(s) {unknown}; expected some of {MODULES}")
         self.modules = modules
 
-    async def prepare(
-        self,
-        item: Item,
-        prompt: str,
-        agent: TurnTaker,
-        messages: list[dict[str, Any]],
-        att: Attempt,
-    ) -> str:
-        """Run the modules' steps before the answer turn; return the prompt of the answer turn.
+    def plan(self, item: Item) -> tuple[Step, ...]:
+        """The steps to take before the answer turn on ``item``, in order; the agent executes
+        them (:meth:`harness.agents.ChatAgent.execute_plan`).
 
         Only the modules that ``item``'s family declares (``Family.scaffold_modules``) act."""
         if not self.modules:
-            return prompt
+            return ()
         acting = set(self.modules) & set(registry.get(item.family).scaffold_modules)
-        if acting & {"witness_log", "perspective"}:
-            if "witness_log" in acting:
-                story = item.truth.get("story") if isinstance(item.truth, Mapping) else None
-                log = witness_log_text(story) if isinstance(story, Mapping) else None
-                if log is not None:
-                    prompt = f"{prompt}\n\n{log}"
-                else:
-                    messages.append({"role": "user", "content": f"{prompt}\n\n{WITNESS_STEP}"})
-                    await agent.turn(messages, att, max_tokens=STEP_TOKENS)
-                    prompt = "Now answer the original question, using your event log."
-            if "perspective" in acting:
-                messages.append({"role": "user", "content": f"{prompt}\n\n{PERSPECTIVE_STEP}"})
-                await agent.turn(messages, att, max_tokens=STEP_TOKENS)
-                prompt = "Now answer the original question from that list alone."
+        steps: list[Step] = []
+        if "witness_log" in acting:
+            story = item.truth.get("story") if isinstance(item.truth, Mapping) else None
+            log = witness_log_text(story) if isinstance(story, Mapping) else None
+            if log is not None:
+                steps.append(WitnessLog(log))
+            else:
+                steps.append(Preliminary("witness_log", WITNESS_STEP, WITNESS_THEN))
+        if "perspective" in acting:
+            steps.append(Preliminary("perspective", PERSPECTIVE_STEP, PERSPECTIVE_THEN))
         if "opponent_sim" in acting:
-            messages.append({"role": "user", "content": f"{prompt}\n\n{OPPONENT_STEP}"})
-            await agent.turn(messages, att, max_tokens=STEP_TOKENS)
-            prompt = "Now choose your own action, best-responding to the opponent you simulated."
-        return prompt
+            steps.append(Preliminary("opponent_sim", OPPONENT_STEP, OPPONENT_THEN))
+        return tuple(steps)

@@ -19,12 +19,13 @@ Secrets are never read from the file: only the *name* of the environment variabl
 
 from __future__ import annotations
 
+import functools
 import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import platformdirs
@@ -32,6 +33,9 @@ import platformdirs
 from ledger.db import mask
 from mindledger.errors import ConfigError
 from mindledger.secrets import scrub
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 __all__ = [
     "ADAPTERS",
@@ -100,6 +104,36 @@ class AgentConfig:
         if self.endpoint:
             out["endpoint"] = scrub(self.endpoint)
         return out
+
+    def to_json(self) -> dict[str, Any]:
+        """The declaration as JSON data, every field in order (tuples as lists), exactly as
+        given: the endpoint keeps any credentials, so strip them before storing it."""
+        data: dict[str, Any] = _agent_json().dump_python(self, mode="json")
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> AgentConfig:
+        """The inverse of :meth:`to_json`: checks every field's type; missing fields take their
+        defaults and unknown keys are ignored. Raises ConfigError naming the first bad field."""
+        from pydantic import ValidationError
+
+        try:
+            config: AgentConfig = _agent_json().validate_python(dict(data))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            name = data.get("name", "?")
+            raise ConfigError(
+                f"stored agent {name!r}: {where}: {first['msg']}", key=f"agents.{name}.{where}"
+            ) from None
+        return config
+
+
+@functools.cache
+def _agent_json() -> TypeAdapter[AgentConfig]:
+    from pydantic import TypeAdapter  # deferred: only runs and their specs need it
+
+    return TypeAdapter(AgentConfig)
 
 
 @dataclass(frozen=True)

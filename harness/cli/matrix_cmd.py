@@ -11,7 +11,6 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from harness.agents import ChatAgent
 from harness.build import built_agents, needs_local_model, plan_agents
 from harness.cli.common import echo_json, get_settings
 from harness.matrix import make_items, run_matrix
@@ -140,7 +139,13 @@ def matrix(
       mindledger matrix --agent a --agent b --samples 5 --seed 11 --json
     """
     settings = get_settings(ctx)
-    planned = plan_agents(settings, agents=agent_names, references=references, no_control=True)
+    planned = plan_agents(
+        settings,
+        agents=agent_names,
+        references=references,
+        no_control=True,
+        temperature=temperature,
+    )
     seeds = SeedPolicy.of(settings)  # checked before the database is opened
     seeds.check_seed(seed)
     used_seed = seeds.draw_seed(held_out=False) if seed is None else seed
@@ -152,10 +157,6 @@ def matrix(
         async with built_agents(
             planned, settings, seed=used_seed, store=None, local_base_url=base_url
         ) as agents:
-            if temperature is not None:
-                for a in agents:
-                    if isinstance(a, ChatAgent):
-                        a.temperature = temperature
             return await run_matrix(
                 {a.name: a for a in agents},
                 items,

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from harness.adapters import OpenAIBackend, OpenAIChat
 from harness.agents import ChatAgent, ReferenceAgent
-from harness.backends import OpenAIBackend
 from harness.matrix import NO_ANSWER, make_item, make_items, prediction_item, run_matrix
 from harness.testing import FakeOpenAI
 from ledger import open_ledger
@@ -107,7 +107,7 @@ async def run_three(tmp_path: Path, n_items: int = 3, samples: int = 3) -> tuple
     try:
         for name, server in servers.items():
             await server.start()
-            backend = OpenAIBackend(server.base_url, "m", timeout=5.0, max_retries=0)
+            backend = OpenAIBackend(OpenAIChat(server.base_url, "m", timeout=5.0, max_retries=0))
             mode = "json" if name == "oracle" else "tools"
             agents[name] = ChatAgent(name, backend, spec={}, answer_mode=mode)
         result = await run_matrix(agents, items(n_items), led, samples=samples)
@@ -249,16 +249,20 @@ async def test_failures_are_counted_not_hidden(tmp_path: Path) -> None:
     await bad.start()
     dead = ChatAgent(
         "dead",
-        OpenAIBackend("http://127.0.0.1:1/v1", "m", timeout=1.0, max_retries=0),
+        OpenAIBackend(OpenAIChat("http://127.0.0.1:1/v1", "m", timeout=1.0, max_retries=0)),
         spec={},
         answer_mode="tools",
     )
     agents = {
         "oracle": ChatAgent(
-            "oracle", OpenAIBackend(good.base_url, "m", max_retries=0), spec={}, answer_mode="json"
+            "oracle",
+            OpenAIBackend(OpenAIChat(good.base_url, "m", max_retries=0)),
+            answer_mode="json",
         ),
         "mute": ChatAgent(
-            "mute", OpenAIBackend(bad.base_url, "m", max_retries=0), spec={}, answer_mode="tools"
+            "mute",
+            OpenAIBackend(OpenAIChat(bad.base_url, "m", max_retries=0)),
+            answer_mode="tools",
         ),
         "dead": dead,
     }
@@ -348,8 +352,9 @@ def test_cli_matrix_json(tmp_path: Path) -> None:
         )
         assert r.returncode == 0, r.stderr
         out = json.loads(r.stdout)
+        first = len(server.log)
         table = subprocess.run(
-            [sys.executable, "-m", "harness.cli.main", *args],
+            [sys.executable, "-m", "harness.cli.main", *args, "--temperature", "0.9"],
             cwd=tmp_path,
             env=env,
             capture_output=True,
@@ -363,6 +368,9 @@ def test_cli_matrix_json(tmp_path: Path) -> None:
     aa = next(c for c in out["cells"] if c["predictor"] == "a" and c["target"] == "a")
     assert aa["skill"]["ceiling"]["value"] == 1.0
     assert table.returncode == 0 and "ledger verifies" in table.stdout
+    # --temperature is the built agent's own: every request of the second run carries it
+    temperatures = [(entry.body or {}).get("temperature") for entry in server.log]
+    assert set(temperatures[:first]) == {0.0} and set(temperatures[first:]) == {0.9}
     assert "a → ref:random" in table.stdout
     led = open_ledger(tmp_path / "home", _db(tmp_path))
     assert len([e for e in led.entries() if e.kind == "commit"]) == 2 * 4 * 2  # two runs

@@ -558,13 +558,22 @@ def test_public_api() -> None:
     import harness.adapters as adapters
 
     assert set(adapters.__all__) == {
+        "KINDS",
         "RETRY_AFTER_CAP",
         "TRANSPORT_KINDS",
+        "AdapterKind",
+        "Agent",
+        "BuildContext",
+        "CachedBackend",
         "ChatError",
         "ChatResult",
         "FastTransport",
+        "OpenAIBackend",
         "OpenAIChat",
         "RateLimiter",
+        "ResponseStore",
+        "adapter_kind",
+        "build_agent",
         "default_transport",
         "make_transport",
         "parse_retry_after",

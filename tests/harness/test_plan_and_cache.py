@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import games
-from harness.agents import ChatAgent
-from harness.backends import OpenAIBackend
+from harness.adapters import CachedBackend, OpenAIBackend, OpenAIChat
+from harness.agents import ChatAgent, ChatBackend
 from harness.build import plan_agents
 from harness.runner import execute_run
 from harness.settings import Settings, load_settings
@@ -93,7 +93,9 @@ def test_cache_answers_a_rerun_without_querying(sqlite_url: str) -> None:
 
     def go(run_id: str, base_url: str, cache: bool) -> None:
         async def inner() -> None:
-            backend = OpenAIBackend(base_url, "m", store=store if cache else None)
+            backend: ChatBackend = OpenAIBackend(OpenAIChat(base_url, "m"))
+            if cache:
+                backend = CachedBackend(backend, store, endpoint=base_url, model="m")
             agent = ChatAgent("a", backend, spec={}, answer_mode="tools")
             try:
                 await execute_run(store, run_id, [agent], items, concurrency={"a": 2})

@@ -9,8 +9,8 @@ import json
 import pytest
 
 import games
+from harness.adapters import OpenAIBackend, OpenAIChat
 from harness.agents import ChatAgent
-from harness.backends import OpenAIBackend
 from harness.runner import execute_run
 from harness.testing import FakeOpenAI, Faults
 from ledger.db import open_engine
@@ -29,8 +29,9 @@ def setup(url: str) -> tuple[Store, list]:
 
 def run(store: Store, items: list, base_url: str, **client: object) -> object:
     async def go() -> object:
-        backend = OpenAIBackend(base_url, "m", concurrency=4, timeout=2.0, max_retries=3,
-                                backoff_base=0.01, backoff_max=0.05, **client)
+        backend = OpenAIBackend(OpenAIChat(base_url, "m", concurrency=4, timeout=2.0,
+                                           max_retries=3, backoff_base=0.01, backoff_max=0.05,
+                                           **client))
         agent = ChatAgent("a", backend, spec={}, answer_mode="tools")
         try:
             return await execute_run(store, "r", [agent], items, concurrency={"a": 4})

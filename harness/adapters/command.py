@@ -1,0 +1,34 @@
+"""The ``command`` kind: a chat agent whose every turn is a run of the declared program
+(:class:`~harness.agents.CommandBackend`). Its replies are not cached."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.adapters.kinds import BuildContext, chat_agent
+from harness.agents import ChatAgent, CommandBackend
+from harness.settings import AgentConfig, Settings
+from mindledger.errors import ConfigError
+
+__all__ = ["COMMAND", "Command"]
+
+
+@dataclass(frozen=True)
+class Command:
+    """A program per turn: the chat request on stdin, the reply on stdout."""
+
+    name: str = "command"
+    paired_with_control: bool = True
+    needs_local_model: bool = False
+
+    def concurrency(self, config: AgentConfig, settings: Settings) -> int:
+        return config.concurrency or settings.concurrency
+
+    def build(self, config: AgentConfig, context: BuildContext) -> ChatAgent:
+        if not config.command:
+            raise ConfigError("the command adapter needs a command", key=f"agents.{config.name}")
+        backend = CommandBackend(config.command, timeout=context.settings.timeout)
+        return chat_agent(config, backend, auto_answer_mode="tools")
+
+
+COMMAND = Command()

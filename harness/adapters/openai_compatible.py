@@ -1,0 +1,82 @@
+"""The ``openai`` and ``local`` kinds: a chat agent over an OpenAI-compatible endpoint.
+
+``openai`` calls the agent's declared endpoint; ``local`` calls the embedded model server (which
+the run starts) and answers in JSON by default, since llama.cpp's server honours
+``response_format`` but not tools (PERFORMANCE-NOTES). Both read the API key from the variable
+named by ``api_key_env`` and put the response cache in front when the run has one.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from harness.adapters.cache import CachedBackend
+from harness.adapters.chat import OpenAIBackend
+from harness.adapters.kinds import BuildContext, chat_agent
+from harness.adapters.openai import OpenAIChat
+from harness.agents import ChatAgent, ChatBackend
+from harness.settings import AgentConfig, Settings
+from mindledger.errors import ConfigError, UserError
+
+__all__ = ["LOCAL", "OPENAI", "OpenAICompatible"]
+
+
+@dataclass(frozen=True)
+class OpenAICompatible:
+    """An OpenAI-compatible kind: the declared endpoint, or the embedded model's."""
+
+    name: str
+    embedded: bool = False
+    """Talk to the embedded model server instead of the declared endpoint."""
+    paired_with_control: bool = True
+
+    @property
+    def needs_local_model(self) -> bool:
+        return self.embedded
+
+    def concurrency(self, config: AgentConfig, settings: Settings) -> int:
+        return config.concurrency or (4 if self.embedded else settings.concurrency)
+
+    def build(self, config: AgentConfig, context: BuildContext) -> ChatAgent:
+        base_url = self._base_url(config, context)
+        client = OpenAIChat(
+            base_url,
+            config.model,
+            api_key=_api_key(config),
+            concurrency=self.concurrency(config, context.settings),
+            rate_limit=config.rate_limit,
+            timeout=context.settings.timeout,
+            max_retries=context.settings.max_retries,
+        )
+        backend: ChatBackend = OpenAIBackend(client)
+        if context.cache is not None:
+            backend = CachedBackend(backend, context.cache, endpoint=base_url, model=config.model)
+        return chat_agent(config, backend, auto_answer_mode="json" if self.embedded else "tools")
+
+    def _base_url(self, config: AgentConfig, context: BuildContext) -> str:
+        if self.embedded:
+            if not context.local_base_url:
+                raise UserError("the embedded model is not running")
+            return context.local_base_url
+        if not config.endpoint:
+            raise ConfigError(
+                f"the {self.name} adapter needs an endpoint URL", key=f"agents.{config.name}"
+            )
+        return config.endpoint
+
+
+def _api_key(config: AgentConfig) -> str | None:
+    if not config.api_key_env:
+        return None
+    key = os.environ.get(config.api_key_env)
+    if not key:
+        raise ConfigError(
+            f"${config.api_key_env} is not set; it should hold the API key",
+            key=f"agents.{config.name}.api_key_env",
+        )
+    return key
+
+
+OPENAI = OpenAICompatible("openai")
+LOCAL = OpenAICompatible("local", embedded=True)
