@@ -1,16 +1,16 @@
 """games: level-k distinguishable games, scripted opponents, and A/B/C strategic prediction.
 
-Built on the paper "Level-k Distinguishable Mechanisms for Evaluating Bounded Rationality in
-LLMs" (seed 000) and seed 002 §5.2, §15.1. Pure code: no I/O, no clock, no global random
-state — everything random takes a seed or a ``numpy.random.Generator``.
+Built on a paper on level-k distinguishable mechanisms ("the paper" in this package's
+docstrings; see docs/architecture.md, "Where the specifications come from"). Pure code: no I/O,
+no clock, no global random state — everything random takes a seed or a ``numpy.random.Generator``.
 
 - Games: :data:`GAMES` / :func:`get_game` (``11-20``, ``all-pay``, ``nash-demand``,
   ``ring-11-20``), :func:`build_game` for any parameters of those families, and
   :func:`generate_variant` for fresh variants verified distinguishable.
-- Analysis: :func:`idr_sequence`, :func:`check_distinguishability` (Definition 1, Lemma 1).
+- Analysis: :func:`idr_sequence`, :func:`check_distinguishability`.
 - Trials: :func:`generate_items` / :func:`make_trial` (recursive and inductive conditions,
-  prompts verbatim), :func:`opponent_history` (Eq. 7).
-- Scoring: :func:`score`, :func:`score_reply` (Appendix D), :func:`summarize`, the judge's
+  prompts verbatim), :func:`opponent_history` (quantal level-k histories).
+- Scoring: :func:`score`, :func:`score_reply`, :func:`summarize`, the judge's
   pieces in :mod:`games.judge`.
 - Reference agents: :func:`reference_answer` (``oracle``, ``random``, ``level:K``,
   ``depth-capped:N``).

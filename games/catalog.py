@@ -1,8 +1,8 @@
-"""The four game families of the paper (Table 1), their rules texts (Tables 5–6) and the
+"""The four game families of the paper, their rules texts and the
 registry of built-in games.
 
 Each family is built from its parameters: the payoff matrix is enumerated from the payoff
-formula, the level-0 anchor is derived the way Appendix A derives it (strip the bonus terms of
+formula, the level-0 anchor is derived the way the paper derives it (strip the bonus terms of
 their dependence on the opponent, i.e. treat each bonus as granted, and maximise what is left
 over S, smallest maximiser), and the rules text is written from the same parameters. With the
 paper's parameters the rules text is the paper's verbatim.

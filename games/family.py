@@ -1,6 +1,13 @@
 """The games' item families (:class:`mindledger.family.Family`): ``"games"`` (level-k trials on
 the paper's games and fresh variants, and A/B/C scenarios) and ``"repeated"`` (repeated-game
-episodes against scripted opponents, played turn by turn)."""
+episodes against scripted opponents, played turn by turn).
+
+Their design records (``design``) read the generators' meta. A one-shot item gives ``game``,
+``condition``, ``target_depth``, ``lambda``, ``excluded`` (a level-k trial whose K_B would be
+ambiguous), ``question`` ("A"/"B"/"C", "K" for opponent-type inference) and the scenario that
+ties a scenario's items (:data:`SCENARIO_KEYS`), with the truth's ``target_action`` (or
+``answer``) and ``abc_differ``; a repeated-game episode gives its ``game``.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +20,16 @@ from games import reference, repeated, scoring
 from games.strategic import ABC_GENERATOR, make_abc_item
 from games.trials import GENERATOR as TRIAL_GENERATOR
 from games.trials import make_trial
+from mindledger.design import DesignRecord, answer_choices, number, text
 from mindledger.family import Family, PlayMode
 from mindledger.items import Item, Score
 
-__all__ = ["GAMES", "ITEM_FAMILIES", "REPEATED", "OneShotGames", "RepeatedGames"]
+__all__ = ["GAMES", "ITEM_FAMILIES", "REPEATED", "SCENARIO_KEYS", "OneShotGames", "RepeatedGames"]
+
+SCENARIO_KEYS = ("scenario", "abc_group", "abc_id", "scenario_id", "group_id", "group")
+"""Meta keys, in order, that tie the A, B and C items about one scenario together: the A/B/C
+generator writes ``scenario``; the others are the spellings reports have accepted from the
+start (synthetic runs write ``scenario_id``), so stored and imported items keep their group."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +56,27 @@ class OneShotGames:
             return make_abc_item(item.seed, item.params)
         return None
 
+    def design(self, item: Item) -> DesignRecord:
+        meta, truth = item.meta, item.truth
+        group = ""
+        for key in SCENARIO_KEYS:
+            if meta.get(key) is not None:
+                group = text(meta[key])
+                break
+        differ = truth.get("abc_differ")
+        return DesignRecord(
+            game=text(meta.get("game")),
+            condition=text(meta.get("condition")),
+            target_depth=number(meta.get("target_depth")),
+            lam=number(meta.get("lambda")),
+            question=text(meta.get("question")),
+            group=group,
+            n_choices=answer_choices(item.answer),
+            excluded=meta.get("excluded") is True,
+            truth_answer=truth.get("answer", truth.get("target_action")),
+            abc_differ=differ if isinstance(differ, bool) else None,
+        )
+
 
 @dataclass(frozen=True)
 class RepeatedGames:
@@ -65,6 +99,10 @@ class RepeatedGames:
         if item.generator == repeated.GENERATOR:
             return repeated.make_episode_item(item.seed, item.params)
         return None
+
+    def design(self, item: Item) -> DesignRecord:
+        return DesignRecord(game=text(item.meta.get("game")),
+                            n_choices=answer_choices(item.answer))
 
 
 GAMES = OneShotGames()

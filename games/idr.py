@@ -1,16 +1,16 @@
-"""IDR sequences and the distinguishability checker (Definition 1, Lemma 1 of the paper).
+"""IDR sequences and the distinguishability checker (the paper's definition, and its lemma).
 
 The iterated depth response (IDR) sequence of a game is ``a(0) = anchor``,
-``a(k) = br(a(k-1))`` with the smallest-maximiser selection of Eq. (3). A game is level-K
-distinguishable within depth K when ``k -> a(k)`` is injective on ``{0, …, K}``; ``K_max`` is
-the largest such K. Because ``br`` is a function on a finite set, the sequence is eventually
-periodic, so ``K_max`` is one less than the first depth at which a value repeats, which is
-``|R| - 1`` for ``R`` the set of values the sequence reaches (Lemma 1, with equality).
+``a(k) = br(a(k-1))`` with the smallest-maximiser selection (:mod:`games.spec`). A game is
+level-K distinguishable within depth K when ``k -> a(k)`` is injective on ``{0, …, K}``;
+``K_max`` is the largest such K. Because ``br`` is a function on a finite set, the sequence is
+eventually periodic, so ``K_max`` is one less than the first depth at which a value repeats,
+which is ``|R| - 1`` for ``R`` the set of values the sequence reaches (with equality).
 
 :func:`check_distinguishability` also reports *where* and *why* it fails (the first repeated
 pair of depths, whether it is a fixed point, a return to the anchor or a shorter cycle, and the
 best-response step that closes it) and every depth at which ``BR(a(k))`` is not a singleton, so
-that the sequence leans on the tie-break convention of Eq. (3).
+that the sequence leans on the tie-break convention.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The optional extraction judge (Appendix D): its prompt, schema, and the quote-grounding
+"""The optional extraction judge: its prompt, schema, and the quote-grounding
 check — pure functions; the harness makes the model call.
 
 The judge sees the rules of the game and the raw chain of thought, nothing else (not the
@@ -9,7 +9,7 @@ the extraction into the ``stated_belief`` and ``chain`` arguments of
 :func:`games.scoring.score_reply`.
 
 The paper releases its full schemas only with its code; :data:`EXTRACTION_SCHEMAS` is built
-from the fields of its Table 8 and the worked example (Figure 5).
+from the fields it lists and its worked example.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""The paper's prompts, verbatim (Appendix B), and the tools of a trial.
+"""The paper's prompts, verbatim, and the tools of a trial.
 
 - :data:`SYSTEM_PROMPT` — the same for every game, condition and model; in the inductive
   condition :data:`INDUCTIVE_SYSTEM_APPENDIX` is appended as a further paragraph.
 - The user turn is the rules text followed, in the recursive condition, by the opponent's
-  description (L0–L3 in words from Tables 5–6, L4–L9 by the template with the L0 sentence
+  description (L0–L3 in the paper's words, L4–L9 by the template with the L0 sentence
   substituted) and, in the inductive condition, by :data:`INDUCTIVE_USER_TEXT`.
 - Tools: ``submit_action`` (the answer; the harness maps it to its own answer tool) and, in the
   inductive condition, ``query_opponent_history``, which takes no arguments and returns 30

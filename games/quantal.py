@@ -1,4 +1,4 @@
-"""The quantal level-k opponent histories of the inductive condition (Appendix C, Eq. 7).
+"""The quantal level-k opponent histories of the inductive condition.
 
 For an opponent at level ``k >= 1`` each record is drawn independently with
 

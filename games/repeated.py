@@ -1,9 +1,10 @@
-"""Repeated games with counterfactual payoffs against scripted opponents (seed 003; seed 002 B6).
+"""Repeated games with counterfactual payoffs against scripted opponents.
 
-Built on "Evaluating Counterfactual Strategic Reasoning in Large Language Models" (seed 003):
+Built on a paper on counterfactual strategic reasoning ("the paper" below; see
+docs/architecture.md, "Where the specifications come from"):
 the Repeated Prisoner's Dilemma (16 rounds) and Rock-Paper-Scissors (24 rounds), each in four
 settings — default, label, payoff and joint counterfactual — played against algorithmic
-opponents; and on seed 002's baseline B6 (30-round RPS against four biased bots that switch
+opponents; and on the baseline test B6 (30-round RPS against four biased bots that switch
 strategy mid-game; exploitation and adaptation latency). Pure code: no I/O, no clock, no global
 random state.
 
@@ -66,7 +67,7 @@ draws, and every figure below is exact.
   for the best response (exactly 1 against an opponent without coin flips), 0 in expectation for
   uniform random play, None when the two coincide (nothing to exploit, e.g. the RPS
   equilibrium player); ``regret`` = benchmark_realized − total;
-- ``comprehension_round`` *m*, exactly as seed 003 defines it: "the earliest round such that
+- ``comprehension_round`` *m*, exactly as the paper defines it: "the earliest round such that
   from that round until the end of the game, the LLM achieves a payoff no lower than the
   opponent's in at least t_p = 90% of the subsequent rounds … if m exceeds the game length, it
   is determined that no stable understanding was reached" — rounds counted from 1, the suffix

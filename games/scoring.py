@@ -1,4 +1,4 @@
-"""Scoring a trial (Appendix D of the paper): pure functions of the item and the reply.
+"""Scoring a trial, as the paper scores it: pure functions of the item and the reply.
 
 From the submitted action ``â`` and, when available, the stated belief ``b̂`` and the written
 chain ``c`` (read from the reply's structured fields or from a judge's extraction, see
@@ -6,16 +6,16 @@ chain ``c`` (read from the reply's structured fields or from a judge's extractio
 
 - **accuracy**: ``â == a(k_target)`` (exact; a non-integer or out-of-range number matches no
   depth; a reply with no action is incorrect, never dropped);
-- **K_B**: the unique depth ``k ∈ {0…10}`` with ``a(k) = â`` (Eq. 8); **within-one**:
+- **K_B**: the unique depth ``k ∈ {0…10}`` with ``a(k) = â``; **within-one**:
   ``|K_B − k_target| ≤ 1``;
-- **K_L**: one plus the unique depth with ``a(k) = b̂`` (Eq. 9);
+- **K_L**: one plus the unique depth with ``a(k) = b̂``;
 - each signal that fails to resolve is recorded as ``unmatched`` (a value matching no depth),
   ``ambiguous`` (several depths) or ``none`` (no value);
-- **best-response consistency**: ``â ∈ BR(b̂)`` against the full best-response set (Eq. 6),
+- **best-response consistency**: ``â ∈ BR(b̂)`` against the full best-response set,
   and, when the belief is a distribution, whether ``â`` maximises expected utility under it
   (kept in a separate field);
 - **chain**: length ``m = |c|`` and per-step consistency
-  ``C = mean[c_{t+1} ∈ BR(c_t)]`` (Eq. 10; undefined for ``m < 2``).
+  ``C = mean[c_{t+1} ∈ BR(c_t)]`` (undefined for ``m < 2``).
 
 Items whose target action matches two depths (Ring 11–20 at ``k_target = 10``) carry
 ``excluded`` in the score details; :func:`summarize` leaves them out of the figures.

@@ -6,8 +6,8 @@ the player believes the opponent takes) and the level-0 anchor ``a(0)``. A ring 
 to this form the way the paper does it: a level-k player believes both neighbours play
 ``a(k-1)``, so its payoff depends on a single opponent action.
 
-Best responses follow the paper's Appendix A: ``BR(a)`` is the full set of exact maximisers of
-``u(s, a)`` over ``s`` (Eq. 2) and ``br(a) = min BR(a)`` is the smallest maximiser (Eq. 3),
+Best responses follow the paper: ``BR(a)`` is the full set of exact maximisers of
+``u(s, a)`` over ``s`` and ``br(a) = min BR(a)`` is the smallest maximiser,
 the deterministic selection that defines the IDR sequence. Payoffs are compared exactly: the
 built-in games compute them from exact rationals, so equal payoffs are equal floats.
 """

@@ -1,4 +1,4 @@
-"""A/B/C strategic prediction (seed 002 §5.2, §15.1): keep apart three answers.
+"""A/B/C strategic prediction: keep apart three answers.
 
 - **A** — the normative best response to a *stated* opponent mix (computation);
 - **B** — the equilibrium (computation, no model of the actual opponent);

@@ -2,9 +2,9 @@
 
 A trial puts the model against an opponent of level ``ℓ = k − 1`` for a target depth
 ``k ∈ 1…10``; the one correct action is ``a(k)``. In the recursive condition the opponent is
-described (Tables 5–6 and the template); in the inductive condition the model may call
-``query_opponent_history`` for 30 actions drawn from the quantal level-k generator (Eq. 7;
-uniform for level 0).
+described (in the paper's words, or by the template); in the inductive condition the model may
+call ``query_opponent_history`` for 30 actions drawn from the quantal level-k generator
+(:mod:`games.quantal`; uniform for level 0).
 
 Every item is regenerated from ``(generator, version, seed, params)`` by :func:`make_trial`;
 :func:`generate_items` derives one seed per item from its own seed and lays the items over the

@@ -1,6 +1,6 @@
 """ledger: the database of runs, items and trials, and the prediction ledger.
 
-The prediction ledger (seed 002 §9.2 control 3, §15.2, §17 step 1) turns "the agent can model
+The prediction ledger turns "the agent can model
 other reasoners" into a measurement: an agent commits a salted hash of its predicted answer
 distribution before the query runs, mindledger records the target's answers, the agent reveals,
 and mindledger verifies and scores. Every state change is an entry in one append-only,

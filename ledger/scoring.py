@@ -1,4 +1,4 @@
-"""Proper scoring rules for predicted answer distributions (seed 002 §15.2). Pure functions.
+"""Proper scoring rules for predicted answer distributions. Pure functions.
 
 A prediction is a probability distribution ``q`` over answers (strings; answer clusters are the
 caller's business) plus a top-1 guess; the target is sampled ``K`` times, giving the observed

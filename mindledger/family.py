@@ -13,10 +13,15 @@ know about its items:
   they answer;
 - ``plays``: ``"single"`` (one question, one answer: the default) or ``"episode"`` (many turns,
   played by :mod:`harness.episodes`);
-- ``scaffold_modules``: which reference-scaffold modules act on its items.
+- ``scaffold_modules``: which reference-scaffold modules act on its items;
+- ``design(item)``: its items' design factors as one typed
+  :class:`~mindledger.design.DesignRecord` (depth, belief, game, condition, the scenario that
+  ties A, B and C questions …), mapped from its own ``meta`` spellings.
 
-Reports read the registry too: every family a run holds gets a per-agent accuracy section keyed
-by its name (``AgentProfile.families``), whether or not reports know it specially.
+Reports read the registry too: they take every item's factors from its family's ``design``
+(:func:`~mindledger.design.common_design` for an unregistered family), and every family a run
+holds gets a per-agent accuracy section keyed by its name (``AgentProfile.families``), whether
+or not reports know it specially.
 
 **Where it lives, and why here.** Every layer asks the registry: the harness (runner, agents,
 scaffold, item verification) and reports. Reports must not import the harness, so the protocol
@@ -36,6 +41,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from mindledger.design import DesignRecord
 from mindledger.errors import MindledgerError, NotFoundError
 from mindledger.items import Item, Score
 
@@ -108,6 +114,10 @@ class Family(Protocol):
     def regenerate(self, item: Item) -> Item | None:
         """``item`` rebuilt from (generator, version, seed, params); None when it has no
         generator to rerun (imported items)."""
+        ...
+
+    def design(self, item: Item) -> DesignRecord:
+        """``item``'s design factors (what reports group and stratify by); pure."""
         ...
 
 

@@ -1,4 +1,4 @@
-"""NestToM: nested-belief stories with exact ground truth, depth R0–R5 (seed 002 §3, §14).
+"""NestToM: nested-belief stories with exact ground truth, depth R0–R5.
 
 Pure code: no clock, no global random state; generators take a seed or a
 ``numpy.random.Generator``. (The one exception to "no I/O" is that :func:`import_hitom` also

@@ -1,4 +1,4 @@
-"""The NestToM-P generator (seed 002 §14.1): random stories, adversarially selected chains.
+"""The NestToM-P generator: random stories, adversarially selected chains.
 
 One story per item cell ``(depth, belief type, mechanism, length, agents)``:
 

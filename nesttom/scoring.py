@@ -1,7 +1,7 @@
 """The pure scorer of NestToM (and imported Hi-ToM) items, its error coding, and the scripted
 reference reasoners used as positive and negative controls.
 
-Error coding of a wrong answer (seed 002 §14.2), every matching code recorded, the first of
+Error coding of a wrong answer, every matching code recorded, the first of
 them in this priority order the primary one:
 
 - ``reality_leak`` — the answer is reality (where the object really is);

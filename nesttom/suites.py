@@ -1,10 +1,11 @@
-"""Builders for the baseline tests of seed 002 that use NestToM: B1, B2 and B4.
+"""Builders for the baseline tests that use NestToM: B1, B2 and B4 (where the baseline table
+comes from: docs/architecture.md, "Where the specifications come from").
 
 - **B1** — NestToM-P R0–R5, false and true belief, 12-event stories, 4 agents: ``per_cell``
   false-belief and ``per_cell`` true-belief items in each of the 8 depth cells.
 - **B2** — the length sweep at R2: ``per_cell`` false-belief and ``per_cell`` true-belief R2
-  items at each of 6, 12 and 20 events (the seed's "3 × 60" read the way the issue reads B1's
-  "60 per depth": 60 false + 60 true).
+  items at each of 6, 12 and 20 events (the baseline table's "3 × 60" read the way
+  the issue reads B1's "60 per depth": 60 false + 60 true).
 - **B4** — applied ToM on B1's own stories at R1–R3: for the first ``per_cell`` stories of each
   of R1, R2 and R3 in B1 (false and true belief alternating), a behaviour question and a
   judgment question (yes and no alternating in pairs), so the explicit–applied gap compares belief and

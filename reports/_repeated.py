@@ -2,14 +2,14 @@
 
 Pure: it reads the per-episode figures :func:`games.repeated.score_episode` stored in each
 trial's score details and the items' meta (``game``, ``counterfactual``, ``opponent``,
-``rounds``, and ``switch_round`` for seed 002's B6 switching bots). One row per game ×
+``rounds``, and ``switch_round`` for B6's switching bots). One row per game ×
 counterfactual setting (opponents pooled):
 
 - **exploitation** — mean of (total − E[random]) / (benchmark − E[random]) over the episodes
   where it is defined, normal-approximation 95% interval (``normal-95``); an episode against an
   opponent where the best response scores no more than random play in expectation (the RPS
   equilibrium player) has no exploitation and is counted apart;
-- **comprehension** — share of episodes with seed 003's comprehension round m ≤ rounds (Wilson
+- **comprehension** — share of episodes with the comprehension round m ≤ rounds (Wilson
   95%, episodes treated as independent) and the median m of those episodes;
 - **efficiency** — mean points per 1,000 tokens (prompt + completion) of the episodes that
   report tokens (``normal-95``);

@@ -4,31 +4,21 @@
 its trials, and turns the rows into numpy arrays (no ORM objects, no per-item hash re-check: the
 ledger's ``verify`` does that). Everything downstream is pure.
 
-Item meta conventions read here (missing keys are tolerated; a statistic that needs one says so):
-
-- NestToM (``family == "nesttom"``): ``depth`` ("R0" … "R5", "R2-self", "R3-loop"),
-  ``depth_n``, ``belief`` ("true"/"false"), ``question`` ("belief"/"behaviour"/"judgment"),
-  ``story_id``, ``length``, ``mechanism``, ``agents``, ``form``, ``selection`` ("companion"
-  for the shallower questions asked on a story only for joint accuracy), ``block`` (the
-  baseline test the item belongs to: "B1" depth curve, "B2" length sweep, "B4" applied),
-  ``reality_check`` (R0), ``r2_self``, and ``ambiguous`` (what the error coding cannot tell
-  apart, e.g. ``"reality_leak=own_belief"``). Items whose ``block`` is not a baseline test
-  ("quick", or absent) get one inferred from the design (:func:`infer_blocks`), and
-  :attr:`ItemTable.block_source` says so.
-- Hi-ToM (``"hitom"``): ``depth`` (order), ``story_id``.
-- Games (``"games"``): ``game``, ``condition``, ``target_depth``, ``opponent_level``, ``lambda``,
-  ``variant``, ``excluded`` (a level-k trial whose K_B would be ambiguous: left out, as the
-  games summary does), ``question`` ("A"/"B"/"C", and "K" for opponent-type inference) and a
-  group key (``scenario``) tying a scenario's items; ``truth["abc_differ"]`` says whether its
-  A, B and C truths differ.
+Items' design factors (depth, belief, game, condition, the scenario that ties A, B and C
+questions, ...) are not read from their ``meta`` here: each item's family maps its own meta to a
+:class:`~mindledger.design.DesignRecord` (:meth:`mindledger.family.Family.design`), computed once
+per item (trials share their item's row). An item of a family no one registered gets
+:func:`~mindledger.design.common_design` (its number of choices and the truth's ``answer``,
+nothing else), so a statistic that needs a factor finds none and says so. NestToM items whose
+record names no baseline test (``block`` "quick", or absent) get one inferred from the design
+(:func:`infer_blocks`), and :attr:`ItemTable.block_source` says so.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,35 +29,27 @@ import sqlalchemy as sa
 from ledger.calls import Calls, summarise
 from ledger.models import ItemRow, RunItemRow, TrialRow
 from ledger.store import RunAgent, Store, TrialRecord
+from mindledger.design import DesignRecord, common_design
+from mindledger.family import UnknownFamilyError, registry
+from mindledger.items import Item
+from nesttom.family import depth_number
+from nesttom.generator import DEPTHS
 
 __all__ = [
     "DEPTH_ORDER",
     "ItemTable",
     "RunData",
     "TrialTable",
+    "depth_label_number",
+    "depth_sort_key",
     "infer_blocks",
     "load_run",
     "run_data",
     "trial_columns",
 ]
 
-DEPTH_ORDER = ("R0", "R1", "R2", "R2-self", "R3", "R3-loop", "R4", "R5")
-"""NestToM depth labels in report order."""
-
-_DEPTH_N = {"R0": 0, "R1": 1, "R2": 2, "R2-self": 2, "R3": 3, "R3-loop": 3, "R4": 4, "R5": 5}
-ABC_GROUP_KEYS = ("abc_group", "abc_id", "scenario_id", "scenario", "group_id", "group")
-"""Meta keys, in order, that tie the A, B and C items about one scenario together."""
-BLOCK_KEYS = ("block", "suite_block", "suite")
-"""Meta keys, in order, that name an item's baseline test ("B1", "B2", "B4", ...)."""
-_BLOCK = re.compile(r"^B\d+$", re.IGNORECASE)
-
-
-def _block_of(meta: Mapping[str, Any]) -> str:
-    for key in BLOCK_KEYS:
-        v = meta.get(key)
-        if type(v) is str and _BLOCK.match(v.strip()):
-            return v.strip().upper()
-    return ""
+DEPTH_ORDER: tuple[str, ...] = DEPTHS
+"""NestToM depth labels in report order (the generator's :data:`nesttom.generator.DEPTHS`)."""
 
 
 def infer_blocks(
@@ -113,46 +95,60 @@ def infer_blocks(
 
 def depth_label_number(label: str) -> float:
     """The numeric depth of a label: ``R3-loop`` → 3; ``R7`` → 7; unknown → nan."""
-    if label in _DEPTH_N:
-        return float(_DEPTH_N[label])
-    m = re.match(r"^R(\d+)", label)
-    return float(m.group(1)) if m else math.nan
+    return depth_number(label)
 
 
 def depth_sort_key(label: str) -> tuple[int, float, str]:
+    """Report order of depth labels: NestToM's first, in :data:`DEPTH_ORDER`, then by number."""
     if label in DEPTH_ORDER:
         return (0, float(DEPTH_ORDER.index(label)), label)
     return (1, depth_label_number(label), label)
 
 
-def _n_choices(answer: Mapping[str, Any], meta: Mapping[str, Any]) -> float:
-    kind = answer.get("kind")
-    if kind in ("choice", "distribution") and isinstance(answer.get("choices"), list):
-        return float(len(answer["choices"])) or math.nan
-    if kind == "yesno":
-        return 2.0
-    if kind == "integer":
-        try:
-            return float(int(answer["max"]) - int(answer["min"]) + 1)
-        except (KeyError, TypeError, ValueError):
-            return math.nan
-    v = meta.get("n_choices")
-    return float(v) if isinstance(v, int | float) and v > 0 else math.nan
-
-
-def _num(v: Any) -> float:
-    if isinstance(v, bool):
-        return math.nan
-    if isinstance(v, int | float):
-        return float(v)
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
-
-
 def _str(v: Any) -> str:
     return "" if v is None else str(v)
+
+
+def _mapping(v: Any) -> Mapping[str, Any]:
+    return v if type(v) is dict or isinstance(v, Mapping) else {}
+
+
+def _item(body: Mapping[str, Any], family: str, iid: str) -> Item:
+    """A stored item body as an :class:`Item`, without re-hashing it (the ledger's ``verify``
+    checks ids); fields a body lacks are left empty (an id-less body gets a placeholder id, not
+    a hash)."""
+    seed = body.get("seed")
+    return Item(
+        family=family,
+        generator=_str(body.get("generator")),
+        version=_str(body.get("version")),
+        seed=seed if isinstance(seed, int) else 0,
+        params=_mapping(body.get("params")),
+        prompt=_str(body.get("prompt")),
+        answer=_mapping(body.get("answer")),
+        truth=_mapping(body.get("truth")),
+        meta=_mapping(body.get("meta")),
+        tools=tuple(body.get("tools") or ()),
+        tool_results=_mapping(body.get("tool_results")),
+        id=iid or "unidentified",
+    )
+
+
+def _designs(families: Sequence[str], items: Sequence[Item]) -> list[DesignRecord]:
+    """Each item's design record, from its family (:func:`common_design` for an unregistered
+    one)."""
+    by_family: dict[str, Callable[[Item], DesignRecord]] = {}
+    out = []
+    for fam, item in zip(families, items, strict=True):
+        design = by_family.get(fam)
+        if design is None:
+            try:
+                design = registry.get(fam).design
+            except UnknownFamilyError:
+                design = common_design
+            by_family[fam] = design
+        out.append(design(item))
+    return out
 
 
 @dataclass
@@ -187,13 +183,13 @@ class ItemTable:
     mechanism: npt.NDArray[Any] = field(default_factory=lambda: np.empty(0, dtype=object))
     form: npt.NDArray[Any] = field(default_factory=lambda: np.empty(0, dtype=object))
     reality_check: npt.NDArray[np.bool_] = field(default_factory=lambda: np.empty(0, bool))
-    """R0: the question asks where the object really is (``meta["reality_check"]``, else R0)."""
+    """R0: the question asks where the object really is."""
     r2_self: npt.NDArray[np.bool_] = field(default_factory=lambda: np.empty(0, bool))
-    """R2-self: "what does X think *you* believe?" (``meta["r2_self"]``, else the label)."""
+    """R2-self: "what does X think *you* believe?"."""
     ambiguous: list[tuple[str, ...]] = field(default_factory=list)
-    """The item's ``meta["ambiguous"]`` tags (empty when it lists none or has no such key)."""
+    """What the item's error coding cannot tell apart (empty when nothing)."""
     block_names: tuple[str, ...] = ()
-    """Every ``block`` name the NestToM items' meta carries, as written ("quick", "B1", ...)."""
+    """Every block name the NestToM items carry, as written ("quick", "B1", ...)."""
 
     def __post_init__(self) -> None:
         if not self.index:
@@ -204,129 +200,70 @@ class ItemTable:
 
     @classmethod
     def from_bodies(cls, bodies: Sequence[Mapping[str, Any]]) -> ItemTable:
-        """Build the columns from item dicts (:meth:`mindledger.items.Item.to_dict` form)."""
+        """Build the columns from item dicts (:meth:`mindledger.items.Item.to_dict` form); each
+        item's factors come from its family's design record."""
         n = len(bodies)
-        names: set[str] = set()
-        cols: dict[str, list[Any]] = {
-            k: [None] * n
-            for k in ["family", "depth", "depth_n", "belief", "question", "story", "length",
-                      "game", "condition", "target_depth", "lam", "group", "n_choices", "truth",
-                      "meta", "ids", "excluded", "abc_differ", "block", "stream", "selection",
-                      "mechanism", "form", "reality_check", "r2_self", "ambiguous"]
-        }
-        for i, b in enumerate(bodies):
-            meta = b.get("meta") or {}
-            fam = _str(b.get("family"))
-            iid = _str(b.get("id"))
-            cols["ids"][i] = iid
-            cols["family"][i] = fam
-            cols["meta"][i] = meta
-            depth = meta.get("depth")
-            if isinstance(depth, int | float) and not isinstance(depth, bool):
-                label = f"R{int(depth)}"
-            else:
-                label = _str(depth)
-            cols["depth"][i] = label
-            dn = _num(meta.get("depth_n"))
-            if math.isnan(dn):
-                dn = depth_label_number(label)
-            cols["depth_n"][i] = dn
-            cols["belief"][i] = _str(meta.get("belief")).lower()
-            q = _str(meta.get("question"))
-            if not q and fam in ("nesttom", "hitom"):
-                q = "belief"
-            cols["question"][i] = q
-            cols["story"][i] = _str(meta.get("story_id"))
-            cols["length"][i] = _num(meta.get("length"))
-            cols["game"][i] = _str(meta.get("game"))
-            cols["condition"][i] = _str(meta.get("condition"))
-            cols["target_depth"][i] = _num(meta.get("target_depth"))
-            cols["lam"][i] = _num(meta.get("lambda"))
-            group = ""
-            for key in ABC_GROUP_KEYS:
-                if meta.get(key) is not None:
-                    group = _str(meta[key])
-                    break
-            cols["group"][i] = group
-            cols["n_choices"][i] = _n_choices(b.get("answer") or {}, meta)
-            truth = b.get("truth") or {}
-            if not isinstance(truth, Mapping):
-                truth = {}
-            cols["truth"][i] = truth.get("answer", truth.get("target_action"))
-            cols["excluded"][i] = meta.get("excluded") is True
-            differ = truth.get("abc_differ")
-            cols["abc_differ"][i] = differ if isinstance(differ, bool) else None
-            if fam == "nesttom":
-                cols["block"][i] = _block_of(meta)
-                raw = meta.get("block")
-                if type(raw) is str:
-                    names.add(raw)
-            else:
-                cols["block"][i] = ""
-            params = b.get("params") or {}
-            stream = params.get("stream") if isinstance(params, Mapping) else None
-            cols["stream"][i] = "" if stream is None else str(stream)
-            cols["selection"][i] = _str(meta.get("selection")).lower()
-            cols["mechanism"][i] = _str(meta.get("mechanism"))
-            cols["form"][i] = _str(meta.get("form"))
-            rc = meta.get("reality_check")
-            cols["reality_check"][i] = fam == "nesttom" and (
-                rc is True if isinstance(rc, bool) else cols["depth_n"][i] == 0)
-            rs = meta.get("r2_self")
-            cols["r2_self"][i] = fam == "nesttom" and (
-                rs is True if isinstance(rs, bool) else label == "R2-self")
-            amb = meta.get("ambiguous")
-            cols["ambiguous"][i] = tuple(str(x) for x in amb) if isinstance(amb, list) else ()
-        nt = [i for i in range(n) if cols["family"][i] == "nesttom"]
-        named = sum(1 for i in nt if cols["block"][i])
-        source = "none" if not nt else (
-            "meta" if named == len(nt) else "inferred" if named == 0 else "mixed"
+        ids = [_str(b.get("id")) for b in bodies]
+        families = [_str(b.get("family")) for b in bodies]
+        items = [_item(b, fam, iid) for b, fam, iid in zip(bodies, families, ids, strict=True)]
+        rec = _designs(families, items)
+        blocks = [r.block for r in rec]
+        blocked = [i for i in range(n) if rec[i].in_blocks]
+        named = sum(1 for i in blocked if blocks[i])
+        source = "none" if not blocked else (
+            "meta" if named == len(blocked) else "inferred" if named == 0 else "mixed"
         )
-        missing = [i for i in nt if not cols["block"][i]]
+        missing = [i for i in blocked if not blocks[i]]
         if missing:
             guessed = infer_blocks(
-                [cols["question"][i] for i in missing],
-                [cols["depth"][i] for i in missing],
-                [cols["length"][i] for i in missing],
-                [cols["story"][i] for i in missing],
-                [cols["stream"][i] for i in missing],
+                [rec[i].question for i in missing],
+                [rec[i].depth for i in missing],
+                [rec[i].length for i in missing],
+                [rec[i].story for i in missing],
+                [rec[i].stream for i in missing],
             )
             for i, g in zip(missing, guessed, strict=True):
-                cols["block"][i] = g
+                blocks[i] = g
 
-        def obj(name: str) -> npt.NDArray[Any]:
+        def obj(values: list[Any]) -> npt.NDArray[Any]:
             a = np.empty(n, dtype=object)
-            a[:] = cols[name]
+            a[:] = values
             return a
 
+        def floats(values: list[float]) -> npt.NDArray[np.float64]:
+            return np.asarray(values, dtype=float)
+
+        def flags(values: list[bool]) -> npt.NDArray[np.bool_]:
+            return np.asarray(values, dtype=bool)
+
         return cls(
-            ids=cols["ids"],
-            family=obj("family"),
-            depth=obj("depth"),
-            depth_n=np.asarray(cols["depth_n"], dtype=float),
-            belief=obj("belief"),
-            question=obj("question"),
-            story=obj("story"),
-            length=np.asarray(cols["length"], dtype=float),
-            game=obj("game"),
-            condition=obj("condition"),
-            target_depth=np.asarray(cols["target_depth"], dtype=float),
-            lam=np.asarray(cols["lam"], dtype=float),
-            group=obj("group"),
-            n_choices=np.asarray(cols["n_choices"], dtype=float),
-            excluded=np.asarray(cols["excluded"], dtype=bool),
-            abc_differ=cols["abc_differ"],
-            truth_answer=cols["truth"],
-            meta=cols["meta"],
-            block=obj("block"),
+            ids=ids,
+            family=obj(families),
+            depth=obj([r.depth for r in rec]),
+            depth_n=floats([r.depth_n for r in rec]),
+            belief=obj([r.belief for r in rec]),
+            question=obj([r.question for r in rec]),
+            story=obj([r.story for r in rec]),
+            length=floats([r.length for r in rec]),
+            game=obj([r.game for r in rec]),
+            condition=obj([r.condition for r in rec]),
+            target_depth=floats([r.target_depth for r in rec]),
+            lam=floats([r.lam for r in rec]),
+            group=obj([r.group for r in rec]),
+            n_choices=floats([r.n_choices for r in rec]),
+            excluded=flags([r.excluded for r in rec]),
+            abc_differ=[r.abc_differ for r in rec],
+            truth_answer=[r.truth_answer for r in rec],
+            meta=[it.meta for it in items],
+            block=obj(blocks),
             block_source=source,
-            selection=obj("selection"),
-            mechanism=obj("mechanism"),
-            form=obj("form"),
-            reality_check=np.asarray(cols["reality_check"], dtype=bool),
-            r2_self=np.asarray(cols["r2_self"], dtype=bool),
-            ambiguous=cols["ambiguous"],
-            block_names=tuple(sorted(names)),
+            selection=obj([r.selection for r in rec]),
+            mechanism=obj([r.mechanism for r in rec]),
+            form=obj([r.form for r in rec]),
+            reality_check=flags([r.reality_check for r in rec]),
+            r2_self=flags([r.r2_self for r in rec]),
+            ambiguous=[r.ambiguous for r in rec],
+            block_names=tuple(sorted({r.block_name for r in rec if r.block_name is not None})),
         )
 
 
@@ -392,7 +329,7 @@ def run_data(
 ) -> RunData:
     """Assemble :class:`RunData` from plain dicts (trial dicts use the ``trials`` columns)."""
     columns = {c: [t.get(c) for t in trials] for c in _TRIAL_COLUMNS}
-    return _from_columns(run, agents, items, columns)
+    return _from_columns(run, agents, ItemTable.from_bodies(items), columns)
 
 
 def trial_columns(t: TrialRecord) -> dict[str, Any]:
@@ -427,10 +364,9 @@ def _floats(values: Sequence[Any]) -> npt.NDArray[np.float64]:
 def _from_columns(
     run: Mapping[str, Any],
     agents: Sequence[RunAgent],
-    items: Sequence[Mapping[str, Any]],
+    table: ItemTable,
     cols: Mapping[str, Sequence[Any]],
 ) -> RunData:
-    table = ItemTable.from_bodies(items)
     item_ids = [str(x) for x in cols["item_id"]]
     n = len(item_ids)
     get = table.index.get
@@ -506,6 +442,9 @@ def load_run(store: Store, run_id: str) -> RunData:
                 .order_by(ri.c.position)
             )
         ]
+        # the items' columns before the trials' rows: fewer live objects for the collector
+        table = ItemTable.from_bodies(bodies)
+        del bodies
         rows = conn.execute(
             sa.select(*[tr.c[c] for c in _TRIAL_COLUMNS])
             .where(tr.c.run_id == run_id)
@@ -516,7 +455,7 @@ def load_run(store: Store, run_id: str) -> RunData:
         columns = {c: transposed[j] for j, c in enumerate(_TRIAL_COLUMNS)}
     else:
         columns = {c: () for c in _TRIAL_COLUMNS}
-    data = _from_columns(run, agents, bodies, columns)
+    data = _from_columns(run, agents, table, columns)
     data.proxy = proxy_record(store, [a.base_agent or a.name for a in agents])
     return data
 

@@ -1,9 +1,10 @@
-"""The recursive-reasoning profile of every agent in a run (seed 002 §3, §14.3 and §18).
+"""The recursive-reasoning profile of every agent in a run.
 
 :func:`build_profile` reads a run (:func:`reports.data.load_run`) and returns a JSON-ready dict;
 :func:`profile_from_data` is the pure part.
 
-What is counted where (seed 002):
+What is counted where (the baseline tests: docs/architecture.md, "Where the specifications
+come from"):
 
 - **R0 is the reality check** (``reality_check``): its own row, outside false-belief accuracy,
   D50 and leakage resistance. It must be passed (>= 90%) as the true-belief controls must.
@@ -30,7 +31,7 @@ figure whose n cannot carry a claim keeps its value and n, has ``status: "not_es
 Every figure carries its n. API errors are excluded from accuracy and counted; an ``ok`` trial
 without a score counts as wrong (an unparseable answer is wrong, never dropped).
 
-Anti-inflation (§18.2): an agent whose true-belief control accuracy (or R0 reality-check accuracy)
+Anti-inflation: an agent whose true-belief control accuracy (or R0 reality-check accuracy)
 is below 90% is marked ``valid: false`` and its first notice says its false-belief scores are
 invalid; a run on held-out seeds is marked as such, and its seed is withheld (``run.seed`` None,
 ``run.seed_withheld`` true) unless an operator asks with ``reveal_held_out=True``: the seed

@@ -1,6 +1,7 @@
 """A toy item family, defined the way any new family is: one module with a class satisfying
 :class:`mindledger.family.Family`. Its items ask for the sum of two numbers and have an exact
-truth; ``oracle`` answers it, ``random`` guesses in the answer range."""
+truth; ``oracle`` answers it, ``random`` guesses in the answer range. Its design record says
+the question is a ``"sum"`` and groups items by their larger term."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from mindledger.design import DesignRecord, answer_choices
 from mindledger.family import Family, PlayMode
 from mindledger.items import Item, Score
 
@@ -63,6 +65,11 @@ class ToySum:
 
     def regenerate(self, item: Item) -> Item | None:
         return make_item(item.seed, item.params)
+
+    def design(self, item: Item) -> DesignRecord:
+        return DesignRecord(question="sum", group=f"max-{max(item.meta['terms'])}",
+                            n_choices=answer_choices(item.answer),
+                            truth_answer=item.truth["answer"])
 
 
 TOY: Family = ToySum()
