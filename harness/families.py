@@ -5,6 +5,7 @@ reference policy applies, and how to rebuild it — thin wrappers over the regis
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -69,7 +70,7 @@ def regenerate(item: Item) -> Item | None:
     return fam.regenerate(item) if item.generator in fam.generators else None
 
 
-def verify_items(items: list[Item]) -> list[str]:
+def verify_items(items: Iterable[Item]) -> list[str]:
     """Regenerate every item from (generator, version, seed, params) and return what does not
     match its stored copy bit for bit (empty when all do). Items of another generator version
     are reported, not silently accepted."""

@@ -42,8 +42,9 @@ from procrastinate.jobs import Status
 from procrastinate.schema import SchemaManager
 from sqlalchemy.exc import ArgumentError
 
-from harness.build import built_agents, concurrency_of, needs_local_model
-from harness.runner import RunSummary, execute_run
+from harness.execution import LocalModelSource, PendingWork, model_at, settle_run
+from harness.execution import execute_batch as run_batch
+from harness.runner import RunSummary
 from harness.settings import Settings
 from ledger.db import mask, normalise_url
 from ledger.store import Store
@@ -156,6 +157,11 @@ class WorkerRuntime:
                 self.local_base_url = str(srv.base_url)
             return self.local_base_url
 
+    def local_model(self) -> contextlib.AbstractContextManager[str]:
+        """The worker's embedded model for one batch (a :data:`LocalModelSource`): started by
+        the first batch that needs it, kept running until the worker ends."""
+        return contextlib.nullcontext(self.local_model_url())
+
     def close(self) -> None:
         self._stack.close()
 
@@ -217,57 +223,31 @@ def _pending(dsn: str, run_id: str) -> list[tuple[int, dict[str, Any]]]:
     return [(int(job_id), dict(args)) for job_id, args in rows]
 
 
-def _missing(store: Store, run_id: str) -> list[tuple[str, str]]:
-    """(agent, item id) pairs of the run without a trial, in the run's order."""
-    done = store.done_pairs(run_id)
-    items = store.run_items(run_id)
-    return [
-        (ra.name, it.id)
-        for ra in store.run_agents(run_id)
-        for it in items
-        if (ra.name, it.id) not in done
-    ]
-
-
-def _set_status(store: Store, run_id: str, status: str, *, unless: Sequence[str]) -> bool:
-    """Set the run's status unless it is one of ``unless``; True if this call changed it."""
-    finished = status in ("complete", "incomplete")
-    with store.engine.begin() as conn:
-        res = conn.execute(
-            sa.text(
-                "UPDATE runs SET status = :status, finished_at = :fin "
-                "WHERE id = :id AND status NOT IN :unless"
-            ).bindparams(sa.bindparam("unless", expanding=True)),
-            {
-                "status": status,
-                "fin": store.clock() if finished else None,
-                "id": run_id,
-                "unless": list(unless),
-            },
-        )
-        return bool(res.rowcount)
+def _others_pending(dsn: str | None, run_id: str, exclude_job: int | None) -> PendingWork | None:
+    """Whether the run has batches queued or running besides ``exclude_job``; None (cannot be
+    known) without a PostgreSQL database to hold the queue."""
+    if dsn is None:
+        return None
+    return lambda: bool(pending_jobs(dsn, run_id, exclude_job=exclude_job))
 
 
 def finish_if_done(
     store: Store, run_id: str, *, dsn: str | None = None, exclude_job: int | None = None
 ) -> str | None:
-    """Run completion bookkeeping, safe from any worker at any time.
+    """Run completion bookkeeping, safe from any worker at any time
+    (:func:`harness.execution.settle_run`).
 
     No pair missing: the run becomes ``complete`` (only the first caller writes). Pairs missing
     and no batch of the run queued or running (``dsn`` given): ``incomplete``, so that
     `mindledger enqueue` can finish it. Returns the status written, if any."""
-    if not _missing(store, run_id):
-        return "complete" if _set_status(store, run_id, "complete", unless=["complete"]) else None
-    if (
-        dsn is not None
-        and not pending_jobs(dsn, run_id, exclude_job=exclude_job)
-        and _set_status(store, run_id, "incomplete", unless=["complete", "incomplete"])
-    ):
-        return "incomplete"
-    return None
+    return settle_run(store, run_id, others_pending=_others_pending(dsn, run_id, exclude_job))
 
 
 # -- executing a batch ------------------------------------------------------------------------
+
+
+def _no_local_model() -> contextlib.AbstractContextManager[str]:
+    raise UserError("agent needs the embedded model; pass local_base_url")
 
 
 async def execute_batch(
@@ -284,38 +264,30 @@ async def execute_batch(
     """Attempt the items of ``item_ids`` that ``agent`` has no trial for yet in ``run_id``;
     then do the run's completion bookkeeping. Returns None when nothing was left to do.
 
+    The queue's side of :func:`harness.execution.execute_batch`: the embedded model is the
+    worker's (``runtime``) or at ``local_base_url``; the run becomes ``incomplete`` only when
+    no other batch of it (besides job ``exclude_job``) is queued or running; a failure leaves
+    the run's status to the queue's retries.
+
     Idempotent: executing the same batch twice (or concurrently) stores each trial once."""
-    run = await asyncio.to_thread(store.get_run, run_id)
-    planned = [ra for ra in await asyncio.to_thread(store.run_agents, run_id) if ra.name == agent]
-    if not planned:
-        raise UserError(f"run {run_id} has no agent named {agent!r}")
-    wanted = set(item_ids)
-    done = await asyncio.to_thread(store.done_pairs, run_id)
-    all_items = await asyncio.to_thread(store.run_items, run_id)
-    unknown = wanted - {it.id for it in all_items}
-    if unknown:
-        log.warning("run %s has no item(s) %s; skipped", run_id, ", ".join(sorted(unknown)))
-    items = [it for it in all_items if it.id in wanted and (agent, it.id) not in done]
-    summary: RunSummary | None = None
-    if items:
-        await asyncio.to_thread(
-            _set_status, store, run_id, "running", unless=["running", "complete"]
-        )
-        base = local_base_url
-        if base is None and needs_local_model(planned):
-            if runtime is None:
-                raise UserError("agent needs the embedded model; pass local_base_url")
-            base = await asyncio.to_thread(runtime.local_model_url)
-        async with built_agents(
-            planned, settings, seed=run.seed, store=store, local_base_url=base
-        ) as agents:
-            summary = await execute_run(
-                store,
-                run_id,
-                agents,
-                items,
-                concurrency={agent: concurrency_of(planned[0], settings)},
-            )
+    if local_base_url is not None:
+        local_model: LocalModelSource = model_at(local_base_url)
+    elif runtime is not None:
+        local_model = runtime.local_model
+    else:
+        local_model = _no_local_model
+    result = await run_batch(
+        store,
+        settings,
+        run_id,
+        agents=(agent,),
+        item_ids=item_ids,
+        local_model=local_model,
+        others_pending=_others_pending(_store_dsn(store), run_id, exclude_job),
+        interrupt_on_failure=False,
+    )
+    if result.summary is not None:
+        summary = result.summary
         log.info(
             "run %s, agent %s: %d trial(s) in %.1f s",
             run_id,
@@ -323,13 +295,9 @@ async def execute_batch(
             summary.attempted,
             summary.wall_s,
         )
-    dsn = _store_dsn(store)
-    status = await asyncio.to_thread(
-        finish_if_done, store, run_id, dsn=dsn, exclude_job=exclude_job
-    )
-    if status:
-        log.info("run %s is %s", run_id, status)
-    return summary
+    if result.status:
+        log.info("run %s is %s", run_id, result.status)
+    return result.summary
 
 
 # -- stalled work ----------------------------------------------------------------------------
@@ -434,7 +402,7 @@ def missing_batches(
         raise UserError(f"batch size must be at least 1, got {batch_size}")
     queued = queued or set()
     by_agent: dict[str, list[str]] = {}
-    for agent, item_id in _missing(store, run_id):
+    for agent, item_id in store.missing_pairs(run_id):
         if (agent, item_id) not in queued:
             by_agent.setdefault(agent, []).append(item_id)
     return [
@@ -488,7 +456,7 @@ def enqueue_run(
     if batches:
         with app.open():
             app.tasks[TASK_NAME].batch_defer(*(b.kwargs() for b in batches))
-        _set_status(store, run_id, "queued", unless=["queued", "complete"])
+        store.transition_run(run_id, "queued", unless=("queued", "complete"))
     else:
         finish_if_done(store, run_id)
     retried = sum(1 for job_id, _ in pending if job_id in recovery.retried)

@@ -3,31 +3,34 @@
 A run is stored first (its agents and items, in one transaction); then every (agent, item) pair
 without a trial is attempted. Each agent has its own pool of workers (its concurrency limit), so
 a slow endpoint does not hold up a fast one. Attempts are scored with the item family's pure
-scorer and handed to a single writer thread that writes each trial in its own transaction, so
-the event loop never waits on the disk. The database enforces one trial per (run, agent, item):
-``resume`` simply runs the pairs that have none, and a batch retried elsewhere cannot duplicate.
+scorer and handed to a single writer thread that stores them with group commit (whatever has
+arrived since its last commit, in one transaction), so the event loop never waits on the disk
+and a trial is durable before its progress is reported. The database enforces one trial per
+(run, agent, item): ``resume`` simply runs the pairs that have none, and a batch retried
+elsewhere cannot duplicate.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from harness import families
 from harness.agents import Attempt
 from harness.episodes import play_episode
-from ledger.store import Store, TrialRecord
+from ledger.store import Store, StoredItems, TrialOutcome, TrialRecord
 from mindledger import family as registry
 from mindledger.items import Item
 
 __all__ = ["AgentLike", "ProgressSink", "RunSummary", "TrialWriter", "execute_run"]
+
+log = logging.getLogger("mindledger.runner")
 
 
 class AgentLike(Protocol):
@@ -81,40 +84,163 @@ class RunSummary:
 
 
 class TrialWriter:
-    """One thread that writes trials, each in its own transaction, in completion order."""
+    """One thread that stores trials with group commit: whatever has arrived since its last
+    commit is written in one transaction (:meth:`ledger.store.Store.trial_group_writer`).
 
-    def __init__(self, store: Store):
+    ``done(inserted)`` is called once the trial's transaction has committed (so a trial is
+    durable before anyone hears of it): on ``loop``, one call per group, when a loop is given,
+    else on the writer thread. A trial that cannot be stored does not hold up the others; it
+    gets no ``done`` call, and :meth:`flush` (and :meth:`close`) re-raise the first such failure.
+
+    On a loop, :meth:`room` lets producers wait while more than :attr:`MAX_BACKLOG` trials are
+    waiting to be stored, so that agents faster than the disk do not fill the memory.
+    """
+
+    MAX_GROUP = 1024
+    """At most this many trials per transaction."""
+    MAX_BACKLOG = 2048
+    """Trials submitted but not yet stored beyond which :meth:`room` waits."""
+
+    def __init__(self, store: Store, loop: asyncio.AbstractEventLoop | None = None):
         self.store = store
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trial-writer")
-        self._pending: list[Future[bool]] = []
-        self._lock = threading.Lock()
-        self._writer = contextlib.ExitStack()
-        self._write: Callable[[TrialRecord], bool] | None = None
-
-    def _record(self, rec: TrialRecord) -> bool:  # on the writer thread only
-        if self._write is None:
-            self._write = self._writer.enter_context(self.store.trial_writer())
-        return self._write(rec)
+        self._loop = loop
+        self._cond = threading.Condition()
+        self._queue: list[tuple[TrialRecord, Callable[[bool], None]]] = []
+        self._submitted = 0
+        self._settled = 0
+        self._failures: list[BaseException] = []
+        self._broken: BaseException | None = None
+        self._closing = False
+        self._thread: threading.Thread | None = None
+        self._wake_scheduled = False
+        self._delivered = 0  # trials settled and reported on the loop (loop thread only)
+        self._room = asyncio.Event()
+        self.groups = 0
+        """How many transactions the trials took."""
 
     def submit(self, rec: TrialRecord, done: Callable[[bool], None]) -> None:
-        fut = self._pool.submit(self._record, rec)
-        fut.add_done_callback(lambda f: done(f.result()) if f.exception() is None else None)
-        with self._lock:
-            self._pending.append(fut)
+        with self._cond:
+            self._submitted += 1
+            if self._broken is not None:
+                self._failures.append(self._broken)
+                self._settled += 1
+                self._delivered += 1
+                return
+            self._queue.append((rec, done))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="trial-writer", daemon=True)
+                self._thread.start()
+            if self._loop is None:
+                self._cond.notify()
+                return
+        # On a loop, the writer is woken once per loop iteration, for every trial submitted in
+        # it: waking a thread per trial would cost more than writing the trial.
+        if not self._wake_scheduled:
+            self._wake_scheduled = True
+            self._loop.call_soon(self._wake)
+
+    @property
+    def backlog(self) -> int:
+        """Trials submitted whose outcome has not reached the loop yet (on a loop)."""
+        return self._submitted - self._delivered
+
+    async def room(self) -> None:
+        """Wait (on the loop) until at most :attr:`MAX_BACKLOG` trials wait to be stored."""
+        while self.backlog > self.MAX_BACKLOG:
+            self._room.clear()
+            await self._room.wait()
+
+    def _wake(self) -> None:
+        self._wake_scheduled = False
+        with self._cond:
+            self._cond.notify()
 
     def flush(self) -> None:
         """Wait for every submitted write; re-raise the first failure."""
-        with self._lock:
-            pending, self._pending = self._pending, []
-        for fut in pending:
-            fut.result()
+        with self._cond:
+            self._cond.notify()
+            while self._settled < self._submitted:
+                self._cond.wait()
+            failures, self._failures = self._failures, []
+        if failures:
+            raise failures[0]
 
     def close(self) -> None:
         try:
             self.flush()
         finally:
-            self._pool.submit(self._writer.close).result()
-            self._pool.shutdown(wait=True)
+            with self._cond:
+                self._closing = True
+                self._cond.notify_all()
+            if self._thread is not None:
+                self._thread.join()
+
+    def _run(self) -> None:  # the writer thread
+        try:
+            with self.store.trial_group_writer() as write_group:
+                while True:
+                    with self._cond:
+                        while not self._queue and not self._closing:
+                            self._cond.wait()
+                        if not self._queue:
+                            return
+                        group = self._queue[: self.MAX_GROUP]
+                        del self._queue[: self.MAX_GROUP]
+                        self.groups += 1
+                    try:
+                        outcomes: list[TrialOutcome] = write_group([rec for rec, _ in group])
+                    except Exception as exc:  # the connection failed, not one trial
+                        outcomes = [exc] * len(group)
+                    self._settle(group, outcomes)
+        except BaseException as exc:  # opening (or closing) the connection failed
+            with self._cond:
+                self._broken = exc
+                group, self._queue = self._queue, []
+            self._settle(group, [exc] * len(group))
+
+    def _settle(
+        self,
+        group: list[tuple[TrialRecord, Callable[[bool], None]]],
+        outcomes: Sequence[TrialOutcome | BaseException],
+    ) -> None:
+        calls: list[tuple[Callable[[bool], None], bool]] = []
+        failures: list[BaseException] = []
+        for (_rec, done), outcome in zip(group, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                failures.append(outcome)
+            else:
+                calls.append((done, outcome))
+        if self._loop is None:
+            _call_all(calls, None)
+        else:
+            try:
+                self._loop.call_soon_threadsafe(self._deliver, calls, len(group))
+            except RuntimeError:  # the loop is closed: nobody is listening on it
+                _call_all(calls, None)
+        with self._cond:
+            self._failures.extend(failures)
+            self._settled += len(group)
+            self._cond.notify_all()
+
+
+    def _deliver(self, calls: list[tuple[Callable[[bool], None], bool]], settled: int) -> None:
+        _call_all(calls, self._loop)  # on the loop
+        self._delivered += settled
+        if self.backlog <= self.MAX_BACKLOG:
+            self._room.set()
+
+
+def _call_all(
+    calls: list[tuple[Callable[[bool], None], bool]], loop: asyncio.AbstractEventLoop | None
+) -> None:
+    for done, inserted in calls:
+        try:
+            done(inserted)
+        except Exception as exc:  # one listener's bug must not silence the others
+            if loop is None:
+                log.exception("trial callback failed")
+            else:
+                loop.call_exception_handler({"message": "trial callback failed", "exception": exc})
 
 
 def score_attempt(run_id: str, agent: str, item: Item, att: Attempt) -> TrialRecord:
@@ -159,25 +285,35 @@ async def execute_run(
     progress: ProgressSink | None = None,
 ) -> RunSummary:
     """Attempt every (agent, item) pair of the run that has no trial yet, storing each trial as
-    it completes. Safe to call again after an interruption: finished pairs are skipped."""
+    it completes. Safe to call again after an interruption: finished pairs are skipped.
+
+    Items are taken by position as the workers reach them, so a run's items read lazily from
+    storage (:meth:`ledger.store.Store.run_items`) are never all in memory at once."""
     progress = progress or NullProgress()
+    if isinstance(items, StoredItems):
+        ids, item_families = items.ids, items.families
+    else:
+        ids = [it.id for it in items]
+        item_families = [it.family for it in items]
     # every family is known before the first trial (UnknownFamilyError names the registered ones)
-    plays = {name: registry.get(name).plays for name in {it.family for it in items}}
+    plays = {name: registry.get(name).plays for name in set(item_families)}
     done = store.done_pairs(run_id)
-    todo: dict[str, list[Item]] = {
-        a.name: [it for it in items if (a.name, it.id) not in done] for a in agents
+    # per agent, the positions of its items without a trial, last first (workers pop them)
+    todo: dict[str, list[int]] = {
+        a.name: [i for i in reversed(range(len(ids))) if (a.name, ids[i]) not in done]
+        for a in agents
     }
-    totals = {a.name: len(items) for a in agents}
-    already = {a.name: len(items) - len(todo[a.name]) for a in agents}
+    totals = {a.name: len(ids) for a in agents}
+    already = {a.name: len(ids) - len(todo[a.name]) for a in agents}
     summary = RunSummary(run_id, 0.0, sum(len(v) for v in todo.values()), len(done))
     summary.per_agent = {a.name: AgentTally() for a in agents}
-    writer = TrialWriter(store)
-    loop = asyncio.get_running_loop()
+    del done
+    writer = TrialWriter(store, asyncio.get_running_loop())
     progress.start(totals, already)
     start = time.perf_counter()
 
     def stored(agent: str, rec: TrialRecord) -> Callable[[bool], None]:
-        def _cb(inserted: bool) -> None:
+        def _cb(inserted: bool) -> None:  # on the event loop, once the trial is committed
             tally = summary.per_agent[agent]
             if not inserted:
                 tally.duplicates += 1
@@ -191,28 +327,27 @@ async def execute_run(
                 tally.scored += 1
                 tally.correct += int(bool(rec.correct))
                 tally.unparsed += int(rec.answer is None)
-            loop.call_soon_threadsafe(
-                functools.partial(
-                    progress.advance, agent, correct=rec.correct, error=rec.status == "api_error"
-                )
-            )
+            progress.advance(agent, correct=rec.correct, error=rec.status == "api_error")
 
         return _cb
 
-    async def worker(agent: AgentLike, queue: list[Item]) -> None:
+    async def worker(agent: AgentLike, queue: list[int]) -> None:
         while queue:
-            item = queue.pop()
-            if plays[item.family] == "episode":
+            i = queue.pop()
+            item = items[i]
+            if plays[item_families[i]] == "episode":
                 att = await play_episode(agent, item)
             else:
                 att = await agent.attempt(item)
             rec = score_attempt(run_id, agent.name, item, att)
             writer.submit(rec, stored(agent.name, rec))
+            if writer.backlog > writer.MAX_BACKLOG:
+                await writer.room()
 
     tasks: list[asyncio.Task[None]] = []
     try:
         for agent in agents:
-            queue = list(reversed(todo[agent.name]))
+            queue = todo[agent.name]
             n = max(1, min(concurrency.get(agent.name, 1), len(queue)))
             tasks.extend(
                 asyncio.create_task(worker(agent, queue)) for _ in range(n if queue else 0)

@@ -7,16 +7,16 @@ from the database alone.
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import datetime as dt
 import secrets
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.build import built_agents, concurrency_of, needs_local_model
-from harness.runner import ProgressSink, RunSummary, execute_run
+from harness.execution import execute_batch, model_at, nothing_pending
+from harness.runner import ProgressSink, RunSummary
 from harness.settings import Settings
 from harness.suites import get_suite
 from harness.workspace import SeedPolicy
@@ -43,13 +43,15 @@ def create_run(
     held_out: bool = False,
     hitom_path: Path | None = None,
     run_id: str | None = None,
-    items: Sequence[Item] | None = None,
+    items: Iterable[Item] | None = None,
 ) -> tuple[str, int, int]:
     """Generate the suite's items and store the run with its agents and items (one
-    transaction). Returns (run id, seed, number of items).
+    transaction, all or nothing). Returns (run id, seed, number of items).
 
-    ``items``, when given, are stored instead of a preset's (``suite`` then only names the
-    run); each must be of a registered family (:mod:`mindledger.family`).
+    The items stream into storage as they are generated, never all in memory at once.
+    ``items``, when given (any iterable, a generator included), are stored instead of a
+    preset's (``suite`` then only names the run); each must be of a registered family
+    (:mod:`mindledger.family`), and its family counts are the run's ``params["counts"]``.
 
     Development runs refuse held-out seeds, so the held-out share stays unseen until the
     scheduler draws from it."""
@@ -58,21 +60,30 @@ def create_run(
     seeds.check_seed(seed, held_out=held_out)
     if seed is None:
         seed = seeds.draw_seed(held_out=held_out)
+    families: Counter[str] = Counter()
+
+    def counted(items: Iterable[Item]) -> Iterator[Item]:
+        for it in items:
+            if it.family not in families:
+                family_registry.get(it.family)  # an unknown family: nothing is stored
+            families[it.family] += 1
+            yield it
+
     if spec is not None:
-        items = spec.build(seed, hitom_path=hitom_path)
-        counts = spec.counts
+        stream = counted(spec.items(seed, hitom_path=hitom_path))
     else:
         assert items is not None
-        for name in sorted({it.family for it in items}):
-            family_registry.get(name)  # an unknown family is refused before anything is stored
-        counts = dict(Counter(it.family for it in items))
+        stream = counted(items)
     run_id = run_id or new_run_id()
-    params: dict[str, Any] = {
-        "suite": suite,
-        "seed": seed,
-        "counts": counts,
-        "hitom": str(hitom_path) if hitom_path else None,
-    }
+
+    def params() -> dict[str, Any]:  # once every item has been read
+        return {
+            "suite": suite,
+            "seed": seed,
+            "counts": spec.counts if spec is not None else dict(families),
+            "hitom": str(hitom_path) if hitom_path else None,
+        }
+
     store.create_run(
         run_id,
         suite=suite,
@@ -80,20 +91,9 @@ def create_run(
         held_out=seeds.is_held_out(seed),
         params=params,
         agents=planned,
-        items=items,
+        items=stream,
     )
-    return run_id, seed, len(items)
-
-
-@contextlib.contextmanager
-def _maybe_local_model(planned: Sequence[RunAgent], settings: Settings) -> Iterator[str | None]:
-    if not needs_local_model(planned):
-        yield None
-        return
-    from harness.local_model import running_local_model
-
-    with running_local_model(threads=settings.model_threads, log_dir=settings.home / "logs") as srv:
-        yield srv.base_url
+    return run_id, seed, families.total()
 
 
 async def execute_stored_run(
@@ -104,33 +104,22 @@ async def execute_stored_run(
     progress: ProgressSink | None = None,
     local_base_url: str | None = None,
 ) -> RunSummary:
-    """Run every missing trial of a stored run; mark it complete when none is missing.
+    """Run every missing trial of a stored run, as one batch in this process
+    (:func:`harness.execution.execute_batch`): the run ends ``complete`` when no trial is
+    missing, else ``incomplete``; ``interrupted`` if it raises or is cancelled (Ctrl-C).
 
     Starts the embedded model when an agent needs it (unless ``local_base_url`` is given) and
     stops it afterwards, whatever happens."""
-    run = store.get_run(run_id)
-    planned = store.run_agents(run_id)
-    items = store.run_items(run_id)
-    store.set_run_status(run_id, "running")
-    try:
-        with contextlib.ExitStack() as stack:
-            base = local_base_url
-            if base is None:
-                base = stack.enter_context(_maybe_local_model(planned, settings))
-            async with built_agents(
-                planned, settings, seed=run.seed, store=store, local_base_url=base
-            ) as agents:
-                summary = await execute_run(
-                    store,
-                    run_id,
-                    agents,
-                    items,
-                    concurrency={ra.name: concurrency_of(ra, settings) for ra in planned},
-                    progress=progress,
-                )
-    except BaseException:
-        store.set_run_status(run_id, "interrupted")
-        raise
-    remaining = len(planned) * len(items) - len(store.done_pairs(run_id))
-    store.set_run_status(run_id, "complete" if remaining == 0 else "incomplete", finished=True)
-    return summary
+    result = await execute_batch(
+        store,
+        settings,
+        run_id,
+        local_model=None if local_base_url is None else model_at(local_base_url),
+        progress=progress,
+        others_pending=nothing_pending,
+        interrupt_on_failure=True,
+    )
+    if result.summary is not None:
+        return result.summary
+    done = await asyncio.to_thread(store.done_pairs, run_id)
+    return RunSummary(run_id, 0.0, attempted=0, skipped=len(done))

@@ -21,12 +21,13 @@ with ``lures="require"``): a wrong answer that is reality, the projection or a t
 exactly one of them, except what ``meta["ambiguous"]`` lists.
 
 Each block draws from its own stream of the seed, so adding a block never changes another's
-items.
+items. A suite's items are generated lazily, a block at a time (:meth:`Suite.items`), so that
+creating a run streams them into storage.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,10 +47,15 @@ class Suite:
     name: str
     description: str
     counts: dict[str, int]
-    builder: Callable[[int, Path | None], list[Item]]
+    builder: Callable[[int, Path | None], Iterator[Item]]
+
+    def items(self, seed: int, *, hitom_path: Path | None = None) -> Iterator[Item]:
+        """The suite's items in order, generated a block at a time as they are read."""
+        return self.builder(seed, hitom_path)
 
     def build(self, seed: int, *, hitom_path: Path | None = None) -> list[Item]:
-        return self.builder(seed, hitom_path)
+        """All the suite's items at once."""
+        return list(self.items(seed, hitom_path=hitom_path))
 
     @property
     def total(self) -> int:
@@ -77,39 +83,35 @@ def _hitom_sample(seed: int, path: Path, n: int) -> list[Item]:
     return [items[int(i)] for i in sorted(pick)]
 
 
-def _quick(seed: int, hitom_path: Path | None) -> list[Item]:
+def _quick(seed: int, hitom_path: Path | None) -> Iterator[Item]:
     nt = _nesttom()
-    items: list[Item] = []
     # each depth once as false, once as true belief; behaviour + judgment on the R1–R3 stories
-    items += nt.b1_items(seed, per_cell=1, block="quick")
-    items += nt.b4_items(seed, per_cell=1, block="quick")
-    items += _games().generate_items(seed, 4, conditions=("recursive",), variants=True)
+    yield from nt.b1_items(seed, per_cell=1, block="quick")
+    yield from nt.b4_items(seed, per_cell=1, block="quick")
+    yield from _games().generate_items(seed, 4, conditions=("recursive",), variants=True)
     if hitom_path is not None:
-        items += _hitom_sample(seed, hitom_path, 10)
-    return items
+        yield from _hitom_sample(seed, hitom_path, 10)
 
 
-def _baseline(seed: int, hitom_path: Path | None) -> list[Item]:
+def _baseline(seed: int, hitom_path: Path | None) -> Iterator[Item]:
     nt = _nesttom()
     g = _games()
-    items: list[Item] = []
     # B1 (60 false + 60 true per depth cell, 12 events, 4 agents, with the companions of its
     # false-belief stories), B2 (R2 at 6/12/20 events, 60 + 60 each), B4 (150 applied questions
     # on B1's R1–R3 stories)
     for block in nt.baseline_items(seed).values():
-        items += block
+        yield from block
     # B5: 60 level-k trials on fresh variants + A/B/C scenarios (~60 items).
-    items += g.generate_items(seed, 60, variants=True)
-    items += g.generate_abc_items(seed, 16)
+    yield from g.generate_items(seed, 60, variants=True)
+    yield from g.generate_abc_items(seed, 16)
     import games.repeated as repeated
 
     # B6: 30-round RPS against 4 biased bots that switch mid-game, 5 sessions each.
-    items += repeated.generate_episodes(seed, **repeated.B6_PRESET)
+    yield from repeated.generate_episodes(seed, **repeated.B6_PRESET)
     # Repeated PD and RPS with label, payoff and joint counterfactuals (seed 003).
-    items += repeated.generate_episodes(seed + 1, 16)
+    yield from repeated.generate_episodes(seed + 1, 16)
     if hitom_path is not None:
-        items += _hitom_sample(seed, hitom_path, 100)
-    return items
+        yield from _hitom_sample(seed, hitom_path, 100)
 
 
 SUITES: dict[str, Suite] = {

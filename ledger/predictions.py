@@ -913,6 +913,12 @@ class Ledger:
         with self._reading() as cur:
             return self._head(cur)
 
+    def count(self, kind: str) -> int:
+        """How many entries of ``kind`` (``commit``, ``reveal``, …) the ledger holds."""
+        with self._reading() as cur:
+            (n,) = cur.one("SELECT count(*) FROM ledger_entries WHERE kind = ?", (kind,))
+            return int(n)
+
     def ledger_id(self) -> str | None:
         """The hash of entry 1, which names this ledger (None while it is empty)."""
         with self._reading() as cur:

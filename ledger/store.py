@@ -8,10 +8,12 @@ and items at once; a trial is written alone, as it completes, and at most once p
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import islice
+from typing import Any, overload
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -32,7 +34,17 @@ from mindledger.canonical import canonical_json, content_hash
 from mindledger.errors import NotFoundError
 from mindledger.items import Item
 
-__all__ = ["RunAgent", "Store", "TrialRecord"]
+__all__ = [
+    "FINISHED_STATUSES",
+    "RunAgent",
+    "Store",
+    "StoredItems",
+    "TrialOutcome",
+    "TrialRecord",
+]
+
+FINISHED_STATUSES = frozenset({"complete", "incomplete"})
+"""Run statuses that stamp ``finished_at``: every trial stored, or no work left pending."""
 
 
 _TRIAL_COLUMNS = (
@@ -97,12 +109,18 @@ class Store:
         suite: str,
         seed: int,
         held_out: bool,
-        params: dict[str, Any],
+        params: dict[str, Any] | Callable[[], dict[str, Any]],
         agents: Sequence[RunAgent],
-        items: Sequence[Item],
+        items: Iterable[Item],
     ) -> RunRow:
-        """Store a run with its agents and items in one transaction. Items already stored (by
-        content hash) are not written again."""
+        """Store a run with its agents and items in one transaction: all of it, or nothing if
+        anything fails (reading ``items`` included).
+
+        ``items`` is read once, a chunk at a time, and each chunk is written before the next is
+        read, so a generator's items are never all in memory. Items already stored (by content
+        hash) are not written again; an item given twice is in the run once, at its first
+        position. ``params`` may be a function, called once every item has been read (for
+        params that describe the items, such as their counts)."""
         now = self.clock()
         with Session(self.engine) as s:
             run = RunRow(
@@ -110,7 +128,7 @@ class Store:
                 suite=suite,
                 seed=seed,
                 held_out=held_out,
-                params_json=_json(params),
+                params_json="{}" if callable(params) else _json(params),
                 status="running",
                 created_at=now,
             )
@@ -138,30 +156,43 @@ class Store:
                             created_at=now,
                         )
                     )
-            ids = [it.id for it in items]
-            have: set[str] = set()
-            for chunk in _chunks(ids, 500):
-                have.update(s.exec(select(ItemRow.id).where(col(ItemRow.id).in_(chunk))).all())
-            seen: set[str] = set()
-            for it in items:
-                if it.id not in have and it.id not in seen:
-                    s.add(
-                        ItemRow(
-                            id=it.id,
-                            family=it.family,
-                            generator=it.generator,
-                            version=it.version,
-                            seed=it.seed,
-                            body_json=_json(it.to_dict()),
-                        )
-                    )
-                seen.add(it.id)
             s.flush()
-            seen.clear()
-            for position, it in enumerate(items):
-                if it.id not in seen:
-                    s.add(RunItemRow(run_id=run_id, item_id=it.id, position=position))
-                seen.add(it.id)
+            conn = s.connection()
+            item_table = ItemRow.__table__  # type: ignore[attr-defined]
+            run_item_table = RunItemRow.__table__  # type: ignore[attr-defined]
+            seen: set[str] = set()
+            position = 0
+            for chunk in _batches(items, _ITEM_CHUNK):
+                new: dict[str, Item] = {}
+                placed: list[dict[str, Any]] = []
+                for it in chunk:
+                    if it.id not in seen:
+                        seen.add(it.id)
+                        new[it.id] = it
+                        placed.append({"run_id": run_id, "item_id": it.id, "position": position})
+                    position += 1
+                if not new:
+                    continue
+                known = sa.select(item_table.c.id).where(item_table.c.id.in_(list(new)))
+                have = set(conn.execute(known).scalars())
+                rows = [
+                    {
+                        "id": it.id,
+                        "family": it.family,
+                        "generator": it.generator,
+                        "version": it.version,
+                        "seed": it.seed,
+                        "body_json": _json(it.to_dict()),
+                    }
+                    for item_id, it in new.items()
+                    if item_id not in have
+                ]
+                if rows:
+                    conn.execute(sa.insert(item_table), rows)
+                conn.execute(sa.insert(run_item_table), placed)
+            if callable(params):
+                run.params_json = _json(params())
+                s.add(run)
             s.commit()
             s.refresh(run)
             return run
@@ -178,7 +209,33 @@ class Store:
             stmt = select(RunRow).order_by(col(RunRow.created_at).desc()).limit(limit)
             return list(s.exec(stmt).all())
 
+    def transition_run(self, run_id: str, to: str, *, unless: Iterable[str] = ()) -> bool:
+        """Set the run's status to ``to`` unless it is one of ``unless``, in one conditional
+        UPDATE (a compare-and-set: of two callers racing, the database decides). ``finished_at``
+        is set to now for ``complete`` and ``incomplete`` and cleared for any other status.
+
+        Returns True if this call changed the row; False if its status is in ``unless``
+        (NotFoundError when there is no such run)."""
+        finished = to in FINISHED_STATUSES
+        table = RunRow.__table__  # type: ignore[attr-defined]
+        stmt = (
+            sa.update(table)
+            .where(table.c.id == run_id)
+            .values(status=to, finished_at=self.clock() if finished else None)
+        )
+        refused = sorted(set(unless))
+        if refused:
+            stmt = stmt.where(table.c.status.not_in(refused))
+        with self.engine.begin() as conn:
+            if conn.execute(stmt).rowcount:
+                return True
+            if conn.execute(sa.select(table.c.id).where(table.c.id == run_id)).first() is None:
+                raise NotFoundError(f"no run with id {run_id!r} (see `mindledger runs`)")
+            return False
+
     def set_run_status(self, run_id: str, status: str, *, finished: bool = False) -> None:
+        """Set the run's status whatever it is (fixtures and tools; the harness moves a run
+        only by :meth:`transition_run`)."""
         with Session(self.engine) as s:
             run = s.get(RunRow, run_id)
             if run is None:
@@ -204,21 +261,80 @@ class Store:
         with self.engine.connect() as conn:
             return [run_id for (run_id,) in conn.execute(stmt)]
 
+    def totals(self) -> dict[str, int]:
+        """How many runs and trials are stored: ``{"runs": n, "trials": n}``."""
+        with Session(self.engine) as s:
+            runs = s.exec(select(sa.func.count()).select_from(RunRow)).one()
+            trials = s.exec(select(sa.func.count()).select_from(TrialRow)).one()
+        return {"runs": int(runs), "trials": int(trials)}
+
+    def missing_pairs(self, run_id: str) -> list[tuple[str, str]]:
+        """(agent, item id) pairs of the run without a trial, agents in the order stored and
+        items in the run's order."""
+        done = self.done_pairs(run_id)
+        item_ids = self.run_item_ids(run_id)
+        return [
+            (ra.name, item_id)
+            for ra in self.run_agents(run_id)
+            for item_id in item_ids
+            if (ra.name, item_id) not in done
+        ]
+
+    def items_by_id(self, ids: Sequence[str]) -> list[Item]:
+        """The stored items ``ids``, in that order, rebuilt from storage (their ids are
+        re-checked); NotFoundError names the first id not stored."""
+        bodies: dict[str, str] = {}
+        with Session(self.engine) as s:
+            for chunk in _chunks(ids, 500):
+                stmt = select(ItemRow.id, ItemRow.body_json).where(col(ItemRow.id).in_(chunk))
+                bodies.update((item_id, body) for item_id, body in s.exec(stmt))
+        for item_id in ids:
+            if item_id not in bodies:
+                raise NotFoundError(f"no item with id {item_id!r}")
+        return [Item.from_dict(json.loads(bodies[item_id])) for item_id in ids]
+
+    def run_item_ids(self, run_id: str) -> list[str]:
+        """The ids of the run's items, in the run's order (no item is read)."""
+        with Session(self.engine) as s:
+            stmt = (
+                select(RunItemRow.item_id)
+                .where(RunItemRow.run_id == run_id)
+                .order_by(col(RunItemRow.position))
+            )
+            return list(s.exec(stmt).all())
+
     def run_agents(self, run_id: str) -> list[RunAgent]:
         with Session(self.engine) as s:
             rows = s.exec(select(RunAgentRow).where(RunAgentRow.run_id == run_id)).all()
             return [RunAgent(r.agent, r.role, json.loads(r.spec_json), r.base_agent) for r in rows]
 
-    def run_items(self, run_id: str) -> list[Item]:
-        """The run's items in order, rebuilt from storage (their ids are re-checked)."""
+    def run_items(self, run_id: str) -> StoredItems:
+        """The run's items in order, rebuilt from storage (their ids are re-checked) a page at
+        a time as they are used (:class:`StoredItems`)."""
         with Session(self.engine) as s:
             stmt = (
-                select(ItemRow.body_json)
-                .join(RunItemRow, col(RunItemRow.item_id) == col(ItemRow.id))
+                select(RunItemRow.item_id, ItemRow.family)
+                .join(ItemRow, col(RunItemRow.item_id) == col(ItemRow.id))
                 .where(RunItemRow.run_id == run_id)
                 .order_by(col(RunItemRow.position))
             )
-            return [Item.from_dict(json.loads(body)) for body in s.exec(stmt).all()]
+            ids: list[str] = []
+            families: list[str] = []
+            names: dict[str, str] = {}
+            for item_id, family in s.exec(stmt):
+                ids.append(item_id)
+                families.append(names.setdefault(family, family))
+        return StoredItems(self, ids, families)
+
+    def item_bodies(self, ids: Sequence[str]) -> dict[str, str]:
+        """The stored canonical JSON of the items ``ids``, by id (absent ids are left out)."""
+        out: dict[str, str] = {}
+        with self.engine.connect() as conn:
+            table = ItemRow.__table__  # type: ignore[attr-defined]
+            for chunk in _chunks(ids, 500):
+                stmt = sa.select(table.c.id, table.c.body_json).where(table.c.id.in_(chunk))
+                out.update((item_id, body) for item_id, body in conn.execute(stmt))
+        return out
 
     # -- trials ---------------------------------------------------------------------------
 
@@ -239,67 +355,43 @@ class Store:
     @contextmanager
     def trial_writer(self) -> Iterator[Callable[[TrialRecord], bool]]:
         """A function that writes one trial per call, each in its own transaction, over one
-        connection held for the duration (the runner's writer thread uses it).
+        connection held for the duration. Returns False (and writes nothing) when the run
+        already has a trial for this agent and item. See :meth:`trial_group_writer` for the
+        connection's durability."""
+        with self._trial_connection() as conn:
+            yield conn.write_one
 
-        It goes beneath the ORM: a trial is one plain INSERT, and at thousands of trials a
+    @contextmanager
+    def trial_group_writer(self) -> Iterator[Callable[[Sequence[TrialRecord]], list[TrialOutcome]]]:
+        """A function that writes a group of trials in one transaction (a group commit), over
+        one connection held for the duration (the runner's writer thread uses it).
+
+        It returns one outcome per trial, in order: True (stored), False (the run already had
+        a trial for this agent and item: nothing written) or the exception that kept that
+        trial out. One bad trial does not cost the others: if the group's transaction fails,
+        it is rolled back and each trial is written again in its own transaction, so every
+        trial that can be stored is. Every trial reported True is committed when the function
+        returns.
+
+        It goes beneath the ORM: trials are plain INSERTs, and at thousands of trials a
         second the ORM's per-row cost would be the runner's bottleneck. On SQLite the
         connection commits with ``synchronous=NORMAL``: in WAL mode a committed trial survives
         the process being killed (what resuming relies on); only a power cut can lose the
         last few, and those are simply re-run on resume. (The prediction ledger keeps FULL.)
         """
+        with self._trial_connection() as conn:
+            yield conn.write_group
+
+    @contextmanager
+    def _trial_connection(self) -> Iterator[_TrialConnection]:
         raw = self.engine.raw_connection()
         sqlite = self.engine.dialect.name == "sqlite"
-        mark = "?" if self.engine.dialect.paramstyle == "qmark" else "%s"
-        sql = (
-            f"INSERT INTO trials ({', '.join(_TRIAL_COLUMNS)}) "
-            f"VALUES ({', '.join([mark] * len(_TRIAL_COLUMNS))})"
-        )
-        integrity = self.engine.dialect.loaded_dbapi.IntegrityError
-        if sqlite:
-            cur = raw.cursor()
-            cur.execute("PRAGMA synchronous=NORMAL")
-            cur.close()
-
-        def write(rec: TrialRecord) -> bool:
-            values = (
-                rec.run_id,
-                rec.agent,
-                rec.item_id,
-                rec.status,
-                None if rec.answer is None else _json(rec.answer),
-                rec.raw_text,
-                _json(rec.transcript),
-                rec.confidence,
-                rec.correct,
-                rec.score_value,
-                rec.primary_error,
-                None if rec.score is None else _json(rec.score),
-                rec.error,
-                rec.turns,
-                rec.tokens_in,
-                rec.tokens_out,
-                rec.latency_s,
-                _json(rec.provider),
-                self.clock(),
-            )
-            cur = raw.cursor()
-            try:
-                cur.execute(sql, values)
-                raw.commit()
-            except integrity:
-                raw.rollback()
-                if (rec.agent, rec.item_id) in self._pairs(rec.run_id, rec.agent, rec.item_id):
-                    return False
-                raise
-            except BaseException:
-                raw.rollback()
-                raise
-            finally:
-                cur.close()
-            return True
-
         try:
-            yield write
+            if sqlite:
+                cur = raw.cursor()
+                cur.execute("PRAGMA synchronous=NORMAL")
+                cur.close()
+            yield _TrialConnection(self, raw)
         finally:
             if sqlite:
                 with suppress(Exception):
@@ -358,6 +450,176 @@ class Store:
                 s.commit()
         except IntegrityError:
             pass
+
+
+TrialOutcome = bool | Exception
+"""What storing one trial came to: True (stored), False (already stored), or why it was not."""
+
+
+class _TrialConnection:
+    """Trial INSERTs over one raw DB-API connection (see :meth:`Store.trial_group_writer`)."""
+
+    def __init__(self, store: Store, raw: Any) -> None:
+        engine = store.engine
+        mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
+        self.store = store
+        self.raw = raw
+        self.sql = (
+            f"INSERT INTO trials ({', '.join(_TRIAL_COLUMNS)}) "
+            f"VALUES ({', '.join([mark] * len(_TRIAL_COLUMNS))})"
+        )
+        self.integrity: type[Exception] = engine.dialect.loaded_dbapi.IntegrityError
+
+    def values(self, rec: TrialRecord) -> tuple[Any, ...]:
+        return (
+            rec.run_id,
+            rec.agent,
+            rec.item_id,
+            rec.status,
+            None if rec.answer is None else _json(rec.answer),
+            rec.raw_text,
+            _json(rec.transcript),
+            rec.confidence,
+            rec.correct,
+            rec.score_value,
+            rec.primary_error,
+            None if rec.score is None else _json(rec.score),
+            rec.error,
+            rec.turns,
+            rec.tokens_in,
+            rec.tokens_out,
+            rec.latency_s,
+            _json(rec.provider),
+            self.store.clock(),
+        )
+
+    def write_one(self, rec: TrialRecord) -> bool:
+        return self._insert(rec, self.values(rec))
+
+    def write_group(self, recs: Sequence[TrialRecord]) -> list[TrialOutcome]:
+        outcomes: list[TrialOutcome] = []
+        rows: list[tuple[Any, ...]] = []
+        for rec in recs:
+            try:
+                rows.append(self.values(rec))
+                outcomes.append(True)
+            except Exception as exc:  # e.g. a NaN in a transcript: canonical JSON refuses it
+                outcomes.append(exc)
+        if not rows:
+            return outcomes
+        cur = self.raw.cursor()
+        try:
+            if len(rows) == 1:
+                cur.execute(self.sql, rows[0])
+            else:
+                cur.executemany(self.sql, rows)
+            self.raw.commit()
+            return outcomes
+        except Exception:
+            self.raw.rollback()
+        finally:
+            cur.close()
+        # The group failed as a whole (a duplicate, a missing item, ...): one at a time, so
+        # that each trial gets its own outcome and no storable trial is lost.
+        todo = iter(rows)
+        for i, outcome in enumerate(outcomes):
+            if outcome is True:
+                try:
+                    outcomes[i] = self._insert(recs[i], next(todo))
+                except Exception as exc:
+                    outcomes[i] = exc
+        return outcomes
+
+    def _insert(self, rec: TrialRecord, values: tuple[Any, ...]) -> bool:
+        cur = self.raw.cursor()
+        try:
+            cur.execute(self.sql, values)
+            self.raw.commit()
+        except self.integrity:
+            self.raw.rollback()
+            if (rec.agent, rec.item_id) in self.store._pairs(rec.run_id, rec.agent, rec.item_id):
+                return False
+            raise
+        except BaseException:
+            self.raw.rollback()
+            raise
+        finally:
+            cur.close()
+        return True
+
+
+class StoredItems(Sequence[Item]):
+    """A run's items in order, as stored: the ids and families are held, and the items are
+    rebuilt from storage (their ids re-checked) a page at a time, when asked for; only the
+    last few pages used are kept. Iterating reads every page once, keeping none. Compares equal
+    to any sequence of the same items."""
+
+    PAGE = 256
+    PAGES_KEPT = 8
+
+    def __init__(self, store: Store, ids: list[str], families: list[str]) -> None:
+        self.store = store
+        self.ids = ids
+        """The items' ids, in order."""
+        self.families = families
+        """The items' families, in order."""
+        self._pages: OrderedDict[int, list[Item]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, index: int) -> Item: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Item]: ...
+
+    def __getitem__(self, index: int | slice) -> Item | list[Item]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self.ids)))]
+        n = len(self.ids)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError("item index out of range")
+        number, offset = divmod(index, self.PAGE)
+        page = self._pages.get(number)
+        if page is None:
+            page = self._pages[number] = self._load(number)
+            if len(self._pages) > self.PAGES_KEPT:
+                self._pages.popitem(last=False)
+        else:
+            self._pages.move_to_end(number)
+        return page[offset]
+
+    def __iter__(self) -> Iterator[Item]:
+        for number in range(-(-len(self.ids) // self.PAGE)):
+            yield from self._pages.get(number) or self._load(number)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<StoredItems: {len(self.ids)} items>"
+
+    def _load(self, number: int) -> list[Item]:
+        ids = self.ids[number * self.PAGE : (number + 1) * self.PAGE]
+        bodies = self.store.item_bodies(ids)
+        return [Item.from_dict(json.loads(bodies[item_id])) for item_id in ids]
+
+
+_ITEM_CHUNK = 500
+"""Items read, and written, at a time when a run is created."""
+
+
+def _batches(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
+    it = iter(items)
+    while chunk := list(islice(it, size)):
+        yield chunk
 
 
 def _chunks(seq: Sequence[str], size: int) -> Iterable[Sequence[str]]:

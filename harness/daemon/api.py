@@ -52,7 +52,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-import sqlalchemy as sa
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -220,17 +219,12 @@ def create_app(
         )
 
     def _metrics() -> dict[str, Any]:
-        with engine.connect() as conn:
-            runs = conn.execute(sa.text("SELECT count(*) FROM runs")).scalar_one()
-            trials = conn.execute(sa.text("SELECT count(*) FROM trials")).scalar_one()
-            predictions = conn.execute(
-                sa.text("SELECT count(*) FROM ledger_entries WHERE kind = 'commit'")
-            ).scalar_one()
+        totals = store.totals()
         head = ledger.head()
         return {
-            "runs": int(runs),
-            "trials": int(trials),
-            "predictions": int(predictions),
+            "runs": totals["runs"],
+            "trials": totals["trials"],
+            "predictions": ledger.count("commit"),
             "ledger": {
                 "entries": 0 if head is None else head.seq,
                 "head": None if head is None else head.hash,
