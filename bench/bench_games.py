@@ -30,7 +30,7 @@ from games import (
     generate_items,
     generate_variant,
 )
-from games.variants import variant_params
+from games._variants import variant_params
 
 
 def _rate(work: Callable[[int], int], seconds: float) -> tuple[float, int]:

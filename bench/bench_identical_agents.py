@@ -52,9 +52,9 @@ from harness.seeds import is_held_out
 from harness.suites import get_suite
 from ledger.store import RunAgent, TrialRecord
 from mindledger.items import Item
-from reports.data import RunData, run_data, trial_columns
+from reports._data import RunData, run_data, trial_columns
+from reports._stats import wilson_interval
 from reports.profile import Analysis
-from reports.stats import wilson_interval
 
 __all__ = [
     "NULL_POLICY",

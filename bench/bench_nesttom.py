@@ -42,7 +42,7 @@ from nesttom import (
     answer_chain,
     validate_story,
 )
-from nesttom.generator import (
+from nesttom._generator import (
     _cell_rng,
     _draw_story,
     _item,

@@ -45,8 +45,8 @@ from ledger.models import TrialRow
 from ledger.store import RunAgent, Store
 from mindledger.canonical import canonical_json
 from mindledger.items import Item
-from reports.data import load_run
-from reports.plots import figures
+from reports._data import load_run
+from reports._plots import figures
 from reports.profile import analyse
 from reports.render import render_csv, render_html, render_json, render_markdown
 from reports.synthetic import SyntheticAgent, logistic_accuracy, synthetic_items, synthetic_run

@@ -11,16 +11,16 @@ no clock, no global random state — everything random takes a seed or a ``numpy
 - Trials: :func:`generate_items` / :func:`make_trial` (recursive and inductive conditions,
   prompts verbatim), :func:`opponent_history` (quantal level-k histories).
 - Scoring: :func:`score`, :func:`score_reply`, :func:`summarize`, the judge's
-  pieces in :mod:`games.judge`.
+  pieces in :mod:`games._judge`.
 - Reference agents: :func:`reference_answer` (``oracle``, ``random``, ``level:K``,
   ``depth-capped:N``).
 - A/B/C: :func:`generate_abc_items`, :func:`summarize_abc`.
 """
 
-from games.catalog import CANONICAL_PARAMS, FAMILIES, GAMES, build_game, game_names, get_game
-from games.equilibrium import symmetric_equilibria
-from games.idr import Distinguishability, Failure, check_distinguishability, idr_sequence
-from games.judge import (
+from games._catalog import CANONICAL_PARAMS, FAMILIES, GAMES, build_game, game_names, get_game
+from games._equilibrium import symmetric_equilibria
+from games._idr import Distinguishability, Failure, check_distinguishability, idr_sequence
+from games._judge import (
     EXTRACTION_SCHEMAS,
     JUDGE_SYSTEM_PROMPT,
     JudgeReading,
@@ -28,7 +28,7 @@ from games.judge import (
     quote_grounded,
     read_extraction,
 )
-from games.prompts import (
+from games._prompts import (
     INDUCTIVE_SYSTEM_APPENDIX,
     INDUCTIVE_USER_TEXT,
     NUDGE,
@@ -37,11 +37,11 @@ from games.prompts import (
     system_prompt,
     user_prompt,
 )
-from games.quantal import HISTORY_LENGTH, LAMBDAS, opponent_history, quantal_probabilities
-from games.reference import POLICIES, parse_policy, reference_answer
-from games.scoring import parse_action, read_belief, score, score_reply, summarize
-from games.spec import Action, GameSpec
-from games.strategic import (
+from games._quantal import HISTORY_LENGTH, LAMBDAS, opponent_history, quantal_probabilities
+from games._reference import POLICIES, parse_policy, reference_answer
+from games._scoring import parse_action, read_belief, score, score_reply, summarize
+from games._spec import Action, GameSpec
+from games._strategic import (
     ABC_GENERATOR,
     ABC_KINDS,
     generate_abc_items,
@@ -50,8 +50,8 @@ from games.strategic import (
     score_abc_answer,
     summarize_abc,
 )
-from games.trials import CONDITIONS, GENERATOR, design_cells, generate_items, make_trial
-from games.variants import VARIANT_FAMILIES, VariantError, generate_variant
+from games._trials import CONDITIONS, GENERATOR, design_cells, generate_items, make_trial
+from games._variants import VARIANT_FAMILIES, VariantError, generate_variant
 
 __all__ = [
     "ABC_GENERATOR",

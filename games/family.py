@@ -16,10 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from games import reference, repeated, scoring
-from games.strategic import ABC_GENERATOR, make_abc_item
-from games.trials import GENERATOR as TRIAL_GENERATOR
-from games.trials import make_trial
+from games import _reference as reference
+from games import _scoring as scoring
+from games import repeated
+from games._strategic import ABC_GENERATOR, make_abc_item
+from games._trials import GENERATOR as TRIAL_GENERATOR
+from games._trials import make_trial
 from mindledger.design import DesignRecord, answer_choices, number, text
 from mindledger.family import Family, PlayMode
 from mindledger.items import Item, Score

@@ -10,15 +10,16 @@ from typing import Any
 
 import numpy as np
 
-from games.reference import POLICIES as GAME_POLICIES
+from games import POLICIES as GAME_POLICIES
 from games.repeated import REFERENCE_POLICIES as REPEATED_POLICIES
 from mindledger import family as registry
 from mindledger.errors import UserError
 from mindledger.family import UnknownFamilyError
 from mindledger.items import Item, Score
-from nesttom.scoring import POLICIES as BELIEF_POLICIES
+from nesttom import POLICIES as BELIEF_POLICIES
 
 __all__ = [
+    "MATRIX_POLICIES",
     "POLICIES",
     "applies",
     "check_policy",
@@ -28,7 +29,12 @@ __all__ = [
     "verify_items",
 ]
 
-POLICIES = tuple(dict.fromkeys((*BELIEF_POLICIES, *GAME_POLICIES, *REPEATED_POLICIES)))
+MATRIX_POLICIES = ("random", "habit", "clairvoyant", "projection")
+"""The reference agents of the prediction matrix (:mod:`harness.matrix`); ``habit``,
+``clairvoyant`` and ``projection`` mean nothing to an item family (they never apply)."""
+POLICIES = tuple(
+    dict.fromkeys((*BELIEF_POLICIES, *GAME_POLICIES, *REPEATED_POLICIES, *MATRIX_POLICIES))
+)
 """Every reference agent, as the packages name them (``:N``/``:K`` stand for a number)."""
 _POLICY = re.compile(
     "^(" + "|".join(p.split(":")[0] + (r":\d+" if ":" in p else "") for p in POLICIES) + ")$"

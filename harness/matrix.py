@@ -20,8 +20,24 @@ parseable answer is recorded as the answer :data:`NO_ANSWER` (it *is* what the t
 target API error drops that sample (``target_errors``); if every sample of a target errors, the
 predictions about it stay committed without answers (``unscored``) and the ledger expires them.
 
-Reference agents take part with the ``random`` policy only: a uniform choice as answer, the
-uniform distribution as prediction.
+Every figure carries a hierarchical bootstrap interval and every cell and self-advantage a
+sign-flip permutation test, Holm-adjusted over its family (:mod:`reports.matrix`).
+
+**Reference agents** (scripted, no model; :data:`~harness.families.MATRIX_POLICIES`) calibrate
+the scale; their answer distributions are known, so the truth of every figure is too:
+
+- ``random`` answers uniformly and predicts the uniform distribution.
+- ``habit`` answers from its *habit*: for each item a fixed, non-uniform distribution over the
+  choices, derived from the item id (a taste shared by every habit) and from the item id with the
+  agent's name (its own), see :func:`habit`; each answer is a draw with the run's seeded
+  generator. It predicts itself exactly (its own habit) and every other target uniformly, a
+  perfect self-predictor with no model of others.
+- ``projection`` answers from its habit and predicts its own habit for every target: S ≈ 0.
+- ``clairvoyant`` answers from its habit and predicts every target's true answer distribution,
+  with a draw from it as its top-1 guess, the target "predicting itself by resampling" that
+  defines S = 1 (seed 002 §15.2); guessing the most probable answer would beat resampling and
+  score S > 1. Only reference agents have a known distribution, so a clairvoyant cannot take part
+  in a matrix with chat agents.
 """
 
 from __future__ import annotations
@@ -35,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from harness.agents import ChatAgent, ReferenceAgent
+from harness.families import MATRIX_POLICIES
 from ledger.client import Prediction
 from ledger.errors import RevealRejected
 from ledger.predictions import Ledger
@@ -43,6 +60,7 @@ from ledger.scoring import ScoreRecord, aggregate, penalty_scores
 from mindledger.canonical import content_hash
 from mindledger.errors import UserError
 from mindledger.items import Item
+from reports.matrix import METRICS, ItemRecord, cell_statistics, holm_adjust, self_advantage
 
 __all__ = [
     "FAMILY",
@@ -50,6 +68,8 @@ __all__ = [
     "NO_ANSWER",
     "TEMPLATES",
     "VERSION",
+    "answer_distribution",
+    "habit",
     "make_item",
     "make_items",
     "prediction_item",
@@ -223,11 +243,54 @@ def _rng(agent: ReferenceAgent, *key: Any) -> np.random.Generator:
     return np.random.default_rng([agent.seed, digest])
 
 
-def _check_agent(agent: MatrixAgent) -> None:
-    if isinstance(agent, ReferenceAgent) and agent.policy != "random":
+HABIT_SHARED = 3.0
+"""Weight of the taste every habit shares on an item (makes the population baseline informative)."""
+HABIT_OWN = 6.0
+"""Weight of an agent's own taste on an item (makes its habit peaked: a high test-retest ceiling)."""
+
+
+def _normal(*key: Any, size: int) -> np.ndarray:
+    digest = int(content_hash(["matrix.habit", *key])[7:23], 16)
+    return np.random.default_rng(digest).standard_normal(size)
+
+
+def habit(item: Item, name: str) -> dict[str, float]:
+    """The habit of the reference agent ``name`` on ``item``: softmax over the choices of
+    ``HABIT_SHARED·z(item) + HABIT_OWN·w(item, name)``, z and w standard normals derived from
+    the item id (and the name). Pure: the same arguments give the same distribution."""
+    choices = [str(c) for c in item.answer["choices"]]
+    logits = HABIT_SHARED * _normal(item.id, size=len(choices)) + HABIT_OWN * _normal(
+        item.id, name, size=len(choices)
+    )
+    w = np.exp(logits - logits.max())
+    w /= w.sum()
+    return {c: float(p) for c, p in zip(choices, w, strict=True)}
+
+
+def answer_distribution(agent: ReferenceAgent, item: Item) -> dict[str, float]:
+    """The distribution a reference agent's answers to ``item`` are drawn from."""
+    if agent.policy == "random":
+        choices = [str(c) for c in item.answer["choices"]]
+        return {c: 1.0 / len(choices) for c in choices}
+    return habit(item, agent.name)
+
+
+def _check_agents(agents: Mapping[str, MatrixAgent]) -> None:
+    for agent in agents.values():
+        if isinstance(agent, ReferenceAgent) and agent.policy not in MATRIX_POLICIES:
+            raise UserError(
+                f"reference agent {agent.name!r} ({agent.policy}) has no meaning in the prediction "
+                f"matrix: only {', '.join(repr(p) for p in MATRIX_POLICIES)} take part (its answers "
+                "have no ground truth to be exact to)"
+            )
+    chat = [n for n, a in agents.items() if not isinstance(a, ReferenceAgent)]
+    seers = [n for n, a in agents.items() if isinstance(a, ReferenceAgent)
+             and a.policy == "clairvoyant"]
+    if chat and seers:
         raise UserError(
-            f"reference agent {agent.name!r} ({agent.policy}) has no meaning in the prediction "
-            "matrix: only 'random' takes part (its answers have no ground truth to be exact to)"
+            f"reference agent {seers[0]!r} (clairvoyant) predicts each target's true answer "
+            "distribution, which is known only for reference agents: it cannot take part with "
+            f"{', '.join(repr(n) for n in chat)}"
         )
 
 
@@ -237,16 +300,41 @@ class _Reply:
     error: str | None = None
     raw: str | None = None
     """The target's raw reply (hashed into an observation's provenance)."""
+    top1: str | None = None
+    """A predictor's top-1 guess, when it is not the most probable answer of its distribution."""
+
+
+def _reference_prediction(
+    agent: ReferenceAgent, item: Item, target: MatrixAgent, *key: Any
+) -> _Reply:
+    """A reference agent's prediction of ``target`` on ``item`` (see the module docstring)."""
+    choices = [str(c) for c in item.answer["choices"]]
+    uniform = {c: 1.0 / len(choices) for c in choices}
+    if agent.policy == "projection":
+        return _Reply(answer_distribution(agent, item))
+    if agent.policy == "habit":
+        return _Reply(answer_distribution(agent, item) if target is agent else uniform)
+    if agent.policy == "clairvoyant":
+        assert isinstance(target, ReferenceAgent)  # checked by _check_agents
+        dist = answer_distribution(target, item)
+        rng = _rng(agent, agent.name, target.name, item.id, *key)
+        top1 = choices[int(rng.choice(len(choices), p=[dist[c] for c in choices]))]
+        return _Reply(dist, top1=top1)
+    return _Reply(uniform)
 
 
 async def _ask(agent: MatrixAgent, item: Item, *key: Any) -> _Reply:
-    """One fresh conversation: ``agent``'s answer to ``item`` (choice or distribution)."""
+    """One fresh conversation: ``agent``'s answer to ``item`` (a choice; a chat agent's
+    prediction of a target when ``item`` is a :func:`prediction_item`)."""
     if isinstance(agent, ReferenceAgent):
         choices = [str(c) for c in item.answer["choices"]]
-        if item.answer["kind"] == "distribution":
-            return _Reply({c: 1.0 / len(choices) for c in choices})
-        rng = _rng(agent, item.id, *key)
-        choice = choices[int(rng.integers(len(choices)))]
+        if agent.policy == "random":  # the draw the matrix has always made
+            rng = _rng(agent, item.id, *key)
+            choice = choices[int(rng.integers(len(choices)))]
+        else:
+            dist = answer_distribution(agent, item)
+            rng = _rng(agent, agent.name, item.id, *key)
+            choice = choices[int(rng.choice(len(choices), p=[dist[c] for c in choices]))]
         return _Reply(choice, raw=choice)
     att = await agent.attempt(item)
     if att.error is not None:
@@ -261,6 +349,8 @@ async def _ask(agent: MatrixAgent, item: Item, *key: Any) -> _Reply:
 class _Cell:
     records: list[tuple[str, ScoreRecord]] = field(default_factory=list)
     """(item id, record) of every scored prediction, population filled in at the end."""
+    predictions: dict[str, tuple[Mapping[str, float], str] | None] = field(default_factory=dict)
+    """Per item id: the committed (distribution, top-1), None for a penalised prediction."""
     predictor_errors: int = 0
     unparsed: int = 0
     unscored: int = 0
@@ -278,16 +368,18 @@ async def run_matrix(
     *,
     samples: int = 3,
     concurrency: int = 4,
+    n_boot: int = 2000,
+    stats_seed: int = 0,
 ) -> dict[str, Any]:
     """Run the matrix: every ordered pair (P, T) of ``agents`` (P == T included) on every item,
     each prediction committed to ``ledger`` before T is queried on the item. Returns the
-    matrix (see the module docstring and ``cells``/``self_advantage`` in the result)."""
+    matrix (see the module docstring and ``cells``/``self_advantage`` in the result);
+    ``n_boot`` bootstrap replicates from ``stats_seed`` give its intervals."""
     if samples < 1:
         raise UserError("--samples must be at least 1")
     if not agents:
         raise UserError("the matrix needs at least one agent")
-    for agent in agents.values():
-        _check_agent(agent)
+    _check_agents(agents)
     names = list(agents)
     clients = {p: ledger.client(p) for p in names}
     cells = {(p, t): _Cell() for p in names for t in names}
@@ -307,9 +399,14 @@ async def run_matrix(
         for p, r in zip(names, own_replies, strict=True):
             own[p] = r.answer if isinstance(r.answer, str) else None
         pairs = [(p, t) for p in names for t in names]
-        dists = await asyncio.gather(
-            *(_ask(agents[p], prediction_item(item, p, t, samples), "predict") for p, t in pairs)
-        )
+
+        async def predict(p: str, t: str) -> _Reply:
+            agent = agents[p]
+            if isinstance(agent, ReferenceAgent):
+                return _reference_prediction(agent, item, agents[t], "predict")
+            return await _ask(agent, prediction_item(item, p, t, samples), "predict")
+
+        dists = await asyncio.gather(*(predict(p, t) for p, t in pairs))
         # 2. commit every prediction about this item before any target hears it.
         preds: dict[tuple[str, str], Prediction] = {}
         unparsed: list[tuple[str, str]] = []
@@ -324,6 +421,7 @@ async def run_matrix(
                     t,
                     item.prompt,
                     reply.answer,
+                    top1=reply.top1,
                     own_answer=own[p],
                     item=item.id,
                     condition={"protocol": "matrix", "self": p == t, "samples": samples},
@@ -359,9 +457,11 @@ async def run_matrix(
                 continue
             try:
                 result = pred.reveal()
+                cell.predictions[item.id] = (pred.body["distribution"], pred.body["top1"])
             except RevealRejected as exc:  # recorded in the ledger with the penalty
                 cell.rejected += 1
                 result = exc.result
+                cell.predictions[item.id] = None
             cell.records.append(
                 (item.id, ScoreRecord(result.scores, tuple(pred.answers), own_answer=own[p]))
             )
@@ -372,15 +472,53 @@ async def run_matrix(
                 cells[p, t].records.append(
                     (item.id, ScoreRecord(penalty_scores(observed), observed, own[p]))
                 )
+                cells[p, t].predictions[item.id] = None
 
     await asyncio.gather(*(run_item(item) for item in items))
-    return _summarise(names, items, samples, cells, target_answers, target_errors)
+    return _summarise(
+        names, items, samples, cells, target_answers, target_errors, n_boot, stats_seed
+    )
 
 
 def _population(
     t: str, item_id: str, names: Sequence[str], target_answers: Mapping[tuple[str, str], list[str]]
 ) -> tuple[str, ...]:
     return tuple(a for u in names if u != t for a in target_answers.get((u, item_id), ()))
+
+
+def _merge_statistics(row: dict[str, Any], stats: Mapping[str, Any]) -> None:
+    """Add :func:`reports.matrix.cell_statistics`' intervals and test to ``row`` (from
+    :func:`ledger.scoring.aggregate`): each metric gets ``ci``, ``interval``, ``status`` and,
+    when it has a value but no interval, the ``reason``; the skill also ``base_kind``,
+    ``test`` and ``p``. The point values stay the ledger's (they are the same numbers)."""
+    for m in METRICS:
+        est = stats[m]
+        row[m].update(ci=est["ci"], interval=est["interval"], status=est["status"])
+        if row[m]["value"] is not None and est.get("reason"):
+            row[m]["reason"] = est["reason"]
+    row["skill"].update(base_kind=stats["base_kind"], test=stats["test"], p=stats["p"])
+
+
+def _merge_self_advantage(entry: dict[str, Any], paired: Mapping[str, Any]) -> None:
+    """Add the paired interval and test of :func:`reports.matrix.self_advantage` to a
+    self-advantage ``entry``. They are paired over the items every predictor of the target
+    was scored on; when that is not every item of every cell, the point value (over each cell's
+    own items) and the interval's centre differ, and ``paired_value`` shows the latter."""
+    entry.update(
+        n=paired["n"],
+        ci=paired["ci"],
+        interval=paired["interval"],
+        test=paired["test"],
+        p=paired["p"],
+        status=paired["status"],
+    )
+    if entry["value"] is not None:
+        if paired["value"] is None or not math.isclose(
+            entry["value"], paired["value"], rel_tol=1e-9, abs_tol=1e-12
+        ):
+            entry["paired_value"] = paired["value"]
+        if paired.get("reason"):
+            entry["reason"] = paired["reason"]
 
 
 def _summarise(
@@ -390,10 +528,24 @@ def _summarise(
     cells: Mapping[tuple[str, str], _Cell],
     target_answers: Mapping[tuple[str, str], list[str]],
     target_errors: Mapping[str, int],
+    n_boot: int = 2000,
+    stats_seed: int = 0,
 ) -> dict[str, Any]:
     out_cells: list[dict[str, Any]] = []
     by_pair: dict[tuple[str, str], dict[str, Any]] = {}
+    item_records: dict[tuple[str, str], list[ItemRecord]] = {}
     for (p, t), cell in cells.items():
+        item_records[p, t] = [
+            ItemRecord(
+                iid,
+                tuple(r.observed),
+                None if (pr := cell.predictions.get(iid)) is None else pr[0],
+                None if pr is None else pr[1],
+                r.own_answer,
+                _population(t, iid, names, target_answers),
+            )
+            for iid, r in cell.records
+        ]
         records = [
             ScoreRecord(
                 r.scores,
@@ -414,8 +566,18 @@ def _summarise(
             "unscored": cell.unscored,
             "rejected": cell.rejected,
         }
+        stats = cell_statistics(
+            item_records[p, t],
+            np.random.default_rng([stats_seed, 1, names.index(p), names.index(t)]),
+            n_boot=n_boot,
+        )
+        _merge_statistics(row, stats.to_dict())
         out_cells.append(row)
         by_pair[p, t] = row
+    for row, p_holm in zip(
+        out_cells, holm_adjust([row["skill"]["p"] for row in out_cells]), strict=True
+    ):
+        row["skill"]["p_holm"] = p_holm
 
     def value(row: dict[str, Any], metric: str) -> float | None:
         v = row[metric]["value"]
@@ -451,7 +613,20 @@ def _summarise(
                 mean_other = _mean([v for v in other_vs if v is not None])
                 assert mean_other is not None
                 entry[metric] = {"value": own_v - mean_other, "self": own_v, "others": mean_other}
+        paired = self_advantage(
+            t,
+            {p: item_records[p, t] for p in names},
+            np.random.default_rng([stats_seed, 2, names.index(t)]),
+            n_boot=n_boot,
+        )
+        for metric in METRICS:
+            _merge_self_advantage(entry[metric], paired[metric].to_dict())
         self_adv[t] = entry
+    tests = [(t, m) for t in names for m in METRICS]
+    for (t, m), p_holm in zip(
+        tests, holm_adjust([self_adv[t][m].get("p") for t, m in tests]), strict=True
+    ):
+        self_adv[t][m]["p_holm"] = p_holm
 
     per_item = []
     for item in items:

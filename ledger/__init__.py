@@ -16,6 +16,7 @@ entry that was changed, removed, reordered, forged or cut off. See ``docs/ledger
 """
 
 from ledger import models as models  # registers the tables
+from ledger._receipts import CommitReceipt, RevealResult
 from ledger.chain import (
     GENESIS_HASH,
     PROBLEMS,
@@ -50,7 +51,6 @@ from ledger.protocol import (
     prediction_body,
     prediction_id,
 )
-from ledger.receipts import CommitReceipt, RevealResult
 from ledger.scoring import (
     EPSILON,
     MAX_ANSWERS,

@@ -32,6 +32,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from ledger._receipts import CommitReceipt, LedgerService, RevealResult
 from ledger.errors import LedgerStateError, RevealRejected
 from ledger.keys import COMMIT_TAG, public_key_hex, sign
 from ledger.protocol import (
@@ -44,7 +45,6 @@ from ledger.protocol import (
     provenance,
     response_hash,
 )
-from ledger.receipts import CommitReceipt, LedgerService, RevealResult
 
 __all__ = ["LedgerClient", "Prediction", "PredictionBlock"]
 

@@ -24,6 +24,8 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from sqlalchemy.engine import Engine
 
+from ledger._receipts import CommitReceipt, RevealResult
+from ledger._witness import HeadWitness
 from ledger.calls import Calls, CallTally, check_call, check_refusal
 from ledger.chain import (
     GENESIS_HASH,
@@ -82,7 +84,6 @@ from ledger.protocol import (
     unlock_refusal,
 )
 from ledger.protocol import query_hash as hash_query
-from ledger.receipts import CommitReceipt, RevealResult
 from ledger.scoring import ScoreRecord, aggregate, penalty_scores, score_prediction
 from ledger.tree import (
     HEADS_FILE,
@@ -93,7 +94,6 @@ from ledger.tree import (
     digest_text,
     sign_tree_head,
 )
-from ledger.witness import HeadWitness
 from mindledger.canonical import canonical_json
 from mindledger.errors import InputError, NotFoundError, StorageError
 from mindledger.jsonin import parse_json
@@ -164,7 +164,7 @@ class Ledger:
 
     ``clock`` returns the current time as an ISO 8601 UTC string (tests pass their own);
     ``reveal_timeout`` is how many seconds after its commit a prediction expires;
-    ``witness_dir`` holds the head witness (see :mod:`ledger.witness`; None turns it off, and
+    ``witness_dir`` holds the head witness (see :mod:`ledger._witness`; None turns it off, and
     with it the detection of a cut-off tail); ``heads_file`` receives every signed tree head
     (see :mod:`ledger.tree`; None: heads are signed but not kept).
     """

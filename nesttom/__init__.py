@@ -21,7 +21,7 @@ from typing import Any
 
 from mindledger.errors import InputError
 from mindledger.items import Item
-from nesttom.generator import (
+from nesttom._generator import (
     APPLIED_DEPTHS,
     BELIEF_TYPES,
     DEPTH_N,
@@ -40,10 +40,10 @@ from nesttom.generator import (
     generate_story,
     regenerate,
 )
-from nesttom.hitom import import_hitom, parse_hitom_question, parse_hitom_story
-from nesttom.model import Enter, Event, Leave, Move, Question, Story, Tell, validate_story
-from nesttom.render import render_prompt, render_story
-from nesttom.scoring import (
+from nesttom._hitom import import_hitom, parse_hitom_question, parse_hitom_story
+from nesttom._model import Enter, Event, Leave, Move, Question, Story, Tell, validate_story
+from nesttom._render import render_prompt, render_story
+from nesttom._scoring import (
     ERROR_TYPES,
     POLICIES,
     ambiguities,
@@ -53,14 +53,14 @@ from nesttom.scoring import (
     reference_answer,
     score,
 )
-from nesttom.semantics import (
+from nesttom._semantics import (
     answer_chain,
     belief_of_chain,
     chain_answers,
     reality,
     sender_beliefs,
 )
-from nesttom.suites import b1_items, b2_items, b4_items, baseline_items
+from nesttom._suites import b1_items, b2_items, b4_items, baseline_items
 
 __all__ = [
     "APPLIED_DEPTHS",

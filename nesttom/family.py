@@ -1,11 +1,11 @@
 """The NestToM and Hi-ToM item families (:class:`mindledger.family.Family`).
 
-Both are belief questions scored by :func:`nesttom.scoring.score` and answered by the same
+Both are belief questions scored by :func:`nesttom._scoring.score` and answered by the same
 reference reasoners; NestToM items are regenerated from their seed, Hi-ToM items are imported and
 have no generator to rerun.
 
 Their design records (:meth:`BeliefFamily.design`) read the generator's meta: ``depth`` (a
-label of :data:`~nesttom.generator.DEPTHS`, or Hi-ToM's order as ``"R<n>"``; a bare number is
+label of :data:`~nesttom._generator.DEPTHS`, or Hi-ToM's order as ``"R<n>"``; a bare number is
 read as ``R<n>``), ``depth_n`` (else the label's number, :func:`depth_number`), ``belief``,
 ``question`` (``"belief"`` when absent), ``story_id``, ``length``, ``selection``,
 ``mechanism``, ``form`` and ``ambiguous``; NestToM items also name their baseline test
@@ -27,9 +27,9 @@ import numpy as np
 from mindledger.design import DesignRecord, answer_choices, number, text
 from mindledger.family import Family, PlayMode
 from mindledger.items import Item, Score
-from nesttom.generator import DEPTH_N, GENERATOR, regenerate
-from nesttom.hitom import HITOM_GENERATOR
-from nesttom.scoring import reference_answer, score
+from nesttom._generator import DEPTH_N, GENERATOR, regenerate
+from nesttom._hitom import HITOM_GENERATOR
+from nesttom._scoring import reference_answer, score
 
 __all__ = ["BLOCK_KEYS", "HITOM", "ITEM_FAMILIES", "NESTTOM", "BeliefFamily", "depth_number"]
 

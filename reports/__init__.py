@@ -11,32 +11,13 @@ Public API::
 from) appears in no output unless the caller passes ``reveal_held_out=True``, which every entry
 point above and every ``render_*`` takes: operators only.
 
-Statistics (pure; seeded generators only) live in :mod:`reports.stats`; which method each figure
-gets (by its n and design) in :mod:`reports.estimates`.
+Statistics (pure; seeded generators only) live in :mod:`reports._stats`; which method each figure
+gets (by its n and design) in :mod:`reports._estimates`.
 """
 
-from reports.data import RunData, load_run
-from reports.estimates import MIN_N, Contrast, Proportion, paired_binary, paired_values, proportion
-from reports.profile import (
-    PROFILE_SCHEMA,
-    TRUE_BELIEF_THRESHOLD,
-    Analysis,
-    analyse,
-    build_profile,
-    diagnose_references,
-    profile_from_data,
-)
-from reports.render import (
-    compare,
-    compare_runs,
-    render_compare_markdown,
-    render_csv,
-    render_html,
-    render_json,
-    render_markdown,
-    report,
-)
-from reports.stats import (
+from reports._data import RunData, load_run
+from reports._estimates import MIN_N, Contrast, Proportion, paired_binary, paired_values, proportion
+from reports._stats import (
     Calibration,
     ClusterBootstrap,
     D50Result,
@@ -56,6 +37,25 @@ from reports.stats import (
     paired_difference,
     sign_flip_pvalue,
     wilson_interval,
+)
+from reports.profile import (
+    PROFILE_SCHEMA,
+    TRUE_BELIEF_THRESHOLD,
+    Analysis,
+    analyse,
+    build_profile,
+    diagnose_references,
+    profile_from_data,
+)
+from reports.render import (
+    compare,
+    compare_runs,
+    render_compare_markdown,
+    render_csv,
+    render_html,
+    render_json,
+    render_markdown,
+    report,
 )
 
 __all__ = [

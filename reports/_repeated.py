@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from reports.data import ItemTable, TrialTable
-from reports.stats import Z95, mean_interval, wilson_interval
+from reports._data import ItemTable, TrialTable
+from reports._stats import Z95, mean_interval, wilson_interval
 
 __all__ = [
     "FAMILY",

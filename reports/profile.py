@@ -1,6 +1,6 @@
 """The recursive-reasoning profile of every agent in a run.
 
-:func:`build_profile` reads a run (:func:`reports.data.load_run`) and returns a JSON-ready dict;
+:func:`build_profile` reads a run (:func:`reports._data.load_run`) and returns a JSON-ready dict;
 :func:`profile_from_data` is the pure part.
 
 What is counted where (the baseline tests: docs/architecture.md, "Where the specifications
@@ -19,7 +19,7 @@ come from"):
   their n and interval.
 - Companion questions (``selection == "companion"``) only serve joint accuracy.
 
-Methods (the profile's ``intervals.kinds`` is the glossary; :mod:`reports.estimates` the rules):
+Methods (the profile's ``intervals.kinds`` is the glossary; :mod:`reports._estimates` the rules):
 proportions get Wilson intervals (at the design-effect-adjusted n where trials come in clusters);
 paired contrasts of proportions (agent − control, full − ablated) Newcombe's paired interval and
 the exact McNemar test; paired means a t interval and the sign-flip permutation test; D50 a
@@ -54,10 +54,9 @@ import numpy.typing as npt
 from ledger.store import RunAgent, Store
 from mindledger import family as family_registry
 from mindledger.family import UnknownFamilyError
+from reports._data import RunData, depth_sort_key, load_run
 from reports._disclosure import disclosed_run
-from reports._repeated import episode_columns, repeated_design, repeated_section
-from reports.data import RunData, depth_sort_key, load_run
-from reports.estimates import (
+from reports._estimates import (
     MIN_N,
     NO_SPREAD,
     Contrast,
@@ -68,8 +67,8 @@ from reports.estimates import (
     paired_values,
     proportion,
 )
-from reports.model import PROFILE_SCHEMA, RunProfile
-from reports.stats import (
+from reports._repeated import episode_columns, repeated_design, repeated_section
+from reports._stats import (
     BootstrapSums,
     ClusterBootstrap,
     D50Result,
@@ -84,6 +83,7 @@ from reports.stats import (
     permutation_pvalue,
     wilson_interval,
 )
+from reports.model import PROFILE_SCHEMA, RunProfile
 
 __all__ = [
     "PROFILE_SCHEMA",
@@ -244,7 +244,7 @@ class _AgentCols:
 class Analysis:
     """Everything computed for one run: the profile dict and what comparisons need.
 
-    ``metric_samples[agent][metric]`` (:class:`~reports.estimates.MetricSample`) holds the
+    ``metric_samples[agent][metric]`` (:class:`~reports._estimates.MetricSample`) holds the
     headline figures with what :func:`reports.render.compare_runs` needs to put intervals on
     changes between runs (counts for proportions, bootstrap replicates for the rest).
     ``reveal_held_out`` puts a held-out run's seed in the profile (operators only).

@@ -29,9 +29,16 @@ import numpy as np
 
 from ledger.store import Store
 from mindledger.disclosure import seed_phrase, shown_seed
+from reports._data import RunData, depth_sort_key, load_run
 from reports._disclosure import ScoreJsonRedactor, disclosed_profile, disclosed_run, held_out_of
-from reports.data import RunData, depth_sort_key, load_run
-from reports.estimates import MIN_N, MetricSample, not_estimable_reason
+from reports._estimates import MIN_N, MetricSample, not_estimable_reason
+from reports._stats import (
+    bootstrap_pvalue,
+    fisher_exact,
+    holm,
+    newcombe_interval,
+    percentile_interval,
+)
 from reports.model import AgentProfile
 from reports.present import (
     FALSE_BELIEF_FIGURES,
@@ -47,13 +54,6 @@ from reports.present import (
     proportion_text,
 )
 from reports.profile import Analysis, analyse
-from reports.stats import (
-    bootstrap_pvalue,
-    fisher_exact,
-    holm,
-    newcombe_interval,
-    percentile_interval,
-)
 
 __all__ = [
     "CSV_COLUMNS",
@@ -375,7 +375,7 @@ def render_markdown(
 ) -> str:
     """The profile as Markdown. With ``figures_dir`` the figures are written there as PNG files
     and linked (``figures_link_prefix`` + file name); without it they are left out, and the
-    report says so. ``figures`` reuses figures already drawn by :func:`reports.plots.figures`.
+    report says so. ``figures`` reuses figures already drawn by :func:`reports._plots.figures`.
     A held-out run's seed is printed only with ``reveal_held_out`` (operators)."""
     run = profile["run"]
     out: list[str] = [f"# mindledger profile — run `{run['id']}`", ""]
@@ -397,7 +397,7 @@ def render_markdown(
     figs: dict[str, str] = {}
     if figures_dir is not None:
         if figures is None:
-            from reports.plots import figures as draw
+            from reports._plots import figures as draw
 
             figures = draw(profile)
         d = Path(figures_dir)
@@ -621,7 +621,7 @@ def render_html(
     base64 PNG (no external resources). ``figures`` reuses figures already drawn. A held-out
     run's seed is printed only with ``reveal_held_out`` (operators)."""
     if figures is None:
-        from reports.plots import figures as draw
+        from reports._plots import figures as draw
 
         figures = draw(profile)
 

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from reports.data import ItemTable
+from reports._data import ItemTable
+from reports._stats import wilson_interval
 from reports.profile import Analysis
-from reports.stats import wilson_interval
 from reports.synthetic import (
     SyntheticAgent,
     expected_figures,

@@ -14,7 +14,7 @@ For the simulation study (:mod:`reports.simulation`, ``bench/bench_stats.py``):
   of mechanism and surface form, R0 reality questions in both cells, B2's length sweep, B4's
   applied questions, level-k game trials and A/B/C scenarios), with ``block`` in their meta;
 - :func:`simulate` draws a run's trials as columns, straight into
-  :class:`~reports.data.RunData` (the same draws as :func:`synthetic_run`, without storage);
+  :class:`~reports._data.RunData` (the same draws as :func:`synthetic_run`, without storage);
 - :func:`expected_figures` gives the value every figure of the profile estimates, computed
   exactly from an agent's declared probabilities on the design's items.
 """
@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from ledger.store import RunAgent, Store, TrialRecord
 from mindledger.items import Item
-from reports.data import (
+from reports._data import (
     DEPTH_ORDER,
     ItemTable,
     RunData,
@@ -172,7 +172,7 @@ class SyntheticRun:
         store.set_run_status(run_id, "complete", finished=True)
 
     def run_data(self, run_id: str = "synthetic", *, held_out: bool = False) -> RunData:
-        """The run as :class:`~reports.data.RunData`, without a database (for fast tests)."""
+        """The run as :class:`~reports._data.RunData`, without a database (for fast tests)."""
         trials = [trial_columns(t) for t in self.trials]
         run = {"id": run_id, "suite": "synthetic", "seed": 0, "held_out": held_out,
                "status": "complete", "created_at": None, "finished_at": None, "params": {}}
@@ -380,7 +380,7 @@ def synthetic_run(
 def _cell(index: int, depths: Sequence[str], beliefs: Sequence[str], lengths: Sequence[int]
           ) -> tuple[str, str, str, str, int]:
     """``(depth, belief, mechanism, form, length)`` of story ``index`` of a crossed design, as
-    :func:`nesttom.generator.cell_of` crosses them (depth fastest, then belief; within a cell
+    :func:`nesttom._generator.cell_of` crosses them (depth fastest, then belief; within a cell
     the k-th story takes the mixed-radix digits of k over the feasible mechanisms, the forms and
     the lengths, each factor shifted by the digits below it)."""
     nd, nb = len(depths), len(beliefs)
@@ -522,7 +522,7 @@ def simulate(
     table: ItemTable | None = None,
     run_id: str = "simulated",
 ) -> RunData:
-    """One simulated run of ``agents`` on ``items`` as :class:`~reports.data.RunData`, drawn
+    """One simulated run of ``agents`` on ``items`` as :class:`~reports._data.RunData`, drawn
     exactly as :func:`synthetic_run` draws (same generator use), without building trial
     records: the fast path for the simulation study. ``table`` reuses an item table."""
     it_table = table if table is not None else ItemTable.from_bodies(

@@ -34,16 +34,30 @@ def _fmt(value: Any, spec: str = ".3f") -> str:
     return "—" if value is None else format(value, spec)
 
 
+def _with_ci(figure: dict[str, Any], spec: str = ".3f") -> str:
+    """``0.512 [0.401, 0.630]``, or the value alone when it has no interval."""
+    ci = figure.get("ci")
+    text = _fmt(figure.get("value"), spec)
+    return text if not ci else f"{text} [{_fmt(ci[0], spec)}, {_fmt(ci[1], spec)}]"
+
+
 def print_matrix(console: Console, result: dict[str, Any]) -> None:
     table = Table(
         title=f"Cross-model prediction matrix: {result['n_items']} items, "
-        f"{result['samples']} target samples each (seed {result.get('seed')})"
+        f"{result['samples']} target samples each (seed {result.get('seed')}); "
+        "[95% hierarchical bootstrap]"
     )
-    for col in ("predictor → target", "n", "log score", "Brier", "top-1", "skill S", "notes"):
-        table.add_column(col, justify="left" if col in ("predictor → target", "notes") else "right")
+    cols = ("predictor → target", "n", "log score", "Brier", "top-1", "skill S", "base",
+            "p (Holm)", "notes")
+    for col in cols:
+        table.add_column(
+            col,
+            justify="left" if col in ("predictor → target", "notes") else "right",
+            no_wrap=col == "predictor → target",
+        )
     for c in result["cells"]:
         notes = []
-        if c["skill"]["value"] is None and c["skill"].get("reason"):
+        if c["skill"].get("reason"):
             notes.append("S: " + c["skill"]["reason"])
         for key in ("predictor_errors", "unparsed", "unscored", "rejected"):
             if c[key]:
@@ -51,21 +65,27 @@ def print_matrix(console: Console, result: dict[str, Any]) -> None:
         table.add_row(
             f"{c['predictor']} → {c['target']}" + (" (self)" if c["self"] else ""),
             str(c["n"]),
-            _fmt(c["log_score"]["value"]),
-            _fmt(c["brier"]["value"]),
-            _fmt(c["top1_accuracy"]["value"]),
-            _fmt(c["skill"]["value"]),
+            _with_ci(c["log_score"]),
+            _with_ci(c["brier"]),
+            _with_ci(c["top1_accuracy"]),
+            _with_ci(c["skill"]),
+            c["skill"].get("base_kind") or "—",
+            _fmt(c["skill"].get("p_holm"), ".3g"),
             "; ".join(notes),
         )
     console.print(table)
-    adv = Table(title="Self-advantage: T predicting T minus others predicting T")
+    adv = Table(
+        title="Self-advantage: T predicting T minus others predicting T "
+        "[95% interval] (sign-flip p, Holm)"
+    )
     for col in ("target", "log score", "Brier", "top-1", "skill S"):
         adv.add_column(col, justify="left" if col == "target" else "right")
     for t, entry in result["self_advantage"].items():
         adv.add_row(
             t,
             *(
-                _fmt(entry[m]["value"], "+.3f")
+                _with_ci(entry[m], "+.3f")
+                + ("" if entry[m].get("p_holm") is None else f" (p={entry[m]['p_holm']:.3g})")
                 for m in ("log_score", "brier", "top1_accuracy", "skill")
             ),
         )
@@ -74,7 +94,7 @@ def print_matrix(console: Console, result: dict[str, Any]) -> None:
         entry[m]["reason"]
         for entry in result["self_advantage"].values()
         for m in entry
-        if entry[m]["value"] is None and entry[m].get("reason")
+        if entry[m].get("reason")
     }
     for reason in sorted(reasons):
         console.print(f"  — {reason}")
@@ -89,7 +109,8 @@ def print_matrix(console: Console, result: dict[str, Any]) -> None:
     "--reference",
     "references",
     multiple=True,
-    help="Reference agent (only 'random' means anything here; repeatable).",
+    help="Reference agent: random, habit, clairvoyant or projection (repeatable; a "
+    "clairvoyant needs reference targets only).",
 )
 @click.option("--items", "n_items", type=click.IntRange(min=1), default=10, show_default=True)
 @click.option(

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from games._strategic import make_abc_scenario
+from games._trials import make_trial
 from games.family import GAMES, REPEATED, SCENARIO_KEYS
 from games.repeated import make_episode_item
-from games.strategic import make_abc_scenario
-from games.trials import make_trial
 from mindledger.design import DesignRecord
 from mindledger.items import Item
 

@@ -305,7 +305,7 @@ async def test_reference_random_and_items(tmp_path: Path) -> None:
         result["self_advantage"]["r"]["log_score"]["reason"] == "no other predictor of this target"
     )
     assert led.verify() == []
-    with pytest.raises(UserError, match="only 'random'"):
+    with pytest.raises(UserError, match="only 'random', 'habit'"):
         await run_matrix({"o": ReferenceAgent("o", "oracle")}, bank, led)
     led.close()
     led.engine.dispose()

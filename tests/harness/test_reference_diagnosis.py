@@ -219,7 +219,7 @@ def test_baseline_profile_diagnoses_every_reference(seed: int) -> None:
     from harness.runner import score_attempt
     from harness.suites import get_suite
     from ledger.store import RunAgent
-    from reports.data import run_data, trial_columns
+    from reports._data import run_data, trial_columns
     from reports.profile import Analysis, diagnose_references
 
     items = [i for i in get_suite("baseline").build(seed) if i.family != "repeated"]

@@ -24,7 +24,7 @@ from harness.scaffold import Preliminary, Scaffold, WitnessLog
 from harness.settings import MODULES
 from harness.testing import FakeOpenAI
 from mindledger.items import Item
-from nesttom import suites
+from nesttom import _suites as suites
 
 GOLDEN = Path(__file__).parent / "golden" / "scaffold_requests.json"
 SYSTEM = "You are a careful reasoner."

@@ -32,7 +32,7 @@ from nesttom import (
     validate_story,
     verify_items,
 )
-from nesttom.render import event_lines
+from nesttom._render import event_lines
 
 META_KEYS = {
     "depth",

@@ -22,7 +22,7 @@ from nesttom import (
     generate_items,
     validate_story,
 )
-from nesttom.generator import _table
+from nesttom._generator import _table
 
 CONTAINERS = ["c0", "c1", "c2", "c3"]
 

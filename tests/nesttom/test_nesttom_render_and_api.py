@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import nesttom
 from nesttom import render_story, validate_story
-from nesttom.render import behaviour_question, belief_question, judgment_question
+from nesttom._render import behaviour_question, belief_question, judgment_question
 
 SELF_STORY = {
     "agents": ["Ann", "you"],

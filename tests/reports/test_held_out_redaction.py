@@ -40,7 +40,7 @@ from reports import (
     render_markdown,
     report,
 )
-from reports.data import load_run
+from reports._data import load_run
 from reports.profile import analyse
 from tui.source import DashboardSource
 from tui.state import agent_views, run_header, run_rows

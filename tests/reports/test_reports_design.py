@@ -14,7 +14,7 @@ from mindledger import family
 from mindledger.design import DesignRecord
 from mindledger.items import Item
 from nesttom import DEPTHS
-from reports.data import DEPTH_ORDER, ItemTable, run_data
+from reports._data import DEPTH_ORDER, ItemTable, run_data
 from reports.profile import profile_from_data
 from tests.harness import toy_family
 from tests.harness.toy_family import TOY, ToySum

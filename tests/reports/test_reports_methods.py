@@ -11,11 +11,9 @@ import numpy as np
 import pytest
 from scipy.stats import multinomial
 
-from reports.data import ItemTable
-from reports.estimates import MIN_N, NO_SPREAD, paired_binary, paired_values, proportion
-from reports.profile import profile_from_data
-from reports.render import compare_runs
-from reports.stats import (
+from reports._data import ItemTable
+from reports._estimates import MIN_N, NO_SPREAD, paired_binary, paired_values, proportion
+from reports._stats import (
     ClusterBootstrap,
     bootstrap_pvalue,
     clustered_mean_interval,
@@ -29,6 +27,8 @@ from reports.stats import (
     sign_flip_pvalue,
     wilson_interval,
 )
+from reports.profile import profile_from_data
+from reports.render import compare_runs
 from reports.synthetic import SyntheticAgent, logistic_accuracy, simulate, suite_design
 
 # -- exact tests and their floors ------------------------------------------------------------

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_hex, to_rgb
 
-from reports.data import DEPTH_ORDER
-from reports.plots import (
+from reports._data import DEPTH_ORDER
+from reports._plots import (
     AGENT_COLOUR,
     CONTROL_COLOURS,
     INVALID_RED,

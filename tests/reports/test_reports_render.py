@@ -22,8 +22,8 @@ from reports import (
     render_markdown,
     report,
 )
-from reports.data import load_run
-from reports.plots import figures
+from reports._data import load_run
+from reports._plots import figures
 from reports.synthetic import SyntheticAgent, logistic_accuracy, synthetic_run
 
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from reports.stats import (
+from reports._stats import (
     ClusterBootstrap,
     bootstrap_pvalue,
     cluster_bootstrap,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nesttom.model import Enter, Event, Leave, Move, Story
+from nesttom._model import Enter, Event, Leave, Move, Story
 
 __all__ = [
     "FORMS",

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from games.spec import GameSpec
+from games._spec import GameSpec
 from mindledger.errors import InputError
 
 __all__ = [

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from games.idr import idr_sequence
-from games.spec import Action, GameSpec
+from games._idr import idr_sequence
+from games._spec import Action, GameSpec
 
 __all__ = ["HISTORY_LENGTH", "LAMBDAS", "opponent_history", "quantal_probabilities"]
 

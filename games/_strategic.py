@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from games.equilibrium import symmetric_equilibria
+from games._equilibrium import symmetric_equilibria
 from mindledger.canonical import content_hash
 from mindledger.errors import InputError
 from mindledger.items import Item, Score
@@ -835,7 +835,7 @@ def summarize_abc(pairs: Iterable[tuple[Item, Score]]) -> dict[str, Any]:
 
 
 def abc_reference(item: Item, name: str, arg: int | None, rng: np.random.Generator) -> Any:
-    """Reference answers on A/B/C/K items (see :func:`games.reference.reference_answer`).
+    """Reference answers on A/B/C/K items (see :func:`games._reference.reference_answer`).
 
     ``oracle`` gives the exact answer (for C, the realised frequencies); ``random`` a uniform
     draw (a Dirichlet(1) distribution for distribution answers). ``level:K`` (and

@@ -24,7 +24,7 @@ One story per item cell ``(depth, belief type, mechanism, length, agents)``:
 
    Among qualifying chains, and over further stories (``PREFER_DRAWS``), the generator prefers,
    in this order: (a) **identifiable lures** — the wrong answers the error coder
-   (:mod:`nesttom.scoring`) names differ: reality (``reality_leak``), the projection (the
+   (:mod:`nesttom._scoring`) names differ: reality (``reality_leak``), the projection (the
    outermost agent's own belief, the length-1 prefix: ``projection``) and the truncations (the
    prefixes of length 2 … n−1: ``truncation:k``) are pairwise distinct, and (false belief) none
    is the answer; truncations of different depths may coincide (the type is still known). For a
@@ -42,10 +42,10 @@ One story per item cell ``(depth, belief type, mechanism, length, agents)``:
    from reality, its "true" cell one in which every agent's own belief is right.
    If no chain qualifies, a new story is drawn (from the same seeded stream).
 3. The ground truth of the chosen question is recomputed by the reference semantics
-   (:func:`nesttom.semantics.chain_answers`) from the finished :class:`~nesttom.model.Story`.
+   (:func:`nesttom._semantics.chain_answers`) from the finished :class:`~nesttom._model.Story`.
 
 What stays ambiguous, and is listed in ``meta["ambiguous"]``
-(:func:`nesttom.scoring.ambiguities`): truncation to depth 0 *is* reality and to depth 1 *is*
+(:func:`nesttom._scoring.ambiguities`): truncation to depth 0 *is* reality and to depth 1 *is*
 the projection, so a reasoner capped at depth 0 or 1 is coded ``reality_leak`` or
 ``projection`` by definition; on a yes/no judgment a lure matches whichever answer judging by it
 gives, so a "yes" judgment answered "no" matches every lure at once (two answers for three
@@ -88,8 +88,8 @@ import numpy as np
 
 from mindledger.canonical import canonical_json, content_hash
 from mindledger.items import Item
-from nesttom.model import MOVE, TELL, Enter, Event, Leave, Move, Story, Tell
-from nesttom.render import (
+from nesttom._model import MOVE, TELL, Enter, Event, Leave, Move, Story, Tell
+from nesttom._render import (
     FORMS,
     YOU,
     behaviour_question,
@@ -97,8 +97,8 @@ from nesttom.render import (
     judgment_question,
     render_prompt,
 )
-from nesttom.scoring import ambiguities
-from nesttom.semantics import chain_answers
+from nesttom._scoring import ambiguities
+from nesttom._semantics import chain_answers
 
 __all__ = [
     "APPLIED_DEPTHS",
@@ -145,7 +145,7 @@ PREFER_DRAWS = {"prefer": 4, "require": 160}
 LURES = ("prefer", "require")
 REQUIRE_MIN_LENGTH = 6  # events a story needs for identifiable lures at depth 2 and beyond
 
-_MOVE, _TELL = MOVE, TELL  # compiled record kinds, shared with nesttom.semantics
+_MOVE, _TELL = MOVE, TELL  # compiled record kinds, shared with nesttom._semantics
 
 
 def feasible(depth: str, mechanism: str) -> bool:
@@ -197,7 +197,7 @@ _SUBMASKS = tuple(_submasks_of(m) for m in range(1 << MAX_AGENTS))
 
 def _table(n_agents: int, initial: Any, records: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
     """``table[a1][tail]``: the belief of every chain, by first agent and tail mask (one pass).
-    The same rules as :func:`nesttom.semantics.belief_of_key`, for all chains at once."""
+    The same rules as :func:`nesttom._semantics.belief_of_key`, for all chains at once."""
     size = 1 << n_agents
     full = size - 1
     table = [[initial] * size for _ in range(n_agents)]

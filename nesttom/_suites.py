@@ -13,10 +13,10 @@ comes from: docs/architecture.md, "Where the specifications come from").
 
 Every item's ``meta["block"]`` names its block (``"B1"``, ``"B2"``, ``"B4"``, or what the
 caller passes, e.g. ``"quick"``). The blocks **require** identifiable lures
-(``lures="require"``, see :func:`nesttom.generator.generate_story`): on every belief and
+(``lures="require"``, see :func:`nesttom._generator.generate_story`): on every belief and
 behaviour question a wrong answer that is reality, the projection or a truncation is exactly one
 of them, so the error coder can say which. What stays ambiguous by construction is listed in
-``meta["ambiguous"]`` (:func:`nesttom.scoring.ambiguities`): yes/no judgments (two answers for
+``meta["ambiguous"]`` (:func:`nesttom._scoring.ambiguities`): yes/no judgments (two answers for
 three lures), your own belief on R2-self items when it is reality or the projection, and on
 companion questions nothing more than their main question's lures allow.
 
@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from mindledger.items import Item
-from nesttom.generator import (
+from nesttom._generator import (
     APPLIED_DEPTHS,
     BELIEF_TYPES,
     DEPTHS,
@@ -65,7 +65,7 @@ def b1_items(
     block: str = "B1",
 ) -> list[Item]:
     """B1: for each of the 8 depths, ``per_cell`` false-belief and ``per_cell`` true-belief
-    items (16 × ``per_cell`` items), factors crossed as :func:`~nesttom.generator.cell_of`
+    items (16 × ``per_cell`` items), factors crossed as :func:`~nesttom._generator.cell_of`
     says. ``companions`` (True, or the belief types whose stories get them) adds, on each story,
     the items of every shallower prefix chain for joint accuracy."""
     return generate_items(

@@ -2,7 +2,7 @@
 
 From the submitted action ``â`` and, when available, the stated belief ``b̂`` and the written
 chain ``c`` (read from the reply's structured fields or from a judge's extraction, see
-:mod:`games.judge`):
+:mod:`games._judge`):
 
 - **accuracy**: ``â == a(k_target)`` (exact; a non-integer or out-of-range number matches no
   depth; a reply with no action is incorrect, never dropped);
@@ -28,8 +28,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from games.spec import Action, GameSpec
-from games.strategic import ABC_GENERATOR, score_abc_answer
+from games._spec import Action, GameSpec
+from games._strategic import ABC_GENERATOR, score_abc_answer
 from mindledger.errors import InputError
 from mindledger.items import Item, Score
 
@@ -288,7 +288,7 @@ def score_reply(
 
 def score(item: Item, answer: Any) -> Score:
     """Score one answer to a games item (pure): a trial by :func:`score_reply` without a stated
-    belief or chain; an A/B/C/K item by :func:`games.strategic.score_abc_answer`."""
+    belief or chain; an A/B/C/K item by :func:`games._strategic.score_abc_answer`."""
     if item.family != "games":
         raise InputError(f"not a games item (family {item.family!r})", where="item")
     if item.generator == ABC_GENERATOR:

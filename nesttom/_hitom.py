@@ -33,9 +33,9 @@ from typing import Any
 from mindledger.canonical import content_hash
 from mindledger.errors import InputError
 from mindledger.items import Item
-from nesttom.model import Enter, Event, Leave, Move, Story, Tell
-from nesttom.scoring import normalize_answer
-from nesttom.semantics import chain_answers
+from nesttom._model import Enter, Event, Leave, Move, Story, Tell
+from nesttom._scoring import normalize_answer
+from nesttom._semantics import chain_answers
 
 __all__ = [
     "HITOM_GENERATOR",

@@ -1,7 +1,7 @@
 """IDR sequences and the distinguishability checker (the paper's definition, and its lemma).
 
 The iterated depth response (IDR) sequence of a game is ``a(0) = anchor``,
-``a(k) = br(a(k-1))`` with the smallest-maximiser selection (:mod:`games.spec`). A game is
+``a(k) = br(a(k-1))`` with the smallest-maximiser selection (:mod:`games._spec`). A game is
 level-K distinguishable within depth K when ``k -> a(k)`` is injective on ``{0, …, K}``;
 ``K_max`` is the largest such K. Because ``br`` is a function on a finite set, the sequence is
 eventually periodic, so ``K_max`` is one less than the first depth at which a value repeats,
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from games.spec import Action, GameSpec
+from games._spec import Action, GameSpec
 
 __all__ = ["Distinguishability", "Failure", "check_distinguishability", "idr_sequence"]
 
@@ -63,7 +63,7 @@ def _unroll(spec: GameSpec, seq: list[int], first: int, depth: int) -> list[Acti
 def _resolve(game: GameSpec | str) -> GameSpec:
     if isinstance(game, GameSpec):
         return game
-    from games.catalog import get_game
+    from games._catalog import get_game
 
     return get_game(game)
 

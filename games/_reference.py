@@ -8,9 +8,9 @@
 - ``depth-capped:N`` — reasons correctly up to depth N, then stops: plays
   ``a(min(k_target, N))``.
 
-On A/B/C items (:mod:`games.strategic`) ``level:K`` and ``depth-capped:N`` play the action of
+On A/B/C items (:mod:`games._strategic`) ``level:K`` and ``depth-capped:N`` play the action of
 a level-K (resp. level-min(·, N)) scripted bot of that game; see
-:func:`games.strategic.abc_reference`.
+:func:`games._strategic.abc_reference`.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from games.idr import idr_sequence
-from games.scoring import spec_from_truth
-from games.strategic import ABC_GENERATOR, abc_reference
-from games.trials import GENERATOR as TRIAL_GENERATOR
+from games._idr import idr_sequence
+from games._scoring import spec_from_truth
+from games._strategic import ABC_GENERATOR, abc_reference
+from games._trials import GENERATOR as TRIAL_GENERATOR
 from mindledger.errors import InputError
 from mindledger.items import Item
 

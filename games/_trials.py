@@ -4,7 +4,7 @@ A trial puts the model against an opponent of level ``ℓ = k − 1`` for a targ
 ``k ∈ 1…10``; the one correct action is ``a(k)``. In the recursive condition the opponent is
 described (in the paper's words, or by the template); in the inductive condition the model may
 call ``query_opponent_history`` for 30 actions drawn from the quantal level-k generator
-(:mod:`games.quantal`; uniform for level 0).
+(:mod:`games._quantal`; uniform for level 0).
 
 Every item is regenerated from ``(generator, version, seed, params)`` by :func:`make_trial`;
 :func:`generate_items` derives one seed per item from its own seed and lays the items over the
@@ -24,18 +24,18 @@ from typing import Any
 
 import numpy as np
 
-from games.catalog import FAMILIES, get_game
-from games.idr import check_distinguishability
-from games.prompts import (
+from games._catalog import FAMILIES, get_game
+from games._idr import check_distinguishability
+from games._prompts import (
     ANSWER_TOOL,
     HISTORY_TOOL,
     history_tool_spec,
     system_prompt,
     user_prompt,
 )
-from games.quantal import LAMBDAS, opponent_history
-from games.spec import GameSpec
-from games.variants import generate_variant
+from games._quantal import LAMBDAS, opponent_history
+from games._spec import GameSpec
+from games._variants import generate_variant
 from mindledger.errors import InputError
 from mindledger.items import Item
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from games.spec import GameSpec
+from games._spec import GameSpec
 
 __all__ = [
     "ANSWER_TOOL",

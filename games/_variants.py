@@ -2,9 +2,9 @@
 
 Canonical games can be recalled rather than reasoned, so scheduled runs play variants drawn
 from a seed: shifted and rescaled strategy spaces, other bonus sizes and offsets, other ring
-sizes and step rules. Each draw is built with :func:`games.catalog.build_game` (payoffs
+sizes and step rules. Each draw is built with :func:`games._catalog.build_game` (payoffs
 enumerated, anchor derived, rules text written from the variant's own parameters) and kept only
-when :func:`games.idr.check_distinguishability` finds it *strictly* distinguishable to the
+when :func:`games._idr.check_distinguishability` finds it *strictly* distinguishable to the
 requested depth: ``a(0) … a(depth)`` pairwise distinct and ``BR(a(k))`` a singleton at every
 step, so that no level's action leans on the tie-break. The paper's own parameters are never
 returned.
@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from games.catalog import CANONICAL_PARAMS, FAMILIES, build_game
-from games.idr import Distinguishability, check_distinguishability
-from games.spec import GameSpec
+from games._catalog import CANONICAL_PARAMS, FAMILIES, build_game
+from games._idr import Distinguishability, check_distinguishability
+from games._spec import GameSpec
 from mindledger.canonical import content_hash
 from mindledger.errors import MindledgerError
 

@@ -6,7 +6,7 @@ opponent description, level, target, history, tool calls or submitted action), a
 values out of the text, each with a verbatim quote. :func:`read_extraction` checks every quote
 for exact substring membership in the chain of thought after whitespace normalisation and turns
 the extraction into the ``stated_belief`` and ``chain`` arguments of
-:func:`games.scoring.score_reply`.
+:func:`games._scoring.score_reply`.
 
 The paper releases its full schemas only with its code; :data:`EXTRACTION_SCHEMAS` is built
 from the fields it lists and its worked example.

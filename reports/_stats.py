@@ -4,7 +4,7 @@ D50, slopes, Holm, ECE.
 Nothing here does I/O, reads a clock or touches a global random state: every resampling function
 takes a seeded :class:`numpy.random.Generator`, so the same seed gives the same interval.
 
-Which method for which estimate is decided by the caller (see :mod:`reports.estimates`); this
+Which method for which estimate is decided by the caller (see :mod:`reports._estimates`); this
 module holds the methods. All intervals are two-sided, 95% unless a ``level`` says otherwise.
 
 - **Wilson score interval** for a proportion (:func:`wilson_interval`): good near 0 and 1, where

@@ -24,7 +24,7 @@ The JSON form (read by ``mindledger nesttom answer``)::
 ``questions`` to none. :func:`validate_story` turns that form into a :class:`Story` or raises
 :class:`~mindledger.errors.InputError` naming the event index or question and the problem.
 
-:func:`compile_story` precomputes a story's observer sets for :mod:`nesttom.semantics`; it lives
+:func:`compile_story` precomputes a story's observer sets for :mod:`nesttom._semantics`; it lives
 here, beside the story it compiles, so that :attr:`Story.compiled` needs nothing above it.
 """
 

@@ -32,8 +32,8 @@ from ledger.store import RunAgent, Store, TrialRecord
 from mindledger.design import DesignRecord, common_design
 from mindledger.family import UnknownFamilyError, registry
 from mindledger.items import Item
+from nesttom import DEPTHS
 from nesttom.family import depth_number
-from nesttom.generator import DEPTHS
 
 __all__ = [
     "DEPTH_ORDER",
@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 DEPTH_ORDER: tuple[str, ...] = DEPTHS
-"""NestToM depth labels in report order (the generator's :data:`nesttom.generator.DEPTHS`)."""
+"""NestToM depth labels in report order (the generator's :data:`nesttom._generator.DEPTHS`)."""
 
 
 def infer_blocks(

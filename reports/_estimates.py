@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from reports.stats import (
+from reports._stats import (
     clustered_mean_interval,
     clustered_proportion,
     effective_n,

@@ -17,7 +17,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from reports.data import depth_label_number, depth_sort_key
+from reports._data import depth_label_number, depth_sort_key
 from reports.profile import TRUE_BELIEF_THRESHOLD
 
 __all__ = [

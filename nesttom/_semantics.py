@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mindledger.errors import InputError
-from nesttom.model import MOVE, TELL, Compiled, Story, compile_story, validate_story
+from nesttom._model import MOVE, TELL, Compiled, Story, compile_story, validate_story
 
 __all__ = [
     "Compiled",

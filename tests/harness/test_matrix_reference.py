@@ -1,0 +1,168 @@
+"""The matrix diagnoses its reference predictors: on scripted ``habit`` targets, whose answer
+distributions are known, the clairvoyant scores S ≈ 1, projection S ≈ 0 and random S ≤ 0, and
+every interval covers the true S, computed here from the known distributions (exact
+expectations over the target's K samples, the population's mode by a large simulation)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from harness.agents import ReferenceAgent
+from harness.matrix import answer_distribution, make_items, run_matrix
+from ledger import open_ledger
+from ledger.scoring import default_top1, retest_agreement, top1_match
+from mindledger.errors import UserError
+from mindledger.items import Item
+
+N_ITEMS = 50
+K = 8
+
+
+def _compositions(k: int, m: int) -> list[tuple[int, ...]]:
+    return [c for c in itertools.product(range(k + 1), repeat=m) if sum(c) == k]
+
+
+def _expected(p: np.ndarray, choices: list[str], k: int) -> tuple[dict[str, float], float]:
+    """Exact E[top1_match(g, K samples)] for every choice g, and E[retest agreement]."""
+    match = dict.fromkeys(choices, 0.0)
+    retest = 0.0
+    for counts in _compositions(k, len(choices)):
+        prob = math.factorial(k) * math.prod(
+            pi**c / math.factorial(c) for pi, c in zip(p, counts, strict=True)
+        )
+        observed = [a for a, c in zip(choices, counts, strict=True) for _ in range(c)]
+        for g in choices:
+            match[g] += prob * top1_match(g, observed)
+        value = retest_agreement(observed).value
+        assert value is not None
+        retest += prob * value
+    return match, retest
+
+
+def _mode_law(dists: list[np.ndarray], k: int, rng: np.random.Generator, draws: int) -> np.ndarray:
+    """P(the population's first modal answer is choice j), by simulation: each of ``dists``
+    answers k times; ties go to the first choice in code-point order (choices are sorted)."""
+    m = dists[0].size
+    counts = np.zeros((draws, m))
+    for d in dists:
+        counts += rng.multinomial(k, d, size=draws)
+    return np.bincount(counts.argmax(axis=1), minlength=m) / draws
+
+
+def true_skill(
+    items: list[Item], agents: dict[str, ReferenceAgent], predictor: str, target: str
+) -> float:
+    """S of ``predictor`` → ``target`` in expectation over the sampling, on these items."""
+    rng = np.random.default_rng(12345)
+    acc, pop, proj, ceil = [], [], [], []
+    for item in items:
+        choices = sorted(str(c) for c in item.answer["choices"])
+        law = {n: np.array([answer_distribution(a, item)[c] for c in choices])
+               for n, a in agents.items()}
+        match, retest = _expected(law[target], choices, K)
+        e = np.array([match[c] for c in choices])
+        policy = agents[predictor].policy
+        if policy == "clairvoyant":  # a draw from the target's distribution
+            acc.append(float(law[target] @ e))
+        elif policy == "projection":  # the most probable answer of its own habit
+            acc.append(match[default_top1(answer_distribution(agents[predictor], item))])
+        else:  # random: the uniform distribution's top-1, the first choice
+            acc.append(match[default_top1({c: 1.0 for c in choices})])
+        proj.append(float(law[predictor] @ e))
+        others = [law[n] for n in agents if n != target]
+        pop.append(float(_mode_law(others, K, rng, 40_000) @ e))
+        ceil.append(retest)
+    base = max(np.mean(pop), np.mean(proj))
+    return float((np.mean(acc) - base) / (np.mean(ceil) - base))
+
+
+def _db(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'home' / 'mindledger.db'}"
+
+
+def cell(result: dict[str, Any], p: str, t: str) -> dict[str, Any]:
+    return next(c for c in result["cells"] if c["predictor"] == p and c["target"] == t)
+
+
+async def test_reference_predictors_are_diagnosed(tmp_path: Path) -> None:
+    led = open_ledger(tmp_path / "home", _db(tmp_path))
+    agents = {
+        n: ReferenceAgent(n, policy, seed=5)
+        for n, policy in (
+            ("habit", "habit"),
+            ("seer", "clairvoyant"),
+            ("mirror", "projection"),
+            ("dice", "random"),
+        )
+    }
+    items = make_items(21, N_ITEMS)
+    result = await run_matrix(agents, items, led, samples=K, n_boot=1000, stats_seed=3)
+    skills = {}
+    for p in ("seer", "mirror", "dice"):
+        s = cell(result, p, "habit")["skill"]
+        truth = true_skill(items, agents, p, "habit")
+        skills[p] = (s["value"], s["ci"], truth)
+        assert s["status"] == "estimated" and s["interval"] == "hierarchical-bootstrap-95"
+        lo, hi = s["ci"]
+        assert lo <= s["value"] <= hi
+        assert lo <= truth <= hi, (p, s, truth)
+    seer, mirror, dice = skills["seer"], skills["mirror"], skills["dice"]
+    # S = 1 is "the target predicting itself by resampling", which is what the clairvoyant does;
+    # its estimate scatters about a truth near 1 (above as often as below).
+    assert abs(seer[2] - 1.0) < 0.05
+    assert 0.9 <= seer[0] <= 1.1
+    assert seer[1][0] > 0.5 and cell(result, "seer", "habit")["skill"]["p_holm"] < 0.05
+    assert abs(mirror[0]) <= 0.1 and abs(mirror[2]) <= 0.1
+    assert dice[0] <= 0.0 and dice[1][1] <= 0.1 and dice[2] < 0
+    # the base the projection predictor is measured against is its own answer or the population
+    assert cell(result, "mirror", "habit")["skill"]["base_kind"] in (
+        "population", "projection", "population = projection")
+    # the clairvoyant's distribution is exact: the best log score and Brier in the column
+    col = [cell(result, p, "habit") for p in agents]
+    assert max(c["log_score"]["value"] for c in col) == cell(result, "seer", "habit")[
+        "log_score"]["value"]
+    assert min(c["brier"]["value"] for c in col) == cell(result, "seer", "habit")["brier"]["value"]
+    # habit predicts itself exactly and others uniformly: a real self-advantage, found
+    adv = result["self_advantage"]["habit"]["log_score"]
+    assert adv["value"] > 0 and adv["ci"][0] > 0 and adv["p_holm"] < 0.05
+    assert "sign-flip" in adv["test"]
+    # every prediction about a target on an item is committed before the first observation of
+    # that target's answers on it (walking the chain)
+    entries = led.entries()
+    about = {e.subject: (e.payload["target"], e.payload["item"]) for e in entries
+             if e.kind == "commit"}
+    assert len(about) == len(agents) ** 2 * N_ITEMS
+    last_commit: dict[tuple[str, str], int] = {}
+    first_observe: dict[tuple[str, str], int] = {}
+    for e in entries:
+        if e.kind == "commit":
+            key = about[e.subject]
+            last_commit[key] = max(last_commit.get(key, -1), e.seq)
+        elif e.kind == "observe":
+            key = about[e.subject]
+            first_observe.setdefault(key, e.seq)
+    assert set(first_observe) == set(last_commit)
+    assert all(last_commit[k] < first_observe[k] for k in last_commit)
+    assert led.verify() == []
+    led.close()
+    led.engine.dispose()
+
+
+async def test_a_clairvoyant_needs_reference_targets(tmp_path: Path) -> None:
+    from harness.adapters import OpenAIBackend, OpenAIChat
+    from harness.agents import ChatAgent
+
+    led = open_ledger(tmp_path / "home", _db(tmp_path))
+    chat = ChatAgent("chat", OpenAIBackend(OpenAIChat("http://127.0.0.1:1/v1", "m")))
+    with pytest.raises(UserError, match="known only for reference agents"):
+        await run_matrix({"seer": ReferenceAgent("seer", "clairvoyant"), "chat": chat},
+                         make_items(1, 1), led)
+    await chat.aclose()
+    led.close()
+    led.engine.dispose()

@@ -1,0 +1,129 @@
+"""reports.matrix on hand-built records: the point values are the ledger's, the resampling
+engine computes the ledger's formulas, and the not-estimable, exact-test and Holm rules hold."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from ledger.scoring import aggregate, retest_agreement, top1_match
+from reports._estimates import MIN_N
+from reports.matrix import (
+    NO_BOOTSTRAP_SPREAD,
+    ItemRecord,
+    _item_stats,
+    _prepare,
+    cell_statistics,
+    holm_adjust,
+    self_advantage,
+)
+
+
+def rec(i: int, observed: str, dist: dict[str, float] | None, top1: str | None = None,
+        own: str | None = None, population: str = "") -> ItemRecord:
+    top = top1 if top1 is not None or dist is None else max(dist, key=lambda a: (dist[a], a))
+    return ItemRecord(f"i{i}", tuple(observed), dist, top, own, tuple(population))
+
+
+def test_the_engine_computes_the_ledgers_formulas() -> None:
+    records = [
+        rec(0, "aabcz", {"a": 0.5, "b": 0.3, "c": 0.2}, top1="b", own="c", population="bbca"),
+        rec(0, "aabcz", None, own="a", population="bbca"),  # penalised
+        rec(0, "aabcz", {"q": 1.0}, top1="q", population="bbca"),  # all mass off the answers
+    ]
+    it = _prepare(records)
+    st = _item_stats(it, np.arange(5)[None, :], np.arange(4)[None, :])
+    for j, r in enumerate(records):
+        scores = r.score_record().scores
+        assert st["log"][j, 0] == pytest.approx(scores["log_score"], abs=1e-12)
+        assert st["brier"][j, 0] == pytest.approx(scores["brier"], abs=1e-12)
+        assert st["acc"][j, 0] == pytest.approx(scores["top1_match"])
+    assert st["proj"][0, 0] == top1_match("c", "aabcz") and np.isnan(st["proj"][2, 0])
+    assert st["pop"][0] == top1_match("b", "aabcz")
+    assert st["ceil"][0] == pytest.approx(retest_agreement("aabcz").value)
+
+
+def test_point_values_are_aggregates_and_intervals_surround_them() -> None:
+    rng = np.random.default_rng(0)
+    records = []
+    for i in range(30):
+        obs = "".join(rng.choice(list("abc"), p=[0.7, 0.2, 0.1], size=6))
+        records.append(rec(i, obs, {"a": 0.6, "b": 0.3, "c": 0.1}, own="b", population="ccab"))
+    stats = cell_statistics(records, np.random.default_rng(1), n_boot=500)
+    agg = aggregate([r.score_record() for r in records])
+    for m in ("log_score", "brier", "top1_accuracy", "skill"):
+        est = stats.metric(m)
+        assert est.value == agg[m]["value"]
+        assert est.lo is not None and est.hi is not None and est.lo < est.value < est.hi, m
+    pop, proj = (agg["skill"][k]["value"] for k in ("population_baseline", "projection_baseline"))
+    assert stats.base_kind == ("population" if pop > proj else "projection")
+    assert stats.base == agg["skill"]["base"]
+    # same seed, same numbers
+    again = cell_statistics(records, np.random.default_rng(1), n_boot=500)
+    assert again == stats
+
+
+def test_a_ceiling_at_the_base_makes_s_not_estimable() -> None:
+    # the target always answers a and the predictor's own answer is a: base 1 = ceiling 1
+    records = [rec(i, "aaaa", {"a": 0.5, "b": 0.5}, own="a") for i in range(12)]
+    stats = cell_statistics(records, np.random.default_rng(0), n_boot=200)
+    assert stats.skill.value is None and stats.skill.lo is None
+    assert "not above the baseline" in (stats.skill.reason or "")
+    assert stats.to_dict()["skill"]["status"] == "not_estimable"
+    assert stats.p is None and stats.base_kind == "projection"
+    # no spread: every replicate's top-1 accuracy is 0.5 (ties of a, b never occur; a is mode)
+    assert stats.top1_accuracy.lo is None and stats.top1_accuracy.reason == NO_BOOTSTRAP_SPREAD
+
+
+def test_too_few_items_get_no_interval() -> None:
+    records = [rec(i, "aab", {"a": 0.9, "b": 0.1}, own="b") for i in range(MIN_N - 1)]
+    stats = cell_statistics(records, np.random.default_rng(0), n_boot=200)
+    assert stats.log_score.value is not None and stats.log_score.lo is None
+    assert "at least 10" in (stats.log_score.reason or "")
+    assert stats.p is None
+
+
+def test_the_cell_test_is_exact_for_small_n() -> None:
+    # 12 items; the predictor guesses a; the target's mode is a on 9 of them, b on 3; the
+    # predictor's own answer (the base) is b throughout; ceiling 1
+    observed = ["aaa"] * 9 + ["bbb"] * 3
+    records = [rec(i, o, {"a": 0.8, "b": 0.2}, own="b") for i, o in enumerate(observed)]
+    stats = cell_statistics(records, np.random.default_rng(0), n_boot=200)
+    d = np.array([1.0 if o[0] == "a" else -1.0 for o in observed])
+    obs = abs(d.sum())
+    flips = [abs(sum(s * x for s, x in zip(signs, d, strict=True)))
+             for signs in itertools.product((-1, 1), repeat=d.size)]
+    exact = sum(f >= obs - 1e-9 for f in flips) / len(flips)
+    assert stats.p == pytest.approx(exact)
+    assert stats.test is not None and "(exact)" in stats.test
+
+
+def test_self_advantage_is_paired_and_tested() -> None:
+    rng = np.random.default_rng(4)
+    own, other = [], []
+    for i in range(40):
+        obs = "".join(rng.choice(list("ab"), p=[0.8, 0.2], size=5))
+        own.append(rec(i, obs, {"a": 0.8, "b": 0.2}, own="a", population="abab"))
+        other.append(rec(i, obs, {"a": 0.2, "b": 0.8}, own="b", population="abab"))
+    adv = self_advantage("t", {"t": own, "u": other}, np.random.default_rng(0), n_boot=500)
+    log = adv["log_score"]
+    assert log.value is not None and log.value > 0 and log.lo is not None and log.lo > 0
+    assert log.p is not None and log.p < 0.01 and log.n == 40
+    none = self_advantage("t", {"t": own}, np.random.default_rng(0))
+    assert none["brier"].reason == "no other predictor of this target"
+
+
+def test_holm_is_monotone_and_skips_untested() -> None:
+    rng = np.random.default_rng(7)
+    ps: list[float | None] = [float(p) for p in rng.uniform(0, 0.2, size=12)]
+    ps[3] = None
+    adj = holm_adjust(ps)
+    assert adj[3] is None
+    pairs = sorted((p, a) for p, a in zip(ps, adj, strict=True) if p is not None)
+    assert all(a is not None and a >= p for p, a in pairs)
+    assert all(pairs[i][1] <= pairs[i + 1][1] for i in range(len(pairs) - 1))  # type: ignore[operator]
+    assert max(a for a in adj if a is not None) <= 1.0
+    assert holm_adjust([0.01]) == [0.01] and math.isclose(holm_adjust([0.01, 0.04])[0], 0.02)
