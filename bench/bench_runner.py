@@ -43,9 +43,21 @@ from mindledger.items import Item
 
 
 async def bare_calls(base_url: str, n: int, concurrency: int) -> None:
+    """``n`` chat calls through the adapter, made as the runner makes its trials: by
+    ``concurrency`` workers, each taking the next call when its last one is done (not ``n``
+    calls queued at once on the adapter's semaphore, whose waiters would then cost the floor
+    CPU that the runner never pays)."""
     async with OpenAIChat(base_url, "bench", concurrency=concurrency) as client:
         msgs = [{"role": "user", "content": "Pick a number."}]
-        await asyncio.gather(*(client.chat(msgs) for _ in range(n)))
+        left = n
+
+        async def worker() -> None:
+            nonlocal left
+            while left > 0:
+                left -= 1
+                await client.chat(msgs)
+
+        await asyncio.gather(*(worker() for _ in range(min(concurrency, n))))
 
 
 def game_items(seed: int, n: int, *, slice_size: int = 1000) -> Iterator[Item]:

@@ -23,6 +23,7 @@ Items whose target action matches two depths (Ring 11–20 at ``k_target = 10``)
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -58,8 +59,32 @@ Number = int | float
 
 
 def spec_from_truth(truth: Mapping[str, Any], name: str = "item") -> GameSpec:
-    """Rebuild the game from the actions, payoff matrix and anchor stored in an item."""
-    return GameSpec.from_matrix(name, truth["actions"], truth["payoff"], truth["anchor"])
+    """Rebuild the game from the actions, payoff matrix and anchor stored in an item.
+
+    The items of a run share few games, so a spec is built once per distinct content and name
+    and then shared (a :class:`GameSpec` is immutable: frozen fields, a read-only matrix and
+    index). The cache key holds the actions and the anchor with their types, so ``60`` and
+    ``60.0`` stay apart; payoffs become floats anyway. Content that cannot be hashed is built
+    afresh."""
+    actions, payoff, anchor = truth["actions"], truth["payoff"], truth["anchor"]
+    key = (
+        name,
+        tuple(actions),
+        tuple(map(type, actions)),
+        anchor,
+        type(anchor),
+        tuple(map(tuple, payoff)),
+    )
+    try:
+        return _cached_spec(key)
+    except TypeError:  # unhashable content (a list among the actions); a TypeError of
+        return GameSpec.from_matrix(name, actions, payoff, anchor)  # the build itself recurs
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_spec(key: tuple[Any, ...]) -> GameSpec:
+    name, actions, _, anchor, _, payoff = key
+    return GameSpec.from_matrix(name, actions, payoff, anchor)
 
 
 def parse_action(answer: Any) -> tuple[Number | None, str]:

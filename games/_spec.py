@@ -18,6 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -87,7 +88,8 @@ class GameSpec:
         **fields: Any,
     ) -> GameSpec:
         """Build a spec from ascending ``actions`` and a matrix (rows = own action)."""
-        m = np.asarray(matrix, dtype=np.float64)
+        m = np.array(matrix, dtype=np.float64)  # a copy: the spec's own, read-only
+        m.setflags(write=False)
         spec = cls(
             name=name,
             actions=tuple(actions),
@@ -186,9 +188,10 @@ class GameSpec:
         return m
 
     @cached_property
-    def index(self) -> dict[Action, int]:
-        """Action value -> row/column index."""
-        return {a: i for i, a in enumerate(self.actions)}
+    def index(self) -> Mapping[Action, int]:
+        """Action value -> row/column index (read-only: a spec may be shared, see
+        :func:`games._scoring.spec_from_truth`)."""
+        return MappingProxyType({a: i for i, a in enumerate(self.actions)})
 
     @cached_property
     def br_indices(self) -> tuple[int, ...]:

@@ -297,7 +297,7 @@ async def execute_run(
         item_families = [it.family for it in items]
     # every family is known before the first trial (UnknownFamilyError names the registered ones)
     plays = {name: registry.get(name).plays for name in set(item_families)}
-    done = store.done_pairs(run_id)
+    done = await asyncio.to_thread(store.done_pairs, run_id)  # a query: off the event loop
     # per agent, the positions of its items without a trial, last first (workers pop them)
     todo: dict[str, list[int]] = {
         a.name: [i for i in reversed(range(len(ids))) if (a.name, ids[i]) not in done]

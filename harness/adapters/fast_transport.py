@@ -235,9 +235,7 @@ class FastTransport(httpx.AsyncBaseTransport):
         extensions: dict[str, Any] = {"http_version": b"HTTP/1.1", "reason_phrase": reason}
         if body is not None:
             pool.release(conn, keep)
-            return httpx.Response(
-                status, headers=headers, content=body, request=request, extensions=extensions
-            )
+            return _read_response(status, headers, body, request, extensions)
         stream = _BodyStream(pool, conn, request, mode, length, keep, read_timeout)
         return httpx.Response(
             status, headers=headers, stream=stream, request=request, extensions=extensions
@@ -248,6 +246,36 @@ class FastTransport(httpx.AsyncBaseTransport):
         for pool in self._pools.values():
             pool.close()
         self._pools.clear()
+
+
+def _read_response(
+    status: int,
+    headers: list[tuple[bytes, bytes]],
+    body: bytes,
+    request: httpx.Request,
+    extensions: dict[str, Any],
+) -> httpx.Response:
+    """The response with its body read, as ``httpx.Response(content=body)`` makes it (and the
+    client's ``aread`` then finds it): a body with no ``Content-Encoding`` to undo is set as
+    read directly, without a pass through httpx's decoder and chunker (a tenth of the client's
+    CPU per request); an encoded one goes through them, as before."""
+    for name, _ in headers:
+        if name.lower() == b"content-encoding":
+            return httpx.Response(
+                status, headers=headers, content=body, request=request, extensions=extensions
+            )
+    response = httpx.Response(
+        status,
+        headers=headers,
+        stream=httpx.ByteStream(body),
+        request=request,
+        extensions=extensions,
+    )
+    # What Response.read() leaves behind once it has iterated the stream.
+    response._content = body
+    response.is_stream_consumed = True
+    response.is_closed = True
+    return response
 
 
 async def _send(conn: _Connection, request: httpx.Request, timeout: float | None) -> bool:

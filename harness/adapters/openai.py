@@ -17,7 +17,8 @@ On 429 and 503 the wait is at least the server's ``Retry-After`` (seconds or an 
 (``client_error``). When the retries run out, :class:`ChatError` — an
 :class:`~mindledger.errors.AgentError` with ``kind``, ``status`` and ``attempts`` — says what
 happened. The API key is passed in by the caller (who reads it from the environment variable
-named in the agent's config); it is sent as a bearer token and never logged or shown.
+named in the agent's config); it is sent as a bearer token and never logged or shown. Cookies
+are neither kept nor sent (the API does not use them; reading them costs CPU on every reply).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from http.cookiejar import Cookie, CookieJar
 from typing import Any
 
 import httpx
@@ -154,6 +156,50 @@ def parse_retry_after(headers: httpx.Headers, now: datetime | None = None) -> fl
     return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+"""The request body's JSON form (one encoder, not one per request)."""
+
+
+class _NoCookieJar(CookieJar):
+    """A cookie jar that never stores a cookie."""
+
+    def set_cookie(self, cookie: Cookie) -> None:
+        return None
+
+    def extract_cookies(self, response: Any, request: Any) -> None:
+        return None
+
+
+class _NoCookies(httpx.Cookies):
+    """No cookies, ever: the API does not use them, and looking for ``Set-Cookie`` in every
+    response (httpx builds urllib request and response stand-ins for it) costs about as much
+    CPU per request as all the rest of the client's bookkeeping."""
+
+    def __init__(self) -> None:
+        super().__init__(_NoCookieJar())
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        return None
+
+
+class _CookielessClient(httpx.AsyncClient):
+    """An ``httpx.AsyncClient`` whose cookie store stays empty (see :class:`_NoCookies`)."""
+
+    @property  # type: ignore[override]
+    def cookies(self) -> httpx.Cookies:
+        return _NO_COOKIES
+
+    @cookies.setter
+    def cookies(self, cookies: Any) -> None:
+        return None  # cookies set on the client are not kept either
+
+
+_NO_COOKIES = _NoCookies()
+
+_READ = httpx.ByteStream(b"")
+"""The stream left on a response once the adapter has read it."""
+
+
 class _Failure(AgentError):
     """One failed attempt (caught by the retry loop; never escapes the adapter)."""
 
@@ -240,13 +286,18 @@ class OpenAIChat:
             headers["authorization"] = f"Bearer {api_key}"
         if transport is None:
             transport = default_transport(self.base_url, max_connections=concurrency)
-        self._client = httpx.AsyncClient(
+        self._client = _CookielessClient(
             transport=transport,
             headers=headers,
             timeout=httpx.Timeout(timeout),
             follow_redirects=False,
             trust_env=False,
         )
+        # What client.post would build into every request, built once: the head (Host, then the
+        # client's headers: httpx's defaults and ours; Content-Length follows per request) and
+        # the timeouts.
+        self._head = [(b"Host", self.url.netloc), *self._client.headers.raw]
+        self._timeouts = self._client.timeout.as_dict()
 
     def __repr__(self) -> str:
         return f"OpenAIChat({self.shown_url!r}, model={self.model!r})"
@@ -290,7 +341,7 @@ class OpenAIChat:
             body["seed"] = seed
         if extra:
             body.update(extra)
-        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        payload = _ENCODER.encode(body).encode()
         attempts = 0
         while True:
             attempts += 1
@@ -326,7 +377,7 @@ class OpenAIChat:
             started = time.perf_counter()
             try:
                 async with asyncio.timeout(self.timeout):
-                    response = await self._client.post(self.url, content=payload)
+                    response = await self._client.send(self._request(payload))
             except (httpx.TimeoutException, TimeoutError) as exc:
                 if _mislabelled_timeout(exc):
                     raise _Failure("connection", str(exc) or "connection failed") from exc
@@ -339,7 +390,29 @@ class OpenAIChat:
                 detail = str(exc) or type(exc).__name__
                 raise _Failure("connection", detail) from exc
             latency = time.perf_counter() - started
-        return self._result(response, latency, attempts)
+        try:
+            return self._result(response, latency, attempts)
+        finally:
+            # httpx's client wraps the response's stream in one that refers back to the
+            # response: a cycle that only the garbage collector would free, and by then (at
+            # hundreds of requests in flight) the request, response and headers it holds have
+            # been promoted to the oldest generation, whose collections walk the whole heap.
+            # The body has been read: drop the wrapper so that they are freed now.
+            response.stream = _READ
+
+    def _request(self, payload: bytes) -> httpx.Request:
+        """The request ``client.post(self.url, content=payload)`` would build, byte for byte,
+        made from the head built once (httpx would merge the client's settings into a new
+        request, then look each automatic header up by name, several times a request)."""
+        request = httpx.Request(
+            "POST",
+            self.url,
+            headers=[*self._head, (b"Content-Length", b"%d" % len(payload))],
+            stream=httpx.ByteStream(payload),
+            extensions={"timeout": self._timeouts},
+        )
+        request.read()  # the body is in memory: make it request.content
+        return request
 
     def _result(self, response: httpx.Response, latency: float, attempts: int) -> ChatResult:
         status = response.status_code
