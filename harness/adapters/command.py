@@ -20,6 +20,7 @@ class Command:
     name: str = "command"
     paired_with_control: bool = True
     needs_local_model: bool = False
+    proxy_target: bool = False
 
     def concurrency(self, config: AgentConfig, settings: Settings) -> int:
         return config.concurrency or settings.concurrency

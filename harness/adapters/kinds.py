@@ -53,6 +53,12 @@ class AdapterKind(Protocol):
         """Whether its agents talk to the embedded model server."""
         ...
 
+    @property
+    def proxy_target(self) -> bool:
+        """Whether the daemon's query proxy forwards calls to its agents (an OpenAI-compatible
+        endpoint of their own)."""
+        ...
+
     def concurrency(self, config: AgentConfig, settings: Settings) -> int:
         """Items in flight to one agent of this kind at once."""
         ...

@@ -35,6 +35,11 @@ class OpenAICompatible:
     def needs_local_model(self) -> bool:
         return self.embedded
 
+    @property
+    def proxy_target(self) -> bool:
+        """The declared endpoint can be proxied; the embedded model is the run's own."""
+        return not self.embedded
+
     def concurrency(self, config: AgentConfig, settings: Settings) -> int:
         return config.concurrency or (4 if self.embedded else settings.concurrency)
 

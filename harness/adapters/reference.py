@@ -23,6 +23,7 @@ class Reference:
     name: str = "reference"
     paired_with_control: bool = False
     needs_local_model: bool = False
+    proxy_target: bool = False
 
     def concurrency(self, config: AgentConfig, settings: Settings) -> int:
         return REFERENCE_CONCURRENCY

@@ -39,6 +39,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from harness.adapters.registry import adapter_kind
 from harness.adapters.transports import default_transport
 from harness.daemon.web import ApiError, error_response, json_object
 from harness.settings import AgentConfig, Settings
@@ -106,6 +107,12 @@ def answer_text(response: Any) -> str | None:
     return None
 
 
+
+def _proxied(cfg: AgentConfig) -> bool:
+    """Whether calls to the agent ``cfg`` go through the proxy: its kind is a proxy target and
+    it declares an endpoint."""
+    return adapter_kind(cfg.adapter, agent=cfg.name).proxy_target and bool(cfg.endpoint)
+
 class Proxy:
     """Forwards chat completions to declared targets; keeps the obligations; records every
     call, refusal and answer in the ledger. ``draw`` is the service's dice (tests pass a
@@ -133,10 +140,8 @@ class Proxy:
 
     def target(self, name: str) -> AgentConfig:
         cfg = self.settings.agents.get(name)
-        if cfg is None or cfg.adapter != "openai" or not cfg.endpoint:
-            known = sorted(
-                n for n, a in self.settings.agents.items() if a.adapter == "openai" and a.endpoint
-            )
+        if cfg is None or not _proxied(cfg):
+            known = sorted(n for n, a in self.settings.agents.items() if _proxied(a))
             raise ApiError(
                 404,
                 "unknown_target",

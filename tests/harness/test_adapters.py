@@ -198,13 +198,14 @@ def test_every_settings_adapter_has_a_kind_and_an_unknown_kind_names_the_known()
     with pytest.raises(ConfigError, match=r"unknown adapter 'telepathy' \(known: .*reference"):
         adapter_kind("telepathy")
     facts = {
-        name: (kind.paired_with_control, kind.needs_local_model) for name, kind in KINDS.items()
+        name: (kind.paired_with_control, kind.needs_local_model, kind.proxy_target)
+        for name, kind in KINDS.items()
     }
     assert facts == {
-        "openai": (True, False),
-        "local": (True, True),
-        "command": (True, False),
-        "reference": (False, False),
+        "openai": (True, False, True),
+        "local": (True, True, False),
+        "command": (True, False, False),
+        "reference": (False, False, False),
     }
 
 

@@ -704,8 +704,10 @@ def test_unknown_ids_and_targets_are_404(env: Env) -> None:
         r = o.post("/predictions/pnothing/observe", json={"answer": "a"})
         assert r.status_code == 404
         r = c.post("/proxy/bot/v1/chat/completions", json={"messages": []})
-        assert r.status_code == 404
+        assert r.status_code == 404  # a reference agent is no proxy target
         assert r.json()["error"]["field"] == "target"
+        targets = r.json()["error"]["message"].split("(targets: ")[1]
+        assert "dusk" in targets and "bot" not in targets
         assert c.get("/nowhere").status_code == 404
         assert c.delete("/runs").status_code == 405
         assert c.get("/runs?limit=zero").json()["error"]["field"] == "limit"
