@@ -20,6 +20,7 @@ from mindledger.jsonin import parse_json
 
 __all__ = [
     "ANSWER_TOOL",
+    "OPEN_ANSWER_MAX",
     "ParsedAnswer",
     "answer_json_schema",
     "answer_tool",
@@ -30,6 +31,9 @@ __all__ = [
 ]
 
 ANSWER_TOOL = "submit_answer"
+
+OPEN_ANSWER_MAX = 200
+"""Longest free-text answer (characters) an ``open`` answer may be."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,8 @@ def _value_schema(spec: Mapping[str, Any]) -> dict[str, Any]:
         if "max" in spec:
             schema["maximum"] = spec["max"]
         return schema
+    if kind == "open":
+        return {"type": "string", "minLength": 1, "maxLength": OPEN_ANSWER_MAX}
     if kind == "distribution":
         choices = [str(c) for c in spec["choices"]]
         return {
@@ -117,6 +123,8 @@ def describe(spec: Mapping[str, Any]) -> str:
         return f"a whole number from {spec.get('min')} to {spec.get('max')}"
     if kind == "distribution":
         return "a probability for each of " + ", ".join(str(c) for c in spec["choices"])
+    if kind == "open":
+        return "a short answer of a few words"
     return "your answer"
 
 
@@ -183,6 +191,16 @@ def coerce(value: Any, spec: Mapping[str, Any]) -> tuple[Any, str | None]:
         if (lo is not None and number < lo) or (hi is not None and number > hi):
             return None, f"{number} is outside {lo}..{hi}"
         return number, None
+    if kind == "open":
+        # free text, kept as given (trimmed); the item's own clusters map it to a label later
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            return None, f"expected {describe(spec)}, got {value!r}"
+        text = " ".join(str(value).split())
+        if not text:
+            return None, f"expected {describe(spec)}, got an empty answer"
+        if len(text) > OPEN_ANSWER_MAX:
+            return None, f"expected {describe(spec)}, got {len(text)} characters"
+        return text, None
     if kind == "distribution":
         if not isinstance(value, Mapping):
             return None, f"expected a probability per choice, got {value!r}"

@@ -93,3 +93,29 @@ def test_schemas_are_well_formed() -> None:
     fmt = response_format(INT)
     ans = fmt["json_schema"]["schema"]["properties"]["answer"]
     assert ans == {"type": "integer", "minimum": 11, "maximum": 20}
+
+
+OPEN = {"kind": "open", "choices": ["banana", "apple", "other"]}
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ('{"answer": "  A ripe   banana ", "confidence": 0.9}', "A ripe banana"),
+        ("Hmm, fruit.\nANSWER: mango\nCONFIDENCE: 0.5", "mango"),
+    ],
+)
+def test_open_answers_are_kept_as_free_text(content: str, expected: str) -> None:
+    """An open answer is any short text (the item's clusters label it later), trimmed."""
+    p = parse_reply({"role": "assistant", "content": content}, OPEN)
+    assert (p.answer, p.problem) == (expected, None)
+
+
+def test_open_answers_refuse_empty_long_and_non_text() -> None:
+    assert coerce("   ", OPEN)[0] is None and "empty" in (coerce("   ", OPEN)[1] or "")
+    assert coerce("x" * 201, OPEN)[0] is None
+    assert coerce(["banana"], OPEN)[0] is None and coerce(True, OPEN)[0] is None
+    assert coerce(42, OPEN) == ("42", None)
+    schema = answer_tool(OPEN)["function"]["parameters"]["properties"]["answer"]
+    assert schema == {"type": "string", "minLength": 1, "maxLength": 200}
+    assert response_format(OPEN)["json_schema"]["schema"]["properties"]["answer"] == schema
