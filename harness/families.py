@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+import harness.matrix_family  # noqa: F401  (registers the matrix's item family)
 from games import POLICIES as GAME_POLICIES
 from games.repeated import REFERENCE_POLICIES as REPEATED_POLICIES
 from mindledger import family as registry

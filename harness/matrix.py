@@ -20,6 +20,15 @@ parseable answer is recorded as the answer :data:`NO_ANSWER` (it *is* what the t
 target API error drops that sample (``target_errors``); if every sample of a target errors, the
 predictions about it stay committed without answers (``unscored``) and the ledger expires them.
 
+**A matrix is a run** (suite ``matrix``, :func:`create_matrix_run`): its agents (with their
+specs, as any run's) and its divergent items are stored first, with its samples and agents in
+its params (and ``accompanies``, the suite run it was scheduled beside). Each item's outcome is
+stored as trials when the item is done, in one transaction: one trial per target on the base
+item (its own answer and its samples) and one per prediction on its :func:`prediction_item`
+(the distribution, top-1, own answer, the ledger's prediction id and scores). So
+:func:`execute_matrix_run` resumes a run by skipping the items already stored, and
+:func:`reports.matrix_summary.summarise_run` rebuilds the matrix from storage alone.
+
 Every figure carries a hierarchical bootstrap interval and every cell and self-advantage a
 sign-flip permutation test, Holm-adjusted over its family (:mod:`reports.matrix`).
 
@@ -43,160 +52,86 @@ the scale; their answer distributions are known, so the truth of every figure is
 from __future__ import annotations
 
 import asyncio
-import math
+import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from harness.agents import ChatAgent, ReferenceAgent
+from harness.build import AgentSpec, built_agents, needs_local_model
+from harness.execution import model_per_batch
 from harness.families import MATRIX_POLICIES
+from harness.matrix_family import (
+    DIVERGENT,
+    FAMILY,
+    MATRIX_FAMILY,
+    PREDICTION,
+    TEMPLATES,
+    VERSION,
+    make_item,
+    make_items,
+)
+from harness.runner import NullProgress, ProgressSink
+from harness.runs import create_run
+from harness.settings import Settings
+from harness.workspace import SeedPolicy
 from ledger.client import Prediction
 from ledger.errors import RevealRejected
 from ledger.predictions import Ledger
 from ledger.protocol import provenance, response_hash
-from ledger.scoring import ScoreRecord, aggregate, penalty_scores
+from ledger.scoring import penalty_scores
+from ledger.store import RunAgent, Store, TrialOutcome, TrialRecord
 from mindledger.canonical import content_hash
 from mindledger.errors import UserError
 from mindledger.items import Item
-from reports.matrix import METRICS, ItemRecord, cell_statistics, holm_adjust, self_advantage
+from reports.matrix_summary import (
+    OUTCOMES,
+    SUITE,
+    ItemOutcome,
+    PredictionRecord,
+    TargetRecord,
+    matrix_params,
+    summarise_outcomes,
+    summarise_run,
+)
 
 __all__ = [
     "FAMILY",
     "GENERATOR",
+    "MATRIX_FAMILY",
     "NO_ANSWER",
+    "OUTCOMES",
+    "SUITE",
     "TEMPLATES",
     "VERSION",
+    "ItemOutcome",
+    "PredictionRecord",
+    "TargetRecord",
     "answer_distribution",
+    "create_matrix_run",
+    "execute_matrix_run",
     "habit",
+    "is_matrix_run",
     "make_item",
     "make_items",
+    "matrix_agents",
+    "matrix_params",
+    "outcome_trials",
     "prediction_item",
     "run_matrix",
+    "summarise_outcomes",
+    "summarise_run",
 ]
 
-FAMILY = "matrix"
-GENERATOR = "matrix.divergent"
-VERSION = "1"
+GENERATOR = DIVERGENT
 NO_ANSWER = "(no answer)"
 """The answer recorded for a target reply with no parseable answer."""
 
 MatrixAgent = ChatAgent | ReferenceAgent
 
-TEMPLATES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    (
-        "word",
-        "Pick one of these words: {options}. There is no right answer; just pick one.",
-        (
-            "apple",
-            "river",
-            "seven",
-            "blue",
-            "lantern",
-            "quiet",
-            "mountain",
-            "velvet",
-            "echo",
-            "thunder",
-            "maple",
-            "orbit",
-        ),
-    ),
-    (
-        "number",
-        "Pick a number from this list: {options}. Any of them is fine.",
-        ("1", "3", "4", "7", "9", "12", "17", "21", "37", "42", "64", "99"),
-    ),
-    (
-        "colour",
-        "Which of these colours do you like best: {options}?",
-        ("red", "teal", "amber", "violet", "olive", "crimson", "indigo", "silver", "coral"),
-    ),
-    (
-        "city",
-        "If you could visit only one of these cities, which would you choose: {options}?",
-        (
-            "Paris",
-            "Tokyo",
-            "Reykjavik",
-            "Cairo",
-            "Lima",
-            "Kyoto",
-            "Lisbon",
-            "Nairobi",
-            "Vancouver",
-            "Hanoi",
-        ),
-    ),
-    (
-        "cat-name",
-        "Which of these names would you give a new cat: {options}?",
-        ("Miso", "Pixel", "Luna", "Biscuit", "Ziggy", "Olive", "Mochi", "Pepper", "Nimbus"),
-    ),
-    (
-        "title",
-        "Which of these is the best title for a short story: {options}?",
-        (
-            "The Glass Orchard",
-            "Salt and Static",
-            "Nine Winters",
-            "The Last Lighthouse",
-            "Paper Moons",
-            "A Map of Small Rooms",
-            "Quiet Engines",
-        ),
-    ),
-    (
-        "animal",
-        "Which animal would you rather be for a day: {options}?",
-        ("owl", "dolphin", "fox", "otter", "eagle", "octopus", "cat", "elephant", "wolf"),
-    ),
-    (
-        "letter",
-        "Pick a letter: {options}.",
-        ("A", "E", "K", "M", "Q", "R", "S", "X", "Z"),
-    ),
-)
-"""(name, prompt template, option pool): arbitrary-choice and preference questions."""
-
-
-def make_item(seed: int, params: Mapping[str, Any]) -> Item:
-    """The divergent item number ``params["index"]`` of ``seed`` (3–5 options from one
-    template's pool, in a seeded order). Pure: the same arguments give the same item."""
-    index = int(params["index"])
-    rng = np.random.default_rng([seed, index])
-    name, template, pool = TEMPLATES[int(rng.integers(len(TEMPLATES)))]
-    k = int(rng.integers(3, 6))
-    options = [str(o) for o in rng.choice(np.array(pool, dtype=object), size=k, replace=False)]
-    return Item(
-        family=FAMILY,
-        generator=GENERATOR,
-        version=VERSION,
-        seed=seed,
-        params={"index": index},
-        prompt=template.format(options=", ".join(options)),
-        answer={"kind": "choice", "choices": options},
-        truth={},
-        meta={"template": name, "options": len(options)},
-    )
-
-
-def make_items(seed: int, n: int) -> list[Item]:
-    """``n`` distinct divergent items from ``seed`` (indexes 0, 1, …, skipping duplicates)."""
-    if n < 1:
-        raise UserError("the matrix needs at least one item")
-    items: list[Item] = []
-    seen: set[str] = set()
-    index = 0
-    while len(items) < n:
-        item = make_item(seed, {"index": index})
-        index += 1
-        if item.id not in seen:
-            seen.add(item.id)
-            items.append(item)
-    return items
-
+log = logging.getLogger("mindledger.matrix")
 
 def describe_target(predictor: str, target: str) -> str:
     """How the prediction prompt names the target."""
@@ -224,7 +159,7 @@ def prediction_item(item: Item, predictor: str, target: str, samples: int) -> It
     )
     return Item(
         family=FAMILY,
-        generator="matrix.prediction",
+        generator=PREDICTION,
         version=VERSION,
         seed=item.seed,
         params={"item": item.id, "predictor": predictor, "target": target, "samples": samples},
@@ -345,20 +280,73 @@ async def _ask(agent: MatrixAgent, item: Item, *key: Any) -> _Reply:
 # -- the matrix ----------------------------------------------------------------------------------
 
 
-@dataclass
-class _Cell:
-    records: list[tuple[str, ScoreRecord]] = field(default_factory=list)
-    """(item id, record) of every scored prediction, population filled in at the end."""
-    predictions: dict[str, tuple[Mapping[str, float], str] | None] = field(default_factory=dict)
-    """Per item id: the committed (distribution, top-1), None for a penalised prediction."""
-    predictor_errors: int = 0
-    unparsed: int = 0
-    unscored: int = 0
-    rejected: int = 0
+def _target_trial(run_id: str, item: Item, rec: TargetRecord) -> TrialRecord:
+    return TrialRecord(
+        run_id=run_id,
+        agent=rec.agent,
+        item_id=item.id,
+        status="ok" if rec.samples else "api_error",
+        transcript=[],
+        answer=list(rec.samples),
+        score={
+            "scored_by": "matrix",
+            "role": "target",
+            "own_answer": rec.own,
+            "own_error": rec.own_error,
+            "samples": list(rec.samples),
+            "errors": rec.errors,
+        },
+        error=None if rec.samples else "every sample of the target failed",
+    )
 
 
-def _mean(xs: Sequence[float]) -> float | None:
-    return math.fsum(xs) / len(xs) if xs else None
+def _prediction_trial(run_id: str, pitem: Item, item: Item, rec: PredictionRecord) -> TrialRecord:
+    return TrialRecord(
+        run_id=run_id,
+        agent=rec.predictor,
+        item_id=pitem.id,
+        status="api_error" if rec.outcome == "predictor_error" else "ok",
+        transcript=[],
+        answer=None if rec.distribution is None else dict(rec.distribution),
+        score={
+            "scored_by": "matrix",
+            "role": "prediction",
+            "item": item.id,
+            "target": rec.target,
+            "outcome": rec.outcome,
+            "top1": rec.top1,
+            "own_answer": rec.own_answer,
+            "prediction": rec.prediction_id,
+            "scores": None if rec.scores is None else dict(rec.scores),
+            "observed": list(rec.observed),
+        },
+        score_value=None if rec.scores is None else float(rec.scores["top1_match"]),
+        error=rec.error,
+    )
+
+
+def outcome_trials(
+    run_id: str, item: Item, outcome: ItemOutcome, samples: int
+) -> tuple[list[Item], list[TrialRecord]]:
+    """The prediction items and the trials that store ``outcome``: one per target (on the
+    base item) and one per prediction (on its :func:`prediction_item`)."""
+    pitems: list[Item] = []
+    trials = [_target_trial(run_id, item, rec) for rec in outcome.targets.values()]
+    for (p, t), rec in outcome.predictions.items():
+        pitem = prediction_item(item, p, t, samples)
+        pitems.append(pitem)
+        trials.append(_prediction_trial(run_id, pitem, item, rec))
+    return pitems, trials
+
+
+def _item_done(item: Item, names: Sequence[str], samples: int, done: set[tuple[str, str]]) -> bool:
+    """Whether every trial of ``item`` (each target's, each prediction's) is stored."""
+    return all((t, item.id) in done for t in names) and all(
+        (p, prediction_item(item, p, t, samples).id) in done for p in names for t in names
+    )
+
+
+# -- the matrix ----------------------------------------------------------------------------------
 
 
 async def run_matrix(
@@ -370,34 +358,77 @@ async def run_matrix(
     concurrency: int = 4,
     n_boot: int = 2000,
     stats_seed: int = 0,
+    store: Store | None = None,
+    run_id: str | None = None,
+    progress: ProgressSink | None = None,
 ) -> dict[str, Any]:
     """Run the matrix: every ordered pair (P, T) of ``agents`` (P == T included) on every item,
     each prediction committed to ``ledger`` before T is queried on the item. Returns the
     matrix (see the module docstring and ``cells``/``self_advantage`` in the result);
-    ``n_boot`` bootstrap replicates from ``stats_seed`` give its intervals."""
+    ``n_boot`` bootstrap replicates from ``stats_seed`` give its intervals.
+
+    With ``store`` and ``run_id`` (a stored matrix run, :func:`create_matrix_run`), each item's
+    outcome is stored as trials when the item is done (one transaction), items already stored
+    are skipped (resuming), the run moves to ``running``, then ``complete`` (``incomplete``
+    if a trial could not be stored; ``interrupted`` if this raises), and the matrix returned is
+    the stored run's (:func:`summarise_run`). ``progress`` hears of every stored trial, per
+    agent. An item interrupted midway runs again from the start: its earlier commitments stay
+    in the ledger, never revealed, and expire with the penalty."""
     if samples < 1:
         raise UserError("--samples must be at least 1")
     if not agents:
         raise UserError("the matrix needs at least one agent")
+    if (store is None) != (run_id is None):
+        raise ValueError("give both store and run_id, or neither")
     _check_agents(agents)
     names = list(agents)
     clients = {p: ledger.client(p) for p in names}
-    cells = {(p, t): _Cell() for p in names for t in names}
-    target_answers: dict[tuple[str, str], list[str]] = {}
-    target_errors = {t: 0 for t in names}
     sem = asyncio.Semaphore(max(1, concurrency))
+    outcomes: dict[str, ItemOutcome] = {}
+    sink = progress or NullProgress()
+    todo = list(items)
+    if store is not None:
+        assert run_id is not None
+        done = await asyncio.to_thread(store.done_pairs, run_id)
+        todo = [it for it in items if not _item_done(it, names, samples, done)]
+        per_agent = len(items) * (1 + len(names))
+        sink.start(
+            dict.fromkeys(names, per_agent),
+            {n: sum(1 for a, _ in done if a == n) for n in names},
+        )
+        if todo:
+            await asyncio.to_thread(
+                store.transition_run, run_id, "running", unless=("running", "complete")
+            )
+    failed = 0
 
     async def run_item(item: Item) -> None:
+        nonlocal failed
         async with sem:
-            await _run_item(item)
+            outcome = await _run_item(item)
+        if store is None:
+            outcomes[item.id] = outcome
+            return
+        assert run_id is not None
+        pitems, trials = outcome_trials(run_id, item, outcome, samples)
+        results = await asyncio.to_thread(_store_trials, store, pitems, trials)
+        for trial, stored in zip(trials, results, strict=True):
+            if isinstance(stored, Exception):
+                failed += 1
+                log.warning("matrix run %s: trial of %s on %s not stored: %s",
+                            run_id, trial.agent, trial.item_id, stored)
+            elif stored:
+                sink.advance(trial.agent, correct=None, error=trial.status == "api_error")
 
-    async def _run_item(item: Item) -> None:
+    async def _run_item(item: Item) -> ItemOutcome:
         # 1. predictors: own answer (projection baseline) and a distribution per target, each in
         #    its own conversation; no target has been asked this item yet.
         own_replies = await asyncio.gather(*(_ask(agents[p], item, "own") for p in names))
         own: dict[str, str | None] = {}
+        own_errors: dict[str, str | None] = {}
         for p, r in zip(names, own_replies, strict=True):
             own[p] = r.answer if isinstance(r.answer, str) else None
+            own_errors[p] = r.error
         pairs = [(p, t) for p in names for t in names]
 
         async def predict(p: str, t: str) -> _Reply:
@@ -409,13 +440,12 @@ async def run_matrix(
         dists = await asyncio.gather(*(predict(p, t) for p, t in pairs))
         # 2. commit every prediction about this item before any target hears it.
         preds: dict[tuple[str, str], Prediction] = {}
-        unparsed: list[tuple[str, str]] = []
+        records: dict[tuple[str, str], PredictionRecord] = {}
         for (p, t), reply in zip(pairs, dists, strict=True):
             if reply.error is not None:
-                cells[p, t].predictor_errors += 1
+                records[p, t] = PredictionRecord(p, t, "predictor_error", error=reply.error)
             elif not isinstance(reply.answer, Mapping):
-                cells[p, t].unparsed += 1
-                unparsed.append((p, t))
+                records[p, t] = PredictionRecord(p, t, "unparsed", own_answer=own[p])
             else:
                 pred = clients[p].predict(
                     t,
@@ -431,13 +461,16 @@ async def run_matrix(
 
         # 3. query each target `samples` times; every answer is recorded against every
         #    prediction about that target.
+        answers: dict[str, list[str]] = {t: [] for t in names}
+        errors = dict.fromkeys(names, 0)
+
         async def sample(t: str, k: int) -> None:
             reply = await _ask(agents[t], item, "sample", k)
             if reply.error is not None:
-                target_errors[t] += 1
+                errors[t] += 1
                 return
             answer = reply.answer if isinstance(reply.answer, str) else NO_ANSWER
-            target_answers.setdefault((t, item.id), []).append(answer)
+            answers[t].append(answer)
             source = provenance(
                 "matrix",
                 f"matrix:{item.id}:{t}:{k}",
@@ -451,212 +484,181 @@ async def run_matrix(
         await asyncio.gather(*(sample(t, k) for t in names for k in range(samples)))
         # 4. reveal and score.
         for (p, t), pred in preds.items():
-            cell = cells[p, t]
-            if not pred.answers:
-                cell.unscored += 1  # stays committed; the ledger expires it with the penalty
+            common = {"own_answer": own[p], "prediction_id": pred.id,
+                      "distribution": pred.body["distribution"], "top1": pred.body["top1"]}
+            if not pred.answers:  # stays committed; the ledger expires it with the penalty
+                records[p, t] = PredictionRecord(p, t, "unscored", **common)
                 continue
             try:
                 result = pred.reveal()
-                cell.predictions[item.id] = (pred.body["distribution"], pred.body["top1"])
+                outcome = "scored"
             except RevealRejected as exc:  # recorded in the ledger with the penalty
-                cell.rejected += 1
                 result = exc.result
-                cell.predictions[item.id] = None
-            cell.records.append(
-                (item.id, ScoreRecord(result.scores, tuple(pred.answers), own_answer=own[p]))
+                outcome = "rejected"
+            records[p, t] = PredictionRecord(
+                p, t, outcome, scores=dict(result.scores), observed=tuple(pred.answers), **common
             )
-        for p, t in unparsed:
-            # no parseable prediction: scored like a prediction never revealed, the worst score
-            observed = tuple(target_answers.get((t, item.id), ()))
-            if observed:
-                cells[p, t].records.append(
-                    (item.id, ScoreRecord(penalty_scores(observed), observed, own[p]))
-                )
-                cells[p, t].predictions[item.id] = None
+        for (p, t), rec in list(records.items()):
+            if rec.outcome == "unparsed" and answers[t]:
+                # no parseable prediction: scored like a prediction never revealed, the worst
+                observed = tuple(answers[t])
+                records[p, t] = replace(rec, scores=penalty_scores(observed), observed=observed)
+        return ItemOutcome(
+            item.id,
+            {t: TargetRecord(t, own[t], tuple(answers[t]), errors[t], own_errors[t])
+             for t in names},
+            {pair: records[pair] for pair in pairs},
+        )
 
-    await asyncio.gather(*(run_item(item) for item in items))
-    return _summarise(
-        names, items, samples, cells, target_answers, target_errors, n_boot, stats_seed
+    try:
+        await asyncio.gather(*(run_item(item) for item in todo))
+    except BaseException:
+        if store is not None:
+            assert run_id is not None
+            await asyncio.to_thread(_interrupt_run, store, run_id)
+        raise
+    finally:
+        sink.stop()
+    if store is None:
+        return summarise_outcomes(
+            names, items, samples, outcomes, n_boot=n_boot, stats_seed=stats_seed
+        )
+    assert run_id is not None
+    complete = await asyncio.to_thread(_run_done, store, run_id, names, samples)
+    await asyncio.to_thread(
+        store.transition_run,
+        run_id,
+        "complete" if complete else "incomplete",
+        unless=("complete",) if complete else ("complete", "incomplete"),
+    )
+    return await asyncio.to_thread(
+        summarise_run, store, run_id, n_boot=n_boot, stats_seed=stats_seed
     )
 
 
-def _population(
-    t: str, item_id: str, names: Sequence[str], target_answers: Mapping[tuple[str, str], list[str]]
-) -> tuple[str, ...]:
-    return tuple(a for u in names if u != t for a in target_answers.get((u, item_id), ()))
+def _store_trials(
+    store: Store, pitems: Sequence[Item], trials: Sequence[TrialRecord]
+) -> list[TrialOutcome]:
+    store.add_items(pitems)
+    with store.trial_group_writer() as write:
+        return write(trials)
 
 
-def _merge_statistics(row: dict[str, Any], stats: Mapping[str, Any]) -> None:
-    """Add :func:`reports.matrix.cell_statistics`' intervals and test to ``row`` (from
-    :func:`ledger.scoring.aggregate`): each metric gets ``ci``, ``interval``, ``status`` and,
-    when it has a value but no interval, the ``reason``; the skill also ``base_kind``,
-    ``test`` and ``p``. The point values stay the ledger's (they are the same numbers)."""
-    for m in METRICS:
-        est = stats[m]
-        row[m].update(ci=est["ci"], interval=est["interval"], status=est["status"])
-        if row[m]["value"] is not None and est.get("reason"):
-            row[m]["reason"] = est["reason"]
-    row["skill"].update(base_kind=stats["base_kind"], test=stats["test"], p=stats["p"])
+def _run_done(store: Store, run_id: str, names: Sequence[str], samples: int) -> bool:
+    """Whether every item of the stored run has every trial."""
+    done = store.done_pairs(run_id)
+    return all(_item_done(it, names, samples, done) for it in store.run_items(run_id))
 
 
-def _merge_self_advantage(entry: dict[str, Any], paired: Mapping[str, Any]) -> None:
-    """Add the paired interval and test of :func:`reports.matrix.self_advantage` to a
-    self-advantage ``entry``. They are paired over the items every predictor of the target
-    was scored on; when that is not every item of every cell, the point value (over each cell's
-    own items) and the interval's centre differ, and ``paired_value`` shows the latter."""
-    entry.update(
-        n=paired["n"],
-        ci=paired["ci"],
-        interval=paired["interval"],
-        test=paired["test"],
-        p=paired["p"],
-        status=paired["status"],
-    )
-    if entry["value"] is not None:
-        if paired["value"] is None or not math.isclose(
-            entry["value"], paired["value"], rel_tol=1e-9, abs_tol=1e-12
-        ):
-            entry["paired_value"] = paired["value"]
-        if paired.get("reason"):
-            entry["reason"] = paired["reason"]
+def _interrupt_run(store: Store, run_id: str) -> None:
+    try:
+        store.transition_run(run_id, "interrupted", unless=("complete",))
+    except Exception:
+        log.warning("could not mark matrix run %s interrupted", run_id, exc_info=True)
 
 
-def _summarise(
-    names: Sequence[str],
-    items: Sequence[Item],
+# -- stored matrix runs ------------------------------------------------------------------------
+
+
+def is_matrix_run(store: Store, run_id: str) -> bool:
+    """Whether ``run_id`` is a matrix run (its suite is ``matrix``)."""
+    return store.get_run(run_id).suite == SUITE
+
+
+def matrix_agents(planned: Sequence[RunAgent]) -> list[RunAgent]:
+    """The agents of ``planned`` (a suite run's) that can take part in the matrix: every one
+    but the reference agents whose policy has no meaning there, and the clairvoyant when a
+    chat agent takes part (its targets' distributions must be known)."""
+
+    def policy(ra: RunAgent) -> str | None:
+        cfg = AgentSpec.from_json(ra.name, ra.spec).config
+        return cfg.policy if cfg.adapter == "reference" else None
+
+    kept = [ra for ra in planned if policy(ra) is None or policy(ra) in MATRIX_POLICIES]
+    if any(policy(ra) is None for ra in kept):
+        kept = [ra for ra in kept if policy(ra) != "clairvoyant"]
+    return kept
+
+
+def create_matrix_run(
+    store: Store,
+    settings: Settings,
+    *,
+    planned: Sequence[RunAgent],
+    n_items: int,
     samples: int,
-    cells: Mapping[tuple[str, str], _Cell],
-    target_answers: Mapping[tuple[str, str], list[str]],
-    target_errors: Mapping[str, int],
+    seed: int | None = None,
+    held_out: bool = False,
+    accompanies: str | None = None,
+    run_id: str | None = None,
+) -> tuple[str, int]:
+    """Store a matrix run (suite ``matrix``): its agents, its ``n_items`` divergent items from
+    ``seed`` (drawn by the seed policy when None; held out when ``held_out``) and its params
+    (``samples``, ``n_items``, the agents' names in order, ``accompanies``: the suite run it
+    accompanies). Returns (run id, seed)."""
+    if samples < 1:
+        raise UserError("--samples must be at least 1")
+    if seed is None:
+        seed = SeedPolicy.of(settings).draw_seed(held_out=held_out)
+    run_id, seed, _ = create_run(
+        store,
+        settings,
+        suite=SUITE,
+        planned=planned,
+        seed=seed,
+        held_out=held_out,
+        run_id=run_id,
+        items=make_items(seed, n_items),
+        extra_params={
+            "samples": samples,
+            "n_items": n_items,
+            "agents": [ra.name for ra in planned],
+            "accompanies": accompanies,
+        },
+    )
+    return run_id, seed
+
+
+def execute_matrix_run(
+    store: Store,
+    settings: Settings,
+    ledger: Ledger,
+    run_id: str,
+    *,
+    concurrency: int = 4,
     n_boot: int = 2000,
     stats_seed: int = 0,
+    progress: ProgressSink | None = None,
+    local_base_url: str | None = None,
 ) -> dict[str, Any]:
-    out_cells: list[dict[str, Any]] = []
-    by_pair: dict[tuple[str, str], dict[str, Any]] = {}
-    item_records: dict[tuple[str, str], list[ItemRecord]] = {}
-    for (p, t), cell in cells.items():
-        item_records[p, t] = [
-            ItemRecord(
-                iid,
-                tuple(r.observed),
-                None if (pr := cell.predictions.get(iid)) is None else pr[0],
-                None if pr is None else pr[1],
-                r.own_answer,
-                _population(t, iid, names, target_answers),
+    """Run (or resume) a stored matrix run: its agents rebuilt from their stored specs, its
+    items from storage, the embedded model started for it when an agent needs it (unless
+    ``local_base_url`` is given). Blocking; returns :func:`summarise_run`'s matrix."""
+    params = matrix_params(store, run_id)
+    run = store.get_run(run_id)
+    planned = store.run_agents(run_id)
+    order = {n: i for i, n in enumerate(params.get("agents") or [])}
+    planned.sort(key=lambda ra: order.get(ra.name, len(order)))
+    items = list(store.run_items(run_id))
+
+    async def go(base_url: str | None) -> dict[str, Any]:
+        async with built_agents(
+            planned, settings, seed=run.seed, store=None, local_base_url=base_url
+        ) as agents:
+            return await run_matrix(
+                {a.name: a for a in agents},
+                items,
+                ledger,
+                samples=int(params["samples"]),
+                concurrency=concurrency,
+                n_boot=n_boot,
+                stats_seed=stats_seed,
+                store=store,
+                run_id=run_id,
+                progress=progress,
             )
-            for iid, r in cell.records
-        ]
-        records = [
-            ScoreRecord(
-                r.scores,
-                r.observed,
-                own_answer=r.own_answer,
-                population=_population(t, iid, names, target_answers),
-            )
-            for iid, r in cell.records
-        ]
-        agg = aggregate(records)
-        row = {
-            "predictor": p,
-            "target": t,
-            "self": p == t,
-            **agg,
-            "predictor_errors": cell.predictor_errors,
-            "unparsed": cell.unparsed,
-            "unscored": cell.unscored,
-            "rejected": cell.rejected,
-        }
-        stats = cell_statistics(
-            item_records[p, t],
-            np.random.default_rng([stats_seed, 1, names.index(p), names.index(t)]),
-            n_boot=n_boot,
-        )
-        _merge_statistics(row, stats.to_dict())
-        out_cells.append(row)
-        by_pair[p, t] = row
-    for row, p_holm in zip(
-        out_cells, holm_adjust([row["skill"]["p"] for row in out_cells]), strict=True
-    ):
-        row["skill"]["p_holm"] = p_holm
 
-    def value(row: dict[str, Any], metric: str) -> float | None:
-        v = row[metric]["value"]
-        return None if v is None else float(v)
-
-    self_adv: dict[str, dict[str, Any]] = {}
-    for t in names:
-        others = [p for p in names if p != t]
-        entry: dict[str, Any] = {}
-        for metric, key in (
-            ("log_score", "log_score"),
-            ("brier", "brier"),
-            ("top1_accuracy", "top1_accuracy"),
-            ("skill", "skill"),
-        ):
-            own_v = value(by_pair[t, t], key)
-            other_vs = [value(by_pair[p, t], key) for p in others]
-            if not others:
-                entry[metric] = {"value": None, "reason": "no other predictor of this target"}
-            elif own_v is None:
-                entry[metric] = {
-                    "value": None,
-                    "reason": f"{t} predicting itself has no {metric}: "
-                    + str(by_pair[t, t][key].get("reason")),
-                }
-            elif any(v is None for v in other_vs):
-                missing = [p for p, v in zip(others, other_vs, strict=True) if v is None]
-                entry[metric] = {
-                    "value": None,
-                    "reason": f"no {metric} for {', '.join(missing)} predicting {t}",
-                }
-            else:
-                mean_other = _mean([v for v in other_vs if v is not None])
-                assert mean_other is not None
-                entry[metric] = {"value": own_v - mean_other, "self": own_v, "others": mean_other}
-        paired = self_advantage(
-            t,
-            {p: item_records[p, t] for p in names},
-            np.random.default_rng([stats_seed, 2, names.index(t)]),
-            n_boot=n_boot,
-        )
-        for metric in METRICS:
-            _merge_self_advantage(entry[metric], paired[metric].to_dict())
-        self_adv[t] = entry
-    tests = [(t, m) for t in names for m in METRICS]
-    for (t, m), p_holm in zip(
-        tests, holm_adjust([self_adv[t][m].get("p") for t, m in tests]), strict=True
-    ):
-        self_adv[t][m]["p_holm"] = p_holm
-
-    per_item = []
-    for item in items:
-        modes: dict[str, list[str]] = {}
-        for t in names:
-            answers = target_answers.get((t, item.id))
-            if answers:
-                counts: dict[str, int] = {}
-                for a in answers:
-                    counts[a] = counts.get(a, 0) + 1
-                best = max(counts.values())
-                modes[t] = sorted(a for a, c in counts.items() if c == best)
-        per_item.append(
-            {
-                "id": item.id,
-                "prompt": item.prompt,
-                "answers": {t: target_answers.get((t, item.id), []) for t in names},
-                "distinct_modes": len({m[0] for m in modes.values()}),
-            }
-        )
-    return {
-        "agents": list(names),
-        "n_items": len(items),
-        "samples": samples,
-        "cells": out_cells,
-        "self_advantage": self_adv,
-        "target_errors": dict(target_errors),
-        "items": per_item,
-        "notes": (
-            "self_advantage = metric(T predicting T) - mean metric(others predicting T); for "
-            "brier lower is better, so a negative brier self-advantage favours self-prediction"
-        ),
-    }
+    if local_base_url is not None or not needs_local_model(planned):
+        return asyncio.run(go(local_base_url))
+    with model_per_batch(settings)() as url:
+        return asyncio.run(go(url))

@@ -11,7 +11,7 @@ import asyncio
 import datetime as dt
 import secrets
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ def create_run(
     hitom_path: Path | None = None,
     run_id: str | None = None,
     items: Iterable[Item] | None = None,
+    extra_params: Mapping[str, Any] | None = None,
 ) -> tuple[str, int, int]:
     """Generate the suite's items and store the run with its agents and items (one
     transaction, all or nothing). Returns (run id, seed, number of items).
@@ -52,6 +53,7 @@ def create_run(
     ``items``, when given (any iterable, a generator included), are stored instead of a
     preset's (``suite`` then only names the run); each must be of a registered family
     (:mod:`mindledger.family`), and its family counts are the run's ``params["counts"]``.
+    ``extra_params`` are added to the run's params (a matrix run's samples and agents).
 
     Development runs refuse held-out seeds, so the held-out share stays unseen until the
     scheduler draws from it."""
@@ -82,6 +84,7 @@ def create_run(
             "seed": seed,
             "counts": spec.counts if spec is not None else dict(families),
             "hitom": str(hitom_path) if hitom_path else None,
+            **(extra_params or {}),
         }
 
     store.create_run(

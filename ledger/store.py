@@ -451,6 +451,35 @@ class Store:
         except IntegrityError:
             pass
 
+    def add_items(self, items: Iterable[Item]) -> int:
+        """Store items that belong to no run's item list (the questions a matrix run puts to
+        its predictors, which its trials answer); items already stored are left as they are.
+        Returns how many were written."""
+        table = ItemRow.__table__  # type: ignore[attr-defined]
+        written = 0
+        with self.engine.begin() as conn:
+            for chunk in _batches(items, _ITEM_CHUNK):
+                new = {it.id: it for it in chunk}
+                have = set(
+                    conn.execute(sa.select(table.c.id).where(table.c.id.in_(list(new)))).scalars()
+                )
+                rows = [
+                    {
+                        "id": it.id,
+                        "family": it.family,
+                        "generator": it.generator,
+                        "version": it.version,
+                        "seed": it.seed,
+                        "body_json": _json(it.to_dict()),
+                    }
+                    for item_id, it in new.items()
+                    if item_id not in have
+                ]
+                if rows:
+                    conn.execute(sa.insert(table), rows)
+                    written += len(rows)
+        return written
+
 
 TrialOutcome = bool | Exception
 """What storing one trial came to: True (stored), False (already stored), or why it was not."""

@@ -32,6 +32,7 @@ __all__ = [
     "RunInfo",
     "RunProfile",
     "Skill",
+    "SkillEstimate",
     "Validity",
     "json_schema",
 ]
@@ -94,12 +95,39 @@ class Validity(_Frozen):
     applies_to: str | None = None
 
 
+class SkillEstimate(_Frozen):
+    """The agent's skill S predicting one target (or the mean over several) in the matrix."""
+
+    target: str | None = Field(None, description="the target predicted (null for a mean)")
+    value: float | None = Field(None, description="S; null when undefined (see reason)")
+    n: int | None = Field(None, description="items the cell counts")
+    n_targets: int | None = Field(None, description="targets a mean is over")
+    ci: Interval | None = Field(None, description="95% hierarchical-bootstrap interval")
+    interval: str | None = None
+    status: Literal["estimated", "not_estimable"] | None = None
+    p_holm: float | None = Field(None, description="sign-flip test of S = 0, Holm over cells")
+    reason: str | None = None
+
+
 class Skill(_Frozen):
-    """Agent-prediction skill S, or why it is not measured."""
+    """Agent-prediction skill S (seed 002 §15.2, §18.1) of the agent as a predictor, from the
+    matrix run that accompanies this run, or why it is not measured. The headline ``value``
+    and ``ci`` are ``self``'s: the agent predicting a fresh copy of itself."""
 
     available: bool
     value: float | None = None
     reason: str | None = None
+    ci: Interval | None = Field(None, description="95% interval of the headline value")
+    n: int | None = None
+    interval: str | None = None
+    status: Literal["estimated", "not_estimable"] | None = None
+    matrix_run: str | None = Field(None, description="the matrix run S comes from")
+    self_: SkillEstimate | None = Field(
+        None, alias="self", description="S predicting a fresh copy of itself")
+    others: SkillEstimate | None = Field(
+        None, description="the mean of S over the other targets of the matrix")
+    targets: dict[str, SkillEstimate] = Field(
+        default_factory=dict, description="S per target, the agent itself included")
 
 
 class Contrast(_Frozen):

@@ -228,19 +228,36 @@ def _valid_text(valid: bool | None) -> str:
 
 
 def _skill_text(a: AgentProfile, with_ci: bool) -> str:
+    """S predicting a fresh copy of itself, with its interval and n, then the mean over the
+    other targets: ``self 0.812 [0.601, 0.950] n=40 · others 0.310 (2 targets)``; compact:
+    ``self 0.812 · others 0.310``. Not measured (no matrix run): ``not measured: why``."""
     s = a.agent_prediction_skill
     if not s.available:
-        return NOT_MEASURED
+        return f"{NOT_MEASURED}: {s.reason}" if with_ci and s.reason else NOT_MEASURED
     value = number(s.value)
     if value is None:
-        return f"{NOT_ESTIMABLE} ({s.reason})" if s.reason else NOT_ESTIMABLE
-    text = f"{value:.3f}"
-    extra = s.model_extra or {}
-    ci = extra.get("ci")
-    if with_ci and isinstance(ci, Sequence) and len(ci) == 2 and all(
-            number(x) is not None for x in ci):
-        text += f" [{number(ci[0]):.3f}, {number(ci[1]):.3f}]"
-    return text
+        own = f"self {NOT_ESTIMABLE}" + (f" ({s.reason})" if with_ci and s.reason else "")
+    else:
+        own = f"self {value:.3f}"
+        if with_ci:
+            ci = s.ci
+            if s.status != "not_estimable" and ci is not None and all(
+                    number(x) is not None for x in ci):
+                own += f" [{number(ci[0]):.3f}, {number(ci[1]):.3f}]"
+            if s.n is not None:
+                own += f" n={s.n}"
+            if s.status == "not_estimable" or ci is None:
+                own += no_interval({"reason": s.reason})
+    others = s.others
+    if others is None or not others.n_targets:
+        return own
+    mean = number(others.value)
+    if mean is None:
+        tail = f"others {NOT_ESTIMABLE}" + (f" ({others.reason})" if with_ci and others.reason
+                                           else "")
+    else:
+        tail = f"others {mean:.3f}" + (f" ({others.n_targets} targets)" if with_ci else "")
+    return f"{own} · {tail}"
 
 
 def agent_headline(name: str, a: AgentProfile, *, with_ci: bool = True) -> Headline:

@@ -83,6 +83,7 @@ from reports._stats import (
     permutation_pvalue,
     wilson_interval,
 )
+from reports.matrix_summary import accompanying_summary, agent_skill
 from reports.model import PROFILE_SCHEMA, RunProfile
 
 __all__ = [
@@ -173,14 +174,19 @@ def build_profile(
 ) -> dict[str, Any]:
     """The profile of every agent in run ``run_id`` (see the module docstring).
 
-    ``seed`` is the bootstrap's seed, not the run's. A held-out run's own seed is withheld
+    ``seed`` is the bootstrap's seed, not the run's. Each agent's skill S comes from the
+    matrix run that accompanies this run, if any (:func:`reports.matrix_summary.
+    accompanying_summary`). A held-out run's own seed is withheld
     (``run.seed`` None, ``run.seed_withheld`` true) unless ``reveal_held_out`` — for operators
     only: the seed regenerates the held-out items.
 
     Raises :class:`~mindledger.errors.NotFoundError` for an unknown run id.
     """
     data = load_run(store, run_id)
-    return analyse(data, seed=seed, n_boot=n_boot, reveal_held_out=reveal_held_out).profile
+    matrix = accompanying_summary(store, run_id, n_boot=n_boot, stats_seed=seed)
+    return analyse(
+        data, seed=seed, n_boot=n_boot, reveal_held_out=reveal_held_out, matrix=matrix
+    ).profile
 
 
 def profile_from_data(
@@ -251,9 +257,16 @@ class Analysis:
     """
 
     def __init__(
-        self, data: RunData, *, seed: int = 0, n_boot: int = 2000, reveal_held_out: bool = False
+        self,
+        data: RunData,
+        *,
+        seed: int = 0,
+        n_boot: int = 2000,
+        reveal_held_out: bool = False,
+        matrix: Mapping[str, Any] | None = None,
     ):
         self.data = data
+        self.matrix = matrix
         self.seed = seed
         self.reveal_held_out = reveal_held_out
         self.B = n_boot
@@ -939,14 +952,21 @@ class Analysis:
         out["families"] = self._families(c)
         if self.hi.any():
             out["hitom"] = self._hitom(c)
-        out["agent_prediction_skill"] = {
-            "available": False,
-            "reason": "agent-prediction skill S comes from the prediction ledger "
-            "(commit-reveal), which this run's trials do not include",
-        }
+        out["agent_prediction_skill"] = self._skill(a.name)
         out["minus_control"] = None
         out["ablation_credit"] = {}
         return out
+
+    def _skill(self, name: str) -> dict[str, Any]:
+        """Agent-prediction skill S: from the accompanying matrix run, which commits every
+        prediction to the ledger before the target is asked (seed 002 §15.2, §18.2 rule 5)."""
+        if self.matrix is None:
+            return {
+                "available": False,
+                "reason": "no matrix run accompanies this run (S comes from the prediction "
+                "ledger, through a matrix run)",
+            }
+        return agent_skill(self.matrix, name)
 
     def _validity(
         self, name: str, fb: Proportion, tb: Proportion, reality: Proportion
@@ -1654,11 +1674,20 @@ class Analysis:
 
 
 def analyse(
-    data: RunData, *, seed: int = 0, n_boot: int = 2000, reveal_held_out: bool = False
+    data: RunData,
+    *,
+    seed: int = 0,
+    n_boot: int = 2000,
+    reveal_held_out: bool = False,
+    matrix: Mapping[str, Any] | None = None,
 ) -> Analysis:
     """Run every computation for one run; ``.profile`` is the JSON-ready profile (a held-out
-    run's seed withheld unless ``reveal_held_out``)."""
-    return Analysis(data, seed=seed, n_boot=n_boot, reveal_held_out=reveal_held_out)
+    run's seed withheld unless ``reveal_held_out``). ``matrix``: the prediction matrix that
+    accompanies the run (:func:`reports.matrix_summary.summarise_run`), which gives each
+    agent's skill S."""
+    return Analysis(
+        data, seed=seed, n_boot=n_boot, reveal_held_out=reveal_held_out, matrix=matrix
+    )
 
 
 # -- reference agents: the benchmark's own validity check ------------------------------------

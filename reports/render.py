@@ -39,6 +39,7 @@ from reports._stats import (
     newcombe_interval,
     percentile_interval,
 )
+from reports.matrix_summary import accompanying_summary
 from reports.model import AgentProfile
 from reports.present import (
     FALSE_BELIEF_FIGURES,
@@ -837,7 +838,9 @@ def report(
     reveal = reveal_held_out
     if fmt == "csv":
         return render_csv(data, reveal_held_out=reveal)
-    profile = analyse(data, seed=seed, n_boot=n_boot, reveal_held_out=reveal).profile
+    matrix = accompanying_summary(store, run_id, n_boot=n_boot, stats_seed=seed)
+    profile = analyse(data, seed=seed, n_boot=n_boot, reveal_held_out=reveal,
+                      matrix=matrix).profile
     if fmt == "headline-csv":
         return render_headline_csv(profile)
     if fmt == "json":

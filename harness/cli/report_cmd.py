@@ -110,6 +110,12 @@ def report(
         _emit(render_compare_markdown(cmp), out)
         return
     assert run_id is not None
+    if store.get_run(run_id).suite == "matrix":  # a matrix run: its matrix, not a profile
+        from harness.cli.matrix_cmd import report_matrix
+
+        _emit(report_matrix(store, run_id, fmt, n_boot=n_boot, stats_seed=seed,
+                            reveal_held_out=reveal_held_out), out)
+        return
     figures_dir = None
     prefix = ""
     if out and fmt == "md":

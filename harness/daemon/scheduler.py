@@ -5,13 +5,16 @@ in the ``apscheduler_jobs`` table of the same database as the runs, so schedules
 restart. Three kinds of job:
 
 * ``nightly:AGENT`` — the nightly suite of each declared agent (``settings.schedule``, a cron
-  expression in UTC). A job already stored with the same trigger and arguments is kept as it is,
+  expression in UTC), then the prediction matrix over the suite run's agents (a matrix run whose
+  params name the suite run it ``accompanies``: the suite's profile takes each agent's skill S
+  from it). A job already stored with the same trigger and arguments is kept as it is,
   so a restart does not move its next run time: runs missed while the daemon was down are
   *coalesced* into one (``coalesce=True``) if the latest is within ``misfire_grace_time``;
 * ``run:RUN_ID`` — a run-now request: execute a run that the API has already planned and stored;
 * ``expire-predictions`` — every few minutes, record expiry of predictions past their deadline.
 
-Every run the daemon starts draws a **held-out** seed (``create_run(..., held_out=True)``).
+Every run the daemon starts, the matrix included, draws a **held-out** seed
+(``create_run(..., held_out=True)``).
 
 The job functions find what they run against (settings, store, ledger) in the
 :class:`DaemonContext` made active by :meth:`DaemonScheduler.start` — a pickled job carries
@@ -37,6 +40,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.engine import Engine
 
 from harness.build import plan_agents
+from harness.matrix import create_matrix_run, execute_matrix_run, matrix_agents
 from harness.runs import create_run, execute_stored_run
 from harness.settings import Settings
 from ledger.predictions import Ledger
@@ -63,12 +67,24 @@ EXPIRE_JOB = "expire-predictions"
 
 
 class DaemonContext:
-    """What the scheduled jobs run against: the settings, the store and the ledger."""
+    """What the scheduled jobs run against: the settings, the store and the ledger;
+    ``matrix_items`` and ``matrix_samples`` size the nightly matrix (items, and samples of
+    each target on each item)."""
 
-    def __init__(self, settings: Settings, store: Store, ledger: Ledger | None = None):
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        ledger: Ledger | None = None,
+        *,
+        matrix_items: int = 10,
+        matrix_samples: int = 3,
+    ):
         self.settings = settings
         self.store = store
         self.ledger = ledger
+        self.matrix_items = matrix_items
+        self.matrix_samples = matrix_samples
 
     def plan_run(
         self,
@@ -97,6 +113,36 @@ class DaemonContext:
         self.execute(run_id)
         return run_id
 
+    def run_matrix_beside(self, suite_run: str) -> str | None:
+        """Plan and execute the prediction matrix (held-out seed) over the agents of the suite
+        run ``suite_run`` that can take part in it, linked to it (``accompanies``); return the
+        matrix run's id, or None when there is no ledger or no agent can take part."""
+        if self.ledger is None:
+            log.warning("no prediction ledger: no matrix beside run %s", suite_run)
+            return None
+        planned = matrix_agents(self.store.run_agents(suite_run))
+        if not planned:
+            log.info("no agent of run %s can take part in the matrix", suite_run)
+            return None
+        run_id, _ = create_matrix_run(
+            self.store,
+            self.settings,
+            planned=planned,
+            n_items=self.matrix_items,
+            samples=self.matrix_samples,
+            held_out=True,
+            accompanies=suite_run,
+        )
+        log.info("scheduled matrix run %s beside run %s", run_id, suite_run)
+        execute_matrix_run(self.store, self.settings, self.ledger, run_id)
+        return run_id
+
+    def nightly(self, *, suite: str, agents: Sequence[str]) -> tuple[str, str | None]:
+        """The nightly work: the suite for ``agents``, then the matrix beside it; returns
+        (suite run id, matrix run id or None)."""
+        run_id = self.run_suite(suite=suite, agents=agents)
+        return run_id, self.run_matrix_beside(run_id)
+
     def expire(self) -> list[str]:
         """Record expiry of every open prediction past its deadline."""
         return [] if self.ledger is None else self.ledger.expire_overdue()
@@ -114,8 +160,8 @@ def _context() -> DaemonContext:
 
 
 def nightly_suite(agent: str, suite: str) -> None:
-    """Job: the nightly suite of one agent (held-out seed)."""
-    _context().run_suite(suite=suite, agents=(agent,))
+    """Job: the nightly suite of one agent, then the matrix beside it (held-out seeds)."""
+    _context().nightly(suite=suite, agents=(agent,))
 
 
 def execute_planned_run(run_id: str) -> None:
@@ -256,7 +302,7 @@ class DaemonScheduler:
                 self.trigger,
                 args=args,
                 id=job_id,
-                name=f"nightly {self.suite} suite of {agent}",
+                name=f"nightly {self.suite} suite and matrix of {agent}",
                 replace_existing=True,
             )
         return sorted(wanted)

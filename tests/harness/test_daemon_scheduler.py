@@ -32,15 +32,21 @@ def settings_for(tmp_path: Path, db_url: str, *names: str) -> Settings:
 
 
 class RecordingContext(DaemonContext):
-    """Records the suites the jobs would run instead of running them."""
+    """Records the suites (and the matrices beside them) the jobs would run instead of running
+    them."""
 
     def __init__(self, settings: Settings, store: Store):
         super().__init__(settings, store)
         self.calls: list[tuple[str, tuple[str, ...]]] = []
+        self.matrices: list[str] = []
 
     def run_suite(self, *, suite: str, agents: Sequence[str]) -> str:
         self.calls.append((suite, tuple(agents)))
         return "recorded"
+
+    def run_matrix_beside(self, suite_run: str) -> str | None:
+        self.matrices.append(suite_run)
+        return None
 
 
 def scheduler(settings: Settings, store: Store, **options: object) -> DaemonScheduler:
@@ -92,6 +98,7 @@ def test_runs_missed_during_downtime_coalesce_into_one(db_url: str, tmp_path: Pa
         time.sleep(0.05)
     time.sleep(0.5)
     assert ctx.calls == [("quick", ("bot",))]
+    assert ctx.matrices == ["recorded"]  # the matrix follows the suite, beside its run
     (job,) = second.jobs()
     assert dt.datetime.fromisoformat(job["next_run_time"]) > dt.datetime.now(dt.UTC)
     second.shutdown()
@@ -167,3 +174,75 @@ def test_run_now_creates_and_completes_a_held_out_reference_run(
         daemon.close()
     stored = Store(open_engine(settings.database_url)).get_run(run_id)
     assert stored.held_out and is_held_out(stored.seed, settings.held_out_fraction)
+
+
+def test_a_nightly_run_produces_the_suite_and_the_matrix_whose_s_fills_the_profile(
+    db_url: str, tmp_path: Path
+) -> None:
+    """Acceptance of issue 14: the nightly job runs the suite, then the matrix over the same
+    agents on a held-out seed, linked to it; the suite's profile takes S from the matrix."""
+    from harness.matrix import summarise_run
+    from harness.workspace import Workspace
+    from reports import build_profile
+    from reports.present import headlines
+
+    settings = settings_for(tmp_path, db_url)
+    settings = replace(settings, agents={
+        "bot": AgentConfig(name="bot", adapter="reference", policy="habit"),
+    })
+    ws = Workspace.open(settings)
+    ctx = DaemonContext(settings, ws.store, ws.ledger, matrix_items=4, matrix_samples=2)
+    sched = DaemonScheduler(ws.engine, ctx, expire_every=None, misfire_grace_time=None)
+    sched.start(paused=True)
+    sched.scheduler.modify_job("nightly:bot", next_run_time=dt.datetime.now(dt.UTC))
+    sched.resume()
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            runs = ws.store.list_runs()
+            if len(runs) == 2 and all(r.status == "complete" for r in runs):
+                break
+            time.sleep(0.1)
+    finally:
+        sched.shutdown()
+    by_suite = {r.suite: r for r in ws.store.list_runs()}
+    assert set(by_suite) == {"quick", "matrix"}
+    suite, matrix = by_suite["quick"], by_suite["matrix"]
+    assert suite.status == matrix.status == "complete"
+    assert suite.held_out and matrix.held_out
+    assert is_held_out(matrix.seed, settings.held_out_fraction)
+    summary = summarise_run(ws.store, matrix.id, n_boot=200)
+    assert summary["accompanies"] == suite.id and summary["agents"] == ["bot"]
+    assert summary["n_items"] == 4 and summary["cells"][0]["n"] == 4
+    assert ws.ledger.verify() == []
+
+    profile = build_profile(ws.store, suite.id, n_boot=200)
+    skill = profile["agents"]["bot"]["agent_prediction_skill"]
+    assert skill["available"] is True and skill["matrix_run"] == matrix.id
+    cell = summary["cells"][0]
+    assert skill["self"]["n"] == 4 and skill["value"] == cell["skill"]["value"]
+    assert skill["others"]["n_targets"] == 0
+    (headline,) = headlines(profile)
+    assert headline.skill.startswith("self ")
+    ws.close()
+
+
+def test_the_profile_says_why_s_is_not_measured_without_a_matrix(
+    db_url: str, tmp_path: Path
+) -> None:
+    from harness.workspace import Workspace
+    from reports import build_profile
+    from reports.present import headlines
+
+    settings = settings_for(tmp_path, db_url)
+    ws = Workspace.open(settings)
+    run_id = DaemonContext(settings, ws.store).plan_run(suite="quick", references=["oracle"])
+    DaemonContext(settings, ws.store).execute(run_id)
+    profile = build_profile(ws.store, run_id, n_boot=200)
+    skill = profile["agents"]["ref:oracle"]["agent_prediction_skill"]
+    assert skill["available"] is False and "no matrix run" in skill["reason"]
+    (headline,) = headlines(profile)
+    assert headline.skill.startswith("not measured: no matrix run accompanies this run")
+    (compact,) = headlines(profile, with_ci=False)
+    assert compact.skill == "not measured"
+    ws.close()

@@ -10,5 +10,5 @@ def test_all_names_are_exported_once() -> None:
         assert hasattr(reports, name), name
     assert len(set(reports.__all__)) == len(reports.__all__)
     public = {n for n in vars(reports) if not n.startswith("_")}
-    submodules = {"matrix", "model", "present", "profile", "render", "simulation", "synthetic"}
+    submodules = {"matrix", "matrix_summary", "model", "present", "profile", "render", "simulation", "synthetic"}
     assert public - submodules == set(reports.__all__)
