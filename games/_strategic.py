@@ -19,6 +19,13 @@ belief is the integer nearest to ``p·E[·]`` (clipped to the limits; both integ
 half). Scripted bots: a level-0 bot picks uniformly at random; a level-k bot (k = 1…3)
 best-responds to the belief that everyone else is level k−1, taking the smaller number at a
 tie. A population is a fixed set of such bots; level-0 bots draw afresh every round.
+
+**How many scenarios** (issue 15). :func:`generate_abc_items` rotates the kinds, so ``n``
+scenarios hold ``n // 3`` guessing scenarios, each with one K item. For 95% intervals narrower
+than ±15 points: K accuracy (a Wilson interval, widest at 0.5) needs 39 items; A − B and B − C
+(paired by scenario, Newcombe's paired interval) need 82 scenarios at accuracies near 0.5 with
+independent answers, 120 for discordance up to 0.72. ``baseline`` draws 120 scenarios (40 K
+items, 400 items in all).
 """
 
 from __future__ import annotations

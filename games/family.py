@@ -6,7 +6,9 @@ Their design records (``design``) read the generators' meta. A one-shot item giv
 ``condition``, ``target_depth``, ``lambda``, ``excluded`` (a level-k trial whose K_B would be
 ambiguous), ``question`` ("A"/"B"/"C", "K" for opponent-type inference) and the scenario that
 ties a scenario's items (:data:`SCENARIO_KEYS`), with the truth's ``target_action`` (or
-``answer``) and ``abc_differ``; a repeated-game episode gives its ``game``.
+``answer``) and ``abc_differ``; a repeated-game episode gives its ``game``, ``counterfactual``
+setting, ``opponent``, matched set (:func:`games.repeated.matched_set`) and whether it is a B6
+switching-bot episode (``b6``: then it has no counterfactual cell and no matched set).
 """
 
 from __future__ import annotations
@@ -103,8 +105,17 @@ class RepeatedGames:
         return None
 
     def design(self, item: Item) -> DesignRecord:
-        return DesignRecord(game=text(item.meta.get("game")),
-                            n_choices=answer_choices(item.answer))
+        meta = item.meta
+        opponent = text(meta.get("opponent"))
+        b6 = opponent in repeated.B6_OPPONENTS or meta.get("switch_round") is not None
+        return DesignRecord(
+            game=text(meta.get("game")),
+            n_choices=answer_choices(item.answer),
+            counterfactual="" if b6 else text(meta.get("counterfactual")),
+            opponent=opponent,
+            matched="" if b6 else repeated.matched_set(item),
+            b6=b6,
+        )
 
 
 GAMES = OneShotGames()

@@ -78,6 +78,23 @@ draws, and every figure below is exact.
   above holds from there to the end (0 = adapted at once; None = never);
 - ``efficiency``: "points/tokens × c (default c = 1000)", tokens being all prompt and completion
   tokens of the episode; action shares, cooperation rate (PD) and invalid rounds.
+
+**The balanced design** (:func:`counterfactual_design`, issue 15). Seed 003's counterfactual
+cells are game × label condition × payoff condition: ``pd`` and ``rps``, each in ``default``
+(familiar labels and payoffs), ``label`` (counterfactual labels), ``payoff`` (counterfactual
+payoffs) and ``joint`` (both) — 8 cells. Every cell gets exactly ``episodes_per_cell`` episodes.
+Episodes come in *matched sets*: set ``j`` of a game is one opponent and one episode seed,
+played in all four settings, so the four episodes face the same opponent and the very same
+draws and differ only in labels and payoffs (a paired counterfactual gap, not a comparison of
+two opponent mixes). A game's sets cycle through the paper's four opponents in a seeded order,
+so a multiple of 4 episodes per cell balances them exactly. The presets
+(``harness/suites.py``): ``baseline`` 8 per cell — 64 episodes, 2 matched sets per opponent
+and game, 32 × 16 PD rounds + 32 × 24 RPS rounds = 1,280 agent turns; ``quick`` none (one
+per cell would be 160 turns, six times the rest of ``quick``).
+
+B6's switching-bot episodes (:func:`b6_episodes`: 4 bots × 5 sessions of 30-round RPS, 600
+turns) are generated apart from these cells; their design record says ``b6`` and reports keep
+them out of the counterfactual cells and report them on their own.
 """
 
 from __future__ import annotations
@@ -105,6 +122,7 @@ __all__ = [
     "FAMILY",
     "GAMES",
     "GENERATOR",
+    "MATCHED_SET_KEYS",
     "OPPONENTS",
     "PAPER_OPPONENTS",
     "REFERENCE_POLICIES",
@@ -113,10 +131,13 @@ __all__ = [
     "Episode",
     "RepeatedGame",
     "Round",
+    "b6_episodes",
+    "counterfactual_design",
     "episode_from_item",
     "generate_episodes",
     "make_episode",
     "make_episode_item",
+    "matched_set",
     "play_moves",
     "play_reference",
     "reference_answer",
@@ -895,6 +916,71 @@ def generate_episodes(
                                   "rounds": rounds if rounds is not None else DEFAULT_ROUNDS[g]}
         items.append(make_episode_item(_seed_for(seed, i), params))
     return items
+
+
+MATCHED_SET_KEYS = ("game", "opponent", "rounds")
+"""The params that, with the item seed, make a matched set: episodes with the same seed and
+these params face the same opponent and the same draws, whatever their counterfactual setting."""
+
+
+def matched_set(item: Item) -> str:
+    """The matched set of an episode item: ``"<game>/<opponent>/<rounds>/<seed>"``. Episodes of
+    one set differ only in their counterfactual setting (:func:`counterfactual_design` plays
+    each set in every setting)."""
+    return "/".join([*(str(item.params.get(k, "")) for k in MATCHED_SET_KEYS), str(item.seed)])
+
+
+def counterfactual_design(
+    seed: int,
+    episodes_per_cell: int,
+    *,
+    games: Sequence[str] = GAMES,
+    opponents: Sequence[str] = PAPER_OPPONENTS,
+) -> list[Item]:
+    """Exactly ``episodes_per_cell`` episodes in every counterfactual cell (game × setting),
+    deterministic by ``seed`` (see the module docstring, "The balanced design").
+
+    For each game, matched set ``j`` (0 … ``episodes_per_cell`` − 1) is one opponent and one
+    episode seed, played in all four settings; the sets cycle through ``opponents`` (those the
+    game defines) in a seeded order. Items come set by set (game, then setting, within a set),
+    so a run cut short still has the same number of episodes in every cell, give or take one.
+    """
+    if (isinstance(episodes_per_cell, bool) or not isinstance(episodes_per_cell, int)
+            or episodes_per_cell < 0):
+        raise InputError("episodes_per_cell must be a non-negative integer",
+                         where="episodes_per_cell")
+    for g in games:
+        if g not in GAMES:
+            raise InputError(f"unknown game {g!r}; known: {', '.join(GAMES)}", where="games")
+    pools: dict[str, list[str]] = {}
+    for gi, g in enumerate(games):
+        pool = [o for o in opponents if o in OPPONENTS[g]]
+        if not pool:
+            raise InputError(f"none of the opponents plays {g}", where="opponents")
+        order = np.random.default_rng(np.random.SeedSequence([seed, 0xCF0, gi])).permutation(
+            len(pool))
+        pools[g] = [pool[int(k)] for k in order]
+    items: list[Item] = []
+    for j in range(episodes_per_cell):
+        for gi, g in enumerate(games):
+            opponent = pools[g][j % len(pools[g])]
+            set_seed = int(np.random.SeedSequence([seed, 0xCF1, gi, j]).generate_state(1)[0])
+            for c in COUNTERFACTUALS:
+                items.append(make_episode_item(set_seed, {
+                    "game": g, "counterfactual": c, "opponent": opponent,
+                    "rounds": DEFAULT_ROUNDS[g]}))
+    return items
+
+
+def b6_episodes(seed: int, sessions_per_bot: int = 5) -> list[Item]:
+    """Seed 002's B6 apart from the counterfactual cells: each of the four switching bots
+    (:data:`B6_OPPONENTS`) in ``sessions_per_bot`` sessions of 30-round RPS (default settings).
+    The items are :func:`generate_episodes` with :data:`B6_PRESET`."""
+    if (isinstance(sessions_per_bot, bool) or not isinstance(sessions_per_bot, int)
+            or sessions_per_bot < 0):
+        raise InputError("sessions_per_bot must be a non-negative integer",
+                         where="sessions_per_bot")
+    return generate_episodes(seed, **{**B6_PRESET, "n": sessions_per_bot * len(B6_OPPONENTS)})
 
 
 # ------------------------------------------------------------------------------------ scoring

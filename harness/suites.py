@@ -10,11 +10,25 @@
   true-belief items per depth cell, 12 events, 4 agents, plus the companion questions of every
   shallower prefix on its false-belief stories, for joint accuracy), B2 (R2 length sweep at 6,
   12 and 20 events, 60 false + 60 true each), B4 (behaviour and judgment questions on B1's
-  R1–R3 stories, 150), B5 (strategic: 60 level-k trials on fresh variants and 16 A/B/C
-  scenarios), B6 (30-round RPS against 4 bots that switch strategy mid-game, 5 sessions each),
-  16 repeated PD/RPS games with label, payoff and joint counterfactuals (seed 003), and B3
-  (100 Hi-ToM items) when a Hi-ToM file is given. B1, B2 and B4 are
+  R1–R3 stories, 150), B5 (strategic: 60 level-k trials on fresh variants and
+  :data:`ABC_SCENARIOS` = 120 A/B/C scenarios, 400 items), B6 (30-round RPS against 4 bots that
+  switch strategy mid-game, 5 sessions each: 20 episodes, 600 turns, reported on their own),
+  seed 003's repeated PD/RPS games in a balanced design (:data:`EPISODES_PER_CELL` = 8 episodes
+  in each of the 8 cells game × label × payoff, in matched sets: 64 episodes, 1,280 turns), and
+  B3 (100 Hi-ToM items) when a Hi-ToM file is given. B1, B2 and B4 are
   :func:`nesttom.baseline_items`, the same items ``mindledger nesttom generate --suite`` writes.
+
+Why these sizes (issue 15). A/B/C: the three kinds of scenario come in rotation, so 120
+scenarios hold 40 of each and 40 opponent-level (K) items, one per guessing scenario. A 95%
+Wilson interval is narrower than ±15 points at any accuracy from n = 39 (its widest, at 0.5);
+A − B and B − C are paired by scenario (Newcombe's paired interval, as reports computes them),
+which needs 82 scenarios at accuracies near 0.5 with independent answers (discordance 0.5) and
+120 for discordance up to 0.72 — 120 scenarios give K n = 40 and 120 pairs. Repeated
+games: 8 episodes per cell, 2 matched sets per opponent; per game the counterfactual gap has 6
+to 8 matched pairs with defined exploitation (the equilibrium players leave none to exploit),
+below reports' 10 for an interval, so it is reported with its value and n and estimated with
+its interval over both games (12 to 14 pairs); an interval per game needs 16 per cell. ``quick``
+has neither: one episode per cell would be 160 model turns, six times the rest of ``quick``.
 
 NestToM items of both presets have identifiable lures (``nesttom.b1_items`` and friends generate
 with ``lures="require"``): a wrong answer that is reality, the projection or a truncation is
@@ -37,7 +51,14 @@ import numpy as np
 from mindledger.errors import UserError
 from mindledger.items import Item
 
-__all__ = ["SUITES", "Suite", "get_suite"]
+__all__ = ["ABC_SCENARIOS", "EPISODES_PER_CELL", "SUITES", "Suite", "get_suite"]
+
+ABC_SCENARIOS = 120
+"""A/B/C scenarios in ``baseline`` (kinds in rotation: 40 each, 40 with a K item)."""
+EPISODES_PER_CELL = 8
+"""Repeated-game episodes in each counterfactual cell (game × label × payoff) of ``baseline``."""
+B6_SESSIONS = 5
+"""B6 sessions per switching bot in ``baseline``."""
 
 
 @dataclass(frozen=True)
@@ -101,15 +122,16 @@ def _baseline(seed: int, hitom_path: Path | None) -> Iterator[Item]:
     # on B1's R1–R3 stories)
     for block in nt.baseline_items(seed).values():
         yield from block
-    # B5: 60 level-k trials on fresh variants + A/B/C scenarios (~60 items).
+    # B5: 60 level-k trials on fresh variants + 120 A/B/C scenarios (400 items, 40 of them K).
     yield from g.generate_items(seed, 60, variants=True)
-    yield from g.generate_abc_items(seed, 16)
+    yield from g.generate_abc_items(seed, ABC_SCENARIOS)
     import games.repeated as repeated
 
-    # B6: 30-round RPS against 4 biased bots that switch mid-game, 5 sessions each.
-    yield from repeated.generate_episodes(seed, **repeated.B6_PRESET)
-    # Repeated PD and RPS with label, payoff and joint counterfactuals (seed 003).
-    yield from repeated.generate_episodes(seed + 1, 16)
+    # B6: 30-round RPS against 4 biased bots that switch mid-game, 5 sessions each; apart from
+    # the counterfactual cells.
+    yield from repeated.b6_episodes(seed, B6_SESSIONS)
+    # Repeated PD and RPS (seed 003): 8 episodes in each cell game × label × payoff.
+    yield from repeated.counterfactual_design(seed + 1, EPISODES_PER_CELL)
     if hitom_path is not None:
         yield from _hitom_sample(seed, hitom_path, 100)
 
@@ -124,15 +146,17 @@ SUITES: dict[str, Suite] = {
     "baseline": Suite(
         "baseline",
         "seed 002 baseline table: B1 960 (+ 1,200 companion questions), B2 360, B4 150, "
-        "B5 ~120, B6 20 episodes, 16 counterfactual repeated games (+ B3 100 with --hitom)",
+        "B5 460 (60 level-k + 120 A/B/C scenarios), B6 20 episodes, 64 counterfactual repeated "
+        "games (8 per cell) (+ B3 100 with --hitom)",
         {
             "B1": 960,
             "B1_companions": 1200,
             "B2": 360,
             "B4": 150,
-            "B5": 120,
-            "B6": 20,
-            "repeated": 16,
+            "B5_level_k": 60,
+            "B5_abc": 3 * ABC_SCENARIOS + ABC_SCENARIOS // 3,
+            "B6": 4 * B6_SESSIONS,
+            "repeated": 8 * EPISODES_PER_CELL,
         },
         _baseline,
     ),

@@ -86,6 +86,17 @@ class DesignRecord:
     """R2-self: "what does X think *you* believe?"."""
     ambiguous: tuple[str, ...] = ()
     """What the error coding cannot tell apart (e.g. ``"reality_leak=own_belief"``)."""
+    counterfactual: str = ""
+    """A repeated game's counterfactual setting (seed 003): ``"default"``, ``"label"``,
+    ``"payoff"`` or ``"joint"`` (``""`` for a B6 episode, which is in none of these cells)."""
+    opponent: str = ""
+    """A repeated game's scripted opponent."""
+    matched: str = ""
+    """A repeated game's matched set: episodes that share it face the same opponent and the
+    same draws and differ only in their counterfactual setting (``""``: none)."""
+    b6: bool = False
+    """A B6 episode (a switching bot, seed 002): reported on its own, outside the
+    counterfactual cells."""
 
 
 def text(v: Any) -> str:

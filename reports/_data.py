@@ -190,6 +190,14 @@ class ItemTable:
     """What the item's error coding cannot tell apart (empty when nothing)."""
     block_names: tuple[str, ...] = ()
     """Every block name the NestToM items carry, as written ("quick", "B1", ...)."""
+    counterfactual: npt.NDArray[Any] = field(default_factory=lambda: np.empty(0, dtype=object))
+    """Repeated games: the counterfactual setting ("" for B6 episodes and other families)."""
+    opponent: npt.NDArray[Any] = field(default_factory=lambda: np.empty(0, dtype=object))
+    """Repeated games: the scripted opponent."""
+    matched: npt.NDArray[Any] = field(default_factory=lambda: np.empty(0, dtype=object))
+    """Repeated games: the matched set (same opponent and draws across settings; "": none)."""
+    b6: npt.NDArray[np.bool_] = field(default_factory=lambda: np.empty(0, bool))
+    """Repeated games: a B6 switching-bot episode."""
 
     def __post_init__(self) -> None:
         if not self.index:
@@ -264,6 +272,10 @@ class ItemTable:
             r2_self=flags([r.r2_self for r in rec]),
             ambiguous=[r.ambiguous for r in rec],
             block_names=tuple(sorted({r.block_name for r in rec if r.block_name is not None})),
+            counterfactual=obj([r.counterfactual for r in rec]),
+            opponent=obj([r.opponent for r in rec]),
+            matched=obj([r.matched for r in rec]),
+            b6=flags([r.b6 for r in rec]),
         )
 
 

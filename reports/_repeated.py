@@ -1,32 +1,42 @@
 """The repeated-games section of a profile (family ``"repeated"``, :mod:`games.repeated`).
 
 Pure: it reads the per-episode figures :func:`games.repeated.score_episode` stored in each
-trial's score details and the items' meta (``game``, ``counterfactual``, ``opponent``,
-``rounds``, and ``switch_round`` for B6's switching bots). One row per game ×
-counterfactual setting (opponents pooled):
+trial's score details and the items' design records (:class:`mindledger.design.DesignRecord`:
+``game``, ``counterfactual``, ``opponent``, ``matched``, ``b6``), never their meta. One row per
+counterfactual cell of seed 003 — game × setting (``default``, ``label``, ``payoff``,
+``joint``), opponents pooled; :func:`games.repeated.counterfactual_design` gives every cell the
+same episodes (``design`` says how many each cell has in this run):
 
 - **exploitation** — mean of (total − E[random]) / (benchmark − E[random]) over the episodes
-  where it is defined, normal-approximation 95% interval (``normal-95``); an episode against an
-  opponent where the best response scores no more than random play in expectation (the RPS
-  equilibrium player) has no exploitation and is counted apart;
-- **comprehension** — share of episodes with the comprehension round m ≤ rounds (Wilson
-  95%, episodes treated as independent) and the median m of those episodes;
+  where it is defined, t interval (``t-95``), not estimable below
+  :data:`reports._estimates.MIN_N` episodes; an episode against an opponent where the best
+  response scores no more than random play in expectation (the RPS equilibrium player, the
+  Stag Hunt's mixed equilibrium player) has no exploitation and is counted apart;
+- **comprehension** — share of episodes with the comprehension round m ≤ rounds
+  (:func:`reports._estimates.proportion`: Wilson 95%, not estimable below MIN_N) and the
+  median m of those episodes;
 - **efficiency** — mean points per 1,000 tokens (prompt + completion) of the episodes that
-  report tokens (``normal-95``);
+  report tokens (``t-95``);
 - **invalid moves** — invalid rounds ÷ rounds played (descriptive, no interval);
-- **B6** (episodes whose item has ``switch_round``) — mean adaptation latency of the episodes
-  that adapted (``normal-95``) and the share that adapted (Wilson 95%);
-- **counterfactual gap** — per game, mean exploitation in ``default`` minus that in each other
-  setting, with an unpaired normal-approximation 95% interval (√(s₁²/n₁ + s₂²/n₂)).
+- **counterfactual gap** — per game, default minus each other setting, on exploitation,
+  *within matched sets*: each pair is one opponent with the same draws in both settings (a
+  matched set, :func:`games.repeated.matched_set`), so the gap is a paired difference
+  (:func:`reports._estimates.paired_values`: t interval over the pairs, sign-flip test, not
+  estimable below MIN_N pairs); pairs where exploitation is undefined on either side are left
+  out and counted. A row ``pd+rps`` pools the pairs of both games (each pair still within its
+  own game's matched set; the sets are independent);
+- **B6** (``b6`` in the design record: the switching bots) — reported on their own, never in
+  a counterfactual cell: exploitation, comprehension, the mean adaptation latency of the
+  episodes that adapted (``t-95``) and the share that adapted.
 
-A figure that cannot be computed is ``{"value": None, "reason": ...}``.
+A figure that cannot be computed is ``{"value": None, "reason": ...}``; one whose n is too
+small keeps its value with ``status`` ``"not_estimable"`` and the reason.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +44,8 @@ import numpy as np
 import numpy.typing as npt
 
 from reports._data import ItemTable, TrialTable
-from reports._stats import Z95, mean_interval, wilson_interval
+from reports._estimates import MIN_N, not_estimable_reason, paired_values, proportion
+from reports._stats import clustered_mean_interval
 
 __all__ = [
     "FAMILY",
@@ -48,6 +59,7 @@ __all__ = [
 FAMILY = "repeated"
 GAME_ORDER = ("pd", "rps")
 COUNTERFACTUAL_ORDER = ("default", "label", "payoff", "joint")
+POOLED = "pd+rps"
 EFFICIENCY_SCALE = 1000
 
 FloatArray = npt.NDArray[np.float64]
@@ -63,30 +75,35 @@ DEFINITIONS = {
     "efficiency": "points per 1,000 tokens (prompt + completion) of the episode, averaged over "
     "episodes that report tokens",
     "invalid_moves": "invalid rounds ÷ rounds played, pooled over episodes",
-    "b6": "episodes against a switching bot (item meta switch_round): adaptation latency = "
-    "rounds from the switch until the best-response rule holds to the end; mean over the "
-    "episodes that adapted, and the share that adapted",
-    "counterfactual_gap": "mean exploitation in the default setting minus mean exploitation "
-    "in the counterfactual setting, same game, opponents pooled",
+    "b6": "episodes against a switching bot (seed 002 B6), reported apart from the "
+    "counterfactual cells: adaptation latency = rounds from the switch until the best-response "
+    "rule holds to the end; mean over the episodes that adapted, and the share that adapted",
+    "counterfactual_gap": "mean exploitation in the default setting minus that in the "
+    "counterfactual setting, over matched pairs: the same opponent with the same draws in both "
+    "settings of the same game (pd+rps: the pairs of both games together)",
 }
 INTERVALS = {
-    "exploitation": "normal-95",
+    "exploitation": "t-95",
     "comprehension": "wilson-95",
-    "efficiency": "normal-95",
+    "efficiency": "t-95",
     "invalid_moves": "none",
-    "adaptation_latency": "normal-95",
+    "adaptation_latency": "t-95",
     "adapted": "wilson-95",
-    "counterfactual_gap": "normal-95 (unpaired: √(s₁²/n₁ + s₂²/n₂))",
+    "counterfactual_gap": "paired-t-95 over matched pairs (sign-flip permutation test)",
 }
 
 
 @dataclass
 class RepeatedDesign:
-    """Item-level design of the run's repeated-game episodes (arrays over all items)."""
+    """Item-level design of the run's repeated-game episodes (arrays over all items), from the
+    items' design records: ``cells`` are the counterfactual-cell episodes, ``b6`` the
+    switching-bot episodes (never in a cell)."""
 
     mask: BoolArray
+    cells: BoolArray
     counterfactual: npt.NDArray[Any]
     opponent: npt.NDArray[Any]
+    matched: npt.NDArray[Any]
     b6: BoolArray
 
 
@@ -104,18 +121,23 @@ class EpisodeCols:
     adapted: FloatArray
 
 
+def _column(values: npt.NDArray[Any], n: int, fill: Any) -> npt.NDArray[Any]:
+    if len(values) == n:
+        return values
+    out = np.empty(n, dtype=object if not isinstance(fill, bool) else bool)
+    out[:] = fill
+    return out
+
+
 def repeated_design(items: ItemTable) -> RepeatedDesign:
+    """The repeated-game design of a run, read from its items' design records."""
     n = len(items)
     mask = np.asarray(items.family == FAMILY, dtype=bool)
-    cf = np.full(n, "", dtype=object)
-    opp = np.full(n, "", dtype=object)
-    b6 = np.zeros(n, dtype=bool)
-    for i in np.flatnonzero(mask).tolist():
-        meta = items.meta[i] or {}
-        cf[i] = str(meta.get("counterfactual") or "")
-        opp[i] = str(meta.get("opponent") or "")
-        b6[i] = meta.get("switch_round") is not None
-    return RepeatedDesign(mask, cf, opp, b6)
+    b6 = mask & np.asarray(_column(items.b6, n, False), dtype=bool)
+    cf = np.where(mask, _column(items.counterfactual, n, ""), "").astype(object)
+    opp = np.where(mask, _column(items.opponent, n, ""), "").astype(object)
+    matched = np.where(mask, _column(items.matched, n, ""), "").astype(object)
+    return RepeatedDesign(mask, mask & ~b6, cf, opp, matched, b6)
 
 
 def _num(v: Any) -> float:
@@ -156,21 +178,23 @@ def episode_columns(
 
 
 def _mean(v: FloatArray, reason: str) -> dict[str, Any]:
-    mean, lo, hi, n = mean_interval(v, Z95)
+    """A mean over independent episodes: t interval, not estimable below MIN_N."""
+    v = v[np.isfinite(v)]
+    n = int(v.size)
     if n == 0:
         return {"value": None, "n": 0, "ci": None, "reason": reason}
-    out: dict[str, Any] = {"value": mean, "n": n, "ci": [lo, hi] if n >= 2 else None,
-                           "interval": "normal-95"}
-    if n < 2:
-        out["note"] = "one episode: no interval"
-    return out
+    mean, lo, hi, _, _ = clustered_mean_interval(v)
+    if n < MIN_N or not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
+        return {"value": mean, "n": n, "ci": None, "interval": None, "status": "not_estimable",
+                "reason": (not_estimable_reason(n, "episodes") if n < MIN_N
+                           else "every episode has the same value: no spread")}
+    return {"value": mean, "n": n, "ci": [lo, hi], "interval": "t-95", "status": "estimated"}
 
 
-def _share(k: int, n: int, reason: str) -> dict[str, Any]:
-    if n == 0:
+def _share(y: BoolArray, reason: str) -> dict[str, Any]:
+    if y.size == 0:
         return {"value": None, "k": 0, "n": 0, "ci": None, "reason": reason}
-    return {"value": k / n, "k": k, "n": n, "ci": list(wilson_interval(k, n)),
-            "interval": "wilson-95"}
+    return proportion(y.astype(float)).to_dict()
 
 
 def _exploitation(ep: EpisodeCols, m: BoolArray, design: RepeatedDesign) -> dict[str, Any]:
@@ -192,14 +216,15 @@ def _exploitation(ep: EpisodeCols, m: BoolArray, design: RepeatedDesign) -> dict
     return out
 
 
-def _cell(ep: EpisodeCols, m: BoolArray, has: BoolArray, ok: BoolArray,
-          design: RepeatedDesign) -> dict[str, Any]:
+def _figures(ep: EpisodeCols, m: BoolArray, has: BoolArray, ok: BoolArray,
+             design: RepeatedDesign) -> dict[str, Any]:
+    """The figures of one set of episodes (a cell, or B6)."""
     sm = m & ep.scored
     n = int(sm.sum())
     rounds = ep.rounds[sm]
     mm = ep.m[sm]
     comp = np.isfinite(mm) & (mm <= rounds)
-    comprehension = _share(int(comp.sum()), n, "no scored episodes")
+    comprehension = _share(comp, "no scored episodes")
     comprehension["median_m"] = float(np.median(mm[comp])) if comp.any() else None
     if n and not comp.any():
         comprehension["median_m_reason"] = "no episode reached comprehension (m > rounds)"
@@ -216,97 +241,171 @@ def _cell(ep: EpisodeCols, m: BoolArray, has: BoolArray, ok: BoolArray,
          "episodes_with_invalid": int((ep.invalid[sm] > 0).sum()), "interval": "none"}
         if total_rounds > 0 else {"value": None, "reason": "no scored episodes"}
     )
-    bm = sm & design.b6
-    if bm.any():
-        adapted = ep.adapted[bm] == 1.0
-        lat = _mean(ep.latency[bm], "no episode adapted after the switch")
-        b6: dict[str, Any] = {
-            "available": True,
-            "n": int(bm.sum()),
-            "adaptation_latency": lat | {"unit": "rounds after the switch, adapted episodes"},
-            "adapted": _share(int(adapted.sum()), int(bm.sum()), "no B6 episodes"),
-        }
-    else:
-        b6 = {"available": False, "n": 0,
-              "reason": "no B6 episodes (switching bots, item meta switch_round) in this cell"}
     return {
+        "n_design": int(m.sum()),
         "n_episodes": n,
         "api_errors": int((m & has & ~ok).sum()),
         "unscored": int((m & ok & ~ep.scored).sum()),
+        "opponents": dict(sorted(Counter(str(o) for o in design.opponent[m].tolist()).items())),
         "exploitation": _exploitation(ep, sm, design),
         "comprehension": comprehension,
         "efficiency": eff,
         "invalid_moves": invalid,
-        "b6": b6,
     }
+
+
+_NOT_B6 = {"available": False, "n": 0,
+           "reason": "B6 switching-bot episodes are reported on their own (section b6), never "
+           "in a counterfactual cell"}
+
+
+def _b6(ep: EpisodeCols, has: BoolArray, ok: BoolArray, design: RepeatedDesign) -> dict[str, Any]:
+    m = design.b6 & has
+    if not m.any():
+        return {"available": False, "n": 0,
+                "reason": "no B6 episodes (switching bots) answered in this run"}
+    bm = m & ep.scored
+    out = {"available": True, "n": int(bm.sum())} | _figures(ep, m, has, ok, design)
+    out["adaptation_latency"] = (_mean(ep.latency[bm], "no episode adapted after the switch")
+                                 | {"unit": "rounds after the switch, adapted episodes"})
+    out["adapted"] = _share(ep.adapted[bm] == 1.0, "no scored B6 episodes")
+    return out
 
 
 def _order(values: set[str], order: tuple[str, ...]) -> list[str]:
     return [v for v in order if v in values] + sorted(values - set(order))
 
 
-def _gap(game: str, cf: str, d: Mapping[str, Any], c: Mapping[str, Any],
-         vd: FloatArray, vc: FloatArray) -> dict[str, Any]:
-    base = {"game": game, "counterfactual": cf, "interval": INTERVALS["counterfactual_gap"]}
-    for name, cell in (("default", d), (cf, c)):
-        ex = cell["exploitation"]
-        if cell["n_episodes"] == 0:
-            return base | {"available": False, "difference": None,
-                           "reason": f"no scored {name} episodes of {game}"}
-        if ex["value"] is None:
-            return base | {"available": False, "difference": None,
-                           "reason": f"{name} ({game}): {ex.get('reason')}"}
-    vd = vd[np.isfinite(vd)]
-    vc = vc[np.isfinite(vc)]
-    diff = float(vd.mean() - vc.mean())
-    ci = None
-    if vd.size >= 2 and vc.size >= 2:
-        se = math.sqrt(float(vd.var(ddof=1)) / vd.size + float(vc.var(ddof=1)) / vc.size)
-        ci = [diff - Z95 * se, diff + Z95 * se]
-    out = base | {"available": True, "default": float(vd.mean()), "value": float(vc.mean()),
-                  "difference": diff, "ci": ci, "n_default": int(vd.size),
-                  "n_counterfactual": int(vc.size)}
-    if ci is None:
-        out["note"] = "fewer than two episodes on a side: no interval"
+@dataclass
+class _Pairs:
+    """Matched pairs of one comparison: default and counterfactual exploitation per set."""
+
+    x: list[float]
+    y: list[float]
+    undefined: int = 0
+    unmatched: int = 0
+
+
+def _pairs(game: str, cf: str, mine: BoolArray, items: ItemTable, design: RepeatedDesign,
+           ep: EpisodeCols) -> _Pairs:
+    """The matched sets of ``game`` with a scored episode in both ``default`` and ``cf``."""
+    by_set: dict[str, dict[str, int]] = {}
+    sm = mine & design.cells & ep.scored & (items.game == game)
+    for i in np.flatnonzero(sm & np.isin(design.counterfactual, ["default", cf])).tolist():
+        key = str(design.matched[i])
+        if key:
+            by_set.setdefault(key, {}).setdefault(str(design.counterfactual[i]), int(i))
+    out = _Pairs([], [])
+    for members in by_set.values():
+        if "default" not in members or cf not in members:
+            out.unmatched += 1
+            continue
+        a, b = ep.exploitation[members["default"]], ep.exploitation[members[cf]]
+        if not (math.isfinite(a) and math.isfinite(b)):
+            out.undefined += 1
+            continue
+        out.x.append(float(a))
+        out.y.append(float(b))
     return out
 
 
+def _gap(game: str, cf: str, pairs: _Pairs, rng: np.random.Generator) -> dict[str, Any]:
+    base: dict[str, Any] = {"game": game, "counterfactual": cf,
+                            "interval": INTERVALS["counterfactual_gap"],
+                            "pairs_undefined": pairs.undefined}
+    if not pairs.x:
+        why = (f"no matched pair of {game} episodes in default and {cf} with defined "
+               "exploitation")
+        if pairs.undefined:
+            why += f" ({pairs.undefined} matched sets left out: exploitation undefined)"
+        elif not pairs.unmatched:
+            why += " (no matched sets: the episodes were not generated in matched sets)"
+        return base | {"available": False, "difference": None, "reason": why}
+    c = paired_values(pairs.x, pairs.y, ("default", "value"), rng)
+    d = c.to_dict()
+    out = base | {
+        "available": True,
+        "default": d["default"],
+        "value": d["value"],
+        "difference": c.difference,
+        "ci": d["ci"],
+        "n_pairs": c.n,
+        "n_default": c.n,
+        "n_counterfactual": c.n,
+        "status": d["status"],
+        "test": c.test,
+        "p": c.p,
+    }
+    out["interval"] = c.interval or INTERVALS["counterfactual_gap"]
+    if c.reason:
+        out["reason"] = c.reason
+    if pairs.undefined:
+        out["note"] = (f"{pairs.undefined} matched set{'s' if pairs.undefined > 1 else ''} left "
+                       "out: exploitation undefined in one of the two settings")
+    return out
+
+
+def _design_summary(items: ItemTable, design: RepeatedDesign) -> dict[str, Any]:
+    cells = Counter((str(items.game[i]), str(design.counterfactual[i]))
+                    for i in np.flatnonzero(design.cells).tolist())
+    per_cell = {f"{g}/{c}": cells[(g, c)]
+                for g in _order({g for g, _ in cells}, GAME_ORDER)
+                for c in _order({c for gg, c in cells if gg == g}, COUNTERFACTUAL_ORDER)}
+    counts = set(per_cell.values())
+    sets = {str(m) for m in design.matched[design.cells].tolist() if m}
+    return {
+        "episodes_per_cell": per_cell,
+        "balanced": len(counts) == 1,
+        "matched_sets": len(sets),
+        "b6_episodes": int(design.b6.sum()),
+    }
+
+
 def repeated_section(
-    items: ItemTable, design: RepeatedDesign, has: BoolArray, ok: BoolArray, ep: EpisodeCols
+    items: ItemTable, design: RepeatedDesign, has: BoolArray, ok: BoolArray, ep: EpisodeCols,
+    *, seed: int = 0,
 ) -> dict[str, Any]:
-    """The ``repeated`` block of one agent's profile (see the module docstring)."""
+    """The ``repeated`` block of one agent's profile (see the module docstring). ``seed`` seeds
+    the sign-flip tests of the counterfactual gaps."""
     mine = design.mask & has
     if not mine.any():
         return {"available": False, "reason": "no repeated-game episodes answered in this run"}
-    games = _order({str(g) for g in items.game[mine].tolist()}, GAME_ORDER)
+    in_cells = mine & design.cells
+    games = _order({str(g) for g in items.game[in_cells].tolist()}, GAME_ORDER)
     rows: list[dict[str, Any]] = []
     gaps: list[dict[str, Any]] = []
-    for g in games:
-        gm = mine & (items.game == g)
+    pooled: dict[str, _Pairs] = {}
+    for gi, g in enumerate(games):
+        gm = in_cells & (items.game == g)
         cfs = _order({str(c) for c in design.counterfactual[gm].tolist()}, COUNTERFACTUAL_ORDER)
-        cells: dict[str, tuple[dict[str, Any], FloatArray]] = {}
         for cf in cfs:
             m = gm & (design.counterfactual == cf)
-            cell = {"game": g, "counterfactual": cf} | _cell(ep, m, has, ok, design)
-            rows.append(cell)
-            cells[cf] = (cell, ep.exploitation[m & ep.scored])
-        empty: dict[str, Any] = {"n_episodes": 0, "exploitation": {"value": None}}
-        d_cell, d_vals = cells.get("default", (empty, np.empty(0)))
-        for cf in cfs:
-            if cf == "default":
-                continue
-            c_cell, c_vals = cells[cf]
-            gaps.append(_gap(g, cf, d_cell, c_cell, d_vals, c_vals))
-    sm = mine & ep.scored
+            rows.append({"game": g, "counterfactual": cf} | _figures(ep, m, has, ok, design)
+                        | {"b6": _NOT_B6})
+        for ci, cf in enumerate(c for c in COUNTERFACTUAL_ORDER[1:] if c in cfs):
+            pairs = _pairs(g, cf, mine, items, design, ep)
+            gaps.append(_gap(g, cf, pairs, np.random.default_rng([seed, 0x6A9, gi, ci])))
+            acc = pooled.setdefault(cf, _Pairs([], []))
+            acc.x += pairs.x
+            acc.y += pairs.y
+            acc.undefined += pairs.undefined
+            acc.unmatched += pairs.unmatched
+    if len(games) > 1:
+        for ci, (cf, pairs) in enumerate(pooled.items()):
+            gaps.append(_gap(POOLED, cf, pairs, np.random.default_rng([seed, 0x6A9, 99, ci])))
+    sm = in_cells & ep.scored
     return {
         "available": True,
         "n_episodes": int(sm.sum()),
-        "api_errors": int((mine & ~ok).sum()),
+        "api_errors": int((in_cells & ~ok).sum()),
         "exploitation": _exploitation(ep, sm, design),
+        "design": _design_summary(items, design),
         "by_game_counterfactual": rows,
         "counterfactual_gap": gaps,
+        "b6": _b6(ep, has, ok, design),
         "definitions": DEFINITIONS,
         "intervals": INTERVALS,
-        "note": "opponents are pooled within each cell; the counterfactual gap compares like "
-        "with like when the cells hold the same opponent mix (generate_episodes balances them)",
+        "note": "opponents are pooled within each cell (every cell of a game holds the same "
+        "matched sets, so the same opponent mix); the counterfactual gap compares each "
+        "matched set with itself; B6 episodes are reported on their own",
     }

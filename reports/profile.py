@@ -942,7 +942,7 @@ class Analysis:
         out["games"] = self._games(p, a.name, c, samples)
         out["repeated"] = (
             repeated_section(self.data.items, self.rp_design, c.has, c.ok,
-                             self.extra[a.name]["repeated"])
+                             self.extra[a.name]["repeated"], seed=self.seed)
             if self.rp.any()
             else {"available": False, "reason": "no repeated-game episodes in this run"}
         )
@@ -1301,6 +1301,7 @@ class Analysis:
                     "reason": "no complete A/B/C scenario (the items carry no group key "
                     "tying A, B and C together, or one of them is missing)",
                 }
+            abc["contrasts"] = self._abc_contrasts(c)
             ls = ex["log_score"]
             d = self._mean(ls)
             if d["n"]:
@@ -1319,6 +1320,22 @@ class Analysis:
         else:
             abc = {"available": False, "reason": "no A/B/C items in this run"}
         out["abc"] = abc
+        return out
+
+    def _abc_contrasts(self, c: _AgentCols) -> dict[str, Any]:
+        """A − B and B − C accuracy on the same scenarios (those whose three truths differ):
+        one pair per scenario, Newcombe's paired interval and the exact McNemar test."""
+        out: dict[str, Any] = {}
+        for j, (x, y) in enumerate((("A", "B"), ("B", "C"))):
+            pos = {"A": 0, "B": 1, "C": 2}
+            pairs = [(t[pos[x]], t[pos[y]]) for t in self.abc_triples
+                     if c.ok[t[pos[x]]] and c.ok[t[pos[y]]]]
+            ix = np.asarray([a for a, _ in pairs], dtype=np.int64)
+            iy = np.asarray([b for _, b in pairs], dtype=np.int64)
+            out[f"{x}_minus_{y}"] = paired_binary(
+                c.cor[ix], c.cor[iy], (x, y), self._rng(0xABC, j)
+            ).to_dict() | {"definition": f"accuracy on {x} minus accuracy on {y}, paired by "
+                           "scenario (scenarios whose A, B and C truths differ)"}
         return out
 
     def _calibration(

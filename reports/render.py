@@ -354,8 +354,15 @@ def _repeated_markdown(r: Mapping[str, Any]) -> list[str]:
            "switching bots (latency in rounds after the switch, adapted episodes).", "",
            _table(REPEATED_HEAD, _repeated_rows(r)), ""]
     if r.get("counterfactual_gap"):
-        out += ["Counterfactual gap on exploitation (default − counterfactual, unpaired):", "",
+        out += ["Counterfactual gap on exploitation (default − counterfactual, matched pairs: "
+                "same opponent and draws in both settings):", "",
                 _table(REPEATED_GAP_HEAD, _repeated_gap_rows(r)), ""]
+    b6 = r.get("b6") or {}
+    if b6.get("available"):
+        out += [f"B6 (switching bots, apart from the counterfactual cells): {b6['n']} episodes; "
+                f"exploitation {_fmt_mean(b6['exploitation'])}; adaptation latency "
+                f"{_fmt_mean(b6['adaptation_latency'], 1)}; adapted {fmt_prop(b6['adapted'])}.",
+                ""]
     notes = [f"{c['game']}/{c['counterfactual']}: {c['exploitation']['note']}"
              for c in r.get("by_game_counterfactual", []) if c["exploitation"].get("note")]
     if notes:

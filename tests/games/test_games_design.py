@@ -67,5 +67,6 @@ def test_the_generators_spelling_wins_and_a_missing_group_is_empty() -> None:
 def test_a_repeated_episode_record_names_its_game() -> None:
     item = make_episode_item(2, {"game": "rps", "counterfactual": "default",
                                  "opponent": "pattern"})
-    assert REPEATED.design(item) == DesignRecord(game="rps",
-                                                 n_choices=len(item.answer["choices"]))
+    assert REPEATED.design(item) == DesignRecord(
+        game="rps", n_choices=len(item.answer["choices"]), counterfactual="default",
+        opponent="pattern", matched=f"rps/pattern/24/{item.seed}")

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from games.repeated import B6_PRESET, generate_episodes, reference_answer
+from games.repeated import b6_episodes, counterfactual_design, reference_answer
 from harness.agents import Attempt
 from harness.runner import score_attempt
 from ledger.db import open_engine
@@ -53,8 +53,9 @@ def _answer(agent: str, item: Item, i: int, rng: np.random.Generator) -> dict[st
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
-    # one episode per paper cell (2 games × 4 settings × 4 opponents) plus the four B6 bots
-    items = generate_episodes(5, 32) + generate_episodes(6, **{**B6_PRESET, "n": 4})
+    # the balanced design at 4 episodes per cell (one matched set per opponent and game: 32
+    # episodes) plus the four B6 bots once each
+    items = counterfactual_design(5, 4) + b6_episodes(6, 1)
     path: Path = tmp_path_factory.mktemp("repeated") / "rp.db"
     store = Store(open_engine(f"sqlite:///{path}"))
     store.create_run(RUN, suite="repeated-test", seed=3, held_out=False, params={},
@@ -89,12 +90,16 @@ def test_oracle_exploits_and_random_does_not(built: Built) -> None:
     oracle = built.profile["agents"]["oracle"]["repeated"]
     rnd = built.profile["agents"]["random"]["repeated"]
     assert oracle["available"] and rnd["available"]
-    assert oracle["n_episodes"] == len(built.items) == 36
+    # the counterfactual cells' episodes; the four B6 episodes are reported on their own
+    assert oracle["n_episodes"] == len(built.items) - 4 == 32
+    assert oracle["b6"]["n"] == 4
+    cells = [d for d, it in zip(built.details["oracle"], built.items, strict=True)
+             if "switch_round" not in it.meta]
     ex_o = oracle["exploitation"]
-    assert ex_o["value"] == pytest.approx(np.mean(_defined(built.details["oracle"])))
+    assert ex_o["value"] == pytest.approx(np.mean(_defined(cells)))
     assert ex_o["value"] == pytest.approx(1.0, abs=0.15)
     assert ex_o["ci"][0] < ex_o["value"] < ex_o["ci"][1]
-    assert ex_o["interval"] == "normal-95"
+    assert ex_o["interval"] == "t-95"
     assert rnd["exploitation"]["value"] < 0.5 < ex_o["value"]
     # exploitation is undefined against the RPS equilibrium player, and said so
     eq = _cell(oracle, "rps", "default")["exploitation"]
@@ -110,8 +115,9 @@ def test_cells_match_the_scored_episodes(built: Built) -> None:
                               for c in ("default", "label", "payoff", "joint")}
         for (g, cf), cell in cells.items():
             ds = [d for d, it in zip(built.details[agent], built.items, strict=True)
-                  if it.meta["game"] == g and it.meta["counterfactual"] == cf]
-            assert cell["n_episodes"] == len(ds)
+                  if it.meta["game"] == g and it.meta["counterfactual"] == cf
+                  and "switch_round" not in it.meta]
+            assert cell["n_episodes"] == len(ds) == 4
             comp = [d["comprehension_round"] for d in ds if d["comprehended"]]
             assert cell["comprehension"]["k"] == len(comp)
             assert cell["comprehension"]["value"] == pytest.approx(len(comp) / len(ds))
@@ -133,7 +139,13 @@ def test_cells_match_the_scored_episodes(built: Built) -> None:
     # invalid moves: only the player made some
     assert all(c["invalid_moves"]["value"] == 0 for c in o)
     player = built.profile["agents"]["player"]["repeated"]["by_game_counterfactual"]
-    assert sum(c["invalid_moves"]["invalid_rounds"] for c in player) == 9  # items 0, 4, … 32
+    assert sum(c["invalid_moves"]["invalid_rounds"] for c in player) == 8  # items 0, 4, … 28
+    assert player_b6_invalid(built) == 1  # item 32, the first B6 episode
+
+
+def player_b6_invalid(built: Built) -> int:
+    rp = built.profile["agents"]["player"]["repeated"]
+    return int(rp["b6"]["invalid_moves"]["invalid_rounds"])
 
 
 def test_efficiency_b6_and_counterfactual_gap(built: Built) -> None:
@@ -146,28 +158,26 @@ def test_efficiency_b6_and_counterfactual_gap(built: Built) -> None:
           if it.meta["game"] == "pd" and it.meta["counterfactual"] == "default"]
     assert eff_p["value"] == pytest.approx(
         np.mean([d["total"] / PLAYER_TOKENS * 1000 for d in ds]))
-    # B6 lives in rps/default only
+    # B6 is reported on its own, in no counterfactual cell
     rp_o = agents["oracle"]["repeated"]
-    b6 = _cell(rp_o, "rps", "default")["b6"]
+    b6 = rp_o["b6"]
     assert b6["available"] and b6["n"] == 4
+    assert not _cell(rp_o, "rps", "default")["b6"]["available"]
     b6_details = [d for d, it in zip(built.details["oracle"], built.items, strict=True)
                   if "switch_round" in it.meta]
     adapted = [d["adaptation_latency"] for d in b6_details if d["adapted"]]
     assert b6["adapted"]["k"] == len(adapted)
     if adapted:
         assert b6["adaptation_latency"]["value"] == pytest.approx(np.mean(adapted))
-    assert not _cell(rp_o, "pd", "default")["b6"]["available"]
-    assert "no B6 episodes" in _cell(rp_o, "pd", "default")["b6"]["reason"]
-    # counterfactual gap: default − each setting, per game
+    assert "on their own" in _cell(rp_o, "pd", "default")["b6"]["reason"]
+    # counterfactual gap: default − each setting, per game and both games, over matched sets
+    # (one per opponent here: too few for an interval, and said so)
     gaps = {(g["game"], g["counterfactual"]): g for g in rp_o["counterfactual_gap"]}
-    assert set(gaps) == {(g, c) for g in ("pd", "rps") for c in ("label", "payoff", "joint")}
-    for (g, cf), gap in gaps.items():
-        if gap["available"]:
-            d = _cell(rp_o, g, "default")["exploitation"]["value"]
-            c = _cell(rp_o, g, cf)["exploitation"]["value"]
-            assert gap["difference"] == pytest.approx(d - c)
-        else:
-            assert gap["reason"]
+    assert set(gaps) == {(g, c) for g in ("pd", "rps", "pd+rps")
+                         for c in ("label", "payoff", "joint")}
+    for gap in gaps.values():
+        assert gap["available"] and gap["n_pairs"] <= 8
+        assert gap["status"] == "not_estimable" and "at least 10" in gap["reason"]
 
 
 def test_minus_control_on_exploitation(built: Built) -> None:
@@ -195,6 +205,7 @@ def test_renderings_contain_the_section(built: Built) -> None:
     assert "### Repeated games" in md
     assert "| game | counterfactual | episodes | exploitation [N]" in md
     assert "Counterfactual gap on exploitation" in md
+    assert "B6 (switching bots, apart from the counterfactual cells): 4 episodes" in md
     assert "no token counts" in md
     assert "| repeated-game exploitation |" in md
     html = render_html(profile)
