@@ -5,7 +5,10 @@ fixed 50 ms; and the memory a long run takes.
 1. 2,000 trials, 64 in flight; 2. at scale, 10,000 trials, 256 in flight. Each prints wall
 time ÷ ideal (ideal = trials × latency ÷ concurrency) and the runner's own CPU time per trial
 (process CPU time ÷ trials), side by side with the same number of bare HTTP calls through the
-adapter (the floor the runner stands on), measured in one run.
+adapter (the floor the runner stands on), measured in one run. The runner is given the items
+as a list in memory; with ``--stored-items`` it runs again with them read back from the
+stored run a page at a time, as ``mindledger run`` does (``Store.run_items``), and the cost of
+reading an item back (its id checked) is printed beside that of re-encoding it to check it.
 
 3. Memory: a 100,000-item run (11–20 game items, generated a slice at a time) is created, then
 executed by the oracle reference agent, each phase in a fresh child process; prints each
@@ -15,6 +18,7 @@ phase's peak resident set size (VmHWM).
     python bench/bench_runner.py --trials 500 --scale-trials 2000 --memory-items 10000  # quick
     python bench/bench_runner.py --scale-trials 0 --memory-items 0   # the first scenario only
     python bench/bench_runner.py --trials 0 --scale-trials 0          # memory only
+    python bench/bench_runner.py --trials 0 --memory-items 0 --stored-items  # at scale, both
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import resource
 import subprocess
@@ -29,7 +34,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import games
@@ -69,45 +74,83 @@ def game_items(seed: int, n: int, *, slice_size: int = 1000) -> Iterator[Item]:
         )
 
 
-def latency_scenario(server: FakeOpenAIProcess, n: int, lat: float, conc: int) -> int:
-    """Bare HTTP calls, then the runner, on the same server; print the table. Returns the number
-    of trials stored."""
+def latency_scenario(
+    server: FakeOpenAIProcess, n: int, lat: float, conc: int, *, stored_items: bool = False
+) -> int:
+    """Bare HTTP calls, then the runner, on the same server (and again with the items read from
+    storage when ``stored_items``); print the table. Returns the fewest trials stored by a
+    runner."""
     ideal = n * lat / conc
     items = list(game_items(2026, n))
+    rows: list[tuple[str, float, float]] = []
+    read: tuple[float, float, float] | None = None
+    runs = ["bench", "bench-stored"] if stored_items else ["bench"]
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(open_engine(f"sqlite:///{Path(tmp) / 'bench.db'}"))
-        store.create_run("bench", suite="bench", seed=0, held_out=False, params={},
-                         agents=[RunAgent("fake", "agent", {"adapter": "openai"})], items=items)
+        for run_id in runs:
+            store.create_run(run_id, suite="bench", seed=0, held_out=False, params={},
+                             agents=[RunAgent("fake", "agent", {"adapter": "openai"})],
+                             items=items)
 
         c0, t0 = time.process_time(), time.perf_counter()
         asyncio.run(bare_calls(server.base_url, n, conc))
-        bare_wall, bare_cpu = time.perf_counter() - t0, time.process_time() - c0
+        rows.append(("bare HTTP calls (OpenAIChat)",
+                     time.perf_counter() - t0, time.process_time() - c0))
 
-        async def run() -> None:
-            backend = OpenAIBackend(OpenAIChat(server.base_url, "bench", concurrency=conc))
-            agent = ChatAgent("fake", backend, spec={}, answer_mode="tools")
-            try:
-                await execute_run(store, "bench", [agent], items, concurrency={"fake": conc})
-            finally:
-                await agent.aclose()
+        def timed(what: str, run_id: str, run_items: Sequence[Item]) -> None:
+            async def run() -> None:
+                backend = OpenAIBackend(OpenAIChat(server.base_url, "bench", concurrency=conc))
+                agent = ChatAgent("fake", backend, spec={}, answer_mode="tools")
+                try:
+                    await execute_run(store, run_id, [agent], run_items,
+                                      concurrency={"fake": conc})
+                finally:
+                    await agent.aclose()
 
-        c0, t0 = time.process_time(), time.perf_counter()
-        asyncio.run(run())
-        run_wall, run_cpu = time.perf_counter() - t0, time.process_time() - c0
-        trials = store.trials("bench")
-        stored = len(trials)
-        correct = sum(bool(t.correct) for t in trials)
+            c0, t0 = time.process_time(), time.perf_counter()
+            asyncio.run(run())
+            rows.append((what, time.perf_counter() - t0, time.process_time() - c0))
+
+        timed("runner (agent+score+store)", "bench", items)
+        if stored_items:
+            del items  # as in `mindledger run`: the items are in storage, not in memory
+            gc.collect()
+            timed("runner, items read from storage", "bench-stored",
+                  store.run_items("bench-stored"))
+            read = item_read_costs(store, "bench-stored")
+        trials = {run_id: store.trials(run_id) for run_id in runs}
 
     print(f"{n} trials, {lat * 1000:.0f} ms latency, {conc} in flight: ideal {ideal:.2f} s")
     print(f"{'':34} {'wall':>8} {'÷ ideal':>8} {'CPU/trial':>10}")
-    print(f"{'bare HTTP calls (OpenAIChat)':34} {bare_wall:7.2f}s {bare_wall / ideal:7.2f}× "
-          f"{bare_cpu / n * 1000:8.2f}ms")
-    print(f"{'runner (agent+score+store)':34} {run_wall:7.2f}s {run_wall / ideal:7.2f}× "
-          f"{run_cpu / n * 1000:8.2f}ms")
+    for what, wall, cpu in rows:
+        print(f"{what:34} {wall:7.2f}s {wall / ideal:7.2f}× {cpu / n * 1000:8.2f}ms")
+    (_, bare_wall, bare_cpu), (_, run_wall, run_cpu) = rows[:2]
     print(f"runner ÷ bare HTTP: {run_wall / bare_wall:.2f}× wall, "
-          f"{run_cpu / max(bare_cpu, 1e-9):.2f}× CPU; stored {stored}/{n} trials "
-          f"({correct} scored correct)")
-    return stored
+          f"{run_cpu / max(bare_cpu, 1e-9):.2f}× CPU; " + "; ".join(
+              f"{run_id}: stored {len(ts)}/{n} trials ({sum(bool(t.correct) for t in ts)} "
+              "scored correct)" for run_id, ts in trials.items()))
+    if read is not None:
+        print(f"an item read back (Store.run_items, id checked): {read[0] * 1e6:.0f} µs, of "
+              f"which fetching its JSON {read[1] * 1e6:.0f} µs; checking its id by re-encoding "
+              f"it (Item.from_dict) takes {read[2] * 1e6:.0f} µs")
+    return min(len(ts) for ts in trials.values())
+
+
+def item_read_costs(store: Store, run_id: str) -> tuple[float, float, float]:
+    """Seconds per item: reading the run's items back as the runner does (``Store.run_items``,
+    every page, each id checked); fetching their stored JSON alone; and rebuilding them from
+    it by re-encoding each item to check its id (``Item.from_dict``)."""
+    t0 = time.perf_counter()
+    n = sum(1 for _ in store.run_items(run_id))
+    paged = (time.perf_counter() - t0) / n
+    ids = store.run_item_ids(run_id)
+    t0 = time.perf_counter()
+    bodies = list(store.item_bodies(ids).values())
+    fetch = (time.perf_counter() - t0) / len(ids)
+    t0 = time.perf_counter()
+    for body in bodies:
+        Item.from_dict(json.loads(body))
+    return paged, fetch, (time.perf_counter() - t0) / len(bodies)
 
 
 # -- memory: a long run, created and executed in child processes ----------------------------
@@ -182,6 +225,8 @@ def main() -> None:
     parser.add_argument("--scale-trials", type=int, default=10_000, help="0: skip")
     parser.add_argument("--scale-concurrency", type=int, default=256)
     parser.add_argument("--memory-items", type=int, default=100_000, help="0: skip")
+    parser.add_argument("--stored-items", action="store_true",
+                        help="also run the runner with its items read from the stored run")
     parser.add_argument("--memory-child", choices=("create", "execute"), help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -199,7 +244,8 @@ def main() -> None:
             for i, (n, conc) in enumerate(runs):
                 if i:
                     print()
-                stored = latency_scenario(server, n, args.latency, conc)
+                stored = latency_scenario(server, n, args.latency, conc,
+                                          stored_items=args.stored_items)
                 if stored != n:
                     lost.append(f"stored {stored} of {n}")
         finally:

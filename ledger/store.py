@@ -31,7 +31,7 @@ from ledger.models import (
     TrialRow,
 )
 from mindledger.canonical import canonical_json, content_hash
-from mindledger.errors import NotFoundError
+from mindledger.errors import NotFoundError, StorageError, readable
 from mindledger.items import Item
 
 __all__ = [
@@ -291,7 +291,7 @@ class Store:
         for item_id in ids:
             if item_id not in bodies:
                 raise NotFoundError(f"no item with id {item_id!r}")
-        return [Item.from_dict(json.loads(bodies[item_id])) for item_id in ids]
+        return [_stored_item(item_id, bodies[item_id]) for item_id in ids]
 
     def run_item_ids(self, run_id: str) -> list[str]:
         """The ids of the run's items, in the run's order (no item is read)."""
@@ -499,7 +499,8 @@ class _TrialConnection:
         )
         self.integrity: type[Exception] = engine.dialect.loaded_dbapi.IntegrityError
 
-    def values(self, rec: TrialRecord) -> tuple[Any, ...]:
+    def values(self, rec: TrialRecord, now: Any) -> tuple[Any, ...]:
+        """The row of ``rec``, in :data:`_TRIAL_COLUMNS` order, stamped ``now``."""
         return (
             rec.run_id,
             rec.agent,
@@ -519,18 +520,19 @@ class _TrialConnection:
             rec.tokens_out,
             rec.latency_s,
             _json(rec.provider),
-            self.store.clock(),
+            now,
         )
 
     def write_one(self, rec: TrialRecord) -> bool:
-        return self._insert(rec, self.values(rec))
+        return self._insert(rec, self.values(rec, self.store.clock()))
 
     def write_group(self, recs: Sequence[TrialRecord]) -> list[TrialOutcome]:
         outcomes: list[TrialOutcome] = []
         rows: list[tuple[Any, ...]] = []
+        now = self.store.clock()  # the group is one transaction: its trials are stored at once
         for rec in recs:
             try:
-                rows.append(self.values(rec))
+                rows.append(self.values(rec, now))
                 outcomes.append(True)
             except Exception as exc:  # e.g. a NaN in a transcript: canonical JSON refuses it
                 outcomes.append(exc)
@@ -638,7 +640,19 @@ class StoredItems(Sequence[Item]):
     def _load(self, number: int) -> list[Item]:
         ids = self.ids[number * self.PAGE : (number + 1) * self.PAGE]
         bodies = self.store.item_bodies(ids)
-        return [Item.from_dict(json.loads(bodies[item_id])) for item_id in ids]
+        return [_stored_item(item_id, bodies[item_id]) for item_id in ids]
+
+
+def _stored_item(item_id: str, body: str) -> Item:
+    """The item stored as ``item_id``, rebuilt from its stored JSON: StorageError unless its
+    content hashes to ``item_id`` (a tampered or corrupted item must not be scored)."""
+    try:
+        item = Item.from_json(body)
+    except (ValueError, TypeError) as exc:  # not JSON, not an item, or content ≠ its own id
+        raise StorageError(f"stored item {item_id} is corrupt: {readable(str(exc))}") from exc
+    if item.id != item_id:
+        raise StorageError(f"stored item {item_id} holds another item ({item.id})")
+    return item
 
 
 _ITEM_CHUNK = 500

@@ -27,11 +27,16 @@ from typing import Any
 __all__ = ["canonical_json", "content_hash"]
 
 
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+"""What ``json.dumps`` with these arguments would build on every call (an encoder keeps no
+state between calls): built once, as trials store several canonical values each."""
+
+
 def canonical_json(value: Any) -> bytes:
     """Return the canonical UTF-8 JSON bytes of ``value`` (see the module docstring)."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
+    return _ENCODER.encode(value).encode("utf-8")
 
 
 def content_hash(value: Any) -> str:

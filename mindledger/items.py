@@ -17,6 +17,9 @@ tool schema, a ``response_format`` schema and a free-text parser from them:
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,10 +92,43 @@ class Item:
             raise ValueError(f"item id {data['id']} does not match its content ({item.id})")
         return item
 
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Item:
+        """Rebuild an item from its JSON (as stored: the canonical JSON of :meth:`to_dict`);
+        the id is checked, as by :meth:`from_dict` (ValueError when it does not match).
+
+        Checked cheaply when the text is canonical. Its keys are sorted, so ``"id"`` is never
+        first, and the text is the canonical body (the bytes the id hashes) with the member
+        ``,"id":"sha256:…"`` inserted: without that member, the text hashes to the id (a
+        SHA-256 over the bytes, microseconds) and the item is parsed from the very bytes that
+        were hashed, with no need to re-encode it (which costs more than parsing). Any other
+        text (not canonical, or whose content does not hash to its id) is parsed and
+        re-encoded by :meth:`from_dict`.
+        """
+        raw = text.encode("utf-8") if isinstance(text, str) else text
+        member = _ID_MEMBER.search(raw)
+        if member is not None:
+            body = raw[: member.start()] + raw[member.end() :]
+            digest = member.group(1)
+            if hashlib.sha256(body).hexdigest().encode("ascii") == digest:
+                fields = json.loads(body)
+                if isinstance(fields, dict) and isinstance(fields.get("tools"), list):
+                    fields["tools"] = tuple(fields["tools"])
+                    return cls(**fields, id="sha256:" + digest.decode("ascii"))
+        data = json.loads(raw)
+        if not isinstance(data, dict):
+            raise ValueError(f"an item is a JSON object, not {type(data).__name__}")
+        return cls.from_dict(data)
+
     def verify(self) -> list[str]:
         """Return what is wrong with this item's identity (empty when its id matches)."""
         expected = content_hash(self._body())
         return [] if expected == self.id else [f"{self.id}: content hashes to {expected}"]
+
+
+_ID_MEMBER = re.compile(rb',"id":"sha256:([0-9a-f]{64})"')
+"""The id's member in an item's canonical JSON (:meth:`Item.from_json`); a ``"`` right after a
+comma is never inside a string (a string's quotes are escaped), so this is a key."""
 
 
 @dataclass(frozen=True)
