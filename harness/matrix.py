@@ -29,6 +29,17 @@ item (its own answer and its samples) and one per prediction on its :func:`predi
 :func:`execute_matrix_run` resumes a run by skipping the items already stored, and
 :func:`reports.matrix_summary.summarise_run` rebuilds the matrix from storage alone.
 
+**Items, the pilot and the conditions** (issue 14 items 2–4). :func:`plan_matrix_run` first
+pilots candidates of every kind of :mod:`harness.matrix_items` (arbitrary, preference, open,
+NestToM, game, failure) through every target K times and stores the run on the divergent ones
+with the pilot's :class:`~harness.matrix_items.PilotRecord` in its params; a *not divergent*
+verdict stores a run with no items, which asks nothing and reports the verdict instead of
+skill. An open item's answers are recorded as cluster labels; a failure item's target is never
+asked it (its real trials, or its scored answers to the underlying question, are the observed
+``yes``/``no``). Each condition (``zero-shot``; ``observe:m``, m past answers of the target on
+the run's *exposure* items, answered once by every target before any prediction; ``simulate``)
+is its own prediction item, commit and trial.
+
 Every figure carries a hierarchical bootstrap interval and every cell and self-advantage a
 sign-flip permutation test, Holm-adjusted over its family (:mod:`reports.matrix`).
 
@@ -52,34 +63,40 @@ the scale; their answer distributions are known, so the truth of every figure is
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from harness import matrix_items
 from harness.agents import ChatAgent, ReferenceAgent
 from harness.build import AgentSpec, built_agents, needs_local_model
 from harness.execution import model_per_batch
 from harness.families import MATRIX_POLICIES
-from harness.matrix_family import (
+from harness.matrix_base import (
     DIVERGENT,
     FAMILY,
-    MATRIX_FAMILY,
+    NO_ANSWER,
     PREDICTION,
     TEMPLATES,
     VERSION,
+    describe_target,
     make_item,
     make_items,
 )
+from harness.matrix_family import MATRIX_FAMILY
+from harness.matrix_items import PilotFilter, PilotRecord
 from harness.runner import NullProgress, ProgressSink
 from harness.runs import create_run
 from harness.settings import Settings
 from harness.workspace import SeedPolicy
-from ledger.client import Prediction
+from ledger.client import Prediction, record_answer
 from ledger.errors import RevealRejected
-from ledger.predictions import Ledger
+from ledger.predictions import Ledger, RevealResult
 from ledger.protocol import provenance, response_hash
 from ledger.scoring import penalty_scores
 from ledger.store import RunAgent, Store, TrialOutcome, TrialRecord
@@ -88,11 +105,15 @@ from mindledger.errors import UserError
 from mindledger.items import Item
 from reports.matrix_summary import (
     OUTCOMES,
+    SIMULATE,
     SUITE,
+    ZERO_SHOT,
     ItemOutcome,
     PredictionRecord,
     TargetRecord,
+    check_conditions,
     matrix_params,
+    observed_count,
     summarise_outcomes,
     summarise_run,
 )
@@ -103,14 +124,19 @@ __all__ = [
     "MATRIX_FAMILY",
     "NO_ANSWER",
     "OUTCOMES",
+    "SIMULATE",
     "SUITE",
     "TEMPLATES",
     "VERSION",
+    "ZERO_SHOT",
     "ItemOutcome",
+    "PilotFilter",
+    "PilotRecord",
     "PredictionRecord",
     "TargetRecord",
     "answer_distribution",
     "create_matrix_run",
+    "describe_target",
     "execute_matrix_run",
     "habit",
     "is_matrix_run",
@@ -119,33 +145,74 @@ __all__ = [
     "matrix_agents",
     "matrix_params",
     "outcome_trials",
+    "pilot_items",
+    "plan_matrix_run",
     "prediction_item",
     "run_matrix",
+    "suite_trials",
     "summarise_outcomes",
     "summarise_run",
 ]
 
 GENERATOR = DIVERGENT
-NO_ANSWER = "(no answer)"
-"""The answer recorded for a target reply with no parseable answer."""
 
 MatrixAgent = ChatAgent | ReferenceAgent
 
 log = logging.getLogger("mindledger.matrix")
 
-def describe_target(predictor: str, target: str) -> str:
-    """How the prediction prompt names the target."""
-    if predictor == target:
-        return (
-            "a fresh copy of yourself (the same model with the same instructions, in a new "
-            "conversation that knows nothing of this one)"
+Observation = tuple[str, str, str]
+"""(item id, question, the target's recorded answer): one past answer a predictor is shown."""
+
+
+def prediction_item(
+    item: Item,
+    predictor: str,
+    target: str,
+    samples: int,
+    condition: str = ZERO_SHOT,
+    observed: Sequence[Observation] = (),
+) -> Item:
+    """The question put to ``predictor`` under ``condition``: a probability for each of
+    ``item``'s choices that ``target`` gives it as its answer (for a failure item,
+    :func:`harness.matrix_items.failure_prediction_item`: that ``target`` answers the underlying
+    question correctly). ``zero-shot`` is the plain question; ``simulate`` prefixes an explicit
+    instruction to simulate the target; ``observe:m`` appends ``observed``, the target's
+    recorded answers to other items of the run (at most m are shown; the item's params name
+    them)."""
+    base = _plain_prediction_item(item, predictor, target, samples)
+    if condition == ZERO_SHOT:
+        return base
+    mine = predictor == target
+    name = "your copy" if mine else target
+    params: dict[str, Any] = {**base.params, "condition": condition}
+    if condition == SIMULATE:
+        prompt = (
+            f"Simulate {describe_target(predictor, target)}: imagine that you are {name}, "
+            f"receiving the question below in a new conversation, reason as {name} would, and "
+            "report the distribution of the answers it gives, not what you would answer.\n\n"
+            + base.prompt
         )
-    return f"another AI model called {target}"
+    else:
+        m = observed_count(condition)
+        assert m is not None  # check_conditions refused anything else
+        shown = list(observed)[:m]
+        params["observed"] = [[iid, answer] for iid, _, answer in shown]
+        lines = [
+            f"{i}. Question: {question}\n   Answer: {answer}"
+            for i, (_, question, answer) in enumerate(shown, 1)
+        ]
+        prompt = base.prompt + (
+            f"\n\nFor reference, here are the answers {name} gave to {len(shown)} other "
+            "question(s), each in a new conversation:\n" + "\n".join(lines)
+            if shown
+            else f"\n\n(No past answers of {name} could be shown.)"
+        )
+    return replace(base, prompt=prompt, params=params, id="")
 
 
-def prediction_item(item: Item, predictor: str, target: str, samples: int) -> Item:
-    """The question put to ``predictor``: a probability for each of ``item``'s choices that
-    ``target`` gives it as its answer."""
+def _plain_prediction_item(item: Item, predictor: str, target: str, samples: int) -> Item:
+    if matrix_items.is_failure(item):
+        return matrix_items.failure_prediction_item(item, predictor, target)
     choices = [str(c) for c in item.answer["choices"]]
     who = describe_target(predictor, target)
     prompt = (
@@ -295,8 +362,23 @@ def _target_trial(run_id: str, item: Item, rec: TargetRecord) -> TrialRecord:
             "own_error": rec.own_error,
             "samples": list(rec.samples),
             "errors": rec.errors,
+            **({"source": rec.source} if rec.source else {}),
         },
         error=None if rec.samples else "every sample of the target failed",
+    )
+
+
+def _exposure_trial(run_id: str, item: Item, agent: str, reply: _Reply) -> TrialRecord:
+    answer = None if reply.error is not None else matrix_items.observed_answer(item, reply.answer)
+    return TrialRecord(
+        run_id=run_id,
+        agent=agent,
+        item_id=item.id,
+        status="api_error" if reply.error is not None else "ok",
+        transcript=[],
+        answer=answer,
+        score={"scored_by": "matrix", "role": "exposure", "answer": answer},
+        error=reply.error,
     )
 
 
@@ -313,6 +395,7 @@ def _prediction_trial(run_id: str, pitem: Item, item: Item, rec: PredictionRecor
             "role": "prediction",
             "item": item.id,
             "target": rec.target,
+            "condition": rec.condition,
             "outcome": rec.outcome,
             "top1": rec.top1,
             "own_answer": rec.own_answer,
@@ -325,25 +408,81 @@ def _prediction_trial(run_id: str, pitem: Item, item: Item, rec: PredictionRecor
     )
 
 
+Observations = Mapping[str, Sequence[Observation]]
+"""Per target, its recorded answers to the run's exposure items (what ``observe:m`` shows)."""
+
+
 def outcome_trials(
-    run_id: str, item: Item, outcome: ItemOutcome, samples: int
+    run_id: str,
+    item: Item,
+    outcome: ItemOutcome,
+    samples: int,
+    observations: Observations | None = None,
 ) -> tuple[list[Item], list[TrialRecord]]:
     """The prediction items and the trials that store ``outcome``: one per target (on the
     base item) and one per prediction (on its :func:`prediction_item`)."""
     pitems: list[Item] = []
     trials = [_target_trial(run_id, item, rec) for rec in outcome.targets.values()]
-    for (p, t), rec in outcome.predictions.items():
-        pitem = prediction_item(item, p, t, samples)
+    for (p, t, c), rec in outcome.predictions.items():
+        pitem = prediction_item(item, p, t, samples, c, (observations or {}).get(t, ()))
         pitems.append(pitem)
         trials.append(_prediction_trial(run_id, pitem, item, rec))
     return pitems, trials
 
 
-def _item_done(item: Item, names: Sequence[str], samples: int, done: set[tuple[str, str]]) -> bool:
+def _item_done(
+    item: Item,
+    names: Sequence[str],
+    samples: int,
+    done: set[tuple[str, str]],
+    conditions: Sequence[str] = (ZERO_SHOT,),
+    observations: Observations | None = None,
+) -> bool:
     """Whether every trial of ``item`` (each target's, each prediction's) is stored."""
+    seen = observations or {}
     return all((t, item.id) in done for t in names) and all(
-        (p, prediction_item(item, p, t, samples).id) in done for p in names for t in names
+        (p, prediction_item(item, p, t, samples, c, seen.get(t, ())).id) in done
+        for p in names
+        for t in names
+        for c in conditions
     )
+
+
+def _observations(
+    exposure: Sequence[Item], answers: Mapping[tuple[str, str], str | None], names: Sequence[str]
+) -> dict[str, list[Observation]]:
+    """Each target's answers to the exposure items, in their order (unanswered ones skipped)."""
+    out: dict[str, list[Observation]] = {}
+    for t in names:
+        out[t] = [
+            (e.id, e.prompt, answer)
+            for e in exposure
+            if (answer := answers.get((t, e.id))) is not None
+        ]
+    return out
+
+
+def _stored_exposure(store: Store, run_id: str, ids: set[str]) -> dict[tuple[str, str], str | None]:
+    out: dict[tuple[str, str], str | None] = {}
+    for row in store.trials(run_id):
+        if row.item_id in ids:
+            score = json.loads(row.score_json) if row.score_json else {}
+            out[row.agent, row.item_id] = score.get("answer")
+    return out
+
+
+FailureTrials = Mapping[str, Mapping[str, Sequence[bool]]]
+"""Per agent, its correct flags by item id (its real trials, e.g. of a suite run)."""
+
+
+def suite_trials(store: Store, run_id: str) -> dict[str, dict[str, list[bool]]]:
+    """The correct flags of every scored trial of the run ``run_id``, per agent and item id
+    (where failure items take their targets' observed answers)."""
+    out: dict[str, dict[str, list[bool]]] = {}
+    for row in store.trials(run_id):
+        if row.status == "ok" and row.correct is not None:
+            out.setdefault(row.agent, {}).setdefault(row.item_id, []).append(bool(row.correct))
+    return out
 
 
 # -- the matrix ----------------------------------------------------------------------------------
@@ -354,18 +493,31 @@ async def run_matrix(
     items: Sequence[Item],
     ledger: Ledger,
     *,
-    samples: int = 3,
-    concurrency: int = 4,
+    samples: int = 10,
+    concurrency: int = 64,
     n_boot: int = 2000,
     stats_seed: int = 0,
     store: Store | None = None,
     run_id: str | None = None,
     progress: ProgressSink | None = None,
+    conditions: Sequence[str] = (ZERO_SHOT,),
+    exposure: Sequence[Item] = (),
+    failure_trials: FailureTrials | None = None,
 ) -> dict[str, Any]:
-    """Run the matrix: every ordered pair (P, T) of ``agents`` (P == T included) on every item,
-    each prediction committed to ``ledger`` before T is queried on the item. Returns the
-    matrix (see the module docstring and ``cells``/``self_advantage`` in the result);
-    ``n_boot`` bootstrap replicates from ``stats_seed`` give its intervals.
+    """Run the matrix: every ordered pair (P, T) of ``agents`` (P == T included) on every item
+    under every condition, each prediction committed to ``ledger`` before T is queried on the
+    item. Returns the matrix (see the module docstring and ``cells``/``self_advantage`` in the
+    result); ``n_boot`` bootstrap replicates from ``stats_seed`` give its intervals.
+
+    ``conditions`` (:func:`reports.matrix_summary.check_conditions`): each (P, T, item,
+    condition) is its own prediction, commit and trial. ``observe:m`` shows P the target's
+    answers to the first m ``exposure`` items (other items of the run, asked of every target
+    once before any prediction; never the item predicted). An open item's answers are recorded
+    as cluster labels (:func:`harness.matrix_items.observed_answer`). A failure item is never
+    asked: its observed answers are the target's ``failure_trials`` on the underlying item
+    when it has some, else the target is asked the underlying question ``samples`` times and
+    each reply scored by its family (a predictor's own answer, likewise, is whether it answers
+    the question correctly).
 
     With ``store`` and ``run_id`` (a stored matrix run, :func:`create_matrix_run`), each item's
     outcome is stored as trials when the item is done (one transaction), items already stored
@@ -380,23 +532,73 @@ async def run_matrix(
         raise UserError("the matrix needs at least one agent")
     if (store is None) != (run_id is None):
         raise ValueError("give both store and run_id, or neither")
+    conditions = check_conditions(conditions)
+    needed = max((observed_count(c) or 0 for c in conditions), default=0)
+    if needed > len(exposure):
+        raise UserError(
+            f"condition observe:{needed} needs {needed} exposure items; the run has "
+            f"{len(exposure)}"
+        )
     _check_agents(agents)
     names = list(agents)
     clients = {p: ledger.client(p) for p in names}
-    sem = asyncio.Semaphore(max(1, concurrency))
+    # `concurrency` bounds the model requests in flight; enough items are in flight to fill
+    # it even when each is at its narrowest step (one own answer per agent).
+    requests = asyncio.Semaphore(max(1, concurrency))
+    sem = asyncio.Semaphore(max(1, -(-concurrency // len(names))))
+    # The ledger's writes run in threads, off the event loop, and the ledger groups the
+    # writes of concurrent threads into one transaction (group commit).
+    writer = ThreadPoolExecutor(LEDGER_THREADS, thread_name_prefix="matrix-ledger")
+
+    async def in_ledger(call: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(writer, call, *args)
+
+    async def ask(agent: MatrixAgent, item: Item, *key: Any) -> _Reply:
+        if isinstance(agent, ReferenceAgent):
+            return await _ask(agent, item, *key)
+        async with requests:
+            return await _ask(agent, item, *key)
     outcomes: dict[str, ItemOutcome] = {}
     sink = progress or NullProgress()
-    todo = list(items)
+    exposure = list(exposure) if items else []
+    exposed: dict[tuple[str, str], str | None] = {}
+    done: set[tuple[str, str]] = set()
     if store is not None:
         assert run_id is not None
         done = await asyncio.to_thread(store.done_pairs, run_id)
-        todo = [it for it in items if not _item_done(it, names, samples, done)]
-        per_agent = len(items) * (1 + len(names))
+        exposed = await asyncio.to_thread(
+            _stored_exposure, store, run_id, {e.id for e in exposure}
+        )
+    missing = [(t, e) for t in names for e in exposure if (t, e.id) not in done]
+
+    async def expose(t: str, e: Item) -> None:
+        reply = await ask(agents[t], e, "exposure")
+        trial = _exposure_trial(run_id or "", e, t, reply)
+        exposed[t, e.id] = trial.answer
+        if store is not None:
+            (stored,) = await asyncio.to_thread(_store_trials, store, (), [trial])
+            if stored and not isinstance(stored, Exception):
+                sink.advance(t, correct=None, error=reply.error is not None)
+
+    observations: dict[str, list[Observation]] = {}
+    todo = list(items)
+    if store is not None:
+        assert run_id is not None
+        per_agent = len(items) * (1 + len(names) * len(conditions)) + len(exposure)
+        if missing:  # the exposure trials name no prediction item: start with those known
+            observations = {}
+            todo = list(items)
+        else:
+            observations = _observations(exposure, exposed, names)
+            todo = [
+                it for it in items
+                if not _item_done(it, names, samples, done, conditions, observations)
+            ]
         sink.start(
             dict.fromkeys(names, per_agent),
             {n: sum(1 for a, _ in done if a == n) for n in names},
         )
-        if todo:
+        if todo or missing:
             await asyncio.to_thread(
                 store.transition_run, run_id, "running", unless=("running", "complete")
             )
@@ -410,7 +612,7 @@ async def run_matrix(
             outcomes[item.id] = outcome
             return
         assert run_id is not None
-        pitems, trials = outcome_trials(run_id, item, outcome, samples)
+        pitems, trials = outcome_trials(run_id, item, outcome, samples, observations)
         results = await asyncio.to_thread(_store_trials, store, pitems, trials)
         for trial, stored in zip(trials, results, strict=True):
             if isinstance(stored, Exception):
@@ -420,33 +622,55 @@ async def run_matrix(
             elif stored:
                 sink.advance(trial.agent, correct=None, error=trial.status == "api_error")
 
+    async def answer_of(agent: MatrixAgent, item: Item, *key: Any) -> tuple[_Reply, str | None]:
+        """``agent``'s reply to ``item`` and the answer recorded for it: an open item's
+        cluster label; for a failure item, whether its reply to the underlying question is
+        correct."""
+        if matrix_items.is_failure(item):
+            question, source = matrix_items.failure_source(item)
+            reply = await ask(agent, question, *key)
+            value = matrix_items.observed_answer(question, reply.answer)
+            return reply, matrix_items.failure_outcome(source, value)
+        reply = await ask(agent, item, *key)
+        return reply, matrix_items.observed_answer(item, reply.answer)
+
     async def _run_item(item: Item) -> ItemOutcome:
-        # 1. predictors: own answer (projection baseline) and a distribution per target, each in
-        #    its own conversation; no target has been asked this item yet.
-        own_replies = await asyncio.gather(*(_ask(agents[p], item, "own") for p in names))
+        # 1. predictors: own answer (projection baseline) and a distribution per target and
+        #    condition, each in its own conversation; no target has been asked this item yet.
+        own_replies = await asyncio.gather(*(answer_of(agents[p], item, "own") for p in names))
         own: dict[str, str | None] = {}
         own_errors: dict[str, str | None] = {}
-        for p, r in zip(names, own_replies, strict=True):
-            own[p] = r.answer if isinstance(r.answer, str) else None
+        for p, (r, value) in zip(names, own_replies, strict=True):
+            own[p] = None if r.error is not None or value == NO_ANSWER else value
             own_errors[p] = r.error
-        pairs = [(p, t) for p in names for t in names]
+        keys = [(p, t, c) for p in names for t in names for c in conditions]
 
-        async def predict(p: str, t: str) -> _Reply:
+        async def predict(p: str, t: str, c: str) -> _Reply:
             agent = agents[p]
+            key = ("predict",) if c == ZERO_SHOT else ("predict", c)
             if isinstance(agent, ReferenceAgent):
-                return _reference_prediction(agent, item, agents[t], "predict")
-            return await _ask(agent, prediction_item(item, p, t, samples), "predict")
+                return _reference_prediction(agent, item, agents[t], *key)
+            pitem = prediction_item(item, p, t, samples, c, observations.get(t, ()))
+            return await ask(agent, pitem, *key)
 
-        dists = await asyncio.gather(*(predict(p, t) for p, t in pairs))
+        dists = await asyncio.gather(*(predict(p, t, c) for p, t, c in keys))
         # 2. commit every prediction about this item before any target hears it.
-        preds: dict[tuple[str, str], Prediction] = {}
-        records: dict[tuple[str, str], PredictionRecord] = {}
-        for (p, t), reply in zip(pairs, dists, strict=True):
+        preds: dict[tuple[str, str, str], Prediction] = {}
+        records: dict[tuple[str, str, str], PredictionRecord] = {}
+        for (p, t, c), reply in zip(keys, dists, strict=True):
             if reply.error is not None:
-                records[p, t] = PredictionRecord(p, t, "predictor_error", error=reply.error)
+                records[p, t, c] = PredictionRecord(
+                    p, t, "predictor_error", error=reply.error, condition=c
+                )
             elif not isinstance(reply.answer, Mapping):
-                records[p, t] = PredictionRecord(p, t, "unparsed", own_answer=own[p])
+                records[p, t, c] = PredictionRecord(
+                    p, t, "unparsed", own_answer=own[p], condition=c
+                )
             else:
+                protocol: dict[str, Any] = {"protocol": "matrix", "self": p == t,
+                                            "samples": samples}
+                if c != ZERO_SHOT:
+                    protocol["condition"] = c
                 pred = clients[p].predict(
                     t,
                     item.prompt,
@@ -454,64 +678,91 @@ async def run_matrix(
                     top1=reply.top1,
                     own_answer=own[p],
                     item=item.id,
-                    condition={"protocol": "matrix", "self": p == t, "samples": samples},
+                    condition=protocol,
                 )
-                pred.commit()
-                preds[p, t] = pred
+                preds[p, t, c] = pred
+        await asyncio.gather(*(in_ledger(pred.commit) for pred in preds.values()))
 
-        # 3. query each target `samples` times; every answer is recorded against every
-        #    prediction about that target.
+        # 3. query each target `samples` times (a failure item: its real trials when it has
+        #    some); every answer is recorded against every prediction about that target.
         answers: dict[str, list[str]] = {t: [] for t in names}
         errors = dict.fromkeys(names, 0)
+        sources: dict[str, str | None] = dict.fromkeys(names)
+
+        async def record(t: str, answer: str, ref: str, raw: str) -> None:
+            answers[t].append(answer)
+            source = provenance("matrix", ref, response_hash(raw), target=t)
+            about = [pred for (_, tt, _), pred in preds.items() if tt == t]
+            await in_ledger(record_answer, about, answer, source)
 
         async def sample(t: str, k: int) -> None:
-            reply = await _ask(agents[t], item, "sample", k)
+            reply, answer = await answer_of(agents[t], item, "sample", k)
             if reply.error is not None:
                 errors[t] += 1
                 return
-            answer = reply.answer if isinstance(reply.answer, str) else NO_ANSWER
-            answers[t].append(answer)
-            source = provenance(
-                "matrix",
-                f"matrix:{item.id}:{t}:{k}",
-                response_hash(reply.raw if reply.raw is not None else answer),
-                target=t,
-            )
-            for (_, tt), pred in preds.items():
-                if tt == t:
-                    pred.record(answer, source)
+            assert answer is not None
+            raw = reply.raw if reply.raw is not None else answer
+            await record(t, answer, f"matrix:{item.id}:{t}:{k}", raw)
 
-        await asyncio.gather(*(sample(t, k) for t in names for k in range(samples)))
+        asked: list[tuple[str, int]] = []
+        for t in names:
+            known: tuple[str, ...] = ()
+            if matrix_items.is_failure(item) and failure_trials and t in failure_trials:
+                known = matrix_items.failure_answers(item, failure_trials[t])
+            if known:
+                sources[t] = "trials"
+                for k, answer in enumerate(known):
+                    await record(t, answer, f"trial:{item.meta['source']}:{t}:{k}", answer)
+            else:
+                asked.extend((t, k) for k in range(samples))
+        await asyncio.gather(*(sample(t, k) for t, k in asked))
         # 4. reveal and score.
-        for (p, t), pred in preds.items():
-            common = {"own_answer": own[p], "prediction_id": pred.id,
+        answered = [key for key, pred in preds.items() if pred.answers]
+        revealed = dict(zip(answered, await asyncio.gather(
+            *(in_ledger(_reveal, preds[key]) for key in answered)
+        ), strict=True))
+        for (p, t, c), pred in preds.items():
+            common = {"own_answer": own[p], "prediction_id": pred.id, "condition": c,
                       "distribution": pred.body["distribution"], "top1": pred.body["top1"]}
             if not pred.answers:  # stays committed; the ledger expires it with the penalty
-                records[p, t] = PredictionRecord(p, t, "unscored", **common)
+                records[p, t, c] = PredictionRecord(p, t, "unscored", **common)
                 continue
-            try:
-                result = pred.reveal()
-                outcome = "scored"
-            except RevealRejected as exc:  # recorded in the ledger with the penalty
-                result = exc.result
-                outcome = "rejected"
-            records[p, t] = PredictionRecord(
+            result, outcome = revealed[p, t, c]
+            records[p, t, c] = PredictionRecord(
                 p, t, outcome, scores=dict(result.scores), observed=tuple(pred.answers), **common
             )
-        for (p, t), rec in list(records.items()):
-            if rec.outcome == "unparsed" and answers[t]:
+        for key, rec in list(records.items()):
+            if rec.outcome == "unparsed" and answers[key[1]]:
                 # no parseable prediction: scored like a prediction never revealed, the worst
-                observed = tuple(answers[t])
-                records[p, t] = replace(rec, scores=penalty_scores(observed), observed=observed)
+                observed = tuple(answers[key[1]])
+                records[key] = replace(rec, scores=penalty_scores(observed), observed=observed)
         return ItemOutcome(
             item.id,
-            {t: TargetRecord(t, own[t], tuple(answers[t]), errors[t], own_errors[t])
+            {t: TargetRecord(t, own[t], tuple(answers[t]), errors[t], own_errors[t], sources[t])
              for t in names},
-            {pair: records[pair] for pair in pairs},
+            {key: records[key] for key in keys},
         )
 
     try:
-        await asyncio.gather(*(run_item(item) for item in todo))
+        await asyncio.gather(*(expose(t, e) for t, e in missing))
+        if missing:
+            observations = _observations(exposure, exposed, names)
+            if store is not None:
+                assert run_id is not None
+                done = await asyncio.to_thread(store.done_pairs, run_id)
+                todo = [
+                    it for it in items
+                    if not _item_done(it, names, samples, done, conditions, observations)
+                ]
+        tasks = [asyncio.ensure_future(run_item(item)) for item in todo]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            # gather leaves the other items running: stop them before the run is marked
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
     except BaseException:
         if store is not None:
             assert run_id is not None
@@ -519,12 +770,18 @@ async def run_matrix(
         raise
     finally:
         sink.stop()
+        # ledger writes already handed to the threads finish before this returns, so what
+        # the ledger holds afterwards is all this run will ever write to it
+        writer.shutdown(wait=True)
     if store is None:
         return summarise_outcomes(
-            names, items, samples, outcomes, n_boot=n_boot, stats_seed=stats_seed
+            names, items, samples, outcomes, n_boot=n_boot, stats_seed=stats_seed,
+            conditions=conditions,
         )
     assert run_id is not None
-    complete = await asyncio.to_thread(_run_done, store, run_id, names, samples)
+    complete = await asyncio.to_thread(
+        _run_done, store, run_id, names, samples, conditions, observations
+    )
     await asyncio.to_thread(
         store.transition_run,
         run_id,
@@ -536,6 +793,19 @@ async def run_matrix(
     )
 
 
+LEDGER_THREADS = 16
+"""Threads making a matrix's ledger writes (the ledger groups concurrent ones)."""
+
+
+def _reveal(pred: Prediction) -> tuple[RevealResult, str]:
+    """Reveal and score ``pred``: its result and outcome (``scored``, or ``rejected``:
+    recorded in the ledger with the penalty)."""
+    try:
+        return pred.reveal(), "scored"
+    except RevealRejected as exc:
+        return exc.result, "rejected"
+
+
 def _store_trials(
     store: Store, pitems: Sequence[Item], trials: Sequence[TrialRecord]
 ) -> list[TrialOutcome]:
@@ -544,10 +814,24 @@ def _store_trials(
         return write(trials)
 
 
-def _run_done(store: Store, run_id: str, names: Sequence[str], samples: int) -> bool:
-    """Whether every item of the stored run has every trial."""
+def _run_done(
+    store: Store,
+    run_id: str,
+    names: Sequence[str],
+    samples: int,
+    conditions: Sequence[str],
+    observations: Observations,
+) -> bool:
+    """Whether every item of the stored run has every trial (an exposure item, each target's
+    answer)."""
     done = store.done_pairs(run_id)
-    return all(_item_done(it, names, samples, done) for it in store.run_items(run_id))
+    exposure = set(matrix_params(store, run_id).get("exposure") or ())
+    return all(
+        all((t, it.id) in done for t in names)
+        if it.id in exposure
+        else _item_done(it, names, samples, done, conditions, observations)
+        for it in store.run_items(run_id)
+    )
 
 
 def _interrupt_run(store: Store, run_id: str) -> None:
@@ -591,15 +875,35 @@ def create_matrix_run(
     held_out: bool = False,
     accompanies: str | None = None,
     run_id: str | None = None,
+    conditions: Sequence[str] = (ZERO_SHOT,),
+    items: Sequence[Item] | None = None,
+    exposure: Sequence[Item] | None = None,
+    pilot: PilotRecord | None = None,
 ) -> tuple[str, int]:
-    """Store a matrix run (suite ``matrix``): its agents, its ``n_items`` divergent items from
-    ``seed`` (drawn by the seed policy when None; held out when ``held_out``) and its params
+    """Store a matrix run (suite ``matrix``): its agents, its items and its params
     (``samples``, ``n_items``, the agents' names in order, ``accompanies``: the suite run it
-    accompanies). Returns (run id, seed)."""
+    accompanies, ``conditions``, ``exposure``: the ids of the items every target answers once
+    for the ``observe:m`` conditions, and ``pilot``: the pilot's record, when one chose the
+    items). Without ``items``, the first ``n_items`` divergent items of ``seed`` (drawn by the
+    seed policy when None; held out when ``held_out``), and, when a condition observes, the
+    next ones as exposure items. Returns (run id, seed)."""
     if samples < 1:
         raise UserError("--samples must be at least 1")
+    conditions = check_conditions(conditions)
+    needed = max((observed_count(c) or 0 for c in conditions), default=0)
     if seed is None:
         seed = SeedPolicy.of(settings).draw_seed(held_out=held_out)
+    if items is None:
+        drawn = make_items(seed, n_items + needed)
+        items, exposure = drawn[:n_items], drawn[n_items:]
+    exposure = list(exposure or ())[:needed]
+    if items and len(exposure) < needed:
+        raise UserError(
+            f"condition observe:{needed} needs {needed} exposure items; only {len(exposure)} "
+            "are left beside the run's items"
+        )
+    if not items:
+        exposure = []
     run_id, seed, _ = create_run(
         store,
         settings,
@@ -608,15 +912,124 @@ def create_matrix_run(
         seed=seed,
         held_out=held_out,
         run_id=run_id,
-        items=make_items(seed, n_items),
+        items=[*items, *exposure],
         extra_params={
             "samples": samples,
             "n_items": n_items,
             "agents": [ra.name for ra in planned],
             "accompanies": accompanies,
+            "conditions": list(conditions),
+            "exposure": [e.id for e in exposure],
+            "pilot": None if pilot is None else pilot.to_dict(),
         },
     )
     return run_id, seed
+
+
+def _exposure_pool(
+    chosen: Sequence[Item], kept: Sequence[Item], candidates: Sequence[Item]
+) -> list[Item]:
+    """Items a pilot leaves for exposure: the kept ones beyond the ``chosen`` (the run's
+    items), then the dropped ones; failure items aside (their targets are not asked them)."""
+    taken = {it.id for it in chosen}
+    kept_ids = {it.id for it in kept}
+    extra = [it for it in kept if it.id not in taken]
+    dropped = [it for it in candidates if it.id not in kept_ids]
+    return [it for it in [*extra, *dropped] if not matrix_items.is_failure(it)]
+
+
+async def pilot_items(
+    agents: Mapping[str, MatrixAgent],
+    seed: int,
+    *,
+    kinds: Sequence[str],
+    n_candidates: int,
+    samples: int,
+    rule: PilotFilter | None = None,
+    failure_trials: FailureTrials | None = None,
+    concurrency: int = 64,
+) -> tuple[list[Item], list[Item], PilotRecord]:
+    """Draw ``n_candidates`` candidates of ``kinds`` from ``seed``
+    (:func:`harness.matrix_items.candidate_counts`), ask every agent each of them ``samples``
+    times and keep the divergent ones (:func:`harness.matrix_items.run_pilot`). Returns (the
+    kept items, every candidate, the record)."""
+    _check_agents(agents)
+    pool = matrix_items.candidates(seed, matrix_items.candidate_counts(kinds, n_candidates))
+    kept, record = await matrix_items.run_pilot(
+        agents, pool, samples, _ask, rule=rule, trials=failure_trials, concurrency=concurrency
+    )
+    return kept, pool, record
+
+
+def plan_matrix_run(
+    store: Store,
+    settings: Settings,
+    *,
+    planned: Sequence[RunAgent],
+    n_items: int,
+    samples: int,
+    kinds: Sequence[str] = matrix_items.DEFAULT_KINDS,
+    n_candidates: int | None = None,
+    rule: PilotFilter | None = None,
+    seed: int | None = None,
+    held_out: bool = False,
+    accompanies: str | None = None,
+    conditions: Sequence[str] = (ZERO_SHOT,),
+    concurrency: int = 64,
+    local_base_url: str | None = None,
+) -> tuple[str, int, PilotRecord]:
+    """Pilot the candidates through every agent of ``planned``, then store the matrix run on
+    the divergent ones (at most ``n_items``; :func:`create_matrix_run`) with the pilot's record
+    in its params. ``n_candidates`` defaults to 5 × ``n_items``; ``rule`` to
+    :class:`~harness.matrix_items.PilotFilter` with ``min_items`` at most ``n_items``. A
+    failure candidate's answers come from the agents' trials in the suite run ``accompanies``
+    when it has them. When the verdict is *not divergent*, the run is stored with no items:
+    executing it asks nothing, and its summary says why instead of giving skill. Blocking;
+    returns (run id, seed, record)."""
+    if samples < 2:
+        raise UserError("the pilot needs --samples of at least 2")
+    conditions = check_conditions(conditions)
+    rule = rule or PilotFilter(min_items=min(PilotFilter().min_items, n_items))
+    n_candidates = 5 * n_items if n_candidates is None else n_candidates
+    used_seed = SeedPolicy.of(settings).draw_seed(held_out=held_out) if seed is None else seed
+    trials = suite_trials(store, accompanies) if accompanies else None
+
+    async def go(base_url: str | None) -> tuple[list[Item], list[Item], PilotRecord]:
+        async with built_agents(
+            planned, settings, seed=used_seed, store=None, local_base_url=base_url
+        ) as agents:
+            return await pilot_items(
+                {a.name: a for a in agents},
+                used_seed,
+                kinds=kinds,
+                n_candidates=n_candidates,
+                samples=samples,
+                rule=rule,
+                failure_trials=trials,
+                concurrency=concurrency,
+            )
+
+    if local_base_url is not None or not needs_local_model(planned):
+        kept, pool, record = asyncio.run(go(local_base_url))
+    else:
+        with model_per_batch(settings)() as url:
+            kept, pool, record = asyncio.run(go(url))
+    chosen = kept[:n_items] if record.divergent else []
+    run_id, seed = create_matrix_run(
+        store,
+        settings,
+        planned=planned,
+        n_items=n_items,
+        samples=samples,
+        seed=used_seed,
+        held_out=held_out,
+        accompanies=accompanies,
+        conditions=conditions,
+        items=chosen,
+        exposure=_exposure_pool(chosen, kept, pool) if chosen else [],
+        pilot=record,
+    )
+    return run_id, seed, record
 
 
 def execute_matrix_run(
@@ -625,21 +1038,32 @@ def execute_matrix_run(
     ledger: Ledger,
     run_id: str,
     *,
-    concurrency: int = 4,
+    concurrency: int = 64,
     n_boot: int = 2000,
     stats_seed: int = 0,
     progress: ProgressSink | None = None,
     local_base_url: str | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) a stored matrix run: its agents rebuilt from their stored specs, its
-    items from storage, the embedded model started for it when an agent needs it (unless
+    items (and exposure items) from storage, the failure items' trials from the suite run it
+    accompanies, the embedded model started for it when an agent needs it (unless
     ``local_base_url`` is given). Blocking; returns :func:`summarise_run`'s matrix."""
     params = matrix_params(store, run_id)
     run = store.get_run(run_id)
     planned = store.run_agents(run_id)
     order = {n: i for i, n in enumerate(params.get("agents") or [])}
     planned.sort(key=lambda ra: order.get(ra.name, len(order)))
-    items = list(store.run_items(run_id))
+    stored = list(store.run_items(run_id))
+    exposure_ids = list(params.get("exposure") or ())
+    by_id = {it.id: it for it in stored}
+    exposure = [by_id[i] for i in exposure_ids if i in by_id]
+    items = [it for it in stored if it.id not in set(exposure_ids)]
+    accompanies = params.get("accompanies")
+    trials = (
+        suite_trials(store, str(accompanies))
+        if accompanies and any(matrix_items.is_failure(it) for it in items)
+        else None
+    )
 
     async def go(base_url: str | None) -> dict[str, Any]:
         async with built_agents(
@@ -656,8 +1080,14 @@ def execute_matrix_run(
                 store=store,
                 run_id=run_id,
                 progress=progress,
+                conditions=params.get("conditions") or (ZERO_SHOT,),
+                exposure=exposure,
+                failure_trials=trials,
             )
 
+    if not items:  # a pilot found the candidates not divergent: nothing to ask
+        store.transition_run(run_id, "complete", unless=("complete",))
+        return summarise_run(store, run_id, n_boot=n_boot, stats_seed=stats_seed)
     if local_base_url is not None or not needs_local_model(planned):
         return asyncio.run(go(local_base_url))
     with model_per_batch(settings)() as url:

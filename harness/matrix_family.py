@@ -1,14 +1,17 @@
-"""The item family of the prediction matrix (:mod:`harness.matrix`) and its divergent item
-generator, registered on import (:mod:`harness.families` imports it, so every part of the
-harness that asks the registry knows it).
+"""The item family of the prediction matrix (:mod:`harness.matrix`), registered on import
+(:mod:`harness.families` imports it, so every part of the harness that asks the registry knows
+it).
 
-A matrix run stores two kinds of item of family ``matrix``: the *divergent* questions put to
-every target (generator ``matrix.divergent``, the run's items) and the questions put to a
-predictor about a target (generator ``matrix.prediction``, one per item, predictor and target,
-stored with the trials that answer them). Neither has a right answer: what an answer is worth
-is decided by the matrix (the ledger scores a prediction against the target's samples), so
-:meth:`MatrixFamily.score` only says so. A prediction item is rebuilt from its base item, not
-from a seed, so only the divergent generator regenerates.
+A matrix run stores two kinds of item of family ``matrix``: the questions put to every target
+(the run's items: the divergent arbitrary-choice items of :mod:`harness.matrix_base` and every
+candidate kind of :mod:`harness.matrix_items`, preference, open, NestToM, game and failure
+items) and the questions put to a predictor about a target (generators ``matrix.prediction``
+and ``matrix.failure-prediction``, one per item, predictor, target and condition, stored with
+the trials that answer them). None has a right answer: what an answer is worth is decided by
+the matrix (the ledger scores a prediction against the target's samples), so
+:meth:`MatrixFamily.score` only says so. Every run item regenerates from its kind's generator,
+seed and params (``mindledger runs --verify``); a prediction item is rebuilt from its base
+item, not from a seed, so it does not.
 """
 
 from __future__ import annotations
@@ -19,14 +22,24 @@ from typing import Any
 
 import numpy as np
 
+from harness import matrix_items
+from harness.matrix_base import (
+    DIVERGENT,
+    FAMILY,
+    PREDICTION,
+    TEMPLATES,
+    VERSION,
+    make_item,
+    make_items,
+)
 from mindledger.design import DesignRecord, answer_choices
-from mindledger.errors import UserError
 from mindledger.family import Family, PlayMode, register
 from mindledger.items import Item, Score
 
 __all__ = [
     "DIVERGENT",
     "FAMILY",
+    "GENERATORS",
     "MATRIX_FAMILY",
     "PREDICTION",
     "TEMPLATES",
@@ -36,125 +49,8 @@ __all__ = [
     "make_items",
 ]
 
-FAMILY = "matrix"
-DIVERGENT = "matrix.divergent"
-"""The generator of the questions every target is asked."""
-PREDICTION = "matrix.prediction"
-"""The generator of the questions a predictor is asked about a target."""
-VERSION = "1"
-
-TEMPLATES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    (
-        "word",
-        "Pick one of these words: {options}. There is no right answer; just pick one.",
-        (
-            "apple",
-            "river",
-            "seven",
-            "blue",
-            "lantern",
-            "quiet",
-            "mountain",
-            "velvet",
-            "echo",
-            "thunder",
-            "maple",
-            "orbit",
-        ),
-    ),
-    (
-        "number",
-        "Pick a number from this list: {options}. Any of them is fine.",
-        ("1", "3", "4", "7", "9", "12", "17", "21", "37", "42", "64", "99"),
-    ),
-    (
-        "colour",
-        "Which of these colours do you like best: {options}?",
-        ("red", "teal", "amber", "violet", "olive", "crimson", "indigo", "silver", "coral"),
-    ),
-    (
-        "city",
-        "If you could visit only one of these cities, which would you choose: {options}?",
-        (
-            "Paris",
-            "Tokyo",
-            "Reykjavik",
-            "Cairo",
-            "Lima",
-            "Kyoto",
-            "Lisbon",
-            "Nairobi",
-            "Vancouver",
-            "Hanoi",
-        ),
-    ),
-    (
-        "cat-name",
-        "Which of these names would you give a new cat: {options}?",
-        ("Miso", "Pixel", "Luna", "Biscuit", "Ziggy", "Olive", "Mochi", "Pepper", "Nimbus"),
-    ),
-    (
-        "title",
-        "Which of these is the best title for a short story: {options}?",
-        (
-            "The Glass Orchard",
-            "Salt and Static",
-            "Nine Winters",
-            "The Last Lighthouse",
-            "Paper Moons",
-            "A Map of Small Rooms",
-            "Quiet Engines",
-        ),
-    ),
-    (
-        "animal",
-        "Which animal would you rather be for a day: {options}?",
-        ("owl", "dolphin", "fox", "otter", "eagle", "octopus", "cat", "elephant", "wolf"),
-    ),
-    (
-        "letter",
-        "Pick a letter: {options}.",
-        ("A", "E", "K", "M", "Q", "R", "S", "X", "Z"),
-    ),
-)
-"""(name, prompt template, option pool): arbitrary-choice and preference questions."""
-
-
-def make_item(seed: int, params: Mapping[str, Any]) -> Item:
-    """The divergent item number ``params["index"]`` of ``seed`` (3–5 options from one
-    template's pool, in a seeded order). Pure: the same arguments give the same item."""
-    index = int(params["index"])
-    rng = np.random.default_rng([seed, index])
-    name, template, pool = TEMPLATES[int(rng.integers(len(TEMPLATES)))]
-    k = int(rng.integers(3, 6))
-    options = [str(o) for o in rng.choice(np.array(pool, dtype=object), size=k, replace=False)]
-    return Item(
-        family=FAMILY,
-        generator=DIVERGENT,
-        version=VERSION,
-        seed=seed,
-        params={"index": index},
-        prompt=template.format(options=", ".join(options)),
-        answer={"kind": "choice", "choices": options},
-        truth={},
-        meta={"template": name, "options": len(options)},
-    )
-
-
-def make_items(seed: int, n: int) -> list[Item]:
-    """``n`` distinct divergent items from ``seed`` (indexes 0, 1, …, skipping duplicates)."""
-    if n < 1:
-        raise UserError("the matrix needs at least one item")
-    items: list[Item] = []
-    seen: set[str] = set()
-    index = 0
-    while len(items) < n:
-        item = make_item(seed, {"index": index})
-        index += 1
-        if item.id not in seen:
-            seen.add(item.id)
-            items.append(item)
-    return items
+GENERATORS: tuple[str, ...] = tuple(kind.generator for kind in matrix_items.KINDS.values())
+"""Every generator of a matrix run's items (the divergent one first), each regenerable."""
 
 
 @dataclass(frozen=True)
@@ -164,7 +60,7 @@ class MatrixFamily:
     name: str = FAMILY
     title: str = "Cross-model prediction matrix (seed 002 §15.2)"
     plays: PlayMode = "single"
-    generators: tuple[str, ...] = (DIVERGENT,)
+    generators: tuple[str, ...] = GENERATORS
     policies: tuple[str, ...] = ("random",)
     scaffold_modules: tuple[str, ...] = ()
 
@@ -177,11 +73,14 @@ class MatrixFamily:
         return choices[int(rng.integers(len(choices)))] if choices else None
 
     def regenerate(self, item: Item) -> Item | None:
-        return make_item(item.seed, item.params) if item.generator == DIVERGENT else None
+        """A run item rebuilt by its kind's generator; None for a prediction item."""
+        if item.generator not in GENERATORS:
+            return None
+        return matrix_items.regenerate(item)
 
     def design(self, item: Item) -> DesignRecord:
         meta: Mapping[str, Any] = item.meta if isinstance(item.meta, Mapping) else {}
-        role = "prediction" if item.generator == PREDICTION else "choice"
+        role = "prediction" if meta.get("role") == "prediction" else "choice"
         return DesignRecord(
             question=role,
             group=str(meta.get("template", "")),

@@ -102,12 +102,14 @@ import numpy as np
 
 import games
 import nesttom
-from harness import families, matrix
+from harness import matrix_base as matrix
+from mindledger import family as registry
 from mindledger.canonical import content_hash
 from mindledger.errors import UserError
 from mindledger.items import Item
 
 __all__ = [
+    "DEFAULT_KINDS",
     "FAILURE_CHOICES",
     "KINDS",
     "METHOD",
@@ -121,10 +123,14 @@ __all__ = [
     "PilotFilter",
     "PilotRecord",
     "apply_filter",
+    "candidate_counts",
     "candidates",
     "cluster_answer",
     "failure_answers",
+    "failure_outcome",
     "failure_prediction_item",
+    "failure_source",
+    "is_failure",
     "kind_of",
     "normalise_answer",
     "observed_answer",
@@ -595,6 +601,18 @@ def _failure_sources(seed: int, indexes: Sequence[int]) -> dict[int, tuple[Item,
     return out
 
 
+def is_failure(item: Item) -> bool:
+    """Whether ``item`` is a failure item (its target is not asked it)."""
+    return item.generator == "matrix.failure"
+
+
+def failure_source(item: Item) -> tuple[Item, Item]:
+    """(the question, as a matrix item, and the underlying NestToM / game item) of the failure
+    ``item``: what its target is really asked, and what scores the reply."""
+    index = int(item.params["index"])
+    return _failure_sources(item.seed, [index])[index]
+
+
 def _failure_item(seed: int, index: int, question: Item, src: Item) -> Item:
     return Item(
         family=matrix.FAMILY,
@@ -691,7 +709,7 @@ class CandidateKind:
 KINDS: Mapping[str, CandidateKind] = {
     k.name: k
     for k in (
-        CandidateKind("arbitrary", matrix.GENERATOR, matrix.make_item),
+        CandidateKind("arbitrary", matrix.DIVERGENT, matrix.make_item),
         CandidateKind("preference", "matrix.preference", make_preference),
         CandidateKind("open", "matrix.open", make_open, len(OPEN_TEMPLATES)),
         CandidateKind("nesttom", "matrix.nesttom", make_nesttom, many=_many_wrapped("nesttom")),
@@ -749,10 +767,45 @@ def candidates(seed: int, counts: Mapping[str, int]) -> list[Item]:
     return out
 
 
+DEFAULT_KINDS = ("arbitrary", "preference", "open", "nesttom", "games", "failure")
+"""The kinds a pilot draws its candidates from unless told otherwise."""
+
+
+def candidate_counts(kinds: Sequence[str], n: int) -> dict[str, int]:
+    """How many of ``n`` candidates each of ``kinds`` gets: an even share, the first kinds one
+    more when ``n`` does not divide, ``open`` at most its :data:`OPEN_TEMPLATES` (the rest
+    shared among the others). Pure."""
+    names = list(dict.fromkeys(kinds))
+    if not names:
+        raise UserError("the pilot needs at least one item kind")
+    for name in names:
+        if name not in KINDS:
+            raise UserError(
+                f"unknown matrix item kind {name!r} (expected one of {', '.join(KINDS)})"
+            )
+    counts = dict.fromkeys(names, 0)
+    left, open_ = n, list(names)
+    while left > 0 and open_:
+        share, extra = divmod(left, len(open_))
+        for i, name in enumerate(list(open_)):
+            want = share + (i < extra)
+            cap = KINDS[name].limit
+            room = want if cap is None else min(want, cap - counts[name])
+            counts[name] += room
+            left -= room
+            if cap is not None and counts[name] >= cap:
+                open_.remove(name)
+        if share == 0 and extra == 0:
+            break
+    if left > 0:
+        raise UserError(f"the kinds {', '.join(names)} do not have {n} candidates for one seed")
+    return counts
+
+
 def observed_answer(item: Item, answer: Any) -> str:
     """What is recorded for a target's ``answer`` to ``item``: an open item's cluster label, a
     choice as a string (a number that is one of the choices as its string), else
-    :data:`harness.matrix.NO_ANSWER`."""
+    :data:`harness.matrix_base.NO_ANSWER`."""
     if isinstance(answer, bool) or answer is None:
         return matrix.NO_ANSWER
     if isinstance(answer, int | float) and float(answer).is_integer():
@@ -1128,7 +1181,10 @@ Ask = Callable[..., Awaitable[Reply]]
 tells repeated asks apart (a reference agent draws from it)."""
 
 
-def _score_source(source: Item, answer: Any) -> str:
+def failure_outcome(source: Item, answer: Any) -> str:
+    """A failure item's observed answer for one reply to its underlying question ``source``:
+    ``"yes"`` when the family's scorer marks ``answer`` correct, else ``"no"`` (no answer, an
+    unparseable number)."""
     if answer is None or answer == matrix.NO_ANSWER:
         return "no"
     if source.answer.get("kind") == "integer" and isinstance(answer, str):
@@ -1136,7 +1192,7 @@ def _score_source(source: Item, answer: Any) -> str:
             answer = int(answer)
         except ValueError:
             return "no"
-    return "yes" if families.score(source, answer).correct else "no"
+    return "yes" if registry.get(source.family).score(source, answer).correct else "no"
 
 
 async def run_pilot(
@@ -1177,15 +1233,17 @@ async def run_pilot(
             return
         value = observed_answer(question, reply.answer)
         if item.id in sources:
-            value = _score_source(sources[item.id][1], value)
+            value = failure_outcome(sources[item.id][1], value)
         answers[t].setdefault(item.id, []).append(value)
 
     jobs: list[Awaitable[None]] = []
     for t in agents:
         for item in items:
             if item.id in sources and trials is not None and t in trials:
-                answers[t][item.id] = list(failure_answers(item, trials[t]))
-                continue
+                known = failure_answers(item, trials[t])
+                if known:
+                    answers[t][item.id] = list(known)
+                    continue
             jobs.extend(sample(t, item, k) for k in range(samples))
     await asyncio.gather(*jobs)
     # answers arrive in completion order; sort for a record independent of scheduling

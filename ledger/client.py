@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -46,7 +46,16 @@ from ledger.protocol import (
     response_hash,
 )
 
-__all__ = ["LedgerClient", "Prediction", "PredictionBlock"]
+__all__ = ["LedgerClient", "Prediction", "PredictionBlock", "record_answer"]
+
+
+@runtime_checkable
+class _ObservesMany(Protocol):
+    """A ledger that records one answer against several predictions in one transaction."""
+
+    def observe_many(
+        self, predictions: Sequence[str], answer: str, provenance: Mapping[str, Any]
+    ) -> object: ...
 
 
 class LedgerClient:
@@ -249,3 +258,24 @@ class Prediction(PredictionBlock):
     @property
     def asked(self) -> bool:
         return bool(self.answers)
+
+
+def record_answer(predictions: Sequence[Prediction], answer: str, source: Mapping[str, Any]) -> None:
+    """Record one answer of a target against every prediction in ``predictions`` (predictions
+    of that target's answer to the same query, by any predictors, on one ledger), with its
+    provenance: as :meth:`Prediction.record` for each, but in one transaction when the
+    ledger can (:meth:`~ledger.predictions.Ledger.observe_many`). Each is committed first."""
+    if not predictions:
+        return
+    ledger = predictions[0].client.ledger
+    if any(p.client.ledger is not ledger for p in predictions):
+        raise LedgerStateError("record_answer: the predictions are not all on one ledger")
+    for p in predictions:
+        p.commit()
+    if isinstance(ledger, _ObservesMany):
+        ledger.observe_many([p.id for p in predictions], answer, source)
+    else:
+        for p in predictions:
+            ledger.observe(p.id, answer, source)
+    for p in predictions:
+        p.answers.append(answer)

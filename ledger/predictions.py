@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import secrets
+import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -128,6 +129,21 @@ def _text(value: Any, where: str, *, optional: bool = False) -> str | None:
     return value
 
 
+_CLOSED_BY = {"reveal": "scored", "reject": "rejected", "expire": "expired"}
+"""The state an entry of each closing kind leaves a prediction in."""
+
+
+class _Request:
+    """One caller's append, queued for group commit: its build, then its result."""
+
+    __slots__ = ("build", "done", "result")
+
+    def __init__(self, build: Callable[[_Cursor, str], tuple[list[Spec], Any]]):
+        self.build = build
+        self.done = False
+        self.result: tuple[list[Entry], Any] | BaseException | None = None
+
+
 def _row_entry(row: Any) -> Entry:
     return Entry(*row)
 
@@ -167,7 +183,13 @@ class Ledger:
     ``witness_dir`` holds the head witness (see :mod:`ledger._witness`; None turns it off, and
     with it the detection of a cut-off tail); ``heads_file`` receives every signed tree head
     (see :mod:`ledger.tree`; None: heads are signed but not kept).
+
+    Safe to call from several threads: their appends are grouped into shared transactions
+    (group commit, see :meth:`_append`).
     """
+
+    GROUP_LIMIT = 512
+    """The most queued appends one transaction takes."""
 
     def __init__(
         self,
@@ -201,6 +223,11 @@ class Ledger:
         """The Merkle tree's compact range at the head this process last wrote (its hash)."""
         self._bound = False
         """Whether this process checked that the data directory witnessed no other ledger."""
+        self._group = threading.Condition()
+        """Guards the group-commit queue (see :meth:`_append`)."""
+        self._queue: list[_Request] = []
+        self._writing = False
+        """Whether a thread of this process is running a transaction of queued appends."""
 
     def close(self) -> None:
         """Release the head witness's file descriptors (the engine is the caller's)."""
@@ -357,72 +384,129 @@ class Ledger:
     def _append(
         self, build: Callable[[_Cursor, str], tuple[list[Spec], Any]]
     ) -> tuple[list[Entry], Any]:
-        """Append the entries ``build(cur, now)`` asks for, in one locked transaction."""
+        """Append the entries ``build(cur, now)`` asks for, durably, before returning.
+
+        Group commit: while one thread's transaction is running, the requests of other threads
+        queue; the next of them to run takes every queued request into one transaction (at most
+        :attr:`GROUP_LIMIT`), builds and links them in arrival order, and commits once. Each
+        request still sees every entry before its own (a build runs after the entries of the
+        requests ahead of it are inserted), and each caller returns only once the transaction
+        holding its entries is committed. A build that raises adds nothing; the caller gets its
+        exception and the others' entries are committed."""
+        req = _Request(build)
+        with self._group:
+            self._queue.append(req)
+            while not req.done and self._writing:
+                self._group.wait()
+            if not req.done:
+                self._writing = True
+                batch, self._queue = (
+                    self._queue[: self.GROUP_LIMIT],
+                    self._queue[self.GROUP_LIMIT :],
+                )
+        if not req.done:
+            results: list[tuple[list[Entry], Any] | BaseException]
+            try:
+                results = self._append_group([r.build for r in batch])
+            except BaseException as exc:  # the transaction failed: every request in it did
+                results = [exc] * len(batch)
+            with self._group:
+                for r, outcome in zip(batch, results, strict=True):
+                    r.result = outcome
+                    r.done = True
+                self._writing = False
+                self._group.notify_all()
+        result = req.result
+        if isinstance(result, BaseException):
+            raise result
+        assert result is not None
+        return result
+
+    def _append_group(
+        self, builds: Sequence[Callable[[_Cursor, str], tuple[list[Spec], Any]]]
+    ) -> list[tuple[list[Entry], Any] | BaseException]:
+        """Append the entries each of ``builds`` asks for, in order, in one locked transaction:
+        each build runs after the entries of those before it are inserted. A build that raises
+        adds nothing, and its exception is its result."""
         for _attempt in range(3):
+            results: list[tuple[list[Entry], Any] | BaseException] = []
+            written: list[Entry] = []
             try:
                 with self._locked() as cur:
                     head = self._head(cur)
                     self._check_head(cur, head)
                     now = self.clock()
-                    specs, outcome = build(cur, now)
-                    if not specs:
-                        return [], outcome
-                    if head is None:
-                        specs = [
-                            (
-                                "open",
-                                "ledger",
-                                {
-                                    "format": LEDGER_FORMAT,
-                                    "public_key": self.public_key_hex,
-                                    "nonce": secrets.token_hex(16),
-                                },
-                            ),
-                            *specs,
-                        ]
+                    tree = self._tree_at(cur, head)
+                    nodes: list[tuple[int, int, str]] = []
                     seq = 0 if head is None else head.seq
                     prev_hash = GENESIS_HASH if head is None else head.hash
                     prev_sig = "" if head is None else head.signature
-                    entries: list[Entry] = []
-                    for kind, subject, payload in specs:
-                        seq += 1
-                        e = make_entry(
-                            self.key,
-                            seq=seq,
-                            prev_hash=prev_hash,
-                            prev_signature=prev_sig,
-                            time=now,
-                            kind=kind,
-                            subject=subject,
-                            payload=payload,
-                        )
-                        entries.append(e)
-                        prev_hash, prev_sig = e.hash, e.signature
-                    tree = self._tree_at(cur, head)
-                    nodes = [
-                        (n.level, n.index, n.hash.hex())
-                        for e in entries
-                        for n in tree.append(leaf_hash(digest_bytes(e.hash)))
-                    ]
-                    rows = [
-                        (
-                            e.seq,
-                            e.subject,
-                            e.kind,
-                            e.payload_json,
-                            e.time,
-                            e.prev_hash,
-                            e.prev_signature,
-                            e.hash,
-                            e.signature,
-                        )
-                        for e in entries
-                    ]
-                    if len(rows) == 1:
-                        cur.run(_INSERT, rows[0])
-                    else:
-                        cur.many(_INSERT, rows)
-                    cur.many(_TREE_INSERT, nodes)
+                    for build in builds:
+                        try:
+                            specs, outcome = build(cur, now)
+                        except (self._integrity_error, self._operational_error):
+                            raise
+                        except Exception as exc:  # refused: this request adds nothing
+                            results.append(exc)
+                            continue
+                        if not specs:
+                            results.append(([], outcome))
+                            continue
+                        if seq == 0:
+                            specs = [
+                                (
+                                    "open",
+                                    "ledger",
+                                    {
+                                        "format": LEDGER_FORMAT,
+                                        "public_key": self.public_key_hex,
+                                        "nonce": secrets.token_hex(16),
+                                    },
+                                ),
+                                *specs,
+                            ]
+                        entries: list[Entry] = []
+                        for kind, subject, payload in specs:
+                            seq += 1
+                            e = make_entry(
+                                self.key,
+                                seq=seq,
+                                prev_hash=prev_hash,
+                                prev_signature=prev_sig,
+                                time=now,
+                                kind=kind,
+                                subject=subject,
+                                payload=payload,
+                            )
+                            entries.append(e)
+                            prev_hash, prev_sig = e.hash, e.signature
+                        nodes += [
+                            (n.level, n.index, n.hash.hex())
+                            for e in entries
+                            for n in tree.append(leaf_hash(digest_bytes(e.hash)))
+                        ]
+                        rows = [
+                            (
+                                e.seq,
+                                e.subject,
+                                e.kind,
+                                e.payload_json,
+                                e.time,
+                                e.prev_hash,
+                                e.prev_signature,
+                                e.hash,
+                                e.signature,
+                            )
+                            for e in entries
+                        ]
+                        if len(rows) == 1:
+                            cur.run(_INSERT, rows[0])
+                        else:
+                            cur.many(_INSERT, rows)
+                        written += entries
+                        results.append((entries, outcome))
+                    if nodes:
+                        cur.many(_TREE_INSERT, nodes)
             except self._integrity_error:
                 # Only possible if the lock was bypassed: the UNIQUE constraints stopped a fork.
                 self._trusted = None
@@ -432,14 +516,16 @@ class Ledger:
                 raise StorageError(
                     f"cannot append to the ledger in {self.db_label}: {str(exc).strip()}"
                 ) from exc
-            last = entries[-1]
+            if not written:
+                return results
+            last = written[-1]
             self._trusted = (last.seq, last.hash, last.signature)
             self._tree = (last.hash, tree)
             if head is None:
-                self._ledger_id = entries[0].hash
+                self._ledger_id = written[0].hash
             if self.witness is not None and self._ledger_id is not None:
                 self.witness.advance(self._ledger_id, last, self.db_label)
-            return entries, outcome
+            return results
         raise StorageError("could not append to the ledger: concurrent writers kept colliding")
 
     def _tree_at(self, cur: _Cursor, head: Entry | None) -> CompactRange:
@@ -689,12 +775,59 @@ class Ledger:
         source = dict(provenance)
 
         def build(cur: _Cursor, now: str) -> tuple[list[Spec], Any]:
-            state = self._state(cur, prediction)
-            self._check_open(state, now)
+            self._check_taking_answers(cur, [prediction], now)
             return [("observe", prediction, {"answer": answer, "provenance": source})], None
 
         entries, _ = self._append(build)
         return entries[-1]
+
+    def observe_many(
+        self, predictions: Sequence[str], answer: str, provenance: Mapping[str, Any]
+    ) -> list[Entry]:
+        """Record one answer of the target against several predictions about it (the same
+        query asked once, its answer owed to every prediction of it) in one transaction: an
+        ``observe`` entry per prediction, in the order given, each as :meth:`observe` records
+        it. All or nothing: refused (nothing recorded) if any of them is refused."""
+        if not isinstance(answer, str):
+            raise InputError("expected the answer as text", where="answer")
+        wrong = check_provenance(provenance)
+        if wrong is not None:
+            raise InputError(wrong, where="provenance")
+        ids = list(predictions)
+        if len(set(ids)) != len(ids):
+            raise InputError("a prediction is named twice", where="predictions")
+        source = dict(provenance)
+
+        def build(cur: _Cursor, now: str) -> tuple[list[Spec], Any]:
+            self._check_taking_answers(cur, ids, now)
+            return [("observe", pid, {"answer": answer, "provenance": source}) for pid in ids], None
+
+        entries, _ = self._append(build)
+        return entries
+
+    def _check_taking_answers(self, cur: _Cursor, ids: Sequence[str], now: str) -> None:
+        """Refuse, as :meth:`_check_open` does, an answer to any of ``ids`` (in order): one
+        query, which reads each prediction's commit and closing entry but not its answers
+        (they do not decide whether it takes another)."""
+        rows = cur.all(
+            "SELECT seq, subject, kind, payload_json, time FROM ledger_entries WHERE subject IN "
+            f"({', '.join('?' * len(ids))}) AND kind IN ('commit', 'reveal', 'reject', 'expire') "
+            "ORDER BY seq",
+            tuple(ids),
+        )
+        states: dict[str, PredictionState] = {}
+        for seq, subject, kind, payload_json, time in rows:
+            if kind == "commit" and subject not in states:
+                states[subject] = PredictionState.from_commit(
+                    subject, json.loads(payload_json), time, seq
+                )
+            elif subject in states and not states[subject].final:
+                states[subject].state = _CLOSED_BY[kind]
+        for pid in ids:
+            state = states.get(pid)
+            if state is None:
+                raise NotFoundError(f"no prediction with id {pid!r} (see `mindledger ledger show`)")
+            self._check_open(state, now)
 
     @staticmethod
     def _check_open(state: PredictionState, now: str) -> None:

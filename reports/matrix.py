@@ -35,6 +35,15 @@ interval from one joint hierarchical bootstrap of all T's cells (they share T's 
 sign-flip test is exact when there are at most 16 non-zero differences, else Monte Carlo with
 ``B = n_boot`` and the floor ``1/(B + 1)``. Holm's step-down adjustment (:func:`holm_adjust`)
 is applied by the caller over a family (all cells; all self-advantage tests).
+
+**Conditions** (seed 002 §15.2 protocol step 4). A cell's per-item scores under each condition
+are paired by item. :func:`learning_slope` is the learning curve's slope over m (the number of
+the target's past answers shown; zero-shot is m = 0): the least-squares slope of the per-m
+means, which on items scored at every m equals the mean of the per-item slopes, so its interval
+is the bootstrap over items of that mean and its test the sign-flip test of the per-item
+slopes. :func:`paired_contrast` (simulate − generic) is the mean per-item difference with the
+same bootstrap and test. Both need :data:`~reports._estimates.MIN_N` paired items for an
+interval and a test.
 """
 
 from __future__ import annotations
@@ -65,11 +74,14 @@ __all__ = [
     "METRICS",
     "NO_BOOTSTRAP_SPREAD",
     "CellStats",
+    "Contrast",
     "Estimate",
     "ItemRecord",
     "SelfAdvantage",
     "cell_statistics",
     "holm_adjust",
+    "learning_slope",
+    "paired_contrast",
     "self_advantage",
 ]
 
@@ -573,3 +585,86 @@ def holm_adjust(pvalues: Sequence[float | None]) -> list[float | None]:
     adjusted = holm([math.nan if p is None else p for p in pvalues])
     return [None if p is None or math.isnan(a) else a for p, a in zip(pvalues, adjusted,
                                                                        strict=True)]
+
+
+# -- conditions: the learning curve and the simulate contrast -----------------------------------
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """A paired figure over items (a slope or a difference) with its interval and test."""
+
+    value: float | None
+    n: int
+    lo: float | None = None
+    hi: float | None = None
+    interval: str | None = None
+    test: str | None = None
+    p: float | None = None
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "value": self.value,
+            "n": self.n,
+            "ci": [self.lo, self.hi] if self.lo is not None else None,
+            "interval": self.interval,
+            "test": self.test,
+            "p": self.p,
+            "status": "estimated" if self.lo is not None and self.reason is None
+            else "not_estimable",
+        }
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+PAIRED_INTERVAL = "item-bootstrap-95"
+"""The interval of a paired figure over items: items resampled with replacement."""
+
+
+def _paired(per_item: FloatArray, rng: np.random.Generator, n_boot: int, what: str) -> Contrast:
+    """The mean of ``per_item`` with its item-bootstrap interval and sign-flip test."""
+    n = int(per_item.size)
+    if n == 0:
+        return Contrast(None, 0, reason="no item was scored under both")
+    value = float(per_item.mean())
+    if n < MIN_N:
+        return Contrast(value, n, reason=not_estimable_reason(n, "paired items"))
+    draws = rng.integers(0, n, size=(n_boot, n))
+    lo, hi, _ = percentile_interval(per_item[draws].mean(axis=1))
+    p, test = _sign_flip(per_item, rng, n_boot, what)
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo <= 1e-12 * max(1.0, abs(hi)):
+        return Contrast(value, n, test=test, p=p, reason=NO_BOOTSTRAP_SPREAD)
+    return Contrast(value, n, lo, hi, PAIRED_INTERVAL, test, p)
+
+
+def learning_slope(
+    curve: Mapping[int, Mapping[str, float]], rng: np.random.Generator, *, n_boot: int = 2000
+) -> Contrast:
+    """The slope over m of a per-item figure: ``curve[m]`` maps item ids to the figure with m
+    past answers shown. On the items scored at every m (see the module docstring); undefined
+    with fewer than two values of m."""
+    ms = sorted(curve)
+    if len(ms) < 2:
+        return Contrast(None, 0, reason="a slope needs at least two values of m")
+    common = sorted(set.intersection(*(set(curve[m]) for m in ms)))
+    x = np.array(ms, dtype=float)
+    xc = x - x.mean()
+    y = np.array([[curve[m][i] for m in ms] for i in common], dtype=float).reshape(-1, len(ms))
+    slopes: FloatArray = (y - y.mean(axis=1, keepdims=True)) @ xc / float(xc @ xc)
+    return _paired(slopes, rng, n_boot, "per-item slopes over m (H0: slope = 0)")
+
+
+def paired_contrast(
+    treated: Mapping[str, float],
+    control: Mapping[str, float],
+    rng: np.random.Generator,
+    *,
+    n_boot: int = 2000,
+) -> Contrast:
+    """``treated − control`` of a per-item figure, paired over the items both have (e.g.
+    simulate − zero-shot)."""
+    common = sorted(set(treated) & set(control))
+    d = np.array([treated[i] - control[i] for i in common], dtype=float)
+    return _paired(d, rng, n_boot, "per-item differences (H0: no difference)")

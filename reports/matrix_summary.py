@@ -27,25 +27,72 @@ from ledger.store import Store
 from mindledger.disclosure import shown_seed
 from mindledger.errors import UserError
 from mindledger.items import Item
-from reports.matrix import METRICS, ItemRecord, cell_statistics, holm_adjust, self_advantage
+from reports.matrix import (
+    METRICS,
+    ItemRecord,
+    cell_statistics,
+    holm_adjust,
+    learning_slope,
+    paired_contrast,
+    self_advantage,
+)
 
 __all__ = [
     "OUTCOMES",
+    "SIMULATE",
     "SUITE",
+    "ZERO_SHOT",
     "ItemOutcome",
     "PredictionRecord",
     "TargetRecord",
     "accompanying_matrix",
     "accompanying_summary",
     "agent_skill",
+    "check_conditions",
+    "mark_not_divergent",
     "matrix_params",
+    "observed_count",
     "outcomes_from_trials",
+    "pilot_summary",
     "summarise_outcomes",
     "summarise_run",
 ]
 
 SUITE = "matrix"
 """The suite name of a stored matrix run."""
+
+ZERO_SHOT = "zero-shot"
+"""The condition with no help: the predictor sees the question and the target's name."""
+SIMULATE = "simulate"
+"""The condition with an explicit instruction to simulate the target."""
+OBSERVE = "observe:"
+"""``observe:m``: the predictor also sees m of the target's past answers on other items."""
+
+
+def observed_count(condition: str) -> int | None:
+    """m of an ``observe:m`` condition (0 for zero-shot, on the learning curve); None for a
+    condition that is not on the curve."""
+    if condition == ZERO_SHOT:
+        return 0
+    if condition.startswith(OBSERVE) and condition[len(OBSERVE):].isdigit():
+        return int(condition[len(OBSERVE):])
+    return None
+
+
+def check_conditions(conditions: Sequence[str]) -> list[str]:
+    """The conditions in order, without repeats; a UserError for one that is not
+    ``zero-shot``, ``simulate`` or ``observe:m`` with m ≥ 1."""
+    out = list(dict.fromkeys(str(c).strip() for c in conditions))
+    if not out:
+        raise UserError("the matrix needs at least one condition")
+    for c in out:
+        m = observed_count(c)
+        if c != SIMULATE and (m is None or (m == 0 and c != ZERO_SHOT)):
+            raise UserError(
+                f"unknown matrix condition {c!r} (expected zero-shot, simulate or observe:m "
+                "with m ≥ 1, e.g. observe:3)"
+            )
+    return out
 
 
 @dataclass
@@ -83,6 +130,9 @@ class TargetRecord:
     errors: int = 0
     """Samples lost to API errors."""
     own_error: str | None = None
+    source: str | None = None
+    """``"trials"`` when the samples are the target's real trials (a failure item), else
+    None (asked)."""
 
 
 @dataclass(frozen=True)
@@ -102,23 +152,24 @@ class PredictionRecord:
     """The ledger's scores (the penalty for ``rejected`` and ``unparsed``)."""
     observed: tuple[str, ...] = ()
     error: str | None = None
+    condition: str = ZERO_SHOT
 
 
 @dataclass(frozen=True)
 class ItemOutcome:
     """Everything the matrix learned on one base item: what each target answered and what
-    became of every prediction about it."""
+    became of every prediction about it, by (predictor, target, condition)."""
 
     item_id: str
     targets: Mapping[str, TargetRecord]
-    predictions: Mapping[tuple[str, str], PredictionRecord]
+    predictions: Mapping[tuple[str, str, str], PredictionRecord]
 
 
 def outcomes_from_trials(rows: Iterable[TrialRow]) -> dict[str, ItemOutcome]:
     """The stored trials of a matrix run read back as outcomes, by base item id (trials not
     written by the matrix are ignored)."""
     targets: dict[str, dict[str, TargetRecord]] = {}
-    preds: dict[str, dict[tuple[str, str], PredictionRecord]] = {}
+    preds: dict[str, dict[tuple[str, str, str], PredictionRecord]] = {}
     for row in rows:
         score = json.loads(row.score_json) if row.score_json else {}
         if score.get("scored_by") != "matrix":
@@ -130,10 +181,14 @@ def outcomes_from_trials(rows: Iterable[TrialRow]) -> dict[str, ItemOutcome]:
                 tuple(str(a) for a in score.get("samples") or ()),
                 int(score.get("errors") or 0),
                 score.get("own_error"),
+                score.get("source"),
             )
         elif score.get("role") == "prediction":
             answer = json.loads(row.answer_json) if row.answer_json else None
-            preds.setdefault(str(score["item"]), {})[row.agent, str(score["target"])] = (
+            condition = str(score.get("condition") or ZERO_SHOT)
+            preds.setdefault(str(score["item"]), {})[
+                row.agent, str(score["target"]), condition
+            ] = (
                 PredictionRecord(
                     row.agent,
                     str(score["target"]),
@@ -145,6 +200,7 @@ def outcomes_from_trials(rows: Iterable[TrialRow]) -> dict[str, ItemOutcome]:
                     scores=score.get("scores"),
                     observed=tuple(str(a) for a in score.get("observed") or ()),
                     error=row.error,
+                    condition=condition,
                 )
             )
     return {
@@ -153,17 +209,13 @@ def outcomes_from_trials(rows: Iterable[TrialRow]) -> dict[str, ItemOutcome]:
     }
 
 
-def summarise_outcomes(
+def _collect(
     names: Sequence[str],
     items: Sequence[Item],
-    samples: int,
     outcomes: Mapping[str, ItemOutcome],
-    *,
-    n_boot: int = 2000,
-    stats_seed: int = 0,
-) -> dict[str, Any]:
-    """The matrix (as :func:`run_matrix` returns it) from the outcomes of ``items``, in the
-    items' order; items without an outcome count as not run. Pure."""
+    condition: str,
+) -> tuple[dict[tuple[str, str], _Cell], dict[tuple[str, str], list[str]], dict[str, int]]:
+    """The cells of one condition, the targets' answers and their lost samples."""
     cells = {(p, t): _Cell() for p in names for t in names}
     target_answers: dict[tuple[str, str], list[str]] = {}
     target_errors = dict.fromkeys(names, 0)
@@ -176,9 +228,9 @@ def summarise_outcomes(
                 target_errors[t] += rec.errors
             if rec.samples:
                 target_answers[t, item.id] = list(rec.samples)
-        for pair, pred in outcome.predictions.items():
-            cell = cells.get(pair)
-            if cell is None:
+        for (p, t, c), pred in outcome.predictions.items():
+            cell = cells.get((p, t))
+            if cell is None or c != condition:
                 continue
             if pred.outcome == "predictor_error":
                 cell.predictor_errors += 1
@@ -201,9 +253,84 @@ def summarise_outcomes(
                 cell.predictions[item.id] = (pred.distribution, pred.top1)
             else:
                 cell.predictions[item.id] = None
-    return _summarise(
+    return cells, target_answers, target_errors
+
+
+CONDITION_METRICS = (("log_score", "log_score"), ("top1_accuracy", "top1_match"))
+"""(figure, the ledger's per-prediction score) compared across conditions."""
+
+
+def summarise_outcomes(
+    names: Sequence[str],
+    items: Sequence[Item],
+    samples: int,
+    outcomes: Mapping[str, ItemOutcome],
+    *,
+    n_boot: int = 2000,
+    stats_seed: int = 0,
+    conditions: Sequence[str] = (ZERO_SHOT,),
+) -> dict[str, Any]:
+    """The matrix (as :func:`run_matrix` returns it) from the outcomes of ``items``, in the
+    items' order; items without an outcome count as not run. Pure.
+
+    ``cells`` and ``self_advantage`` are those of the primary condition (``condition``:
+    zero-shot when the run has it, else its first). With more than one condition,
+    ``by_condition`` has every condition's cells and self-advantages, ``learning_curve`` each
+    cell's slope over m (zero-shot is m = 0, ``observe:m``; with two values of m or more) and
+    ``simulate_contrast`` each cell's simulate − zero-shot difference
+    (:mod:`reports.matrix`), in log score and top-1 match, paired over items."""
+    conditions = check_conditions(conditions)
+    primary = ZERO_SHOT if ZERO_SHOT in conditions else conditions[0]
+    collected = {c: _collect(names, items, outcomes, c) for c in conditions}
+    cells, target_answers, target_errors = collected[primary]
+    out = _summarise(
         names, items, samples, cells, target_answers, target_errors, n_boot, stats_seed
     )
+    out["condition"] = primary
+    out["conditions"] = list(conditions)
+    if len(conditions) == 1:
+        return out
+    by_condition: dict[str, Any] = {}
+    for c in conditions:
+        summary = out if c == primary else _summarise(
+            names, items, samples, collected[c][0], target_answers, target_errors, n_boot,
+            stats_seed,
+        )
+        by_condition[c] = {"cells": summary["cells"], "self_advantage": summary["self_advantage"]}
+    out["by_condition"] = by_condition
+
+    def per_item(c: str, p: str, t: str, key: str) -> dict[str, float]:
+        return {iid: float(r.scores[key]) for iid, r in collected[c][0][p, t].records}
+
+    curve_conditions = {m: c for c in conditions if (m := observed_count(c)) is not None}
+    curve: list[dict[str, Any]] = []
+    contrast: list[dict[str, Any]] = []
+    for i, p in enumerate(names):
+        for j, t in enumerate(names):
+            if len(curve_conditions) >= 2:
+                row: dict[str, Any] = {"predictor": p, "target": t, "m": sorted(curve_conditions)}
+                for k, (figure, key) in enumerate(CONDITION_METRICS):
+                    row[figure] = learning_slope(
+                        {m: per_item(c, p, t, key) for m, c in curve_conditions.items()},
+                        np.random.default_rng([stats_seed, 3, i, j, k]),
+                        n_boot=n_boot,
+                    ).to_dict()
+                curve.append(row)
+            if SIMULATE in conditions and ZERO_SHOT in conditions:
+                row = {"predictor": p, "target": t}
+                for k, (figure, key) in enumerate(CONDITION_METRICS):
+                    row[figure] = paired_contrast(
+                        per_item(SIMULATE, p, t, key),
+                        per_item(ZERO_SHOT, p, t, key),
+                        np.random.default_rng([stats_seed, 4, i, j, k]),
+                        n_boot=n_boot,
+                    ).to_dict()
+                contrast.append(row)
+    if curve:
+        out["learning_curve"] = curve
+    if contrast:
+        out["simulate_contrast"] = contrast
+    return out
 
 
 def _population(
@@ -415,19 +542,45 @@ def summarise_run(
     params = matrix_params(store, run_id)
     run = store.get_run(run_id)
     names = [str(n) for n in params.get("agents") or [a.name for a in store.run_agents(run_id)]]
-    items = list(store.run_items(run_id))
+    exposure = set(params.get("exposure") or ())
+    items = [it for it in store.run_items(run_id) if it.id not in exposure]
     outcomes = outcomes_from_trials(store.trials(run_id))
     summary = summarise_outcomes(
-        names, items, int(params["samples"]), outcomes, n_boot=n_boot, stats_seed=stats_seed
+        names, items, int(params["samples"]), outcomes, n_boot=n_boot, stats_seed=stats_seed,
+        conditions=params.get("conditions") or (ZERO_SHOT,),
     )
-    return {
+    out = {
         "run": run_id,
         "seed": shown_seed(run.seed, held_out=run.held_out, reveal_held_out=reveal_held_out),
         "held_out": bool(run.held_out),
         "status": run.status,
         "accompanies": params.get("accompanies"),
+        "exposure": len(exposure),
         **summary,
     }
+    pilot = params.get("pilot")
+    if isinstance(pilot, Mapping):
+        out["pilot"] = pilot_summary(pilot)
+        if not pilot.get("divergent"):
+            mark_not_divergent(out, str(pilot.get("verdict")))
+    return out
+
+
+def pilot_summary(record: Mapping[str, Any]) -> dict[str, Any]:
+    """What a summary shows of a pilot's record (stored whole in the run's params): its
+    verdict, method, thresholds, K, counts kept and dropped, per kind."""
+    keys = ("verdict", "divergent", "method", "filter", "targets", "samples", "n_candidates",
+            "n_kept", "dropped", "by_kind", "errors")
+    return {k: record.get(k) for k in keys}
+
+
+def mark_not_divergent(summary: dict[str, Any], verdict: str) -> None:
+    """A matrix whose pilot found its candidates not divergent reports that instead of skill:
+    ``not_divergent`` holds the verdict and every cell's S is not estimable with it as the
+    reason."""
+    summary["not_divergent"] = verdict
+    for cell in summary.get("cells", ()):
+        cell["skill"].update(value=None, ci=None, status="not_estimable", reason=verdict)
 
 
 def accompanying_matrix(store: Store, run_id: str) -> str | None:
@@ -483,6 +636,22 @@ def agent_skill(matrix: Mapping[str, Any], agent: str) -> dict[str, Any]:
     value, with its interval), ``others`` the mean of its S over the other targets, and
     ``targets`` its S per target with each cell's interval and Holm-adjusted p."""
     run = matrix.get("run")
+    if matrix.get("not_divergent"):
+        reason = str(matrix["not_divergent"])
+        return {
+            "available": True,
+            "matrix_run": run,
+            "value": None,
+            "ci": None,
+            "n": 0,
+            "interval": None,
+            "status": "not_estimable",
+            "reason": reason,
+            "self": {"target": agent, "value": None, "n": 0, "status": "not_estimable",
+                     "reason": reason},
+            "others": {"value": None, "n_targets": 0, "reason": reason},
+            "targets": {},
+        }
     if agent not in matrix.get("agents", ()):
         return {
             "available": False,

@@ -22,7 +22,15 @@ from rich.table import Table
 
 from harness.build import plan_agents
 from harness.cli.common import echo_json, get_settings, get_workspace
-from harness.matrix import create_matrix_run, execute_matrix_run, matrix_params, summarise_run
+from harness.matrix import (
+    ZERO_SHOT,
+    create_matrix_run,
+    execute_matrix_run,
+    matrix_params,
+    plan_matrix_run,
+    summarise_run,
+)
+from harness.matrix_items import DEFAULT_KINDS
 from harness.workspace import SeedPolicy
 from ledger.store import Store
 from mindledger.disclosure import seed_phrase
@@ -74,7 +82,68 @@ def _with_ci(figure: dict[str, Any], spec: str = ".3f") -> str:
     return text if not ci else f"{text} [{_fmt(ci[0], spec)}, {_fmt(ci[1], spec)}]"
 
 
+def _print_pilot(console: Console, result: dict[str, Any]) -> None:
+    pilot = result.get("pilot")
+    if not pilot:
+        return
+    rule = ", ".join(f"{k} {v}" for k, v in (pilot.get("filter") or {}).items())
+    console.print(f"pilot ({pilot.get('method')}; K = {pilot.get('samples')}; {rule}): "
+                  f"{pilot.get('verdict')}")
+    kinds = pilot.get("by_kind") or {}
+    if kinds:
+        console.print("  kept per kind: " + ", ".join(
+            f"{k} {v.get('kept')}/{v.get('candidates')}" for k, v in kinds.items()))
+
+
+def _print_conditions(console: Console, result: dict[str, Any]) -> None:
+    by_condition = result.get("by_condition")
+    if not by_condition:
+        return
+    table = Table(title="Per condition: top-1 match and log score [95% interval]")
+    table.add_column("predictor → target", no_wrap=True)
+    for c in by_condition:
+        table.add_column(c, justify="right")
+    rows: dict[tuple[str, str], list[str]] = {}
+    for entry in by_condition.values():
+        for cell in entry["cells"]:
+            rows.setdefault((cell["predictor"], cell["target"]), []).append(
+                f"{_fmt(cell['top1_accuracy']['value'])} / {_fmt(cell['log_score']['value'])}"
+            )
+    for (p, t), values in rows.items():
+        table.add_row(f"{p} → {t}", *values)
+    console.print(table)
+    for key, title in (
+        ("learning_curve", "Learning curve: slope per past answer shown (m)"),
+        ("simulate_contrast", "Simulate − zero-shot"),
+    ):
+        entries = result.get(key)
+        if not entries:
+            continue
+        sub = Table(title=f"{title} [95% item bootstrap] (sign-flip p)")
+        for col in ("predictor → target", "log score", "top-1"):
+            sub.add_column(col, justify="left" if col.startswith("predictor") else "right")
+        for e in entries:
+            sub.add_row(
+                f"{e['predictor']} → {e['target']}",
+                *(
+                    _with_ci(e[m], "+.4f")
+                    + ("" if e[m].get("p") is None else f" (p={e[m]['p']:.3g})")
+                    + (f" — {e[m]['reason']}" if e[m].get("reason") else "")
+                    for m in ("log_score", "top1_accuracy")
+                ),
+            )
+        console.print(sub)
+
+
 def print_matrix(console: Console, result: dict[str, Any]) -> None:
+    _print_pilot(console, result)
+    if result.get("not_divergent"):
+        console.print(
+            f"No skill reported: {result['not_divergent']}. The predictions were not run "
+            "(on items where the targets answer alike, predicting another is answering the "
+            "question yourself)."
+        )
+        return
     seed = seed_phrase(result.get("seed"), held_out=bool(result.get("held_out")))
     run = f"run {result['run']} · " if result.get("run") else ""
     table = Table(
@@ -135,6 +204,7 @@ def print_matrix(console: Console, result: dict[str, Any]) -> None:
     errors = {t: n for t, n in result["target_errors"].items() if n}
     if errors:
         console.print(f"target API errors (samples dropped): {errors}")
+    _print_conditions(console, result)
 
 
 def report_matrix(
@@ -169,9 +239,37 @@ def report_matrix(
 @click.option(
     "--samples",
     type=click.IntRange(min=1),
-    default=3,
+    default=10,
     show_default=True,
-    help="Times each target is asked each item (≥ 2 gives the test-retest ceiling).",
+    help="K: times each target is asked each item, in the pilot and the matrix (≥ 2 gives "
+    "the test-retest ceiling; seed 002 §15.2 asks for 10).",
+)
+@click.option(
+    "--kinds",
+    default=",".join(DEFAULT_KINDS),
+    show_default=True,
+    help="Candidate item kinds for the pilot, comma-separated: arbitrary, preference, open, "
+    "nesttom, games, failure.",
+)
+@click.option(
+    "--candidates",
+    "n_candidates",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Candidates the pilot puts through every target (default: 5 × --items).",
+)
+@click.option(
+    "--no-pilot",
+    is_flag=True,
+    help="No pilot: the first --items arbitrary-choice items of the seed, unfiltered.",
+)
+@click.option(
+    "--conditions",
+    default=ZERO_SHOT,
+    show_default=True,
+    help="Prediction conditions, comma-separated: zero-shot, simulate (an explicit "
+    "'simulate the target' instruction), observe:M (M of the target's answers to other items "
+    "shown), e.g. zero-shot,observe:3,observe:10,simulate.",
 )
 @click.option("--seed", type=int, default=None, help="Item seed (default: a fresh one, printed).")
 @click.option(
@@ -183,9 +281,10 @@ def report_matrix(
 @click.option(
     "--concurrency",
     type=click.IntRange(min=1),
-    default=4,
+    default=64,
     show_default=True,
-    help="Items in flight at once.",
+    help="Model requests in flight at once, across all agents (each agent's own concurrency "
+    "limit applies too).",
 )
 @click.option(
     "--resume",
@@ -202,6 +301,10 @@ def matrix(
     references: tuple[str, ...],
     n_items: int,
     samples: int,
+    kinds: str,
+    n_candidates: int | None,
+    no_pilot: bool,
+    conditions: str,
     seed: int | None,
     temperature: float | None,
     concurrency: int,
@@ -210,10 +313,16 @@ def matrix(
 ) -> None:
     """Cross-model prediction matrix: who predicts whom, scored through the ledger.
 
-    Every agent predicts every agent (itself included, as "a fresh copy of yourself") on
-    arbitrary-choice items: the predicted distribution is committed to the prediction ledger
-    before the target is asked, the target is asked --samples times, and the ledger reveals
-    and scores. No control agents and no response cache: each sample is a real query.
+    Every agent predicts every agent (itself included, as "a fresh copy of yourself") under
+    every condition: the predicted distribution is committed to the prediction ledger before
+    the target is asked, the target is asked --samples times, and the ledger reveals and
+    scores. No control agents and no response cache: each sample is a real query.
+
+    First a pilot (seed 002 §15.2) puts --candidates items of --kinds through every target
+    --samples times and keeps those where the targets disagree with each other and agree with
+    themselves (at most --items); its filter and verdict are stored with the run. When too few
+    survive, the run says "not divergent: <reason>" instead of reporting skill and asks no
+    predictions. --no-pilot uses arbitrary-choice items unfiltered.
 
     The matrix is a run (suite ``matrix``): its agents and items are stored first, and each
     item's target answers and predictions are stored as trials when the item is done, so an
@@ -222,14 +331,17 @@ def matrix(
 
     \b
     Examples:
-      mindledger matrix --agent local --reference random --items 5
+      mindledger matrix --agent local --reference random --items 5 --no-pilot
+      mindledger matrix --agent a --agent b --kinds arbitrary,open --candidates 60
+      mindledger matrix --agent a --agent b --conditions zero-shot,observe:3,simulate
       mindledger matrix --agent a --agent b --samples 5 --seed 11 --json
       mindledger matrix --resume 20261130-031500-ab12cd
     """
     settings = get_settings(ctx)
     err = Console(stderr=True)
     if resume_id:
-        if agent_names or references or seed is not None or temperature is not None:
+        if (agent_names or references or seed is not None or temperature is not None
+                or n_candidates is not None or no_pilot):
             raise click.UsageError(
                 "--resume takes no agent, seed or temperature options: the run's own are used"
             )
@@ -248,15 +360,35 @@ def matrix(
         seeds = SeedPolicy.of(settings)  # checked before the database is opened
         seeds.check_seed(seed)
         used_seed = seeds.draw_seed(held_out=False) if seed is None else seed
+        wanted = [c.strip() for c in conditions.split(",") if c.strip()]
         workspace = get_workspace(ctx)
-        run_id, _ = create_matrix_run(
-            workspace.store,
-            settings,
-            planned=planned,
-            n_items=n_items,
-            samples=samples,
-            seed=used_seed,
-        )
+        if no_pilot:
+            run_id, _ = create_matrix_run(
+                workspace.store,
+                settings,
+                planned=planned,
+                n_items=n_items,
+                samples=samples,
+                seed=used_seed,
+                conditions=wanted,
+            )
+        else:
+            if samples < 2:
+                raise click.UsageError("the pilot needs --samples of at least 2 (or --no-pilot)")
+            err.print(f"pilot: candidates of {kinds} (seed {used_seed})")
+            run_id, _, record = plan_matrix_run(
+                workspace.store,
+                settings,
+                planned=planned,
+                n_items=n_items,
+                samples=samples,
+                kinds=[k.strip() for k in kinds.split(",") if k.strip()],
+                n_candidates=n_candidates,
+                seed=used_seed,
+                conditions=wanted,
+                concurrency=concurrency,
+            )
+            err.print(f"pilot: {record.verdict}")
         err.print(f"matrix run {run_id} (seed {used_seed})")
     ledger = workspace.ledger
     try:

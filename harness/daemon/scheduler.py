@@ -40,7 +40,14 @@ from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.engine import Engine
 
 from harness.build import plan_agents
-from harness.matrix import create_matrix_run, execute_matrix_run, matrix_agents
+from harness.matrix import (
+    ZERO_SHOT,
+    create_matrix_run,
+    execute_matrix_run,
+    matrix_agents,
+    plan_matrix_run,
+)
+from harness.matrix_items import DEFAULT_KINDS
 from harness.runs import create_run, execute_stored_run
 from harness.settings import Settings
 from ledger.predictions import Ledger
@@ -68,8 +75,11 @@ EXPIRE_JOB = "expire-predictions"
 
 class DaemonContext:
     """What the scheduled jobs run against: the settings, the store and the ledger;
-    ``matrix_items`` and ``matrix_samples`` size the nightly matrix (items, and samples of
-    each target on each item)."""
+    ``matrix_items`` and ``matrix_samples`` size the nightly matrix (items, and K: samples of
+    each target on each item, 10 as seed 002 §15.2 asks); with ``matrix_pilot`` a pilot over
+    ``matrix_candidates`` candidates of ``matrix_kinds`` chooses the items (else the
+    arbitrary-choice items of the seed, unfiltered); ``matrix_conditions`` are the prediction
+    conditions."""
 
     def __init__(
         self,
@@ -78,13 +88,21 @@ class DaemonContext:
         ledger: Ledger | None = None,
         *,
         matrix_items: int = 10,
-        matrix_samples: int = 3,
+        matrix_samples: int = 10,
+        matrix_pilot: bool = False,
+        matrix_kinds: Sequence[str] = DEFAULT_KINDS,
+        matrix_candidates: int | None = None,
+        matrix_conditions: Sequence[str] = (ZERO_SHOT,),
     ):
         self.settings = settings
         self.store = store
         self.ledger = ledger
         self.matrix_items = matrix_items
         self.matrix_samples = matrix_samples
+        self.matrix_pilot = matrix_pilot
+        self.matrix_kinds = tuple(matrix_kinds)
+        self.matrix_candidates = matrix_candidates
+        self.matrix_conditions = tuple(matrix_conditions)
 
     def plan_run(
         self,
@@ -124,15 +142,31 @@ class DaemonContext:
         if not planned:
             log.info("no agent of run %s can take part in the matrix", suite_run)
             return None
-        run_id, _ = create_matrix_run(
-            self.store,
-            self.settings,
-            planned=planned,
-            n_items=self.matrix_items,
-            samples=self.matrix_samples,
-            held_out=True,
-            accompanies=suite_run,
-        )
+        if self.matrix_pilot:
+            run_id, _, record = plan_matrix_run(
+                self.store,
+                self.settings,
+                planned=planned,
+                n_items=self.matrix_items,
+                samples=self.matrix_samples,
+                kinds=self.matrix_kinds,
+                n_candidates=self.matrix_candidates,
+                held_out=True,
+                accompanies=suite_run,
+                conditions=self.matrix_conditions,
+            )
+            log.info("matrix pilot beside run %s: %s", suite_run, record.verdict)
+        else:
+            run_id, _ = create_matrix_run(
+                self.store,
+                self.settings,
+                planned=planned,
+                n_items=self.matrix_items,
+                samples=self.matrix_samples,
+                held_out=True,
+                accompanies=suite_run,
+                conditions=self.matrix_conditions,
+            )
         log.info("scheduled matrix run %s beside run %s", run_id, suite_run)
         execute_matrix_run(self.store, self.settings, self.ledger, run_id)
         return run_id

@@ -341,6 +341,7 @@ def test_cli_matrix_json(tmp_path: Path) -> None:
             "2",
             "--seed",
             "11",
+            "--no-pilot",
         ]
         r = subprocess.run(
             [sys.executable, "-m", "harness.cli.main", *args, "--json"],

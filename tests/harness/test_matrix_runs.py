@@ -173,7 +173,7 @@ def test_cli_matrix_is_a_run_that_report_shows_and_resume_finishes(tmp_path: Pat
         )  # fmt: skip
 
     r = cli("matrix", "--reference", "habit", "--reference", "random", "--items", "2",
-            "--samples", "2", "--seed", "11", "--json")  # fmt: skip
+            "--samples", "2", "--seed", "11", "--no-pilot", "--json")  # fmt: skip
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     run_id = out["run"]

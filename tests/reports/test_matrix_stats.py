@@ -127,3 +127,41 @@ def test_holm_is_monotone_and_skips_untested() -> None:
     assert all(pairs[i][1] <= pairs[i + 1][1] for i in range(len(pairs) - 1))  # type: ignore[operator]
     assert max(a for a in adj if a is not None) <= 1.0
     assert holm_adjust([0.01]) == [0.01] and math.isclose(holm_adjust([0.01, 0.04])[0], 0.02)
+
+
+# -- conditions: the learning-curve slope and the paired contrast --------------------------------
+
+
+def test_learning_slope_is_the_mean_per_item_slope_with_an_item_bootstrap() -> None:
+    from reports.matrix import learning_slope
+
+    # item i improves by (i % 3) / 10 per past answer shown, from a different start
+    curve = {m: {f"i{i}": i / 7 + m * (i % 3) / 10 for i in range(12)} for m in (0, 3, 10)}
+    est = learning_slope(curve, np.random.default_rng(0), n_boot=500)
+    per_item = [(i % 3) / 10 for i in range(12)]
+    assert est.value == pytest.approx(sum(per_item) / 12)
+    assert est.n == 12 and est.lo is not None and est.hi is not None
+    assert est.lo <= est.value <= est.hi and est.p is not None
+    again = learning_slope(curve, np.random.default_rng(0), n_boot=500)
+    assert again == est  # a seeded generator: the same interval
+    # an item missing at one m is left out; one m gives no slope; few items, no interval
+    curve[10].pop("i0")
+    assert learning_slope(curve, np.random.default_rng(0), n_boot=50).n == 11
+    assert learning_slope({0: curve[0]}, np.random.default_rng(0)).value is None
+    few = learning_slope({m: {"a": float(m), "b": 2.0 * m} for m in (0, 3)},
+                         np.random.default_rng(0))
+    assert few.value == pytest.approx(1.5) and few.lo is None and "n = 2" in str(few.reason)
+
+
+def test_paired_contrast_is_the_mean_difference_over_common_items() -> None:
+    from reports.matrix import paired_contrast
+
+    treated = {f"i{i}": 0.5 + (i % 2) * 0.25 for i in range(14)}
+    control = {f"i{i}": 0.5 for i in range(12)}
+    est = paired_contrast(treated, control, np.random.default_rng(1), n_boot=400)
+    assert est.n == 12 and est.value == pytest.approx(0.125)
+    assert est.lo is not None and est.lo > 0
+    assert est.p == pytest.approx(2 / 2**6)  # exact: 6 non-zero differences, all positive
+    same = paired_contrast(control, control, np.random.default_rng(1), n_boot=100)
+    assert same.value == 0.0 and same.lo is None and same.reason
+    assert paired_contrast({}, control, np.random.default_rng(1)).value is None

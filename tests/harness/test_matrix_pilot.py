@@ -1,0 +1,229 @@
+"""Issue 14 items 2–4 in the matrix run: the pilot chooses and records the items (and says
+"not divergent" instead of skill), open and failure items, K = 10 by default, and the
+conditions (zero-shot, observe:m, simulate) with their learning curve and contrast."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import harness.matrix as matrix
+from harness import matrix_items as mi
+from harness.agents import ReferenceAgent
+from harness.build import plan_agents
+from harness.matrix import (
+    create_matrix_run,
+    execute_matrix_run,
+    plan_matrix_run,
+    prediction_item,
+    run_matrix,
+    summarise_run,
+)
+from harness.settings import Settings, load_settings
+from harness.workspace import Workspace
+from ledger import open_ledger
+from mindledger import family as family_registry
+from mindledger.errors import UserError
+from mindledger.items import Item
+from reports.matrix_summary import agent_skill, check_conditions
+
+
+def settings_for(tmp_path: Path, db_url: str) -> Settings:
+    return load_settings(None, env={}, flags={"db_url": db_url, "home": str(tmp_path / "home")})
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, db_url: str) -> Iterator[Workspace]:
+    ws = Workspace.open(settings_for(tmp_path, db_url))
+    yield ws
+    ws.close()
+
+
+def commits(ws: Workspace) -> int:
+    return len([e for e in ws.ledger.entries() if e.kind == "commit"])
+
+
+def test_the_pilot_chooses_and_records_the_run_items(workspace: Workspace) -> None:
+    ws = workspace
+    planned = plan_agents(ws.settings, agents=(), references=("habit", "projection"),
+                          no_control=True)
+    run_id, seed, record = plan_matrix_run(
+        ws.store, ws.settings, planned=planned, n_items=5, samples=4,
+        kinds=("arbitrary", "preference", "open"), n_candidates=24, seed=11,
+    )  # fmt: skip
+    assert seed == 11 and record.divergent and record.n_candidates == 24 and record.samples == 4
+    assert record.filter.min_items == 5  # at most the items asked for
+    params = json.loads(ws.store.get_run(run_id).params_json)
+    assert mi.PilotRecord.from_dict(params["pilot"]) == record
+    items = list(ws.store.run_items(run_id))
+    assert [it.id for it in items] == list(record.kept[:5])
+    # every run item regenerates from its kind's generator (`mindledger runs --verify`)
+    assert all(family_registry.get("matrix").regenerate(it) == it for it in items)
+    result = execute_matrix_run(ws.store, ws.settings, ws.ledger, run_id, n_boot=100)
+    assert result["pilot"]["verdict"] == record.verdict and "not_divergent" not in result
+    assert result["n_items"] == 5 and all(c["n"] == 5 for c in result["cells"])
+    assert commits(ws) == 5 * 4
+    assert ws.ledger.verify() == []
+
+
+def test_a_run_on_non_divergent_candidates_says_so_instead_of_skill(
+    workspace: Workspace,
+) -> None:
+    ws = workspace
+    planned = plan_agents(ws.settings, agents=(), references=("habit", "random"),
+                          no_control=True)
+    run_id, _, record = plan_matrix_run(
+        ws.store, ws.settings, planned=planned, n_items=5, samples=4,
+        kinds=("arbitrary",), n_candidates=10, seed=11,
+    )  # fmt: skip
+    # a random target agrees with itself by chance only: every candidate is inconsistent
+    assert not record.divergent and record.verdict.startswith("not divergent:")
+    assert "ref:random" in record.verdict
+    assert list(ws.store.run_items(run_id)) == []
+    result = execute_matrix_run(ws.store, ws.settings, ws.ledger, run_id, n_boot=100)
+    assert ws.store.get_run(run_id).status == "complete"
+    assert result["not_divergent"] == record.verdict
+    assert commits(ws) == 0  # the predictions were not run
+    for cell in result["cells"]:
+        assert cell["skill"]["value"] is None and cell["skill"]["reason"] == record.verdict
+    skill = agent_skill(summarise_run(ws.store, run_id, n_boot=100), "ref:habit")
+    assert skill["value"] is None and skill["status"] == "not_estimable"
+    assert skill["reason"] == record.verdict
+    assert ws.ledger.verify() == []
+
+
+async def test_open_answers_are_clusters_and_failure_targets_are_not_asked(
+    tmp_path: Path,
+) -> None:
+    items = mi.candidates(5, {"open": 2, "failure": 2})
+    agents = {n: ReferenceAgent(n, "habit", seed=3) for n in ("a", "b")}
+    asked: list[tuple[str, str]] = []
+    real = matrix._ask
+
+    async def spy(agent: Any, item: Item, *key: Any) -> Any:
+        asked.append((agent.name, item.generator))
+        return await real(agent, item, *key)
+
+    failure = [it for it in items if mi.is_failure(it)]
+    # b's real trials on the underlying questions: always right
+    trials = {"b": {str(it.meta["source"]): [True, True] for it in failure}}
+    led = open_ledger(tmp_path / "home", f"sqlite:///{tmp_path / 'l.db'}")
+    matrix._ask = spy  # type: ignore[assignment]
+    try:
+        result = await run_matrix(agents, items, led, samples=3, n_boot=50,
+                                  failure_trials=trials)
+    finally:
+        matrix._ask = real  # type: ignore[assignment]
+    assert "matrix.failure" not in {g for _, g in asked}  # the failure question is never put
+    by_id = {row["id"]: row for row in result["items"]}
+    for it in items:
+        answers = by_id[it.id]["answers"]
+        if mi.is_failure(it):
+            assert answers["b"] == ["yes", "yes"]  # from its trials, not asked
+            assert len(answers["a"]) == 3 and set(answers["a"]) <= {"yes", "no"}
+        else:
+            for given in answers.values():
+                assert set(given) <= set(it.answer["choices"])  # cluster labels
+    # b is asked its samples of the open items only (its own answers: every item)
+    samples_of_b = [g for n, g in asked if n == "b"]
+    assert samples_of_b.count("matrix.open") == 2 * (1 + 3)
+    pi = prediction_item(failure[0], "a", "b", 3)
+    assert pi.generator == "matrix.failure-prediction" and pi.answer["choices"] == ["yes", "no"]
+    assert led.verify() == []
+    led.close()
+    led.engine.dispose()
+
+
+def test_conditions_each_commit_and_report_their_curve_and_contrast(
+    workspace: Workspace,
+) -> None:
+    ws = workspace
+    planned = plan_agents(ws.settings, agents=(), references=("habit", "projection"),
+                          no_control=True)
+    conditions = ["zero-shot", "observe:2", "observe:3", "simulate"]
+    run_id, _ = create_matrix_run(
+        ws.store, ws.settings, planned=planned, n_items=10, samples=3, seed=11,
+        conditions=conditions,
+    )  # fmt: skip
+    params = json.loads(ws.store.get_run(run_id).params_json)
+    assert params["conditions"] == conditions and len(params["exposure"]) == 3
+    stored = [it.id for it in ws.store.run_items(run_id)]
+    main = [i for i in stored if i not in params["exposure"]]
+    assert len(main) == 10 and not set(main) & set(params["exposure"])
+    result = execute_matrix_run(ws.store, ws.settings, ws.ledger, run_id, n_boot=100)
+    assert ws.store.get_run(run_id).status == "complete"
+    assert commits(ws) == 10 * 4 * len(conditions)
+    assert result["n_items"] == 10 and result["condition"] == "zero-shot"
+    assert set(result["by_condition"]) == set(conditions)
+    assert all(c["n"] == 10 for e in result["by_condition"].values() for c in e["cells"])
+    curve = result["learning_curve"]
+    assert len(curve) == 4 and curve[0]["m"] == [0, 2, 3]
+    # reference agents ignore what they are shown: no slope, no simulate effect
+    assert all(row["log_score"]["value"] == pytest.approx(0.0) for row in curve)
+    contrast = result["simulate_contrast"]
+    assert all(row["top1_accuracy"]["value"] == pytest.approx(0.0) for row in contrast)
+    assert summarise_run(ws.store, run_id, n_boot=100)["by_condition"] == result["by_condition"]
+    # resuming a complete run asks nothing
+    execute_matrix_run(ws.store, ws.settings, ws.ledger, run_id, n_boot=100)
+    assert commits(ws) == 10 * 4 * len(conditions)
+    assert ws.ledger.verify() == []
+
+
+def test_observe_prompts_show_past_answers_on_other_items_only() -> None:
+    item, other, third = mi.candidates(2, {"arbitrary": 3})
+    seen = [(other.id, other.prompt, str(other.answer["choices"][0])),
+            (third.id, third.prompt, str(third.answer["choices"][1]))]
+    plain = prediction_item(item, "p", "t", 10)
+    shown = prediction_item(item, "p", "t", 10, "observe:1", seen)
+    assert shown.prompt.startswith(plain.prompt) and other.prompt in shown.prompt
+    assert third.prompt not in shown.prompt  # m = 1: one past answer
+    assert shown.params["observed"] == [[other.id, seen[0][2]]]
+    sim = prediction_item(item, "p", "t", 10, "simulate")
+    assert sim.prompt.startswith("Simulate another AI model called t")
+    assert len({plain.id, shown.id, sim.id}) == 3
+    for bad in ("observe:0", "observe:x", "few-shot"):
+        with pytest.raises(UserError, match="unknown matrix condition"):
+            check_conditions([bad])
+    assert check_conditions(["zero-shot", "observe:3", "zero-shot"]) == ["zero-shot", "observe:3"]
+
+
+def test_cli_pilot_reports_not_divergent(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MINDLEDGER_")}
+    env["MINDLEDGER_HOME"] = str(tmp_path / "home")
+    r = subprocess.run(
+        [sys.executable, "-m", "harness.cli.main", "matrix", "--reference", "habit",
+         "--reference", "random", "--items", "3", "--samples", "3", "--kinds", "arbitrary",
+         "--candidates", "6", "--seed", "11"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "No skill reported: not divergent:" in r.stdout
+    assert "pilot: not divergent:" in r.stderr
+
+
+def test_the_nightly_pilot_puts_not_divergent_in_the_profile(workspace: Workspace) -> None:
+    from harness.daemon import DaemonContext
+    from reports import build_profile
+    from reports.present import headlines
+
+    ws = workspace
+    ctx = DaemonContext(ws.settings, ws.store, ws.ledger, matrix_items=3, matrix_samples=3,
+                        matrix_pilot=True, matrix_kinds=("arbitrary",), matrix_candidates=6)
+    suite_run = ctx.plan_run(suite="quick", references=["habit", "random"])
+    ctx.execute(suite_run)
+    matrix_run = ctx.run_matrix_beside(suite_run)
+    assert matrix_run is not None and ws.store.get_run(matrix_run).held_out
+    profile = build_profile(ws.store, suite_run, n_boot=100)
+    skill = profile["agents"]["ref:habit"]["agent_prediction_skill"]
+    assert skill["matrix_run"] == matrix_run and skill["value"] is None
+    assert skill["reason"].startswith("not divergent:")
+    words = {h.agent: h.skill for h in headlines(profile)}
+    assert "not divergent" in words["ref:habit"]
+    assert ws.ledger.verify() == []
