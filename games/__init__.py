@@ -23,8 +23,10 @@ from games._idr import Distinguishability, Failure, check_distinguishability, id
 from games._judge import (
     EXTRACTION_SCHEMAS,
     JUDGE_SYSTEM_PROMPT,
+    MENTALIZING_FIELDS,
     JudgeReading,
     judge_messages,
+    parse_judge_reply,
     quote_grounded,
     read_extraction,
 )
@@ -67,6 +69,7 @@ __all__ = [
     "INDUCTIVE_USER_TEXT",
     "JUDGE_SYSTEM_PROMPT",
     "LAMBDAS",
+    "MENTALIZING_FIELDS",
     "NUDGE",
     "POLICIES",
     "SYSTEM_PROMPT",
@@ -93,6 +96,7 @@ __all__ = [
     "opponent_description",
     "opponent_history",
     "parse_action",
+    "parse_judge_reply",
     "parse_policy",
     "quantal_probabilities",
     "quote_grounded",

@@ -6,7 +6,9 @@ opponent description, level, target, history, tool calls or submitted action), a
 values out of the text, each with a verbatim quote. :func:`read_extraction` checks every quote
 for exact substring membership in the chain of thought after whitespace normalisation and turns
 the extraction into the ``stated_belief`` and ``chain`` arguments of
-:func:`games._scoring.score_reply`.
+:func:`games._scoring.score_reply` (or, with :meth:`JudgeReading.answer`, into one answer
+mapping that the family's scorer reads whole). :func:`parse_judge_reply` reads the judge's
+reply text into the extraction.
 
 The paper releases its full schemas only with its code; :data:`EXTRACTION_SCHEMAS` is built
 from the fields it lists and its worked example.
@@ -20,17 +22,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mindledger.errors import InputError
 from mindledger.items import Item
 
 __all__ = [
     "EXTRACTION_SCHEMAS",
     "JUDGE_SYSTEM_PROMPT",
+    "MENTALIZING_FIELDS",
     "JudgeReading",
     "judge_messages",
     "normalise_whitespace",
+    "parse_judge_reply",
     "quote_grounded",
     "read_extraction",
 ]
+
+MENTALIZING_FIELDS: tuple[str, ...] = ("opponent_models_me", "spurious_recursion")
+"""The explicit-strategic-mentalizing flag, as each condition's schema names it (recursive,
+inductive): the one annotation the judge decides rather than copies (Appendix D)."""
 
 JUDGE_SYSTEM_PROMPT = (
     "You are an annotation judge. You are given the rules of a strategic game and a "
@@ -162,6 +171,28 @@ def judge_messages(item: Item, cot: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": JUDGE_SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
+_FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+
+
+def parse_judge_reply(text: str) -> dict[str, Any]:
+    """The extraction in a judge's reply: one JSON object. A Markdown fence around it, or text
+    before the first ``{`` and after the last ``}``, is tolerated (the prompt forbids both);
+    anything else raises :class:`~mindledger.errors.InputError`."""
+    body = _FENCE.sub("", text.strip())
+    candidates = [body]
+    start, end = body.find("{"), body.rfind("}")
+    if 0 <= start < end:
+        candidates.append(body[start : end + 1])
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise InputError("the judge's reply holds no JSON object", where="judge")
+
+
 _WS = re.compile(r"\s+")
 
 
@@ -189,12 +220,32 @@ class JudgeReading:
             (chain entries as ``chain[i]``, support entries as ``belief_support[i]``).
         dropped: fields left out because their quote was not grounded (only with
             ``require_grounding``).
+        mentalizing: the explicit-strategic-mentalizing flag (:data:`MENTALIZING_FIELDS`),
+            None when the extraction has none.
     """
 
     stated_belief: dict[str, Any] | None
     chain: list[Any]
     grounding: dict[str, bool] = field(default_factory=dict)
     dropped: tuple[str, ...] = ()
+    mentalizing: bool | None = None
+
+    @property
+    def ungrounded(self) -> int:
+        """How many quoted values had a quote not found in the chain of thought."""
+        return sum(1 for ok in self.grounding.values() if not ok)
+
+    def answer(self, action: Any) -> dict[str, Any]:
+        """The submitted ``action`` with this reading's belief, chain and mentalizing flag, as
+        one answer mapping for :func:`games._scoring.score` (fields absent when unknown)."""
+        if isinstance(action, Mapping):
+            action = action.get("action", action.get("answer"))
+        out: dict[str, Any] = {"action": action, **(self.stated_belief or {})}
+        if self.chain:
+            out["chain"] = list(self.chain)
+        if self.mentalizing is not None:
+            out["mentalizing"] = self.mentalizing
+        return out
 
     @property
     def grounded_fraction(self) -> float | None:
@@ -210,7 +261,9 @@ def read_extraction(
     """Check the quotes of an extraction and return the belief and chain for scoring.
 
     By default (as in the paper) the grounding outcome is recorded and every value is used;
-    with ``require_grounding`` values whose quote is not in the transcript are dropped.
+    with ``require_grounding`` values whose quote is not in the transcript are dropped (and
+    listed in ``dropped``; :attr:`JudgeReading.ungrounded` counts them either way). A stated
+    point belief without any quote counts as ungrounded, since the schema requires one.
     """
     grounding: dict[str, bool] = {}
     dropped: list[str] = []
@@ -219,6 +272,8 @@ def read_extraction(
             base = key[: -len("_quote")]
             if extraction.get(base) is not None:
                 grounding[base] = quote_grounded(value, cot)
+    if extraction.get("final_belief_point") is not None:
+        grounding.setdefault("final_belief_point", False)
 
     def keep(name: str) -> bool:
         ok = grounding.get(name, True)
@@ -255,9 +310,17 @@ def read_extraction(
                 kept_support.append(entry)
     if kept_support:
         belief["belief_support"] = kept_support
+    mentalizing: bool | None = None
+    for name in MENTALIZING_FIELDS:
+        flag = extraction.get(name)
+        if isinstance(flag, bool):
+            # a "yes" needs its quote; a "no" has nothing to quote
+            mentalizing = flag if not flag or keep(name) else None
+            break
     return JudgeReading(
         stated_belief=belief or None,
         chain=chain,
         grounding=grounding,
         dropped=tuple(dropped),
+        mentalizing=mentalizing,
     )

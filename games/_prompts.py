@@ -8,6 +8,11 @@
 - Tools: ``submit_action`` (the answer; the harness maps it to its own answer tool) and, in the
   inductive condition, ``query_opponent_history``, which takes no arguments and returns 30
   integers; its one-call limit is stated in its description but not enforced.
+
+Neither condition asks for a belief: ``submit_action`` takes the action alone, as in the paper,
+and the stated belief and chain are read from the chain of thought by the extraction judge
+(:mod:`games._judge`). A scripted reference player states its belief in its answer mapping
+instead (:mod:`games._reference`); the scorer reads both the same way.
 """
 
 from __future__ import annotations

@@ -15,7 +15,11 @@ chain ``c`` (read from the reply's structured fields or from a judge's extractio
   and, when the belief is a distribution, whether ``â`` maximises expected utility under it
   (kept in a separate field);
 - **chain**: length ``m = |c|`` and per-step consistency
-  ``C = mean[c_{t+1} ∈ BR(c_t)]`` (undefined for ``m < 2``).
+  ``C = mean[c_{t+1} ∈ BR(c_t)]`` (undefined for ``m < 2``);
+- **chance** of each consistency test: the share of the action space that passes it
+  (``|BR(b̂)| / |S|``), what a player choosing uniformly at random would reach;
+- **mentalizing**: the judge's explicit-strategic-mentalizing flag (``opponent_models_me``
+  in the recursive condition, ``spurious_recursion`` in the inductive one), when given.
 
 Items whose target action matches two depths (Ring 11–20 at ``k_target = 10``) carry
 ``excluded`` in the score details; :func:`summarize` leaves them out of the figures.
@@ -64,27 +68,37 @@ def spec_from_truth(truth: Mapping[str, Any], name: str = "item") -> GameSpec:
     The items of a run share few games, so a spec is built once per distinct content and name
     and then shared (a :class:`GameSpec` is immutable: frozen fields, a read-only matrix and
     index). The cache key holds the actions and the anchor with their types, so ``60`` and
-    ``60.0`` stay apart; payoffs become floats anyway. Content that cannot be hashed is built
-    afresh."""
+    ``60.0`` stay apart; the payoffs, which become floats anyway, are compared by value with a
+    copy kept beside the spec (comparing lists costs less than hashing a matrix of floats).
+    Content that cannot be hashed or compared is built afresh."""
     actions, payoff, anchor = truth["actions"], truth["payoff"], truth["anchor"]
-    key = (
-        name,
-        tuple(actions),
-        tuple(map(type, actions)),
-        anchor,
-        type(anchor),
-        tuple(map(tuple, payoff)),
-    )
     try:
-        return _cached_spec(key)
-    except TypeError:  # unhashable content (a list among the actions); a TypeError of
-        return GameSpec.from_matrix(name, actions, payoff, anchor)  # the build itself recurs
+        key = (name, tuple(actions), tuple(map(type, actions)), anchor, type(anchor))
+        built = _cached_spec(key)
+        if type(payoff) is list:  # the usual form (lists of rows): compared as it is
+            for known, spec in built:
+                if known == payoff:
+                    return spec
+        rows = list(map(list, payoff))
+        for known, spec in built:
+            if known == rows:
+                return spec
+    except (TypeError, ValueError):  # unhashable or uncomparable content (a list among the
+        return GameSpec.from_matrix(name, actions, payoff, anchor)  # actions): built afresh
+    spec = GameSpec.from_matrix(name, actions, payoff, anchor)
+    built[:] = [*built[-(_PAYOFFS_PER_KEY - 1) :], (rows, spec)]
+    return spec
+
+
+_PAYOFFS_PER_KEY = 16
+"""Most payoff matrices kept per name, actions and anchor by :func:`spec_from_truth`."""
 
 
 @functools.lru_cache(maxsize=1024)
-def _cached_spec(key: tuple[Any, ...]) -> GameSpec:
-    name, actions, _, anchor, _, payoff = key
-    return GameSpec.from_matrix(name, actions, payoff, anchor)
+def _cached_spec(key: tuple[Any, ...]) -> list[tuple[list[list[Any]], GameSpec]]:
+    """The specs built for one name, actions and anchor (``key``), each beside its payoff rows
+    (a copy of its own): filled by :func:`spec_from_truth`."""
+    return []
 
 
 def parse_action(answer: Any) -> tuple[Number | None, str]:
@@ -208,9 +222,15 @@ def score_reply(
 
     ``action`` may be the ``submit_action`` arguments; when ``stated_belief`` or ``chain`` is
     not given and those arguments carry belief fields (``final_belief_point``, ``point``,
-    ``belief``, ``belief_support``, ``distribution``) or a ``chain``, they are used.
+    ``belief``, ``belief_support``, ``distribution``) or a ``chain``, they are used, and so is
+    a boolean ``mentalizing`` (or ``opponent_models_me`` / ``spurious_recursion``) flag.
     """
+    mentalizing: bool | None = None
     if isinstance(action, Mapping):
+        for key in ("mentalizing", "opponent_models_me", "spurious_recursion"):
+            if isinstance(action.get(key), bool):
+                mentalizing = action[key]
+                break
         if stated_belief is None and any(
             k in action for k in ("final_belief_point", "point", "belief", "belief_support",
                                   "distribution")
@@ -237,15 +257,19 @@ def score_reply(
 
     br_consistent: bool | None = None
     br_set: list[Action] | None = None
+    br_chance: float | None = None
     if point is not None and spec.has_action(point):
         br_set = list(spec.best_responses(point))
         br_consistent = None if value is None else (in_space and value in br_set)
+        br_chance = len(br_set) / len(spec.actions)
     eu_consistent: bool | None = None
     eu_best: list[Action] | None = None
+    eu_chance: float | None = None
     dist = belief["distribution"]
     if dist and all(spec.has_action(v) for v in dist):
         eu_best = list(spec.expected_best_responses(dist))
         eu_consistent = None if value is None else (in_space and value in eu_best)
+        eu_chance = len(eu_best) / len(spec.actions)
 
     values = _chain_values(chain)
     steps: list[bool] = []
@@ -294,8 +318,11 @@ def score_reply(
         ),
         "br_set": br_set,
         "br_consistent": br_consistent,
+        "br_chance": br_chance,
         "eu_best_responses": eu_best,
         "br_consistent_eu": eu_consistent,
+        "eu_chance": eu_chance,
+        "mentalizing": mentalizing,
         "chain": values,
         "chain_length": len(values),
         "chain_steps": steps,
@@ -312,8 +339,9 @@ def score_reply(
 
 
 def score(item: Item, answer: Any) -> Score:
-    """Score one answer to a games item (pure): a trial by :func:`score_reply` without a stated
-    belief or chain; an A/B/C/K item by :func:`games._strategic.score_abc_answer`."""
+    """Score one answer to a games item (pure): a trial by :func:`score_reply` (a mapping
+    answer's belief, chain and mentalizing fields are read as stated); an A/B/C/K item by
+    :func:`games._strategic.score_abc_answer`."""
     if item.family != "games":
         raise InputError(f"not a games item (family {item.family!r})", where="item")
     if item.generator == ABC_GENERATOR:
@@ -326,8 +354,9 @@ def summarize(scores: Iterable[Score]) -> dict[str, Any]:
 
     Returns accuracy, within-one accuracy, the resolution counts of K_B and K_L (resolved /
     unmatched / ambiguous / none) and K_L coverage, best-response consistency over trials
-    with a point belief in S, mean per-step chain consistency over chains with m ≥ 2, and
-    mean chain length.
+    with a point belief in S (with its chance rate over the same trials), mean per-step chain
+    consistency over chains with m ≥ 2, mean chain length, and the mentalizing rate over
+    trials that carry the flag.
     """
     kept = [s for s in scores if not s.details.get("excluded")]
     n = len(kept)
@@ -343,6 +372,11 @@ def summarize(scores: Iterable[Score]) -> dict[str, Any]:
 
     br = [bool(s.details["br_consistent"]) for s in kept
           if s.details.get("br_consistent") is not None]
+    chance = [float(s.details["br_chance"]) for s in kept
+              if s.details.get("br_consistent") is not None
+              and s.details.get("br_chance") is not None]
+    ment = [bool(s.details["mentalizing"]) for s in kept
+            if isinstance(s.details.get("mentalizing"), bool)]
     cs = [float(s.details["chain_consistency"]) for s in kept
           if s.details.get("chain_consistency") is not None]
     ms = [int(s.details.get("chain_length", 0)) for s in kept]
@@ -355,6 +389,8 @@ def summarize(scores: Iterable[Score]) -> dict[str, Any]:
         "K_L": kl,
         "K_L_coverage": {"n": n, "rate": (kl["resolved"] / n) if n else None},
         "br_consistency": rate(br),
+        "br_chance": {"n": len(chance), "mean": (sum(chance) / len(chance)) if chance else None},
+        "mentalizing": rate(ment),
         "chain_consistency": {"n": len(cs), "mean": (sum(cs) / len(cs)) if cs else None},
         "chain_length": {"n": len(ms), "mean": (sum(ms) / len(ms)) if ms else None},
         "no_action": sum(1 for s in kept if s.details.get("no_action")),

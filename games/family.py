@@ -44,7 +44,7 @@ class OneShotGames:
     title: str = "Level-k games and A/B/C scenarios"
     plays: PlayMode = "single"
     generators: tuple[str, ...] = (TRIAL_GENERATOR, ABC_GENERATOR)
-    policies: tuple[str, ...] = ("oracle", "random", "depth-capped", "level")
+    policies: tuple[str, ...] = ("oracle", "random", "depth-capped", "level", "believer")
     scaffold_modules: tuple[str, ...] = ("opponent_sim",)
 
     def score(self, item: Item, answer: Any) -> Score:

@@ -27,6 +27,7 @@ __all__ = [
     "SCHEMA_FILE",
     "AgentProfile",
     "Contrast",
+    "DepthSignals",
     "Estimate",
     "MultipleComparisons",
     "RunInfo",
@@ -149,6 +150,50 @@ class Contrast(_Frozen):
     reason: str | None = None
 
 
+class DepthEstimate(Estimate):
+    """A depth signal's mean (K_B, K_L) with the trials that did not resolve."""
+
+    unresolved: int | None = Field(
+        None, description="level-k trials whose signal matched no depth, several, or was absent")
+
+
+class DepthSignals(_Frozen):
+    """The two depth signals of the level-k games side by side, and whether the agent acts on
+    what it says (seed 000 Eq. 6, Eq. 8–10, Appendix D), over its scored level-k trials
+    (excluded trials left out)."""
+
+    available: bool
+    reason: str | None = None
+    n: int | None = Field(None, description="scored level-k trials")
+    K_B: DepthEstimate | None = Field(
+        None, description="depth implied by the action: a(K_B) = the submitted action")
+    K_L: DepthEstimate | None = Field(
+        None, description="depth implied by the stated belief: a(K_L − 1) = the belief")
+    K_L_minus_K_B: Estimate | None = Field(
+        None, description="mean K_L − K_B over trials where both signals resolve")
+    K_agreement: Estimate | None = Field(
+        None, description="share of trials with K_L = K_B, where both resolve")
+    br_consistency: Estimate | None = Field(
+        None, description="share of trials whose action is a best response to the stated "
+        "point belief (Eq. 6)")
+    br_chance: float | None = Field(
+        None, description="the rate a uniformly random action would reach: mean |BR(b)| / |S| "
+        "over the same trials")
+    br_consistency_eu: Estimate | None = Field(
+        None, description="share of trials whose action maximises expected utility under a "
+        "stated belief distribution")
+    inconsistent_player: bool | None = Field(
+        None, description="true when best-response consistency is not shown above chance; "
+        "null when it cannot be tested (see inconsistent_reason)")
+    inconsistent_rule: str | None = None
+    inconsistent_reason: str | None = None
+    chain_consistency: Estimate | None = Field(
+        None, description="mean per-step chain consistency C (Eq. 10), chains of m ≥ 2")
+    chain_length: Estimate | None = Field(None, description="mean written chain length m")
+    mentalizing: Estimate | None = Field(
+        None, description="explicit strategic mentalizing rate (the judge's flag)")
+
+
 class AgentProfile(_Frozen):
     """Everything measured about one agent of a run."""
 
@@ -176,6 +221,8 @@ class AgentProfile(_Frozen):
     error_types_by_depth: dict[str, Any] | None = None
     applied_gap: dict[str, Any] | None = None
     games: dict[str, Any] | None = None
+    depth_signals: DepthSignals | None = Field(
+        None, description="K_B beside K_L, best-response and chain consistency, mentalizing")
     repeated: dict[str, Any] | None = None
     calibration: dict[str, Any] | None = None
     cost: dict[str, Any] | None = None

@@ -35,6 +35,8 @@ __all__ = [
     "Headline",
     "agent_headline",
     "d50_text",
+    "depth_signals_lines",
+    "depth_text",
     "difference_text",
     "headlines",
     "marked_invalid",
@@ -113,6 +115,64 @@ def proportion_text(block: Any, *, with_ci: bool = True) -> str:
     if not estimable:
         text += no_interval(d)
     return text
+
+
+def depth_text(block: Any, *, digits: int = 2) -> str:
+    """A mean depth (K_B, K_L, K_L − K_B) or mean chain figure: ``"3.00 [3.00, 3.00] n=40"``,
+    ``"2.50 n=4 (no interval: n < 10)"``, and the unresolved trials when there are any:
+    ``"… (unresolved 3)"``; ``"not estimable (reason)"`` with no value."""
+    d = _as_dict(block)
+    if d is None or number(d.get("value")) is None:
+        reason = d.get("reason") if d else None
+        text = f"{NOT_ESTIMABLE} ({reason})" if reason else NOT_ESTIMABLE
+    else:
+        text = f"{number(d['value']):.{digits}f}"
+        ci = d.get("ci")
+        estimable = False
+        if d.get("status") != "not_estimable" and isinstance(ci, Sequence) and len(ci) == 2:
+            estimable = True
+            text += " [" + ", ".join("?" if x is None else f"{x:.{digits}f}"
+                                     for x in map(number, ci)) + "]"
+        text += f" n={d.get('n')}"
+        if not estimable:
+            text += no_interval(d)
+    if d and d.get("unresolved"):
+        text += f" (unresolved {d['unresolved']})"
+    return text
+
+
+def depth_signals_lines(block: Any) -> list[str]:
+    """The depth signals of the level-k games, worded once (``[]`` when not measured):
+    K_B beside K_L, their agreement, best-response consistency against its chance rate (and
+    the ``INCONSISTENT PLAYER`` flag when it is not above chance), chain consistency and
+    mentalizing."""
+    d = _as_dict(block)
+    if not d or not d.get("available"):
+        return []
+    lines = [
+        f"K_B {depth_text(d.get('K_B'))} · K_L {depth_text(d.get('K_L'))}",
+        f"K_L − K_B {depth_text(d.get('K_L_minus_K_B'))} · K_L = K_B "
+        f"{proportion_text(d.get('K_agreement'))}",
+    ]
+    chance = number(d.get("br_chance"))
+    br = f"best-response consistency {proportion_text(d.get('br_consistency'))}"
+    if chance is not None:
+        br += f" (chance {pct(chance)})"
+    eu = _as_dict(d.get("br_consistency_eu"))
+    if eu and eu.get("n"):
+        br += f" · under a stated distribution {proportion_text(eu)}"
+    lines.append(br)
+    if d.get("inconsistent_player") is True:
+        lines.append("INCONSISTENT PLAYER: its actions are not best responses to its stated "
+                     "beliefs more often than chance")
+    chain = _as_dict(d.get("chain_consistency"))
+    if chain and chain.get("n"):
+        lines.append(f"chain consistency {depth_text(chain)} · chain length "
+                     f"{depth_text(d.get('chain_length'))}")
+    ment = _as_dict(d.get("mentalizing"))
+    if ment and ment.get("n"):
+        lines.append(f"explicit mentalizing {proportion_text(ment)}")
+    return lines
 
 
 def d50_text(block: Any, *, with_ci: bool = True) -> str:

@@ -583,6 +583,9 @@ class Analysis:
             ex["K_B"] = self._details(c, "K_B", self.lk)
             ex["K_L"] = self._details(c, "K_L", self.lk)
             ex["br_consistent"] = self._details(c, "br_consistent", self.lk)
+            for key in ("br_chance", "br_consistent_eu", "eu_chance", "chain_consistency",
+                        "chain_length", "mentalizing"):
+                ex[key] = self._details(c, key, self.lk)
             ex["within_one"] = w1
             ex["own_belief"] = self._details(c, "is_own_belief", self.r2self)
             if self.rp.any():
@@ -940,6 +943,7 @@ class Analysis:
         out["error_types_by_depth"] = self._error_types(c)
         out["applied_gap"] = self._applied(c, samples)
         out["games"] = self._games(p, a.name, c, samples)
+        out["depth_signals"] = self._depth_signals(self.extra[a.name], c.ok & self.lk)
         out["repeated"] = (
             repeated_section(self.data.items, self.rp_design, c.has, c.ok,
                              self.extra[a.name]["repeated"], seed=self.seed)
@@ -1198,6 +1202,84 @@ class Analysis:
                     "status": "not_estimable",
                     "reason": not_estimable_reason(n) if n < MIN_N else "no spread"}
         return {"value": mean, "n": n, "ci": [lo, hi], "interval": "t-95", "status": "estimated"}
+
+    def _depth_signals(self, ex: Mapping[str, FloatArray], m_lk: BoolArray) -> dict[str, Any]:
+        """K_B beside K_L (seed 000 Eq. 8, Eq. 9), best-response consistency to the stated belief
+        (Eq. 6, and under a stated distribution) against its chance rate, chain consistency
+        (Eq. 10) and the mentalizing rate, each with its n, over the agent's level-k trials."""
+        n = int(m_lk.sum())
+        if n == 0:
+            return {"available": False, "reason": "no scored level-k trials"}
+        kb, kl = ex["K_B"], ex["K_L"]
+        both = m_lk & np.isfinite(kb) & np.isfinite(kl)
+
+        def mean(values: FloatArray, mask: BoolArray, what: str) -> dict[str, Any]:
+            d = self._mean(values, mask)
+            if d["n"] == 0:
+                d["reason"] = f"no {what} in scores"
+            return d
+
+        def rate(values: FloatArray, mask: BoolArray, what: str) -> dict[str, Any]:
+            m = mask & np.isfinite(values)
+            if not m.any():
+                return {"value": None, "n": 0, "reason": f"no {what} in scores"}
+            return proportion(values[m]).to_dict()
+
+        out: dict[str, Any] = {"available": True, "n": n}
+        out["K_B"] = mean(kb, m_lk, "resolved K_B") | {
+            "unresolved": n - int((m_lk & np.isfinite(kb)).sum()),
+            "definition": "mean K_B: the depth whose IDR action is the submitted action",
+        }
+        out["K_L"] = mean(kl, m_lk, "resolved K_L (no stated belief)") | {
+            "unresolved": n - int((m_lk & np.isfinite(kl)).sum()),
+            "definition": "mean K_L: one plus the depth whose IDR action is the stated belief",
+        }
+        out["K_L_minus_K_B"] = mean(kl - kb, both, "trial with both signals resolved") | {
+            "definition": "mean K_L − K_B over trials where both resolve (> 0: the stated "
+            "reasoning goes deeper than the action)",
+        }
+        agree = np.where(both, (kl == kb).astype(float), np.nan)
+        out["K_agreement"] = rate(agree, both, "trial with both signals resolved") | {
+            "definition": "share of trials with K_L = K_B, over trials where both resolve (an "
+            "upper estimate: confused trials resolve less often)",
+        }
+        brc = ex["br_consistent"]
+        bm = m_lk & np.isfinite(brc)
+        br = rate(brc, m_lk, "stated belief in the action space")
+        chance_v = ex["br_chance"][bm & np.isfinite(ex["br_chance"])]
+        chance = float(chance_v.mean()) if chance_v.size else None
+        out["br_consistency"] = br | {
+            "definition": "share of trials whose action is in BR(stated belief)",
+        }
+        out["br_chance"] = chance
+        out["br_consistency_eu"] = rate(
+            ex["br_consistent_eu"], m_lk, "stated belief distribution"
+        ) | {"definition": "share of trials whose action maximises expected utility under the "
+             "stated belief distribution"}
+        ci = br.get("ci")
+        if br["n"] == 0 or chance is None:
+            flag: bool | None = None
+            why = "no action tested against a stated belief"
+        elif not ci or ci[0] is None:
+            flag, why = None, br.get("reason") or "no interval"
+        else:
+            flag = bool(ci[0] <= chance)
+            why = None
+        out["inconsistent_player"] = flag
+        out["inconsistent_rule"] = (
+            "best-response consistency whose 95% interval does not lie above its chance rate "
+            "(the share of actions that are best responses to the stated belief)"
+        )
+        if why:
+            out["inconsistent_reason"] = why
+        out["chain_consistency"] = mean(ex["chain_consistency"], m_lk, "chain of m ≥ 2") | {
+            "definition": "mean share of consecutive chain steps that are best responses"}
+        out["chain_length"] = mean(ex["chain_length"], m_lk, "chain") | {
+            "definition": "mean number of values in the written chain"}
+        out["mentalizing"] = rate(ex["mentalizing"], m_lk, "mentalizing flag") | {
+            "definition": "share of trials whose reasoning has the opponent reasoning about the "
+            "agent's own choice (the judge's opponent_models_me / spurious_recursion)"}
+        return out
 
     def _games(
         self,
@@ -1710,6 +1792,34 @@ def analyse(
 # -- reference agents: the benchmark's own validity check ------------------------------------
 
 
+def _diagnose_depth_signals(name: str, policy: str, ds: Mapping[str, Any]) -> list[str]:
+    """What the depth signals get wrong about a ``level:K`` or ``believer:K`` reference."""
+    m = re.fullmatch(r"(level|believer):(\d+)", policy)
+    if not m or int(m.group(2)) < 1 or not ds.get("available"):
+        return []
+    kind, k = m.group(1), int(m.group(2))
+    problems: list[str] = []
+
+    def exact(key: str) -> None:
+        d = ds.get(key) or {}
+        ci = d.get("ci") or [d.get("value"), d.get("value")]
+        if d.get("value") != k or d.get("unresolved") or any(x != k for x in ci):
+            problems.append(f"{name} ({policy}): {key} should be exactly {k}, got "
+                            f"{d.get('value')} (unresolved {d.get('unresolved')})")
+
+    exact("K_L")
+    flag = ds.get("inconsistent_player")
+    if kind == "level":
+        exact("K_B")
+        if (ds.get("br_consistency") or {}).get("value") != 1.0 or flag is True:
+            problems.append(f"{name} ({policy}): every action should best-respond to its "
+                            f"stated belief, got {(ds.get('br_consistency') or {}).get('value')}")
+    elif flag is False:
+        problems.append(f"{name} ({policy}): plays at random, so it should be flagged an "
+                        "inconsistent player")
+    return problems
+
+
 def diagnose_references(profile: Mapping[str, Any]) -> list[str]:
     """What the profile gets wrong about the scripted reference agents (empty when right).
 
@@ -1717,7 +1827,10 @@ def diagnose_references(profile: Mapping[str, Any]) -> list[str]:
     - ``depth-capped:N``: D50 between N and N+1 (estimated inside, or bracketed inside);
     - ``not-reality`` and ``random``: marked invalid by the control rule;
     - ``reality-leak``: leakage resistance 0 (every false-belief answer is reality; R0, the
-      reality check, is not a false-belief item).
+      reality check, is not a false-belief item);
+    - ``level:K`` (K ≥ 1) on level-k game trials: K_B and K_L both exactly K, every action a
+      best response to the stated belief, not flagged inconsistent;
+    - ``believer:K`` (K ≥ 1): K_L exactly K, flagged inconsistent when the flag can be tested.
 
     A reference is recognised by its spec's ``policy`` or, failing that, its name. Intended for
     the quick-suite test: ``assert diagnose_references(build_profile(store, run_id)) == []``.
@@ -1752,6 +1865,7 @@ def diagnose_references(profile: Mapping[str, Any]) -> list[str]:
         if policy in ("not-reality", "random") and ag.get("valid") is not False:
             problems.append(f"{name} ({policy}): should be marked invalid, got valid="
                             f"{ag.get('valid')}")
+        problems.extend(_diagnose_depth_signals(name, policy, ag.get("depth_signals") or {}))
         if policy == "reality-leak":
             lr = (ag.get("leakage_resistance") or {}).get("value")
             if lr is None or lr != 0:

@@ -46,6 +46,7 @@ from reports.present import (
     HEADLINE_COLUMNS,
     MISSING,
     agent_headline,
+    depth_signals_lines,
     difference_text,
     headlines,
     marked_invalid,
@@ -492,6 +493,9 @@ def _agent_markdown(name: str, a: Mapping[str, Any]) -> list[str]:
         if g.get("k_curves"):
             out += [_table(["condition", "target depth", "K_B", "K_L", "accuracy"],
                            _kcurve_rows(g)), ""]
+        signals = depth_signals_lines(a.get("depth_signals"))
+        if signals:
+            out += [*(f"- {line}" for line in signals), ""]
         abc = g.get("abc") or {}
         if abc.get("accuracy"):
             out += [

@@ -62,8 +62,10 @@ def test_oracle_is_perfect_and_random_is_not() -> None:
 def test_level_bot_answers_are_the_idr_entries() -> None:
     item = next(i for i in CANONICAL if i.meta["game"] == "ring-11-20")
     rng = np.random.default_rng(0)
-    assert reference_answer(item, "level:4", rng) == 18
-    assert reference_answer(item, "level:14", rng) == 18  # period 10
+    assert reference_answer(item, "level:4", rng) == {
+        "action": 18, "final_belief_point": 11, "chain": [20, 17, 14, 11]}
+    assert reference_answer(item, "level:14", rng)["action"] == 18  # period 10
+    assert reference_answer(item, "level:0", rng) == 20  # a level-0 player states no belief
 
 
 def test_policy_parsing() -> None:
