@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from harness.answers import (
     parse_reply,
     response_format,
 )
+from harness.frozen_json import FrozenDict, FrozenList, freeze
 from harness.scaffold import Scaffold, WitnessLog
 from mindledger.canonical import canonical_json, content_hash
 from mindledger.errors import AgentError
@@ -90,6 +92,68 @@ def answer_tool_name(item: Item) -> str:
     """The answer tool an item asks for: its own (``meta["answer_tool"]``) or submit_answer."""
     name = item.meta.get("answer_tool") if isinstance(item.meta, Mapping) else None
     return name if isinstance(name, str) and name else ANSWER_TOOL
+
+
+@dataclass(frozen=True)
+class _AnswerPieces:
+    """What the answer protocol adds to the requests of one answer spec, mode and answer tool:
+    built once per distinct spec, frozen so that requests share them (and an encoder may keep
+    their encoded form; see :mod:`harness.frozen_json`)."""
+
+    tool: FrozenDict | None
+    """The answer tool (tools mode)."""
+    tools: FrozenList | None
+    """The request's tools when the item brings none of its own (tools mode)."""
+    fmt: FrozenDict | None
+    """The ``response_format`` (json mode)."""
+    how: str
+    """How to answer, appended to the answer turn's prompt."""
+    nudge: str
+    """The follow-up turn sent when a reply had no parseable answer."""
+
+
+_PIECES: dict[tuple[Any, ...], _AnswerPieces] = {}
+_PIECES_MAX = 4096
+
+
+def _spec_key(spec: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A hashable key equal only for answer specs that build the same pieces: scalars with
+    their types (``50`` and ``50.0`` stay apart) and a float's sign (``0.0`` and ``-0.0``
+    too), lists of scalars as tuples; hashing it raises TypeError for anything deeper."""
+    return tuple(
+        (k, tuple(map(_typed, v)) if isinstance(v, list | tuple) else _typed(v))
+        for k, v in spec.items()
+    )
+
+
+def _typed(value: Any) -> tuple[Any, ...]:
+    if isinstance(value, float):
+        return value, type(value), math.copysign(1.0, value)
+    return value, type(value)
+
+
+def _answer_pieces(spec: Mapping[str, Any], mode: str, tool: str) -> _AnswerPieces:
+    """The answer protocol's pieces for ``spec`` (pure; cached by the spec's content)."""
+    try:
+        key: tuple[Any, ...] | None = (mode, tool, _spec_key(spec))
+        hit = _PIECES.get(key)  # type: ignore[arg-type]
+    except TypeError:  # a spec that cannot be hashed: build its pieces afresh
+        key = hit = None
+    if hit is not None:
+        return hit
+    answer = freeze(answer_tool(spec, tool)) if mode == "tools" else None
+    pieces = _AnswerPieces(
+        tool=answer,
+        tools=FrozenList([answer]) if answer is not None else None,
+        fmt=freeze(response_format(spec)) if mode == "json" else None,
+        how=instructions(spec, mode, tool),
+        nudge=nudge_message(spec, mode, tool),
+    )
+    if key is not None:
+        if len(_PIECES) >= _PIECES_MAX:
+            _PIECES.clear()
+        _PIECES[key] = pieces
+    return pieces
 
 
 class ReferenceAgent:
@@ -179,13 +243,15 @@ class ChatAgent:
         try:
             prompt = await self.execute_plan(item, prompt, messages, att)
             tool = answer_tool_name(item)
-            how = instructions(item.answer, self.mode, tool)
-            messages.append({"role": "user", "content": f"{prompt}\n\n{how}"})
-            parsed = await self._answer_loop(item, messages, att, use_item_tools)
+            pieces = _answer_pieces(item.answer, self.mode, tool)
+            messages.append({"role": "user", "content": f"{prompt}\n\n{pieces.how}"})
+            tools: list[dict[str, Any]] | None = pieces.tools
+            if use_item_tools and pieces.tool is not None:
+                tools = [pieces.tool, *(dict(t) for t in item.tools)]
+            parsed = await self._answer_loop(item, messages, att, tool, tools, pieces.fmt)
             if parsed.answer is None and att.turns < MAX_TURNS:
-                nudge = nudge_message(item.answer, self.mode, tool)
-                messages.append({"role": "user", "content": nudge})
-                parsed = await self._answer_loop(item, messages, att, use_item_tools)
+                messages.append({"role": "user", "content": pieces.nudge})
+                parsed = await self._answer_loop(item, messages, att, tool, tools, pieces.fmt)
         except AgentError as exc:
             att.error = scrub(f"{exc.kind}: {exc}")
             att.transcript = messages
@@ -261,17 +327,10 @@ class ChatAgent:
         item: Item,
         messages: list[dict[str, Any]],
         att: Attempt,
-        use_item_tools: bool,
+        tool: str,
+        tools: list[dict[str, Any]] | None,
+        fmt: dict[str, Any] | None,
     ) -> ParsedAnswer:
-        tools = fmt = None
-        tool = answer_tool_name(item)
-        if self.mode == "tools":
-            tools = [
-                answer_tool(item.answer, tool),
-                *(dict(t) for t in item.tools if use_item_tools),
-            ]
-        elif self.mode == "json":
-            fmt = response_format(item.answer)
         while True:
             message = await self.turn(messages, att, tools=tools, fmt=fmt)
             calls = message.get("tool_calls") or []

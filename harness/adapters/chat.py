@@ -39,7 +39,7 @@ class OpenAIBackend:
             max_tokens=max_tokens,
         )
         return ChatReply(
-            message=dict(result.message),
+            message=result.message,  # the result (and the raw reply holding it) ends here
             finish_reason=result.finish_reason,
             model=result.model,
             tokens_in=result.tokens_in,

@@ -39,6 +39,7 @@ import httpx
 import numpy as np
 
 from harness.adapters.transports import default_transport
+from harness.frozen_json import FrozenDict, FrozenList
 from mindledger.errors import AgentError
 
 __all__ = [
@@ -158,6 +159,9 @@ def parse_retry_after(headers: httpx.Headers, now: datetime | None = None) -> fl
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 """The request body's JSON form (one encoder, not one per request)."""
+
+_SHARED_MAX = 1024
+"""Most encoded shared request parts an :class:`OpenAIChat` keeps (then it starts afresh)."""
 
 
 class _NoCookieJar(CookieJar):
@@ -298,6 +302,11 @@ class OpenAIChat:
         # the timeouts.
         self._head = [(b"Host", self.url.netloc), *self._client.headers.raw]
         self._timeouts = self._client.timeout.as_dict()
+        # The body's opening up to the messages for self.model (rebuilt if model is changed),
+        # and the encoded form of shared (frozen) request parts by identity: see _body.
+        self._opening: tuple[str | None, bytes] | None = None
+        self._shared: dict[int, tuple[Any, bytes]] = {}
+        self._sampling: dict[Any, bytes] = {}
 
     def __repr__(self) -> str:
         return f"OpenAIChat({self.shown_url!r}, model={self.model!r})"
@@ -325,23 +334,23 @@ class OpenAIChat:
         extra: dict[str, Any] | None = None,
     ) -> ChatResult:
         """One chat completion, retried as the module docstring says; raises ChatError."""
-        body: dict[str, Any] = {}
-        if self.model is not None:
-            body["model"] = self.model
-        body["messages"] = messages
-        body["temperature"] = temperature
-        body["max_tokens"] = max_tokens
-        if tools:
-            body["tools"] = tools
-            if tool_choice is not None:
-                body["tool_choice"] = tool_choice
-        if response_format is not None:
-            body["response_format"] = response_format
-        if seed is not None:
-            body["seed"] = seed
         if extra:
-            body.update(extra)
-        payload = _ENCODER.encode(body).encode()
+            payload = _ENCODER.encode(
+                self.request_body(
+                    messages,
+                    tools=tools,
+                    tool_choice=tool_choice,
+                    response_format=response_format,
+                    temperature=temperature,
+                    max_tokens=max_tokens,
+                    seed=seed,
+                    extra=extra,
+                )
+            ).encode()
+        else:
+            payload = self._body(
+                messages, tools, tool_choice, response_format, temperature, max_tokens, seed
+            )
         attempts = 0
         while True:
             attempts += 1
@@ -360,6 +369,103 @@ class OpenAIChat:
                     failure.message,
                 )
                 await self._sleep(delay)
+
+    def request_body(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | dict[str, Any] | None = None,
+        response_format: dict[str, Any] | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+        seed: int | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The JSON body :meth:`chat` sends, as a dict: keys in this order, the optional ones
+        only when given (``tool_choice`` only with tools); ``extra`` last, replacing any key it
+        repeats in place. Sent encoded compact, UTF-8, non-ASCII as itself."""
+        body: dict[str, Any] = {}
+        if self.model is not None:
+            body["model"] = self.model
+        body["messages"] = messages
+        body["temperature"] = temperature
+        body["max_tokens"] = max_tokens
+        if tools:
+            body["tools"] = tools
+            if tool_choice is not None:
+                body["tool_choice"] = tool_choice
+        if response_format is not None:
+            body["response_format"] = response_format
+        if seed is not None:
+            body["seed"] = seed
+        if extra:
+            body.update(extra)
+        return body
+
+    def _body(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        tool_choice: str | dict[str, Any] | None,
+        response_format: dict[str, Any] | None,
+        temperature: float,
+        max_tokens: int,
+        seed: int | None,
+    ) -> bytes:
+        """The encoded :meth:`request_body` (without ``extra``), byte for byte, spliced from
+        pieces: the opening up to the messages is encoded once per model, and a frozen part
+        (:mod:`harness.frozen_json`: the answer tool, a ``response_format``, shared by many
+        requests and unable to change) once per object; only the rest is encoded per
+        request."""
+        opening = self._opening
+        if opening is None or opening[0] is not self.model:
+            model = self.model
+            head = (
+                b'{"messages":'
+                if model is None
+                else b'{"model":%s,"messages":' % _ENCODER.encode(model).encode()
+            )
+            self._opening = opening = (model, head)
+        # the sampling settings, encoded once per distinct pair (see _exact)
+        settings: tuple[Any, ...] | None = (*_exact(temperature), *_exact(max_tokens))
+        try:
+            sampling = self._sampling.get(settings)
+        except TypeError:  # an unhashable value: encoded below (and refused by the encoder)
+            settings, sampling = None, None
+        if sampling is None:
+            sampling = b',"temperature":%s,"max_tokens":%s' % (
+                _ENCODER.encode(temperature).encode(),
+                _ENCODER.encode(max_tokens).encode(),
+            )
+            if settings is not None:
+                if len(self._sampling) >= _SHARED_MAX:
+                    self._sampling.clear()
+                self._sampling[settings] = sampling
+        parts = [opening[1], _ENCODER.encode(messages).encode(), sampling]
+        if tools:
+            parts += (b',"tools":', self._encoded(tools))
+            if tool_choice is not None:
+                parts += (b',"tool_choice":', self._encoded(tool_choice))
+        if response_format is not None:
+            parts += (b',"response_format":', self._encoded(response_format))
+        if seed is not None:
+            parts += (b',"seed":', _ENCODER.encode(seed).encode())
+        parts.append(b"}")
+        return b"".join(parts)
+
+    def _encoded(self, value: Any) -> bytes:
+        """``value`` encoded; kept by identity when it is frozen (it cannot change)."""
+        if type(value) is not FrozenList and type(value) is not FrozenDict:
+            return _ENCODER.encode(value).encode()
+        hit = self._shared.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        encoded = _ENCODER.encode(value).encode()
+        if len(self._shared) >= _SHARED_MAX:
+            self._shared.clear()
+        self._shared[id(value)] = (value, encoded)  # holding value keeps its id from reuse
+        return encoded
 
     def retry_delay(self, failures: int, retry_after: float | None = None) -> float:
         """Seconds to wait after the ``failures``-th failed attempt: full jitter under
@@ -472,6 +578,13 @@ class OpenAIChat:
         return ChatError(
             message, kind=failure.kind, status=failure.status, attempts=attempts, url=self.shown_url
         )
+
+
+def _exact(value: Any) -> tuple[Any, ...]:
+    """A key equal only for values that encode alike: the value, its type (``1`` is not
+    ``1.0``) and a float's sign (``0.0`` is not ``-0.0``)."""
+    sign = math.copysign(1.0, value) if isinstance(value, float) else 0.0
+    return value, type(value), sign
 
 
 def _mislabelled_timeout(exc: BaseException) -> bool:
