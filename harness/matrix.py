@@ -98,11 +98,12 @@ from ledger.client import Prediction, record_answer
 from ledger.errors import RevealRejected
 from ledger.predictions import Ledger, RevealResult
 from ledger.protocol import provenance, response_hash
-from ledger.scoring import penalty_scores
+from ledger.scoring import default_top1, penalty_scores
 from ledger.store import RunAgent, Store, TrialOutcome, TrialRecord
-from mindledger.canonical import content_hash
+from mindledger.canonical import canonical_json, content_hash
 from mindledger.errors import UserError
 from mindledger.items import Item
+from reports.matrix import SECOND_ORDER_PENALTY, distribution_scores
 from reports.matrix_summary import (
     OUTCOMES,
     SIMULATE,
@@ -110,10 +111,12 @@ from reports.matrix_summary import (
     ZERO_SHOT,
     ItemOutcome,
     PredictionRecord,
+    SecondOrderRecord,
     TargetRecord,
     check_conditions,
     matrix_params,
     observed_count,
+    second_order_triples,
     summarise_outcomes,
     summarise_run,
 )
@@ -149,6 +152,7 @@ __all__ = [
     "plan_matrix_run",
     "prediction_item",
     "run_matrix",
+    "second_order_item",
     "suite_trials",
     "summarise_outcomes",
     "summarise_run",
@@ -234,6 +238,38 @@ def _plain_prediction_item(item: Item, predictor: str, target: str, samples: int
         answer={"kind": "distribution", "choices": choices},
         truth={},
         meta={"role": "prediction", "self": predictor == target},
+    )
+
+
+def second_order_item(
+    item: Item, predictor: str, about: str, target: str, samples: int
+) -> Item:
+    """The second-order question put to ``predictor`` P (seed 002 §15.2 protocol step 5,
+    B9): the distribution that ``about`` Q (≠ P) gives when asked, zero-shot, its
+    :func:`prediction_item` about ``target`` T. Its answer is a distribution over the choices
+    of Q's question; its ground truth is Q's committed distribution."""
+    first = prediction_item(item, about, target, samples)
+    choices = [str(c) for c in first.answer["choices"]]
+    who = describe_target(predictor, about)
+    prompt = (
+        f"Predict a prediction. {who[:1].upper() + who[1:]} is given the "
+        "request below in a new conversation, and answers it with a probability for each of: "
+        f"{', '.join(choices)}.\n\n"
+        f"--- the request to {about} ---\n{first.prompt}\n--- end of the request ---\n\n"
+        f"Do not answer the request yourself. Give, for each choice, the probability you expect "
+        f"{about} to give it; your probabilities must sum to 1."
+    )
+    return Item(
+        family=FAMILY,
+        generator=PREDICTION,
+        version=VERSION,
+        seed=item.seed,
+        params={"item": item.id, "predictor": predictor, "about": about, "target": target,
+                "samples": samples, "order": 2},
+        prompt=prompt,
+        answer={"kind": "distribution", "choices": choices},
+        truth={},
+        meta={"role": "second_order", "self": False},
     )
 
 
@@ -325,6 +361,22 @@ def _reference_prediction(
     return _Reply(uniform)
 
 
+def _reference_second_order(
+    agent: ReferenceAgent, item: Item, about: MatrixAgent, target: MatrixAgent
+) -> _Reply:
+    """A reference agent's second-order prediction: the distribution it expects ``about`` to
+    commit for ``target`` on ``item``. The clairvoyant reproduces that prediction exactly
+    (``about``'s reference prediction, which is deterministic), projection predicts its own
+    habit, habit and random the uniform distribution."""
+    choices = [str(c) for c in item.answer["choices"]]
+    if agent.policy == "clairvoyant":
+        assert isinstance(about, ReferenceAgent)  # checked by _check_agents
+        return _Reply(_reference_prediction(about, item, target, "predict").answer)
+    if agent.policy == "projection":
+        return _Reply(answer_distribution(agent, item))
+    return _Reply({c: 1.0 / len(choices) for c in choices})
+
+
 async def _ask(agent: MatrixAgent, item: Item, *key: Any) -> _Reply:
     """One fresh conversation: ``agent``'s answer to ``item`` (a choice; a chat agent's
     prediction of a target when ``item`` is a :func:`prediction_item`)."""
@@ -408,6 +460,33 @@ def _prediction_trial(run_id: str, pitem: Item, item: Item, rec: PredictionRecor
     )
 
 
+def _second_order_trial(
+    run_id: str, pitem: Item, item: Item, rec: SecondOrderRecord
+) -> TrialRecord:
+    return TrialRecord(
+        run_id=run_id,
+        agent=rec.predictor,
+        item_id=pitem.id,
+        status="api_error" if rec.outcome == "predictor_error" else "ok",
+        transcript=[],
+        answer=None if rec.distribution is None else dict(rec.distribution),
+        score={
+            "scored_by": "matrix",
+            "role": "second_order",
+            "item": item.id,
+            "about": rec.about,
+            "target": rec.target,
+            "outcome": rec.outcome,
+            "truth": None if rec.truth is None else dict(rec.truth),
+            "prediction": rec.prediction_id,
+            "scores": None if rec.scores is None else dict(rec.scores),
+            "ledger_scores": None if rec.ledger_scores is None else dict(rec.ledger_scores),
+        },
+        score_value=None if rec.scores is None else float(rec.scores["top1_match"]),
+        error=rec.error,
+    )
+
+
 Observations = Mapping[str, Sequence[Observation]]
 """Per target, its recorded answers to the run's exposure items (what ``observe:m`` shows)."""
 
@@ -427,6 +506,10 @@ def outcome_trials(
         pitem = prediction_item(item, p, t, samples, c, (observations or {}).get(t, ()))
         pitems.append(pitem)
         trials.append(_prediction_trial(run_id, pitem, item, rec))
+    for (p, q, t), srec in outcome.second_order.items():
+        pitem = second_order_item(item, p, q, t, samples)
+        pitems.append(pitem)
+        trials.append(_second_order_trial(run_id, pitem, item, srec))
     return pitems, trials
 
 
@@ -437,15 +520,21 @@ def _item_done(
     done: set[tuple[str, str]],
     conditions: Sequence[str] = (ZERO_SHOT,),
     observations: Observations | None = None,
+    *,
+    second_order: bool = False,
 ) -> bool:
-    """Whether every trial of ``item`` (each target's, each prediction's) is stored."""
+    """Whether every trial of ``item`` (each target's, each prediction's, each second-order
+    prediction's with ``second_order``) is stored."""
     seen = observations or {}
     return all((t, item.id) in done for t in names) and all(
         (p, prediction_item(item, p, t, samples, c, seen.get(t, ())).id) in done
         for p in names
         for t in names
         for c in conditions
-    )
+    ) and (not second_order or all(
+        (p, second_order_item(item, p, q, t, samples).id) in done
+        for p, q, t in second_order_triples(names)
+    ))
 
 
 def _observations(
@@ -503,11 +592,26 @@ async def run_matrix(
     conditions: Sequence[str] = (ZERO_SHOT,),
     exposure: Sequence[Item] = (),
     failure_trials: FailureTrials | None = None,
+    second_order: bool = False,
+    past_seats: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Run the matrix: every ordered pair (P, T) of ``agents`` (P == T included) on every item
     under every condition, each prediction committed to ``ledger`` before T is queried on the
     item. Returns the matrix (see the module docstring and ``cells``/``self_advantage`` in the
     result); ``n_boot`` bootstrap replicates from ``stats_seed`` give its intervals.
+
+    ``second_order`` (B9; needs the zero-shot condition) adds, per item, a second-order
+    prediction for every (P, Q, T) with P ≠ Q (n²(n − 1) of them,
+    :func:`reports.matrix_summary.second_order_triples`): P's distribution of what Q commits
+    for T's answer (:func:`second_order_item`). Order of operations on an item: every
+    second-order prediction is committed **before any first-order prediction is committed**
+    (so before Q commits, let alone reveals); after the first-order reveals, Q's revealed
+    top-1 is recorded against P's second-order prediction as its observation (provenance: the
+    hash of Q's committed distribution) and it is revealed; the matrix scores P's distribution
+    against Q's committed one (:func:`reports.matrix.distribution_scores`). Without a
+    revealed zero-shot prediction of Q about T, P's stays committed (``unscored``) and expires.
+    ``past_seats`` (B8; a stored run takes them from its agents' ``past_seat``) adds the
+    ``past_seat`` section of a summary made in memory.
 
     ``conditions`` (:func:`reports.matrix_summary.check_conditions`): each (P, T, item,
     condition) is its own prediction, commit and trial. ``observe:m`` shows P the target's
@@ -539,8 +643,14 @@ async def run_matrix(
             f"condition observe:{needed} needs {needed} exposure items; the run has "
             f"{len(exposure)}"
         )
+    if second_order and ZERO_SHOT not in conditions:
+        raise UserError(
+            "second-order prediction needs the zero-shot condition: its ground truth is Q's "
+            "committed zero-shot prediction"
+        )
     _check_agents(agents)
     names = list(agents)
+    triples = second_order_triples(names) if second_order else []
     clients = {p: ledger.client(p) for p in names}
     # `concurrency` bounds the model requests in flight; enough items are in flight to fill
     # it even when each is at its narrowest step (one own answer per agent).
@@ -584,7 +694,9 @@ async def run_matrix(
     todo = list(items)
     if store is not None:
         assert run_id is not None
-        per_agent = len(items) * (1 + len(names) * len(conditions)) + len(exposure)
+        per_agent = len(items) * (
+            1 + len(names) * len(conditions) + len(triples) // len(names)
+        ) + len(exposure)
         if missing:  # the exposure trials name no prediction item: start with those known
             observations = {}
             todo = list(items)
@@ -592,7 +704,8 @@ async def run_matrix(
             observations = _observations(exposure, exposed, names)
             todo = [
                 it for it in items
-                if not _item_done(it, names, samples, done, conditions, observations)
+                if not _item_done(it, names, samples, done, conditions, observations,
+                                 second_order=second_order)
             ]
         sink.start(
             dict.fromkeys(names, per_agent),
@@ -653,8 +766,38 @@ async def run_matrix(
             pitem = prediction_item(item, p, t, samples, c, observations.get(t, ()))
             return await ask(agent, pitem, *key)
 
-        dists = await asyncio.gather(*(predict(p, t, c) for p, t, c in keys))
-        # 2. commit every prediction about this item before any target hears it.
+        async def predict_second(p: str, q: str, t: str) -> _Reply:
+            agent = agents[p]
+            if isinstance(agent, ReferenceAgent):
+                return _reference_second_order(agent, item, agents[q], agents[t])
+            return await ask(agent, second_order_item(item, p, q, t, samples), "second-order")
+
+        dists, second_replies = await asyncio.gather(
+            asyncio.gather(*(predict(p, t, c) for p, t, c in keys)),
+            asyncio.gather(*(predict_second(p, q, t) for p, q, t in triples)),
+        )
+        # 2a. commit every second-order prediction before any first-order one (B9: P's
+        #     prediction of Q's prediction is on the ledger before Q's is).
+        second_preds: dict[tuple[str, str, str], Prediction] = {}
+        second_records: dict[tuple[str, str, str], SecondOrderRecord] = {}
+        for (p, q, t), reply in zip(triples, second_replies, strict=True):
+            if reply.error is not None:
+                second_records[p, q, t] = SecondOrderRecord(
+                    p, q, t, "predictor_error", error=reply.error
+                )
+            elif not isinstance(reply.answer, Mapping):
+                second_records[p, q, t] = SecondOrderRecord(p, q, t, "unparsed")
+            else:
+                second_preds[p, q, t] = clients[p].predict(
+                    q,
+                    second_order_item(item, p, q, t, samples).prompt,
+                    reply.answer,
+                    top1=reply.top1,
+                    item=item.id,
+                    condition={"protocol": "matrix", "order": 2, "of": t, "samples": samples},
+                )
+        await asyncio.gather(*(in_ledger(pred.commit) for pred in second_preds.values()))
+        # 2b. commit every prediction about this item before any target hears it.
         preds: dict[tuple[str, str, str], Prediction] = {}
         records: dict[tuple[str, str, str], PredictionRecord] = {}
         for (p, t, c), reply in zip(keys, dists, strict=True):
@@ -721,6 +864,38 @@ async def run_matrix(
         revealed = dict(zip(answered, await asyncio.gather(
             *(in_ledger(_reveal, preds[key]) for key in answered)
         ), strict=True))
+        # 5. second order: Q's revealed zero-shot prediction is the observation of P's.
+        truths = {
+            (q, t): preds[q, t, c] for q, t, c in answered
+            if c == ZERO_SHOT and revealed[q, t, c][1] == "scored"
+        }
+
+        async def settle(key: tuple[str, str, str], pred: Prediction) -> None:
+            p, q, t = key
+            first = truths.get((q, t))
+            common: dict[str, Any] = {"distribution": pred.body["distribution"],
+                                      "prediction_id": pred.id}
+            if first is None:  # nothing to compare with: stays committed, expires
+                second_records[key] = SecondOrderRecord(p, q, t, "unscored", **common)
+                return
+            truth = first.body["distribution"]
+            top1 = first.body["top1"] or default_top1(truth)
+            source = provenance("matrix", f"second-order:{item.id}:{p}:{q}:{t}",
+                                response_hash(canonical_json(truth)), target=q)
+            await in_ledger(record_answer, [pred], str(top1), source)
+            result, outcome = await in_ledger(_reveal, pred)
+            second_records[key] = SecondOrderRecord(
+                p, q, t, outcome, truth=truth, ledger_scores=dict(result.scores),
+                scores=distribution_scores(pred.body["distribution"], truth)
+                if outcome == "scored" else SECOND_ORDER_PENALTY,
+                **common,
+            )
+
+        await asyncio.gather(*(settle(key, pred) for key, pred in second_preds.items()))
+        for key, srec in list(second_records.items()):
+            if srec.outcome == "unparsed" and (key[1], key[2]) in truths:
+                truth = truths[key[1], key[2]].body["distribution"]
+                second_records[key] = replace(srec, truth=truth, scores=SECOND_ORDER_PENALTY)
         for (p, t, c), pred in preds.items():
             common = {"own_answer": own[p], "prediction_id": pred.id, "condition": c,
                       "distribution": pred.body["distribution"], "top1": pred.body["top1"]}
@@ -741,6 +916,7 @@ async def run_matrix(
             {t: TargetRecord(t, own[t], tuple(answers[t]), errors[t], own_errors[t], sources[t])
              for t in names},
             {key: records[key] for key in keys},
+            {key: second_records[key] for key in triples},
         )
 
     try:
@@ -752,7 +928,8 @@ async def run_matrix(
                 done = await asyncio.to_thread(store.done_pairs, run_id)
                 todo = [
                     it for it in items
-                    if not _item_done(it, names, samples, done, conditions, observations)
+                    if not _item_done(it, names, samples, done, conditions, observations,
+                                 second_order=second_order)
                 ]
         tasks = [asyncio.ensure_future(run_item(item)) for item in todo]
         try:
@@ -776,11 +953,11 @@ async def run_matrix(
     if store is None:
         return summarise_outcomes(
             names, items, samples, outcomes, n_boot=n_boot, stats_seed=stats_seed,
-            conditions=conditions,
+            conditions=conditions, second_order=second_order, past_seats=past_seats,
         )
     assert run_id is not None
     complete = await asyncio.to_thread(
-        _run_done, store, run_id, names, samples, conditions, observations
+        _run_done, store, run_id, names, samples, conditions, observations, second_order
     )
     await asyncio.to_thread(
         store.transition_run,
@@ -821,6 +998,7 @@ def _run_done(
     samples: int,
     conditions: Sequence[str],
     observations: Observations,
+    second_order: bool = False,
 ) -> bool:
     """Whether every item of the stored run has every trial (an exposure item, each target's
     answer)."""
@@ -829,7 +1007,8 @@ def _run_done(
     return all(
         all((t, it.id) in done for t in names)
         if it.id in exposure
-        else _item_done(it, names, samples, done, conditions, observations)
+        else _item_done(it, names, samples, done, conditions, observations,
+                                 second_order=second_order)
         for it in store.run_items(run_id)
     )
 
@@ -879,17 +1058,24 @@ def create_matrix_run(
     items: Sequence[Item] | None = None,
     exposure: Sequence[Item] | None = None,
     pilot: PilotRecord | None = None,
+    second_order: bool = False,
 ) -> tuple[str, int]:
     """Store a matrix run (suite ``matrix``): its agents, its items and its params
     (``samples``, ``n_items``, the agents' names in order, ``accompanies``: the suite run it
     accompanies, ``conditions``, ``exposure``: the ids of the items every target answers once
-    for the ``observe:m`` conditions, and ``pilot``: the pilot's record, when one chose the
-    items). Without ``items``, the first ``n_items`` divergent items of ``seed`` (drawn by the
+    for the ``observe:m`` conditions, ``pilot``: the pilot's record, when one chose the
+    items, ``second_order``: whether every (P, Q ≠ P, T) second-order prediction is made,
+    and ``past_seats``: the agents declared ``past_seat``). Without ``items``, the first ``n_items`` divergent items of ``seed`` (drawn by the
     seed policy when None; held out when ``held_out``), and, when a condition observes, the
     next ones as exposure items. Returns (run id, seed)."""
     if samples < 1:
         raise UserError("--samples must be at least 1")
     conditions = check_conditions(conditions)
+    if second_order and ZERO_SHOT not in conditions:
+        raise UserError(
+            "--second-order needs the zero-shot condition: its ground truth is Q's committed "
+            "zero-shot prediction"
+        )
     needed = max((observed_count(c) or 0 for c in conditions), default=0)
     if seed is None:
         seed = SeedPolicy.of(settings).draw_seed(held_out=held_out)
@@ -921,6 +1107,10 @@ def create_matrix_run(
             "conditions": list(conditions),
             "exposure": [e.id for e in exposure],
             "pilot": None if pilot is None else pilot.to_dict(),
+            "second_order": second_order,
+            "past_seats": [
+                ra.name for ra in planned if AgentSpec.from_json(ra.name, ra.spec).config.past_seat
+            ],
         },
     )
     return run_id, seed
@@ -977,6 +1167,7 @@ def plan_matrix_run(
     conditions: Sequence[str] = (ZERO_SHOT,),
     concurrency: int = 64,
     local_base_url: str | None = None,
+    second_order: bool = False,
 ) -> tuple[str, int, PilotRecord]:
     """Pilot the candidates through every agent of ``planned``, then store the matrix run on
     the divergent ones (at most ``n_items``; :func:`create_matrix_run`) with the pilot's record
@@ -1028,6 +1219,7 @@ def plan_matrix_run(
         items=chosen,
         exposure=_exposure_pool(chosen, kept, pool) if chosen else [],
         pilot=record,
+        second_order=second_order,
     )
     return run_id, seed, record
 
@@ -1083,6 +1275,8 @@ def execute_matrix_run(
                 conditions=params.get("conditions") or (ZERO_SHOT,),
                 exposure=exposure,
                 failure_trials=trials,
+                second_order=bool(params.get("second_order")),
+                past_seats=[str(a) for a in params.get("past_seats") or ()],
             )
 
     if not items:  # a pilot found the candidates not divergent: nothing to ask

@@ -96,6 +96,8 @@ class AgentConfig:
     """Requests in flight to this agent at once (default: the global setting)."""
     rate_limit: float | None = None
     """Requests per second to this agent (default: unlimited)."""
+    past_seat: bool = False
+    """A predecessor seat (seed 002 B8): the matrix reports predicting it beside fresh-copy skill."""
 
     def public_dict(self) -> dict[str, Any]:
         """The declaration as a plain dict (no secret values: only the variable's name, and
@@ -109,6 +111,8 @@ class AgentConfig:
         """The declaration as JSON data, every field in order (tuples as lists), exactly as
         given: the endpoint keeps any credentials, so strip them before storing it."""
         data: dict[str, Any] = _agent_json().dump_python(self, mode="json")
+        if not data.get("past_seat"):
+            del data["past_seat"]  # stored specs keep their shape unless the agent is a past seat
         return data
 
     @classmethod
@@ -320,6 +324,8 @@ def parse_agent(name: str, table: Any, *, source: str) -> AgentConfig:
                     file=source,
                     key=f"{key}.{k}",
                 )
+        elif k == "past_seat" and not isinstance(v, bool):
+            raise ConfigError(f"expected true or false, got {v!r}", file=source, key=f"{key}.{k}")
         elif "str" in declared and not isinstance(v, str):
             raise ConfigError(f"expected a string, got {v!r}", file=source, key=f"{key}.{k}")
         values[k] = v

@@ -17,8 +17,10 @@ replacement, then, independently for every drawn item, T's K samples with replac
 population's answers with replacement); every figure, S included (its base and ceiling too), is
 recomputed from the replicate's records with the same formulas, and the interval is the 2.5 and
 97.5 percentiles (order statistics) of the replicates recentred so that their median is the point
-estimate: resampling the K samples makes a resampled mode noisier than the observed one, which
-shifts top-1 match, the baselines and the ceiling down in every replicate (by several points at
+estimate. (The engine draws every replicate at once and, since the figures depend on the
+resampled samples only through their counts, draws those counts from their exact law: the same
+distribution, see "the resampling engine" below.) Recentring is needed because resampling the
+K samples makes a resampled mode noisier than the observed one, which shifts top-1 match, the baselines and the ceiling down in every replicate (by several points at
 K = 6), and an uncentred interval could miss its own point estimate. As in :mod:`reports._estimates`, a figure on fewer than
 :data:`~reports._estimates.MIN_N` items keeps its value but gets no interval and no test
 (``status: "not_estimable"`` with the reason), and a bootstrap whose replicates have no spread
@@ -48,6 +50,8 @@ interval and a test.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -61,6 +65,7 @@ from ledger.scoring import (
     MAX_ANSWERS,
     ScoreRecord,
     aggregate,
+    default_top1,
     modal_answers,
     penalty_scores,
     score_prediction,
@@ -73,16 +78,22 @@ __all__ = [
     "INTERVAL",
     "METRICS",
     "NO_BOOTSTRAP_SPREAD",
+    "SECOND_ORDER_METRICS",
+    "SECOND_ORDER_PENALTY",
     "CellStats",
     "Contrast",
     "Estimate",
     "ItemRecord",
     "SelfAdvantage",
+    "accuracy_terms",
     "cell_statistics",
+    "distribution_scores",
     "holm_adjust",
     "learning_slope",
+    "mean_estimate",
     "paired_contrast",
     "self_advantage",
+    "skill_terms",
 ]
 
 INTERVAL = "hierarchical-bootstrap-95"
@@ -117,12 +128,17 @@ class ItemRecord:
     """The other targets' answers to the item (population-modal baseline)."""
 
     def score_record(self) -> ScoreRecord:
-        """The record :func:`ledger.scoring.aggregate` takes, scored as the ledger scores it."""
-        if self.distribution is None or self.top1 is None:
-            scores = penalty_scores(self.observed)
-        else:
-            scores = score_prediction(self.distribution, self.top1, self.observed)
-        return ScoreRecord(scores, self.observed, self.own_answer, self.population)
+        """The record :func:`ledger.scoring.aggregate` takes, scored as the ledger scores it
+        (once: the record is immutable)."""
+        cached: ScoreRecord | None = self.__dict__.get("_score_record")
+        if cached is None:
+            if self.distribution is None or self.top1 is None:
+                scores = penalty_scores(self.observed)
+            else:
+                scores = score_prediction(self.distribution, self.top1, self.observed)
+            cached = ScoreRecord(scores, self.observed, self.own_answer, self.population)
+            object.__setattr__(self, "_score_record", cached)
+        return cached
 
 
 @dataclass(frozen=True)
@@ -221,124 +237,338 @@ class SelfAdvantage:
 
 
 # -- the resampling engine -------------------------------------------------------------------
+#
+# All replicates at once. A replicate draws n items with replacement (an *occurrence* is one
+# drawn item of one replicate), then each occurrence's resampled target answers and population
+# answers. Every figure depends on the target's resampled answers only through their counts,
+# which are Multinomial(K, the item's observed counts / K), and on the population's only
+# through their modal answer. So the engine draws counts, not answers: from an item's exact
+# law, enumerated once (every composition of K over the answers it gave, with its multinomial
+# probability; for the population, the law of the resampled mode), by inverting its
+# distribution function at one uniform per occurrence; or, for an item whose law has more
+# outcomes than it has occurrences, by a multinomial draw per occurrence. Each distinct count
+# vector is scored once (a row of the table) and occurrences gather their row's figures.
+
+EXACT_MODE_LIMIT = 20_000
+"""The most outcomes of a population's resampled counts enumerated for the law of its mode;
+beyond it the engine draws the counts of each occurrence."""
 
 
 @dataclass(frozen=True)
-class _Item:
-    """One item of one target, its answers coded 0..m-1 in code-point order, with every
-    predictor's prediction of it."""
+class _Items:
+    """The items of one bootstrap, their answers coded 0..m-1 in code-point order per item and
+    padded to M = the largest m: what every figure needs, precomputed per item."""
 
-    m: int
-    y: IntArray
-    pop: IntArray
-    q: FloatArray | None
-    """(J, m) normalised distributions; rows of NaN for penalised predictions."""
-    in_q: npt.NDArray[np.bool_]
+    k: FloatArray
+    """(n,) the target's samples per item."""
+    counts: FloatArray
+    """(n, M) how often the target gave each answer."""
+    pop_size: FloatArray
+    """(n,) the population's answers per item (0: no population baseline)."""
+    pop_counts: FloatArray
+    """(n, M) how often the population gave each answer."""
+    penalised: npt.NDArray[np.bool_]
+    """(n, J) the prediction is penalised (no distribution)."""
+    q: FloatArray
+    """(n, J, M) the normalised distributions (0 off their support and for penalised rows)."""
+    qq: FloatArray
+    """(n, J) ``q · q``."""
+    log_floored: FloatArray
+    """(n, J, M) log of q floored at EPSILON (log EPSILON off the support; 0 on padding)."""
+    z_support: FloatArray
+    """(n, J) the floored mass on the distribution's support."""
+    outside: npt.NDArray[np.bool_]
+    """(n, J, M) a real answer of the item that is not in the distribution's support."""
     guess: IntArray
-    """(J,) top-1 codes, -1 for penalised predictions."""
+    """(n, J) top-1 codes (0 for penalised rows: never read)."""
     own: IntArray
-    """(J,) own-answer codes, -1 when unknown."""
+    """(n, J) own-answer codes, -1 when unknown."""
 
 
-def _prepare(records: Sequence[ItemRecord]) -> _Item:
-    """Code one item's records (one per predictor; they share the target's samples)."""
-    first = records[0]
-    for r in records[1:]:
-        if r.observed != first.observed or r.population != first.population:
-            raise ValueError(f"records of item {first.item} do not share the target's samples")
-    answers: set[str] = set(first.observed) | set(first.population)
-    for r in records:
-        answers.update(r.distribution or ())
-        answers.update(a for a in (r.top1, r.own_answer) if a is not None)
-    order = sorted(answers)
-    code = {a: i for i, a in enumerate(order)}
-    m = len(order)
-    q = np.full((len(records), m), math.nan)
-    in_q = np.zeros((len(records), m), dtype=bool)
-    guess = np.full(len(records), -1, dtype=np.int64)
-    own = np.full(len(records), -1, dtype=np.int64)
-    for j, r in enumerate(records):
-        if r.distribution is not None and r.top1 is not None:
+def _prepare(items: Sequence[Sequence[ItemRecord]]) -> _Items:
+    """Code every item's records (one per predictor, in the same order for every item; they
+    share the target's samples) and stack them."""
+    coded = []
+    for records in items:
+        first = records[0]
+        for r in records[1:]:
+            if r.observed != first.observed or r.population != first.population:
+                raise ValueError(f"records of item {first.item} do not share the target's samples")
+        answers: set[str] = set(first.observed) | set(first.population)
+        for r in records:
+            answers.update(r.distribution or ())
+            answers.update(a for a in (r.top1, r.own_answer) if a is not None)
+        coded.append({a: i for i, a in enumerate(sorted(answers))})
+    n, j = len(items), len(items[0])
+    width = max(len(code) for code in coded)
+    k = np.zeros(n)
+    counts = np.zeros((n, width))
+    pop_size = np.zeros(n)
+    pop_counts = np.zeros((n, width))
+    penalised = np.zeros((n, j), dtype=bool)
+    q = np.zeros((n, j, width))
+    log_floored = np.zeros((n, j, width))
+    z_support = np.zeros((n, j))
+    outside = np.zeros((n, j, width), dtype=bool)
+    guess = np.zeros((n, j), dtype=np.int64)
+    own = np.full((n, j), -1, dtype=np.int64)
+    for i, (records, code) in enumerate(zip(items, coded, strict=True)):
+        m = len(code)
+        k[i] = len(records[0].observed)
+        for a in records[0].observed:
+            counts[i, code[a]] += 1
+        pop_size[i] = len(records[0].population)
+        for a in records[0].population:
+            pop_counts[i, code[a]] += 1
+        for jj, r in enumerate(records):
+            if r.own_answer is not None:
+                own[i, jj] = code[r.own_answer]
+            if r.distribution is None or r.top1 is None:
+                penalised[i, jj] = True
+                continue
             total = math.fsum(r.distribution.values())
-            q[j] = 0.0
+            support = np.zeros(width, dtype=bool)
             for a, p in r.distribution.items():
-                q[j, code[a]] = p / total
-                in_q[j, code[a]] = True
-            guess[j] = code[r.top1]
-        if r.own_answer is not None:
-            own[j] = code[r.own_answer]
-    return _Item(
-        m,
-        np.array([code[a] for a in first.observed], dtype=np.int64),
-        np.array([code[a] for a in first.population], dtype=np.int64),
-        q,
-        in_q,
-        guess,
-        own,
-    )
+                q[i, jj, code[a]] = p / total
+                support[code[a]] = True
+            floored = np.where(support, np.maximum(q[i, jj], EPSILON), EPSILON)
+            log_floored[i, jj, :m] = np.log(floored[:m])
+            z_support[i, jj] = floored[support].sum()
+            outside[i, jj, :m] = ~support[:m]
+            guess[i, jj] = code[r.top1]
+    qq = np.einsum("ijm,ijm->ij", q, q)
+    return _Items(k, counts, pop_size, pop_counts, penalised, q, qq, log_floored, z_support,
+                  outside, guess, own)
 
 
-def _counts(codes: IntArray, m: int) -> FloatArray:
-    """(R, K) codes → (R, m) counts."""
-    out: FloatArray = (codes[..., None] == np.arange(m)).sum(axis=-2).astype(float)
+@functools.lru_cache(maxsize=256)
+def _compositions(k: int, d: int) -> IntArray:
+    """Every way to write k as an ordered sum of d ≥ 1 non-negative integers, (C, d)."""
+    chosen = list(itertools.combinations(range(k + d - 1), d - 1))
+    bars = np.array(chosen, dtype=np.int64).reshape(len(chosen), d - 1)
+    ends = np.ones((bars.shape[0], 1), dtype=np.int64)
+    edges: IntArray = np.hstack([-ends, bars, (k + d - 1) * ends])
+    out: IntArray = (edges[:, 1:] - edges[:, :-1] - 1).astype(np.int64)
+    out.flags.writeable = False
     return out
 
 
-def _match(counts: FloatArray, guess: IntArray) -> FloatArray:
-    """:func:`ledger.scoring.top1_match` of each row's guess (code ≥ 0) against its counts."""
+def _outcomes(k: int, d: int) -> int:
+    """How many count vectors K = k draws over d answers can give."""
+    return 1 if k == 0 else math.comb(k + d - 1, d - 1)
+
+
+@functools.lru_cache(maxsize=4096)
+def _law(pool: tuple[int, ...]) -> tuple[IntArray, FloatArray]:
+    """The exact law of the counts of ``sum(pool)`` draws with replacement from a pool with
+    these counts per answer: the count vectors (C, len(pool)) and their probabilities
+    (read-only: they are cached)."""
+    size = sum(pool)
+    width = len(pool)
+    if size == 0:
+        return _frozen(np.zeros((1, width), dtype=np.int64)), _frozen(np.ones(1))
+    codes = [c for c, x in enumerate(pool) if x > 0]
+    comps = _compositions(size, len(codes))
+    log_fact = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, size + 1)))])
+    log_p = np.log(np.array([pool[c] for c in codes], dtype=float) / size)
+    pmf = np.exp(log_fact[size] - log_fact[comps].sum(axis=1) + comps @ log_p)
+    table = np.zeros((comps.shape[0], width), dtype=np.int64)
+    table[:, codes] = comps
+    return _frozen(table), _frozen(pmf / pmf.sum())
+
+
+def _frozen(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    a.flags.writeable = False
+    return a
+
+
+@functools.lru_cache(maxsize=4096)
+def _mode_law(pool: tuple[int, ...]) -> FloatArray:
+    """The law of the modal answer (the first of the tied, in code order) of ``sum(pool)``
+    draws with replacement from ``pool``: a probability per answer."""
+    table, pmf = _law(pool)
+    out: FloatArray = np.bincount(table.argmax(axis=1), weights=pmf,
+                                  minlength=len(pool)).astype(float)
+    out.flags.writeable = False
+    return out
+
+
+def _multinomial(rng: np.random.Generator, size: FloatArray, counts: FloatArray) -> FloatArray:
+    """Per row, the counts of ``size`` draws with replacement from a pool with ``counts``
+    (Multinomial(size, counts / size)). The columns are drawn in reverse so that numpy's last
+    category, which takes the remainder, is code 0, always a real answer when size > 0, and
+    padding (probability 0) can never receive one."""
+    pvals = np.zeros(counts.shape)
+    np.divide(counts, size[:, None], out=pvals, where=size[:, None] > 0)
+    drawn = rng.multinomial(size.astype(np.int64), pvals[:, ::-1])
+    out: FloatArray = drawn[:, ::-1].astype(float)
+    return out
+
+
+def _invert(keys: FloatArray, item: IntArray, u: FloatArray, start: IntArray, stop: IntArray
+            ) -> IntArray:
+    """Categorical draws by inverting distribution functions: ``keys`` holds each item's
+    cumulative probabilities (ending at exactly 1) plus the item's index, in the rows
+    ``start[i]:stop[i]``; each query (an ``item`` and a uniform ``u``) gets the first row of its
+    item whose cumulative exceeds u. The queries are sorted first (searching sorted queries
+    is several times faster); the clip guards against ``i + u`` rounding up to ``i + 1``."""
+    query = item + u
+    order = np.argsort(query)
+    found = np.empty(query.size, dtype=np.int64)
+    found[order] = np.searchsorted(keys, query[order], side="right")
+    out: IntArray = np.clip(found, start[item], stop[item] - 1)
+    return out
+
+
+def _draw_counts(
+    rng: np.random.Generator, occ: IntArray, size: FloatArray, pool: FloatArray
+) -> tuple[FloatArray, IntArray, IntArray]:
+    """The resampled counts of every occurrence (``occ``: its item) as ``(table, item, row)``:
+    the distinct count vectors (T, M) scored once, the item of each, and each occurrence's row
+    of the table. An item whose law has at most as many outcomes as the item has occurrences
+    gets its enumerated law (one uniform per occurrence); the others one multinomial draw per
+    occurrence."""
+    n = pool.shape[0]
+    seen = np.bincount(occ, minlength=n)
+    u = rng.random(occ.size)
+    tables: list[FloatArray] = []
+    keys: list[FloatArray] = []
+    owners: list[IntArray] = []
+    start = np.zeros(n, dtype=np.int64)
+    stop = np.zeros(n, dtype=np.int64)
+    exact = np.zeros(n, dtype=bool)
+    rows = 0
+    for i in range(n):
+        counts = tuple(int(x) for x in pool[i])
+        if seen[i] == 0 or _outcomes(int(size[i]), sum(x > 0 for x in counts)) > seen[i]:
+            continue
+        table, pmf = _law(counts)
+        cumulative = np.cumsum(pmf)
+        cumulative[-1] = 1.0
+        exact[i] = True
+        start[i], stop[i] = rows, rows + table.shape[0]
+        rows = int(stop[i])
+        tables.append(table.astype(float))
+        keys.append(i + cumulative)
+        owners.append(np.full(table.shape[0], i, dtype=np.int64))
+    row = np.zeros(occ.size, dtype=np.int64)
+    by_law = exact[occ]
+    if tables:
+        row[by_law] = _invert(np.concatenate(keys), occ[by_law], u[by_law], start, stop)
+    drawn = np.flatnonzero(~by_law)
+    if drawn.size:
+        tables.append(_multinomial(rng, size[occ[drawn]], pool[occ[drawn]]))
+        owners.append(occ[drawn])
+        row[drawn] = rows + np.arange(drawn.size)
+    return np.concatenate(tables), np.concatenate(owners), row
+
+
+def _draw_modes(
+    rng: np.random.Generator, occ: IntArray, size: FloatArray, pool: FloatArray
+) -> IntArray:
+    """The modal answer (the first of the tied) of every occurrence's resampled population:
+    from the item's exact law of the mode when it has at most :data:`EXACT_MODE_LIMIT`
+    outcomes, else from a multinomial draw of its counts."""
+    n, width = pool.shape
+    cumulative = np.ones((n, width))
+    exact = np.zeros(n, dtype=bool)
+    for i in np.flatnonzero(np.bincount(occ, minlength=n)):
+        counts = tuple(int(x) for x in pool[i])
+        if _outcomes(int(size[i]), sum(x > 0 for x in counts)) <= EXACT_MODE_LIMIT:
+            cumulative[i] = np.cumsum(_mode_law(counts))
+            cumulative[i, -1] = 1.0
+            exact[i] = True
+    start = np.arange(n, dtype=np.int64) * width
+    keys = (np.arange(n)[:, None] + cumulative).ravel()
+    mode: IntArray = _invert(keys, occ, rng.random(occ.size), start, start + width) - start[occ]
+    drawn = np.flatnonzero(~exact[occ])
+    if drawn.size:
+        mode[drawn] = _multinomial(rng, size[occ[drawn]], pool[occ[drawn]]).argmax(axis=1)
+    return mode
+
+
+def _modal(counts: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Each row's largest count and how many answers share it (the row's modes)."""
     best = counts.max(axis=1)
-    modes = (counts == best[:, None]).sum(axis=1)
-    hit = counts[np.arange(counts.shape[0]), guess] == best
+    return best, (counts == best[:, None]).sum(axis=1).astype(float)
+
+
+def _match(counts: FloatArray, best: FloatArray, modes: FloatArray, guess: IntArray) -> FloatArray:
+    """:func:`ledger.scoring.top1_match` of each row's guess against its counts."""
+    hit = np.take_along_axis(counts, guess[:, None], axis=1)[:, 0] == best
     out: FloatArray = hit / modes
     return out
 
 
-def _retest(counts: FloatArray) -> FloatArray:
-    """:func:`ledger.scoring.retest_agreement` of each row's samples (K ≥ 2)."""
-    m = counts.shape[1]
-    loo = counts[:, None, :] - np.eye(m)[None]  # [r, a, :]: the counts without one a
-    best = loo.max(axis=2)
-    modes = (loo == best[..., None]).sum(axis=2)
-    hit = np.diagonal(loo, axis1=1, axis2=2) == best
-    out: FloatArray = (counts * hit / modes).sum(axis=1) / counts.sum(axis=1)
+def _retest(counts: FloatArray, k: FloatArray) -> FloatArray:
+    """:func:`ledger.scoring.retest_agreement` of each row's counts (NaN where K < 2).
+
+    Leaving out one sample of answer a, a is the unique leave-one-out mode only if a is the
+    row's unique mode, counted c1 (every other count is then at most c1 − 1), and it shares
+    the leave-one-out mode with the answers counted c1 − 1. So the agreement is
+    (c1 / K) / (1 + #{c = c1 − 1}) when the mode is unique, else 0. (With K ≥ 2 a unique mode
+    has c1 ≥ 2, so answers never given, padding included, are never counted c1 − 1.)"""
+    c1, n1 = _modal(counts)
+    n2 = (counts == (c1 - 1.0)[:, None]).sum(axis=1)
+    out = np.full(k.shape, math.nan)
+    np.divide(c1 / (1.0 + n2), k, out=out, where=k >= 2)
+    out[(k >= 2) & (n1 != 1)] = 0.0
     return out
 
 
-def _item_stats(it: _Item, idx: IntArray, pidx: IntArray | None) -> dict[str, FloatArray]:
-    """Per-occurrence figures of an item from resampling indexes ``idx`` (R, K) into the
-    target's samples and ``pidx`` (R, P) into the population's answers. Keys ``acc``, ``log``,
-    ``brier``, ``num`` (J, R); ``proj`` (J, R, NaN when unknown); ``pop``, ``ceil`` (R, NaN when
-    unknown)."""
-    counts = _counts(it.y[idx], it.m)
-    r, k = idx.shape
-    j = it.guess.size
-    acc = np.zeros((j, r))
-    log = np.zeros((j, r))
-    brier = np.zeros((j, r))
-    proj = np.full((j, r), math.nan)
-    distinct = (counts > 0).sum(axis=1)
+def _population_match(
+    items: _Items, st: Mapping[str, FloatArray], table: FloatArray, occ: IntArray,
+    row: IntArray, pop_mode: IntArray,
+) -> FloatArray:
+    """Each occurrence's population baseline: the top-1 match of its population's modal
+    answer ``pop_mode`` against its target counts (``row`` of ``table``, scored by
+    :func:`_row_stats` into ``st``); NaN for an item without a population."""
+    hit = table[row, pop_mode] == st["best"][row]
+    out: FloatArray = np.where(items.pop_size[occ] > 0, hit / st["modes"][row], math.nan)
+    return out
+
+
+def _row_stats(items: _Items, item: IntArray, counts: FloatArray) -> dict[str, FloatArray]:
+    """The figures of count vectors: ``item`` (N,) the item of each row, ``counts`` (N, M) the
+    target's (resampled) answers. Keys ``acc``, ``log``, ``brier`` (J, N); ``proj`` (J, N, NaN
+    when unknown); ``ceil`` (N, NaN when K < 2); each row's ``best`` count and number of
+    ``modes``."""
+    j = items.guess.shape[1]
+    k = items.k[item]
+    best, modes = _modal(counts)
+    seen = counts > 0
+    distinct = seen.sum(axis=1)
+    acc = np.zeros((j, item.size))
+    log = np.zeros((j, item.size))
+    brier = np.zeros((j, item.size))
+    proj = np.full((j, item.size), math.nan)
+    penalty_log = math.log(EPSILON) - np.log1p((MAX_ANSWERS + distinct) * EPSILON)
     for jj in range(j):
-        if it.guess[jj] < 0 or it.q is None:
-            log[jj] = math.log(EPSILON) - np.log1p((MAX_ANSWERS + distinct) * EPSILON)
-            brier[jj] = 2.0
-        else:
-            q = it.q[jj]
-            floored = np.where(it.in_q[jj], np.maximum(q, EPSILON), EPSILON)
-            z = floored[it.in_q[jj]].sum() + EPSILON * (counts[:, ~it.in_q[jj]] > 0).sum(axis=1)
-            log[jj] = counts @ np.log(floored) / k - np.log(z)
-            brier[jj] = float(q @ q) + 1.0 - 2.0 * (counts @ q) / k
-            acc[jj] = _match(counts, np.full(r, it.guess[jj]))
-        if it.own[jj] >= 0:
-            proj[jj] = _match(counts, np.full(r, it.own[jj]))
-    pop = np.full(r, math.nan)
-    if pidx is not None and it.pop.size:
-        pmode = _counts(it.pop[pidx], it.m).argmax(axis=1)  # first of the tied = code-point first
-        pop = _match(counts, pmode)
-    ceil = _retest(counts) if k >= 2 else np.full(r, math.nan)
-    return {"acc": acc, "log": log, "brier": brier, "proj": proj, "pop": pop, "ceil": ceil}
+        pen = items.penalised[item, jj]
+        z = items.z_support[item, jj] + EPSILON * (seen & items.outside[item, jj]).sum(axis=1)
+        z[pen] = 1.0
+        log[jj] = np.where(
+            pen, penalty_log,
+            np.einsum("nm,nm->n", counts, items.log_floored[item, jj]) / k - np.log(z),
+        )
+        brier[jj] = np.where(
+            pen, 2.0,
+            items.qq[item, jj] + 1.0 - 2.0 * np.einsum("nm,nm->n", counts, items.q[item, jj]) / k,
+        )
+        acc[jj] = np.where(pen, 0.0, _match(counts, best, modes, items.guess[item, jj]))
+        own = items.own[item, jj]
+        proj[jj] = np.where(own >= 0, _match(counts, best, modes, np.maximum(own, 0)), math.nan)
+    return {"acc": acc, "log": log, "brier": brier, "proj": proj, "ceil": _retest(counts, k),
+            "best": best, "modes": modes}
 
 
-def _mean_or_nan(total: FloatArray, count: FloatArray) -> FloatArray:
+def _replicate_mean(values: FloatArray, n: int) -> FloatArray:
+    """(…, B·n) per-occurrence values, replicate-major → (…, B) means over the known ones (NaN
+    where none is known)."""
+    shaped = values.reshape(*values.shape[:-1], -1, n)
+    known = ~np.isnan(shaped)
+    total = np.where(known, shaped, 0.0).sum(axis=-1)
+    count = known.sum(axis=-1)
     out = np.full(total.shape, math.nan)
     np.divide(total, count, out=out, where=count > 0)
     return out
@@ -358,43 +588,25 @@ def _bootstrap(
     """Hierarchical bootstrap replicates of every figure: keys ``log``, ``brier``, ``acc``,
     ``skill`` (J, B) for the J predictors of ``items`` (each entry one item's records)."""
     n = len(items)
-    prepared = [_prepare(recs) for recs in items]
-    j = prepared[0].guess.size
-    draws = rng.integers(0, n, size=(n_boot, n))
-    flat = draws.ravel()
-    rep_of = np.repeat(np.arange(n_boot), n)
-    order = np.argsort(flat, kind="stable")
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(flat, minlength=n))])
-    sums = {key: np.zeros((j, n_boot)) for key in ("acc", "log", "brier", "proj", "proj_n")}
-    shared = {key: np.zeros(n_boot) for key in ("pop", "pop_n", "ceil", "ceil_n")}
-    for i, it in enumerate(prepared):
-        reps = rep_of[order[bounds[i] : bounds[i + 1]]]
-        if reps.size == 0:
-            continue
-        idx = rng.integers(0, it.y.size, size=(reps.size, it.y.size))
-        pidx = rng.integers(0, it.pop.size, size=(reps.size, it.pop.size)) if it.pop.size else None
-        st = _item_stats(it, idx, pidx)
-        for jj in range(j):
-            for key in ("acc", "log", "brier"):
-                sums[key][jj] += np.bincount(reps, weights=st[key][jj], minlength=n_boot)
-            known = ~np.isnan(st["proj"][jj])
-            sums["proj"][jj] += np.bincount(
-                reps[known], weights=st["proj"][jj][known], minlength=n_boot
-            )
-            sums["proj_n"][jj] += np.bincount(reps[known], minlength=n_boot)
-        for key in ("pop", "ceil"):
-            known = ~np.isnan(st[key])
-            shared[key] += np.bincount(reps[known], weights=st[key][known], minlength=n_boot)
-            shared[key + "_n"] += np.bincount(reps[known], minlength=n_boot)
-    acc = sums["acc"] / n
-    pop = _mean_or_nan(shared["pop"], shared["pop_n"])
-    ceil = _mean_or_nan(shared["ceil"], shared["ceil_n"])
-    proj = _mean_or_nan(sums["proj"], sums["proj_n"])
+    prepared = _prepare(items)
+    occ = rng.integers(0, n, size=(n_boot, n)).ravel()
+    table, owner, row = _draw_counts(rng, occ, prepared.k, prepared.counts)
+    pop_mode = _draw_modes(rng, occ, prepared.pop_size, prepared.pop_counts)
+    st = _row_stats(prepared, owner, table)
+    pop = _population_match(prepared, st, table, occ, row, pop_mode)
+
+    def mean(key: str) -> FloatArray:
+        out: FloatArray = st[key][:, row].reshape(-1, n_boot, n).mean(axis=-1)
+        return out
+
+    acc = mean("acc")
     return {
-        "log": sums["log"] / n,
-        "brier": sums["brier"] / n,
+        "log": mean("log"),
+        "brier": mean("brier"),
         "acc": acc,
-        "skill": _skill(acc, pop[None, :], proj, ceil[None, :]),
+        "skill": _skill(acc, _replicate_mean(pop, n)[None, :],
+                        _replicate_mean(st["proj"][:, row], n),
+                        _replicate_mean(st["ceil"][row], n)[None, :]),
     }
 
 
@@ -457,11 +669,21 @@ def _sign_flip(d: FloatArray, rng: np.random.Generator, n_boot: int, what: str) 
     return p, f"sign-flip permutation over items of {what} ({how})"
 
 
+def _aggregate(records: Sequence[ItemRecord]) -> dict[str, Any]:
+    out: dict[str, Any] = aggregate([r.score_record() for r in records])
+    return out
+
+
 def cell_statistics(
-    records: Sequence[ItemRecord], rng: np.random.Generator, *, n_boot: int = 2000
+    records: Sequence[ItemRecord],
+    rng: np.random.Generator,
+    *,
+    n_boot: int = 2000,
+    aggregated: Mapping[str, Any] | None = None,
 ) -> CellStats:
-    """Every figure of one cell with its interval, and the test of ``S = 0``."""
-    agg = aggregate([r.score_record() for r in records])
+    """Every figure of one cell with its interval, and the test of ``S = 0``. ``aggregated``
+    is :func:`ledger.scoring.aggregate` of the records when the caller has it already."""
+    agg = aggregated if aggregated is not None else _aggregate(records)
     n = len(records)
     sk = agg["skill"]
     pop, proj = sk["population_baseline"]["value"], sk["projection_baseline"]["value"]
@@ -509,10 +731,12 @@ def self_advantage(
     rng: np.random.Generator,
     *,
     n_boot: int = 2000,
+    aggregated: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, SelfAdvantage]:
     """The self-advantage of ``target`` per metric (keys of :data:`METRICS`): ``cells`` maps
     each predictor of the target (the target itself included) to its records. Paired over the
-    items every predictor was scored on."""
+    items every predictor was scored on. ``aggregated`` may hold, per predictor,
+    :func:`ledger.scoring.aggregate` of its records (used when those are the paired items)."""
     others = [p for p in cells if p != target]
 
     def none(reason: str, n: int = 0) -> dict[str, SelfAdvantage]:
@@ -530,7 +754,13 @@ def self_advantage(
     if n == 0:
         return none("no item on which every predictor of this target was scored")
     recs = {p: [by_item[p][i] for i in common] for p in order}
-    aggs = {p: aggregate([r.score_record() for r in recs[p]]) for p in order}
+    aggs = {
+        p: aggregated[p]
+        if aggregated is not None and p in aggregated
+        and [r.item for r in cells[p]] == common
+        else _aggregate(recs[p])
+        for p in order
+    }
     kinds = {
         p: _base_kind(aggs[p]["skill"]["population_baseline"]["value"],
                       aggs[p]["skill"]["projection_baseline"]["value"])
@@ -668,3 +898,91 @@ def paired_contrast(
     common = sorted(set(treated) & set(control))
     d = np.array([treated[i] - control[i] for i in common], dtype=float)
     return _paired(d, rng, n_boot, "per-item differences (H0: no difference)")
+
+
+# -- second-order prediction (B9) and past seats (B8) --------------------------------------------
+
+SECOND_ORDER_METRICS = ("brier", "log_score", "total_variation", "top1_match")
+"""The figures of a second-order cell, by the keys of :func:`distribution_scores`."""
+SECOND_ORDER_PENALTY: Mapping[str, float] = {
+    "brier": 2.0,
+    "log_score": math.log(EPSILON),
+    "total_variation": 1.0,
+    "top1_match": 0.0,
+}
+"""The worst score of each figure: what a second-order prediction with no parseable
+distribution is scored (like a first-order prediction never revealed)."""
+
+
+def distribution_scores(
+    predicted: Mapping[str, float], committed: Mapping[str, float]
+) -> dict[str, float]:
+    """P's predicted distribution ``p`` against Q's committed distribution ``q`` (seed 002
+    §15.2 protocol step 5: the ground truth of a second-order prediction is Q's committed
+    prediction), over the union of their choices:
+
+    - ``brier``: ``Σ_c (p_c − q_c)²``, the primary figure (lower is better). It is the
+      expected Brier score of ``p`` against an answer drawn from ``q`` less that of ``q``
+      itself, so it is a strictly proper divergence: 0 exactly when ``p = q``;
+    - ``log_score``: ``Σ_c q_c · log max(p_c, ε)``, the expected log score of ``p`` on an
+      answer drawn from ``q`` (proper; higher is better, at most ``−H(q)``);
+    - ``total_variation``: ``½ Σ_c |p_c − q_c|`` (not proper; reads as a share of mass);
+    - ``top1_match``: 1 when both distributions' most probable choices agree (ties to the
+      first choice in code-point order), else 0."""
+    choices = sorted({*predicted, *committed})
+    p = np.array([float(predicted.get(c, 0.0)) for c in choices])
+    q = np.array([float(committed.get(c, 0.0)) for c in choices])
+    return {
+        "brier": float(np.sum((p - q) ** 2)),
+        "log_score": float(np.sum(q * np.log(np.maximum(p, EPSILON)))),
+        "total_variation": float(0.5 * np.sum(np.abs(p - q))),
+        "top1_match": float(default_top1(predicted) == default_top1(committed)),
+    }
+
+
+def mean_estimate(per_item: Mapping[str, float], rng: np.random.Generator, *,
+                  n_boot: int = 2000) -> Estimate:
+    """The mean of a per-item figure with its item-bootstrap interval (items resampled with
+    replacement, :data:`PAIRED_INTERVAL`); no interval under :data:`~reports._estimates.MIN_N`
+    items or without spread."""
+    values = np.array([per_item[i] for i in sorted(per_item)], dtype=float)
+    n = int(values.size)
+    if n == 0:
+        return Estimate(None, 0, reason="no item was scored")
+    value = float(values.mean())
+    if n < MIN_N:
+        return Estimate(value, n, reason=not_estimable_reason(n))
+    lo, hi, _ = percentile_interval(values[rng.integers(0, n, size=(n_boot, n))].mean(axis=1))
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo <= 1e-12 * max(1.0, abs(hi)):
+        return Estimate(value, n, reason=NO_BOOTSTRAP_SPREAD)
+    return Estimate(value, n, lo, hi, PAIRED_INTERVAL)
+
+
+def skill_terms(records: Sequence[ItemRecord]) -> dict[str, float]:
+    """Each item's share of the cell's S: ``(top-1 match − baseline match) / (ceiling −
+    base)`` with the cell's baseline and its ceiling − base, so that their mean is S (empty
+    when S is undefined). Two cells' terms pair by item (:func:`paired_contrast`), e.g. a
+    past seat's S against a fresh copy's (seed 002 B8)."""
+    agg = aggregate([r.score_record() for r in records])
+    sk = agg["skill"]
+    base, ceiling = sk["base"], sk["ceiling"]["value"]
+    if sk["value"] is None or base is None or ceiling is None or ceiling <= base:
+        return {}
+    kind = _base_kind(sk["population_baseline"]["value"], sk["projection_baseline"]["value"])
+    num = _numerators(records, kind)
+    return {r.item: float(x) / (float(ceiling) - float(base))
+            for r, x in zip(records, num, strict=True) if not math.isnan(x)}
+
+
+def accuracy_terms(records: Sequence[ItemRecord]) -> dict[str, float]:
+    """Each item's share of the cell's *relative accuracy*, top-1 accuracy / ceiling (1: as
+    good as the target predicting itself by resampling): ``top-1 match / ceiling``, so that
+    their mean is the relative accuracy (empty without a positive ceiling). Unlike S it has no
+    baseline, so it stays defined on a fresh-copy cell, where the predictor's own answer (the
+    projection baseline) is itself a resample of the target and S is 0/0 in expectation."""
+    agg = aggregate([r.score_record() for r in records])
+    ceiling = agg["skill"]["ceiling"]["value"]
+    if ceiling is None or ceiling <= 0:
+        return {}
+    return {r.item: float(r.score_record().scores["top1_match"]) / float(ceiling)
+            for r in records}

@@ -12,6 +12,7 @@ each agent's skill S (:func:`agent_skill`).
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,12 +30,17 @@ from mindledger.errors import UserError
 from mindledger.items import Item
 from reports.matrix import (
     METRICS,
+    SECOND_ORDER_METRICS,
     ItemRecord,
+    accuracy_terms,
     cell_statistics,
+    distribution_scores,
     holm_adjust,
     learning_slope,
+    mean_estimate,
     paired_contrast,
     self_advantage,
+    skill_terms,
 )
 
 __all__ = [
@@ -44,6 +50,7 @@ __all__ = [
     "ZERO_SHOT",
     "ItemOutcome",
     "PredictionRecord",
+    "SecondOrderRecord",
     "TargetRecord",
     "accompanying_matrix",
     "accompanying_summary",
@@ -156,13 +163,40 @@ class PredictionRecord:
 
 
 @dataclass(frozen=True)
+class SecondOrderRecord:
+    """P's second-order prediction on one base item (seed 002 §15.2 protocol step 5): the
+    distribution P predicts that Q commits for T's answer, and what became of it. Its ground
+    truth ``truth`` is Q's committed zero-shot distribution, known once Q's prediction is
+    revealed; ``scores`` are :func:`reports.matrix.distribution_scores` (the penalty,
+    :data:`reports.matrix.SECOND_ORDER_PENALTY`, for ``unparsed``)."""
+
+    predictor: str
+    about: str
+    """Q, the predictor whose committed prediction P predicts (the ledger's target)."""
+    target: str
+    """T, the target of Q's prediction."""
+    outcome: str
+    """One of :data:`OUTCOMES`; ``unscored`` when Q committed no distribution to compare with
+    or its prediction was never revealed."""
+    distribution: Mapping[str, float] | None = None
+    truth: Mapping[str, float] | None = None
+    scores: Mapping[str, float] | None = None
+    prediction_id: str | None = None
+    ledger_scores: Mapping[str, Any] | None = None
+    """The ledger's scores of P's distribution on Q's committed top-1 answer (its observation)."""
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class ItemOutcome:
     """Everything the matrix learned on one base item: what each target answered and what
-    became of every prediction about it, by (predictor, target, condition)."""
+    became of every prediction about it, by (predictor, target, condition), and of every
+    second-order prediction, by (P, Q, T)."""
 
     item_id: str
     targets: Mapping[str, TargetRecord]
     predictions: Mapping[tuple[str, str, str], PredictionRecord]
+    second_order: Mapping[tuple[str, str, str], SecondOrderRecord] = field(default_factory=dict)
 
 
 def outcomes_from_trials(rows: Iterable[TrialRow]) -> dict[str, ItemOutcome]:
@@ -170,9 +204,14 @@ def outcomes_from_trials(rows: Iterable[TrialRow]) -> dict[str, ItemOutcome]:
     written by the matrix are ignored)."""
     targets: dict[str, dict[str, TargetRecord]] = {}
     preds: dict[str, dict[tuple[str, str, str], PredictionRecord]] = {}
+    second: dict[str, dict[tuple[str, str, str], SecondOrderRecord]] = {}
     for row in rows:
         score = json.loads(row.score_json) if row.score_json else {}
         if score.get("scored_by") != "matrix":
+            continue
+        if score.get("role") == "second_order":
+            rec = _second_order_from_trial(row, score)
+            second.setdefault(str(score["item"]), {})[rec.predictor, rec.about, rec.target] = rec
             continue
         if score.get("role") == "target":
             targets.setdefault(row.item_id, {})[row.agent] = TargetRecord(
@@ -204,9 +243,25 @@ def outcomes_from_trials(rows: Iterable[TrialRow]) -> dict[str, ItemOutcome]:
                 )
             )
     return {
-        iid: ItemOutcome(iid, targets.get(iid, {}), preds.get(iid, {}))
-        for iid in {*targets, *preds}
+        iid: ItemOutcome(iid, targets.get(iid, {}), preds.get(iid, {}), second.get(iid, {}))
+        for iid in {*targets, *preds, *second}
     }
+
+
+def _second_order_from_trial(row: TrialRow, score: Mapping[str, Any]) -> SecondOrderRecord:
+    answer = json.loads(row.answer_json) if row.answer_json else None
+    return SecondOrderRecord(
+        row.agent,
+        str(score["about"]),
+        str(score["target"]),
+        str(score["outcome"]),
+        distribution=answer,
+        truth=score.get("truth"),
+        scores=score.get("scores"),
+        prediction_id=score.get("prediction"),
+        ledger_scores=score.get("ledger_scores"),
+        error=row.error,
+    )
 
 
 def _collect(
@@ -269,9 +324,16 @@ def summarise_outcomes(
     n_boot: int = 2000,
     stats_seed: int = 0,
     conditions: Sequence[str] = (ZERO_SHOT,),
+    second_order: bool = False,
+    past_seats: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The matrix (as :func:`run_matrix` returns it) from the outcomes of ``items``, in the
     items' order; items without an outcome count as not run. Pure.
+
+    With ``second_order``, ``second_order`` has every (P, Q, T) cell's second-order figures
+    (:func:`second_order_section`); with ``past_seats`` (agents marked ``past_seat``),
+    ``past_seat`` has each predictor's S on every past seat beside its fresh-copy S
+    (:func:`past_seat_section`).
 
     ``cells`` and ``self_advantage`` are those of the primary condition (``condition``:
     zero-shot when the run has it, else its first). With more than one condition,
@@ -288,6 +350,16 @@ def summarise_outcomes(
     )
     out["condition"] = primary
     out["conditions"] = list(conditions)
+    if second_order:
+        out["second_order"] = second_order_section(
+            names, items, outcomes, n_boot=n_boot, stats_seed=stats_seed
+        )
+    seats = [s for s in past_seats if s in names]
+    if seats:
+        out["past_seat"] = past_seat_section(
+            names, cells, target_answers, out["cells"], seats, n_boot=n_boot,
+            stats_seed=stats_seed,
+        )
     if len(conditions) == 1:
         return out
     by_condition: dict[str, Any] = {}
@@ -387,6 +459,7 @@ def _summarise(
     out_cells: list[dict[str, Any]] = []
     by_pair: dict[tuple[str, str], dict[str, Any]] = {}
     item_records: dict[tuple[str, str], list[ItemRecord]] = {}
+    aggregates: dict[tuple[str, str], dict[str, Any]] = {}
     for (p, t), cell in cells.items():
         item_records[p, t] = [
             ItemRecord(
@@ -419,10 +492,12 @@ def _summarise(
             "unscored": cell.unscored,
             "rejected": cell.rejected,
         }
+        aggregates[p, t] = copy.deepcopy(agg)  # the row's nested dicts are updated below
         stats = cell_statistics(
             item_records[p, t],
             np.random.default_rng([stats_seed, 1, names.index(p), names.index(t)]),
             n_boot=n_boot,
+            aggregated=aggregates[p, t],
         )
         _merge_statistics(row, stats.to_dict())
         out_cells.append(row)
@@ -471,6 +546,7 @@ def _summarise(
             {p: item_records[p, t] for p in names},
             np.random.default_rng([stats_seed, 2, names.index(t)]),
             n_boot=n_boot,
+            aggregated={p: aggregates[p, t] for p in names},
         )
         for metric in METRICS:
             _merge_self_advantage(entry[metric], paired[metric].to_dict())
@@ -548,6 +624,8 @@ def summarise_run(
     summary = summarise_outcomes(
         names, items, int(params["samples"]), outcomes, n_boot=n_boot, stats_seed=stats_seed,
         conditions=params.get("conditions") or (ZERO_SHOT,),
+        second_order=bool(params.get("second_order")),
+        past_seats=[str(s) for s in params.get("past_seats") or ()],
     )
     out = {
         "run": run_id,
@@ -688,4 +766,163 @@ def agent_skill(matrix: Mapping[str, Any], agent: str) -> dict[str, Any]:
         "self": own,
         "others": others,
         "targets": targets,
+    }
+
+
+# -- second-order prediction (B9) and past seats (B8) --------------------------------------------
+
+SECOND_ORDER_SCORING = (
+    "P's distribution p against Q's committed zero-shot distribution q: brier = sum over "
+    "choices of (p - q)^2 (primary, lower is better: the expected Brier score against a draw "
+    "from q less q's own, a strictly proper divergence, 0 exactly when p = q); log_score = "
+    "sum of q * log max(p, eps) (the expected log score on a draw from q); total_variation = "
+    "half the sum of |p - q|; top1_match = both most probable choices agree. vs_uniform = "
+    "brier(uniform) - brier(p), paired over items (H0: P knows no more of Q's prediction "
+    "than the uniform distribution)"
+)
+
+
+def second_order_triples(names: Sequence[str]) -> list[tuple[str, str, str]]:
+    """Every (P, Q, T) of a second-order matrix: P ≠ Q, T any agent (Q == T and P == T
+    included), so n agents give n²(n − 1) second-order predictions per item."""
+    return [(p, q, t) for p in names for q in names if q != p for t in names]
+
+
+def second_order_section(
+    names: Sequence[str],
+    items: Sequence[Item],
+    outcomes: Mapping[str, ItemOutcome],
+    *,
+    n_boot: int = 2000,
+    stats_seed: int = 0,
+) -> dict[str, Any]:
+    """The second-order figures (seed 002 §15.2 protocol step 5, B9) per (P, Q, T) cell: the
+    mean over items of each :data:`reports.matrix.SECOND_ORDER_METRICS` with its item-bootstrap
+    interval, and ``vs_uniform`` (see :data:`SECOND_ORDER_SCORING`) with its sign-flip test,
+    Holm-adjusted over the cells. Pure."""
+    triples = second_order_triples(names)
+    per: dict[tuple[str, str, str], dict[str, dict[str, float]]] = {
+        k: {m: {} for m in (*SECOND_ORDER_METRICS, "uniform_brier")} for k in triples
+    }
+    counts = {k: dict.fromkeys(("unparsed", "unscored", "predictor_error"), 0) for k in triples}
+    for item in items:
+        outcome = outcomes.get(item.id)
+        if outcome is None:
+            continue
+        for key, rec in outcome.second_order.items():
+            if key not in per:
+                continue
+            if rec.outcome in counts[key]:
+                counts[key][rec.outcome] += 1
+            if rec.scores is None or rec.truth is None:
+                continue
+            for m in SECOND_ORDER_METRICS:
+                per[key][m][item.id] = float(rec.scores[m])
+            uniform = {c: 1.0 / len(rec.truth) for c in rec.truth}
+            per[key]["uniform_brier"][item.id] = distribution_scores(uniform, rec.truth)["brier"]
+    cells: list[dict[str, Any]] = []
+    for n, (p, q, t) in enumerate(triples):
+        figures = per[p, q, t]
+        row: dict[str, Any] = {"predictor": p, "about": q, "target": t,
+                               "n": len(figures["brier"]), **counts[p, q, t]}
+        for k, m in enumerate(SECOND_ORDER_METRICS):
+            row[m] = mean_estimate(
+                figures[m], np.random.default_rng([stats_seed, 6, n, k]), n_boot=n_boot
+            ).to_dict()
+        row["vs_uniform"] = paired_contrast(
+            figures["uniform_brier"], figures["brier"],
+            np.random.default_rng([stats_seed, 7, n]), n_boot=n_boot,
+        ).to_dict()
+        cells.append(row)
+    for row, p_holm in zip(
+        cells, holm_adjust([row["vs_uniform"]["p"] for row in cells]), strict=True
+    ):
+        row["vs_uniform"]["p_holm"] = p_holm
+    return {
+        "scoring": SECOND_ORDER_SCORING,
+        "per_item": len(triples),
+        "order": (
+            "every second-order prediction of an item is committed before any first-order "
+            "prediction of it, so before Q commits; Q's committed distribution is recorded "
+            "against it only after Q's prediction is revealed"
+        ),
+        "cells": cells,
+    }
+
+
+def _item_records(
+    cell: _Cell, t: str, names: Sequence[str], target_answers: Mapping[tuple[str, str], list[str]]
+) -> list[ItemRecord]:
+    return [
+        ItemRecord(
+            iid,
+            tuple(r.observed),
+            None if (pr := cell.predictions.get(iid)) is None else pr[0],
+            None if pr is None else pr[1],
+            r.own_answer,
+            _population(t, iid, names, target_answers),
+        )
+        for iid, r in cell.records
+    ]
+
+
+def past_seat_section(
+    names: Sequence[str],
+    cells: Mapping[tuple[str, str], _Cell],
+    target_answers: Mapping[tuple[str, str], list[str]],
+    rows: Sequence[Mapping[str, Any]],
+    seats: Sequence[str],
+    *,
+    n_boot: int = 2000,
+    stats_seed: int = 0,
+) -> dict[str, Any]:
+    """Past-seat prediction (seed 002 B8; §20 question 4: weight-level against context-level
+    self-knowledge): for every predictor P and past seat S ≠ P, P's skill S predicting S beside
+    its S predicting a fresh copy of itself (the cells of ``rows``, with their intervals), and
+    two paired contrasts over the items both cells were scored on
+    (:func:`reports.matrix.paired_contrast`: item bootstrap and sign-flip test, each
+    Holm-adjusted over the rows):
+
+    - ``contrast`` (primary): relative accuracy (top-1 accuracy / the target's ceiling,
+      :func:`reports.matrix.accuracy_terms`) on S minus on the fresh copy;
+    - ``skill_contrast``: S(P→S) − S(P→P) (:func:`reports.matrix.skill_terms`). A fresh-copy
+      cell's projection baseline, P's own answer, is itself a sample of the fresh copy, so
+      its base and ceiling coincide in expectation and its S is 0/0: often undefined or very
+      noisy, which is why the primary contrast has no baseline. Pure."""
+    by_pair = {(r["predictor"], r["target"]): r for r in rows}
+    out: list[dict[str, Any]] = []
+    for i, p in enumerate(names):
+        fresh_records = _item_records(cells[p, p], p, names, target_answers)
+        for s in seats:
+            if s == p:
+                continue
+            j = names.index(s)
+            past_records = _item_records(cells[p, s], s, names, target_answers)
+            row: dict[str, Any] = {
+                "predictor": p,
+                "past_seat": s,
+                "skill_past_seat": by_pair[p, s]["skill"],
+                "skill_fresh_copy": by_pair[p, p]["skill"],
+            }
+            for k, (name, terms, what) in enumerate((
+                ("contrast", accuracy_terms, "a positive ceiling"),
+                ("skill_contrast", skill_terms, "S"),
+            )):
+                past, fresh = terms(past_records), terms(fresh_records)
+                row[name] = paired_contrast(
+                    past, fresh, np.random.default_rng([stats_seed, 8, i, j, k]), n_boot=n_boot
+                ).to_dict()
+                if not past or not fresh:
+                    which = [f"{p}→{x}" for x, t in ((s, past), (p, fresh)) if not t]
+                    row[name]["reason"] = f"no {what} for {' and '.join(which)}"
+            out.append(row)
+    for name in ("contrast", "skill_contrast"):
+        for row, p_holm in zip(out, holm_adjust([r[name]["p"] for r in out]), strict=True):
+            row[name]["p_holm"] = p_holm
+    return {
+        "seats": list(seats),
+        "contrast": "relative accuracy (top-1 accuracy / ceiling) predicting the past seat − "
+        "predicting a fresh copy, paired over items",
+        "skill_contrast": "S(P→past seat) − S(P→P), per-item shares of S paired over items",
+        "rows": out,
     }

@@ -7,8 +7,10 @@ from pathlib import Path
 from textual.app import App
 from textual.binding import Binding
 
+from reports.matrix_summary import SUITE as MATRIX_SUITE
 from tui.screens.help import HelpScreen
 from tui.screens.ledger import LedgerScreen
+from tui.screens.matrix import MatrixScreen
 from tui.screens.run import RunScreen
 from tui.screens.runs import RunsScreen
 from tui.source import DashboardSource
@@ -48,6 +50,9 @@ class DashboardApp(App[None]):
         self.push_screen(RunsScreen(self.source, refresh_seconds=self.refresh_seconds))
 
     def on_runs_table_chosen(self, message: RunsTable.Chosen) -> None:
+        if message.suite == MATRIX_SUITE:
+            self.push_screen(MatrixScreen(self.source, message.run_id))
+            return
         self.push_screen(RunScreen(self.source, message.run_id, export_dir=self.export_dir))
 
     def action_help(self) -> None:

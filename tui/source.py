@@ -102,6 +102,12 @@ class DashboardSource:
             self.store, run_id, seed=self.seed, n_boot=self.n_boot, reveal_held_out=False
         )
 
+    def matrix(self, run_id: str) -> dict[str, Any]:
+        """A matrix run's summary (see :func:`reports.matrix_summary.summarise_run`)."""
+        from reports.matrix_summary import summarise_run
+
+        return summarise_run(self.store, run_id, n_boot=self.n_boot, stats_seed=self.seed)
+
     def export(self, run_id: str, fmt: str, directory: Path) -> Path:
         """Write the run's report as ``md`` (with its figures in ``<run>_files/``) or ``html``
         into ``directory``; returns the file written."""

@@ -53,6 +53,8 @@ __all__ = [
     "ContrastRow",
     "DepthRow",
     "LedgerView",
+    "MatrixGridView",
+    "MatrixView",
     "PredictionRow",
     "RunHeader",
     "RunRow",
@@ -67,6 +69,8 @@ __all__ = [
     "fmt_proportion",
     "fmt_time",
     "ledger_view",
+    "matrix_cell_lines",
+    "matrix_view",
     "prediction_rows",
     "run_header",
     "run_rows",
@@ -482,3 +486,85 @@ def ledger_view(
     return LedgerView(
         rows, state_counts(rows), verify_view(verification), calls_lines(verification.calls)
     )
+
+
+# -- a matrix run ---------------------------------------------------------------------------
+
+MATRIX_CORNER = "predictor ↓ target →"
+
+
+@dataclass(frozen=True)
+class MatrixGridView:
+    """One condition's S as table rows: predictors down, targets across, ``S [lo, hi]``."""
+
+    condition: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    predictors: tuple[str, ...]
+    targets: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class MatrixView:
+    """A matrix run as the dashboard shows it: a header and one grid per condition."""
+
+    title: str
+    detail: str
+    notices: tuple[str, ...]
+    grids: tuple[MatrixGridView, ...]
+
+
+def matrix_view(summary: Mapping[str, Any]) -> MatrixView:
+    """The view of a matrix run's summary (:func:`reports.matrix_summary.summarise_run`)."""
+    from reports.matrix_render import skill_grids, skill_text
+
+    grids = tuple(
+        MatrixGridView(
+            g.condition,
+            (MATRIX_CORNER, *g.targets),
+            tuple((p, *(skill_text(g.cell(p, t)) for t in g.targets)) for p in g.predictors),
+            g.predictors,
+            g.targets,
+        )
+        for g in skill_grids(summary)
+    )
+    notices = []
+    pilot = summary.get("pilot") or {}
+    if pilot.get("verdict"):
+        notices.append(f"Pilot: {pilot['verdict']}")
+    if summary.get("not_divergent"):
+        notices.append(f"No skill reported (not divergent): {summary['not_divergent']}")
+    seed = seed_phrase(summary.get("seed"), held_out=bool(summary.get("held_out")))
+    return MatrixView(
+        f"Matrix run {summary.get('run')} · {summary.get('status')}",
+        f"{summary.get('n_items')} items, {summary.get('samples')} target samples each "
+        f"({seed}); skill S [95% hierarchical bootstrap]; conditions: "
+        + ", ".join(g.condition for g in grids),
+        tuple(notices),
+        grids,
+    )
+
+
+def matrix_cell_lines(
+    summary: Mapping[str, Any], condition: str, predictor: str, target: str
+) -> tuple[str, ...]:
+    """Every figure of one cell, for the detail pane."""
+    from reports.matrix import METRICS
+    from reports.matrix_render import matrix_cells
+
+    for c in matrix_cells(summary):
+        if (c.condition, c.predictor, c.target) == (condition, predictor, target):
+            lines = [f"{predictor} → {target} ({condition}), n = {c.n}"
+                     + (" · self-prediction" if c.is_self else "")]
+            for m in METRICS:
+                f = c.figure(m)
+                text = MISSING if f.value is None else f"{f.value:.3f}"
+                if f.lo is not None and f.hi is not None:
+                    text += f" [{f.lo:.3f}, {f.hi:.3f}]"
+                if f.reason:
+                    text += f" ({f.reason})"
+                lines.append(f"{m}: {text}")
+            lines.append(f"base: {c.base_kind or MISSING} · p (Holm) "
+                         f"{MISSING if c.p_holm is None else format(c.p_holm, '.3g')}")
+            return tuple(lines)
+    return (f"{predictor} → {target} ({condition}): no cell",)

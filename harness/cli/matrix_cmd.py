@@ -211,15 +211,22 @@ def report_matrix(
     store: Store, run_id: str, fmt: str, *, n_boot: int = 2000, stats_seed: int = 0,
     reveal_held_out: bool = False,
 ) -> str:
-    """A stored matrix run as `mindledger report` shows it: its matrix as JSON (``json``) or as
-    the tables `mindledger matrix` prints (``md``), rebuilt from its stored trials."""
-    if fmt not in ("md", "json"):
-        raise UserError(f"run {run_id} is a matrix run: it renders as md or json, not {fmt}")
+    """A stored matrix run as `mindledger report` shows it, rebuilt from its stored trials: its
+    matrix as JSON (``json``), the tables `mindledger matrix` prints (``md``), one page with
+    the heatmap of S per condition (``html``) or one row per cell (``csv``)."""
+    if fmt not in ("md", "json", "html", "csv"):
+        raise UserError(
+            f"run {run_id} is a matrix run: it renders as md, json, html or csv, not {fmt}"
+        )
     result = summarise_run(
         store, run_id, n_boot=n_boot, stats_seed=stats_seed, reveal_held_out=reveal_held_out
     )
     if fmt == "json":
         return json.dumps(result, indent=2, ensure_ascii=False) + "\n"
+    if fmt in ("html", "csv"):
+        from reports.matrix_render import render_matrix_csv, render_matrix_html
+
+        return render_matrix_html(result) if fmt == "html" else render_matrix_csv(result)
     console = Console(file=io.StringIO(), width=160, color_system=None, force_terminal=False)
     print_matrix(console, result)
     text: str = console.file.getvalue()  # type: ignore[attr-defined]
@@ -271,6 +278,14 @@ def report_matrix(
     "'simulate the target' instruction), observe:M (M of the target's answers to other items "
     "shown), e.g. zero-shot,observe:3,observe:10,simulate.",
 )
+@click.option(
+    "--second-order",
+    is_flag=True,
+    help="Also second-order prediction (seed 002 B9): every agent P predicts, for every other "
+    "agent Q and every target T, the distribution Q commits for T's answer (n²(n − 1) per "
+    "item), committed before any first-order prediction and scored against Q's committed "
+    "zero-shot distribution (needs the zero-shot condition).",
+)
 @click.option("--seed", type=int, default=None, help="Item seed (default: a fresh one, printed).")
 @click.option(
     "--temperature",
@@ -305,6 +320,7 @@ def matrix(
     n_candidates: int | None,
     no_pilot: bool,
     conditions: str,
+    second_order: bool,
     seed: int | None,
     temperature: float | None,
     concurrency: int,
@@ -334,6 +350,7 @@ def matrix(
       mindledger matrix --agent local --reference random --items 5 --no-pilot
       mindledger matrix --agent a --agent b --kinds arbitrary,open --candidates 60
       mindledger matrix --agent a --agent b --conditions zero-shot,observe:3,simulate
+      mindledger matrix --agent a --agent b --agent c --second-order
       mindledger matrix --agent a --agent b --samples 5 --seed 11 --json
       mindledger matrix --resume 20261130-031500-ab12cd
     """
@@ -341,7 +358,7 @@ def matrix(
     err = Console(stderr=True)
     if resume_id:
         if (agent_names or references or seed is not None or temperature is not None
-                or n_candidates is not None or no_pilot):
+                or n_candidates is not None or no_pilot or second_order):
             raise click.UsageError(
                 "--resume takes no agent, seed or temperature options: the run's own are used"
             )
@@ -371,6 +388,7 @@ def matrix(
                 samples=samples,
                 seed=used_seed,
                 conditions=wanted,
+                second_order=second_order,
             )
         else:
             if samples < 2:
@@ -387,6 +405,7 @@ def matrix(
                 seed=used_seed,
                 conditions=wanted,
                 concurrency=concurrency,
+                second_order=second_order,
             )
             err.print(f"pilot: {record.verdict}")
         err.print(f"matrix run {run_id} (seed {used_seed})")

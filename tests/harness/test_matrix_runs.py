@@ -183,7 +183,11 @@ def test_cli_matrix_is_a_run_that_report_shows_and_resume_finishes(tmp_path: Pat
     assert numbers(json.loads(shown.stdout)) == numbers(out)
     md = cli("report", run_id)
     assert md.returncode == 0 and "ref:habit → ref:random" in md.stdout
-    assert cli("report", run_id, "--format", "html").returncode == 2
+    html = cli("report", run_id, "--format", "html")
+    assert html.returncode == 0 and "<table class='heatmap'" in html.stdout
+    table = cli("report", run_id, "--format", "csv")
+    assert table.returncode == 0 and len(table.stdout.splitlines()) == 1 + 2 * 2
+    assert cli("report", run_id, "--format", "headline-csv").returncode == 2
     resumed = cli("matrix", "--resume", run_id, "--json")
     assert resumed.returncode == 0, resumed.stderr
     assert numbers(json.loads(resumed.stdout)) == numbers(out)

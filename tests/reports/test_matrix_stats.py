@@ -14,8 +14,10 @@ from reports._estimates import MIN_N
 from reports.matrix import (
     NO_BOOTSTRAP_SPREAD,
     ItemRecord,
-    _item_stats,
+    _population_match,
     _prepare,
+    _retest,
+    _row_stats,
     cell_statistics,
     holm_adjust,
     self_advantage,
@@ -34,8 +36,10 @@ def test_the_engine_computes_the_ledgers_formulas() -> None:
         rec(0, "aabcz", None, own="a", population="bbca"),  # penalised
         rec(0, "aabcz", {"q": 1.0}, top1="q", population="bbca"),  # all mass off the answers
     ]
-    it = _prepare(records)
-    st = _item_stats(it, np.arange(5)[None, :], np.arange(4)[None, :])
+    it = _prepare([records])
+    one = np.array([0])
+    st = _row_stats(it, one, it.counts)
+    st["pop"] = _population_match(it, st, it.counts, one, one, it.pop_counts.argmax(axis=1))
     for j, r in enumerate(records):
         scores = r.score_record().scores
         assert st["log"][j, 0] == pytest.approx(scores["log_score"], abs=1e-12)
@@ -165,3 +169,62 @@ def test_paired_contrast_is_the_mean_difference_over_common_items() -> None:
     same = paired_contrast(control, control, np.random.default_rng(1), n_boot=100)
     assert same.value == 0.0 and same.lo is None and same.reason
     assert paired_contrast({}, control, np.random.default_rng(1)).value is None
+
+
+# -- the vectorised engine draws what resampling the answers would ---------------------------
+
+
+def _compositions(k: int, m: int) -> list[tuple[int, ...]]:
+    return [c for c in itertools.product(range(k + 1), repeat=m) if sum(c) == k]
+
+
+def test_the_closed_form_retest_is_the_ledgers_on_every_count_vector() -> None:
+    from ledger.scoring import retest_agreement
+
+    for k in range(2, 8):
+        comps = _compositions(k, 4)
+        counts = np.array(comps, dtype=float)
+        got = _retest(np.hstack([counts, np.zeros((len(comps), 1))]), np.full(len(comps), k))
+        for c, g in zip(comps, got, strict=True):
+            observed = [a for a, x in zip("abcd", c, strict=True) for _ in range(x)]
+            assert g == pytest.approx(retest_agreement(observed).value, abs=1e-12), c
+    assert np.isnan(_retest(np.array([[1.0, 0.0]]), np.array([1.0])))[0]
+
+
+def test_the_exact_laws_are_those_of_resampling_the_answers() -> None:
+    from reports.matrix import _law, _mode_law
+
+    pool = (2, 1, 0, 1)  # answers a a b d: 4 draws with replacement, enumerated
+    answers = [0, 0, 1, 3]
+    direct: dict[tuple[int, ...], float] = {}
+    modes = np.zeros(4)
+    for draw in itertools.product(answers, repeat=4):
+        c = tuple(int(x) for x in np.bincount(draw, minlength=4))
+        direct[c] = direct.get(c, 0.0) + 1 / 4**4
+        modes[int(np.argmax(c))] += 1 / 4**4
+    table, pmf = _law(pool)
+    assert {tuple(int(x) for x in row): p for row, p in zip(table, pmf, strict=True)} == (
+        pytest.approx(direct))
+    assert _mode_law(pool) == pytest.approx(modes)
+    none, one = _law((0, 0))
+    assert none.tolist() == [[0, 0]] and one.tolist() == [1.0]
+
+
+def test_enumerated_and_drawn_counts_agree_in_distribution() -> None:
+    from reports.matrix import _draw_counts
+
+    pool = np.array([[3.0, 1.0, 1.0, 0.0]])
+    many = np.zeros(20_000, dtype=np.int64)  # one item seen often: its law is enumerated
+    table, owner, row = _draw_counts(np.random.default_rng(5), many, np.array([5.0]), pool)
+    assert table.shape[0] == 21 and set(owner.tolist()) == {0}  # C(5 + 2, 2) outcomes
+    exact = table[row]
+    items = np.arange(20_000)  # 20,000 copies seen once each: drawn one by one
+    table2, _, row2 = _draw_counts(np.random.default_rng(6), items, np.full(20_000, 5.0),
+                                   np.repeat(pool, 20_000, axis=0))
+    drawn = table2[row2]
+    assert table2.shape[0] == 20_000
+    for counts in (exact, drawn):
+        assert counts.sum(axis=1).tolist() == [5.0] * 20_000 and not counts[:, 3].any()
+        # E[count] = 5 p; P(a is counted 5 times) = 0.6^5
+        assert counts.mean(axis=0)[:3] == pytest.approx([3.0, 1.0, 1.0], abs=0.04)
+        assert (counts[:, 0] == 5).mean() == pytest.approx(0.6**5, abs=0.01)

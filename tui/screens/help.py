@@ -17,6 +17,7 @@ mindledger dashboard
 Everywhere     q quit · ? this help · l prediction ledger · escape back
 Runs           ↑/↓ move · enter open the run · r refresh now (also every few seconds)
 Run            ↑/↓ choose an agent · m export Markdown · h export HTML · r reload
+Matrix run     arrows move between cells · c next condition · r reload
 Ledger         r reload and verify again
 
 Validity comes first: an agent whose true-belief control accuracy is below 90% is INVALID,

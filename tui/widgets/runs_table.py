@@ -22,10 +22,11 @@ class RunsTable(DataTable[Text]):
     runs: reactive[tuple[RunRow, ...]] = reactive((), init=False, always_update=True)
 
     class Chosen(Message):
-        """The user opened a run."""
+        """The user opened a run (``suite`` is its suite: a matrix run opens its matrix)."""
 
-        def __init__(self, run_id: str) -> None:
+        def __init__(self, run_id: str, suite: str = "") -> None:
             self.run_id = run_id
+            self.suite = suite
             super().__init__()
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -47,5 +48,7 @@ class RunsTable(DataTable[Text]):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
-        if event.row_key.value is not None:
-            self.post_message(self.Chosen(event.row_key.value))
+        key = event.row_key.value
+        if key is not None:
+            suite = next((r.cells[1] for r in self.runs if r.key == key), "")
+            self.post_message(self.Chosen(key, suite))

@@ -1,0 +1,399 @@
+"""The cross-model prediction matrix rendered (issue 14 item 6): the heatmap of S per predictor
+× target in one self-contained HTML page, one CSV row per cell, and the grids the dashboard
+shows. Every renderer reads the summary (:func:`reports.matrix_summary.summarise_run`) through
+the typed views here, :class:`MatrixCell` and :class:`SkillGrid`, built once by
+:func:`matrix_cells` and :func:`skill_grids`.
+
+A cell whose S has no value is *marked*, never coloured: ``not divergent`` when the run's pilot
+found its items not divergent (no skill is reported), else ``not estimable`` (with the reason
+in its tooltip and the CSV). A cell with a value but no interval is coloured and says "no
+interval". Colours run from red (S = −1) through white (S = 0) to blue (S = +1), clipped
+beyond; the printed value is never clipped.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mindledger.disclosure import seed_phrase
+from reports.matrix import METRICS
+from reports.matrix_summary import ZERO_SHOT
+
+__all__ = [
+    "CSV_COLUMNS",
+    "NOT_DIVERGENT",
+    "NOT_ESTIMABLE",
+    "Figure",
+    "MatrixCell",
+    "SkillGrid",
+    "heatmap_png",
+    "matrix_cells",
+    "render_matrix_csv",
+    "render_matrix_html",
+    "skill_colour",
+    "skill_grids",
+    "skill_text",
+]
+
+NOT_DIVERGENT = "not divergent"
+NOT_ESTIMABLE = "not estimable"
+MISSING = "—"
+LOW, MID, HIGH = (0xD1, 0x49, 0x5B), (0xFF, 0xFF, 0xFF), (0x00, 0x79, 0x8C)
+"""The heatmap's colours at S = −1, 0 and +1."""
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure of a cell: its value, interval and status, or the reason it has none."""
+
+    value: float | None
+    lo: float | None
+    hi: float | None
+    interval: str | None
+    status: str | None
+    reason: str | None
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> Figure:
+        d = d or {}
+        ci = d.get("ci") or (None, None)
+        return cls(d.get("value"), ci[0], ci[1], d.get("interval"), d.get("status"),
+                   d.get("reason"))
+
+
+@dataclass(frozen=True)
+class MatrixCell:
+    """One (predictor, target) cell of one condition, with every figure the summary has."""
+
+    condition: str
+    predictor: str
+    target: str
+    n: int
+    log_score: Figure
+    brier: Figure
+    top1_accuracy: Figure
+    skill: Figure
+    base: float | None
+    base_kind: str | None
+    ceiling: float | None
+    test: str | None
+    p: float | None
+    p_holm: float | None
+    predictor_errors: int
+    unparsed: int
+    unscored: int
+    rejected: int
+    not_divergent: bool
+    """The run's pilot found its items not divergent: S is not reported."""
+
+    @property
+    def is_self(self) -> bool:
+        return self.predictor == self.target
+
+    @property
+    def mark(self) -> str | None:
+        """Why the cell is not coloured (:data:`NOT_DIVERGENT`, :data:`NOT_ESTIMABLE`), or None."""
+        if self.not_divergent:
+            return NOT_DIVERGENT
+        return NOT_ESTIMABLE if self.skill.value is None else None
+
+    def figure(self, metric: str) -> Figure:
+        out: Figure = getattr(self, metric)
+        return out
+
+
+def _conditions(summary: Mapping[str, Any]) -> list[str]:
+    return [str(c) for c in summary.get("conditions") or [summary.get("condition", ZERO_SHOT)]]
+
+
+def matrix_cells(summary: Mapping[str, Any]) -> list[MatrixCell]:
+    """Every cell of every condition, condition by condition in the run's order."""
+    by_condition = summary.get("by_condition") or {}
+    divergent = not summary.get("not_divergent")
+    primary = summary.get("condition", ZERO_SHOT)
+    out = []
+    for c in _conditions(summary):
+        rows = by_condition[c]["cells"] if c in by_condition else (
+            summary.get("cells", []) if c == primary else [])
+        for row in rows:
+            sk = row.get("skill") or {}
+            ceiling = sk.get("ceiling")
+            out.append(MatrixCell(
+                condition=c, predictor=str(row["predictor"]), target=str(row["target"]),
+                n=int(row.get("n") or 0), log_score=Figure.of(row.get("log_score")),
+                brier=Figure.of(row.get("brier")),
+                top1_accuracy=Figure.of(row.get("top1_accuracy")), skill=Figure.of(sk),
+                base=sk.get("base"), base_kind=sk.get("base_kind"),
+                ceiling=ceiling.get("value") if isinstance(ceiling, Mapping) else ceiling,
+                test=sk.get("test"), p=sk.get("p"), p_holm=sk.get("p_holm"),
+                predictor_errors=int(row.get("predictor_errors") or 0),
+                unparsed=int(row.get("unparsed") or 0), unscored=int(row.get("unscored") or 0),
+                rejected=int(row.get("rejected") or 0), not_divergent=not divergent,
+            ))  # fmt: skip
+    return out
+
+
+@dataclass(frozen=True)
+class SkillGrid:
+    """S of one condition as a grid: predictors down, targets across."""
+
+    condition: str
+    predictors: tuple[str, ...]
+    targets: tuple[str, ...]
+    cells: Mapping[tuple[str, str], MatrixCell]
+
+    def cell(self, predictor: str, target: str) -> MatrixCell | None:
+        return self.cells.get((predictor, target))
+
+
+def skill_grids(summary: Mapping[str, Any]) -> list[SkillGrid]:
+    """One :class:`SkillGrid` per condition, agents in the run's order."""
+    agents = tuple(str(a) for a in summary.get("agents", ()))
+    cells = matrix_cells(summary)
+    return [
+        SkillGrid(c, agents, agents,
+                  {(x.predictor, x.target): x for x in cells if x.condition == c})
+        for c in _conditions(summary)
+    ]
+
+
+def _num(v: float | None, spec: str = ".2f") -> str:
+    return MISSING if v is None or not math.isfinite(v) else format(v, spec)
+
+
+def skill_text(cell: MatrixCell | None, spec: str = ".2f") -> str:
+    """``0.52 [0.40, 0.63]``; ``0.52 (no interval)``; the cell's mark; ``—`` with no cell."""
+    if cell is None:
+        return MISSING
+    if cell.mark:
+        return cell.mark
+    s = cell.skill
+    if s.lo is None or s.hi is None:
+        return f"{_num(s.value, spec)} (no interval)"
+    return f"{_num(s.value, spec)} [{_num(s.lo, spec)}, {_num(s.hi, spec)}]"
+
+
+def skill_colour(value: float | None) -> str | None:
+    """The heatmap's colour of S as ``#rrggbb`` (clipped to [−1, 1]); None without a value."""
+    if value is None or not math.isfinite(value):
+        return None
+    x = max(-1.0, min(1.0, value))
+    end = HIGH if x >= 0 else LOW
+    return "#" + "".join(f"{round(m + (e - m) * abs(x)):02x}" for m, e in zip(MID, end,
+                                                                              strict=True))
+
+
+def _figure_text(f: Figure, spec: str = ".3f") -> str:
+    if f.value is None:
+        return f"{MISSING} ({f.reason})" if f.reason else MISSING
+    if f.lo is None or f.hi is None:
+        why = f"no interval: {f.reason}" if f.reason else "no interval"
+        return f"{_num(f.value, spec)} ({why})"
+    return f"{_num(f.value, spec)} [{_num(f.lo, spec)}, {_num(f.hi, spec)}]"
+
+
+def _tooltip(cell: MatrixCell) -> str:
+    lines = [f"{cell.predictor} → {cell.target} ({cell.condition}), n = {cell.n}"]
+    lines += [f"{m}: {_figure_text(cell.figure(m))}" for m in METRICS]
+    lines.append(f"base {_num(cell.base, '.3f')} ({cell.base_kind or MISSING}), ceiling "
+                 f"{_num(cell.ceiling, '.3f')}, p {_num(cell.p, '.3g')}, "
+                 f"p (Holm) {_num(cell.p_holm, '.3g')}")
+    return "\n".join(lines)
+
+
+# -- HTML ------------------------------------------------------------------------------------
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;
+max-width:1180px;color:#222;line-height:1.45;padding:0 1rem}
+h1{font-size:1.6rem}h2{border-bottom:2px solid #ddd;padding-bottom:.2rem;margin-top:2rem}
+table{border-collapse:collapse;margin:.6rem 0;font-size:.86rem}
+th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:left;vertical-align:top}
+th{background:#f4f4f4}table.heatmap td{text-align:center;min-width:9rem}
+td.marked{background:repeating-linear-gradient(45deg,#f4f4f4,#f4f4f4 6px,#e4e4e4 6px,
+#e4e4e4 12px);color:#555;font-style:italic}td.self{outline:2px solid #222;outline-offset:-3px}
+.n{color:#555;font-size:.78rem}.legend{color:#555;font-size:.85rem}
+.info{background:#eef5fb;border-left:5px solid #00798c;padding:.6rem 1rem;margin:.6rem 0}
+figure{margin:1rem 0}img{max-width:100%;border:1px solid #eee}
+figcaption{color:#555;font-size:.85rem}
+"""
+
+
+def _h(s: Any) -> str:
+    return html.escape(str(s))
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    h = "".join(f"<th>{_h(x)}</th>" for x in head)
+    b = "".join("<tr>" + "".join(f"<td>{_h(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{h}</tr></thead><tbody>{b}</tbody></table>"
+
+
+def _heatmap_html(grid: SkillGrid) -> str:
+    head = "".join(f"<th scope='col'>{_h(t)}</th>" for t in grid.targets)
+    rows = []
+    for p in grid.predictors:
+        tds = []
+        for t in grid.targets:
+            cell = grid.cell(p, t)
+            if cell is None:
+                tds.append(f"<td class='marked' data-cell='{_h(p)}|{_h(t)}'>{MISSING}</td>")
+                continue
+            cls = ["self"] if cell.is_self else []
+            style = ""
+            if cell.mark:
+                cls.append("marked")
+            else:
+                style = f" style='background:{skill_colour(cell.skill.value)}'"
+            reason = f"\nS: {cell.skill.reason}" if cell.mark and cell.skill.reason else ""
+            tds.append(
+                f"<td class='{' '.join(cls)}'{style} data-cell='{_h(p)}|{_h(t)}' "
+                f"title='{_h(_tooltip(cell) + reason)}'>{_h(skill_text(cell))}"
+                f"<br><span class='n'>n = {cell.n}</span></td>"
+            )
+        rows.append(f"<tr><th scope='row'>{_h(p)}</th>{''.join(tds)}</tr>")
+    return (f"<table class='heatmap' data-condition='{_h(grid.condition)}'><thead><tr>"
+            f"<th>predictor ↓ target →</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody>"
+            "</table>")
+
+
+CELL_HEAD = ("condition", "predictor → target", "n", "log score", "Brier", "top-1", "skill S",
+             "base", "p", "p (Holm)")
+
+
+def render_matrix_html(summary: Mapping[str, Any], *, figures: bool = True) -> str:
+    """The matrix as ONE self-contained HTML page: per condition the heatmap of S (an HTML
+    table, each cell's figures in its tooltip) and, with ``figures``, the same heatmap as an
+    embedded PNG; then every cell's figures and the self-advantage."""
+    run = summary.get("run") or ""
+    seed = seed_phrase(summary.get("seed"), held_out=bool(summary.get("held_out")))
+    parts = [
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>mindledger matrix — {_h(run)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>Cross-model prediction matrix — run <code>{_h(run)}</code></h1>",
+        f"<p>{_h(summary.get('n_items'))} items, {_h(summary.get('samples'))} target samples "
+        f"each ({_h(seed)}); status {_h(summary.get('status'))}. Intervals: 95% hierarchical "
+        "bootstrap (items, then each target's samples); p: sign-flip test of S = 0, Holm "
+        "over the cells of a condition.</p>",
+        "<p class='legend'>Skill S = (top-1 match − base) / (ceiling − base): 0 is the better "
+        "of the population-modal and projection baselines, 1 the target's test-retest ceiling. "
+        "Cells are coloured from red (S ≤ −1) through white (0) to blue (S ≥ 1); hatched cells "
+        "have no S (hover for the reason); the diagonal (outlined) is self-prediction.</p>",
+    ]
+    pilot = summary.get("pilot") or {}
+    if pilot:
+        parts.append(f"<div class='info'>Pilot ({_h(pilot.get('method'))}): "
+                     f"{_h(pilot.get('verdict'))}</div>")
+    if summary.get("not_divergent"):
+        parts.append(f"<div class='info'>No skill reported ({NOT_DIVERGENT}): "
+                     f"{_h(summary['not_divergent'])}</div>")
+    for grid in skill_grids(summary):
+        parts.append(f"<h2>Skill S — {_h(grid.condition)}</h2>")
+        parts.append(_heatmap_html(grid))
+        png = heatmap_png(grid) if figures else None
+        if png is not None:
+            b64 = base64.b64encode(png).decode("ascii")
+            caption = f"Skill S per predictor × target, {grid.condition} [95% interval]"
+            parts.append(f"<figure id='fig-heatmap-{_h(grid.condition)}'><img alt='{_h(caption)}'"
+                         f" src='data:image/png;base64,{b64}'><figcaption>{_h(caption)}"
+                         "</figcaption></figure>")
+    rows = [[c.condition, f"{c.predictor} → {c.target}" + (" (self)" if c.is_self else ""), c.n,
+             *(_figure_text(c.figure(m)) if m != "skill" or not c.mark else c.mark
+               for m in METRICS),
+             c.base_kind or MISSING, _num(c.p, ".3g"), _num(c.p_holm, ".3g")]
+            for c in matrix_cells(summary)]
+    parts += ["<h2>Every cell</h2>", _table(CELL_HEAD, rows)]
+    adv = summary.get("self_advantage") or {}
+    if adv:
+        head = ("target", "log score", "Brier", "top-1", "skill S")
+        adv_rows = [[t, *(_figure_text(Figure.of(entry.get(m)), "+.3f")
+                          + ("" if entry.get(m, {}).get("p_holm") is None
+                             else f" (p Holm {entry[m]['p_holm']:.3g})")
+                          for m in METRICS)]
+                    for t, entry in adv.items()]
+        parts += ["<h2>Self-advantage (T predicting T − others predicting T)</h2>",
+                  _table(head, adv_rows)]
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def heatmap_png(grid: SkillGrid) -> bytes | None:
+    """The heatmap of one condition as PNG bytes (matplotlib's object API); None when the grid
+    is empty. Marked cells are grey and say why."""
+    if not grid.predictors or not grid.targets:
+        return None
+    from matplotlib.colors import LinearSegmentedColormap
+    from matplotlib.figure import Figure as MplFigure
+
+    cmap = LinearSegmentedColormap.from_list(
+        "skill", [tuple(x / 255 for x in c) for c in (LOW, MID, HIGH)])
+    values = [[math.nan if (c := grid.cell(p, t)) is None or c.mark or c.skill.value is None
+               else max(-1.0, min(1.0, c.skill.value)) for t in grid.targets]
+              for p in grid.predictors]
+    w = 1.2 + 1.9 * len(grid.targets)
+    h = 1.0 + 0.9 * len(grid.predictors)
+    fig = MplFigure(figsize=(w, h), dpi=100, layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_facecolor("#e4e4e4")
+    image = ax.imshow(values, cmap=cmap, vmin=-1.0, vmax=1.0, aspect="auto")
+    for i, p in enumerate(grid.predictors):
+        for j, t in enumerate(grid.targets):
+            cell = grid.cell(p, t)
+            text = skill_text(cell).replace(" [", "\n[")
+            if cell is not None:
+                text += f"\nn = {cell.n}"
+            dark = not math.isnan(values[i][j]) and abs(values[i][j]) > 0.6
+            ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                    color="white" if dark else "black",
+                    style="italic" if cell is None or cell.mark else "normal")
+    ax.set_xticks(range(len(grid.targets)), list(grid.targets), fontsize=8)
+    ax.set_yticks(range(len(grid.predictors)), list(grid.predictors), fontsize=8)
+    ax.set_xlabel("target")
+    ax.set_ylabel("predictor")
+    ax.set_title(f"Skill S — {grid.condition}", fontsize=9)
+    fig.colorbar(image, ax=ax, label="S (clipped to [−1, 1])")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    return buf.getvalue()
+
+
+# -- CSV -------------------------------------------------------------------------------------
+
+CSV_COLUMNS = (
+    "run", "condition", "predictor", "target", "self", "n",
+    *(f"{m}_{k}" for m in METRICS for k in ("value", "lo", "hi", "status", "reason")),
+    "interval", "base", "base_kind", "ceiling", "test", "p", "p_holm",
+    "predictor_errors", "unparsed", "unscored", "rejected", "not_divergent",
+)  # fmt: skip
+"""One row per cell and condition: every figure with its interval, n, the test and its p."""
+
+
+def render_matrix_csv(summary: Mapping[str, Any]) -> str:
+    """Every cell of every condition as one CSV row (:data:`CSV_COLUMNS`); empty fields where
+    a figure has no value or interval (its ``_status`` and ``_reason`` say why)."""
+
+    def num(v: float | None) -> str:
+        return "" if v is None or not math.isfinite(v) else repr(float(v))
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for c in matrix_cells(summary):
+        figs: list[str] = []
+        for m in METRICS:
+            f = c.figure(m)
+            figs += [num(f.value), num(f.lo), num(f.hi), f.status or "", f.reason or ""]
+        w.writerow([
+            summary.get("run") or "", c.condition, c.predictor, c.target, int(c.is_self), c.n,
+            *figs, c.skill.interval or c.log_score.interval or "", num(c.base),
+            c.base_kind or "", num(c.ceiling), c.test or "", num(c.p), num(c.p_holm),
+            c.predictor_errors, c.unparsed, c.unscored, c.rejected, int(c.not_divergent),
+        ])  # fmt: skip
+    return buf.getvalue()
