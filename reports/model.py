@@ -132,11 +132,14 @@ class Skill(_Frozen):
 
 
 class Contrast(_Frozen):
-    """One testable contrast of the report: agent − control, or full − ablated."""
+    """One testable contrast of the report: agent − control, full − ablated, or one agent's
+    A − B or B − C accuracy on the same A/B/C scenarios (``kind`` ``abc``, ``other`` the agent
+    itself, ``metric`` ``abc.A_minus_B`` or ``abc.B_minus_C``; kept for profiles that listed
+    them here — they are now a Holm family of their own, under each agent's ``games.abc``)."""
 
-    kind: Literal["minus_control", "ablation"]
+    kind: Literal["minus_control", "ablation", "abc"]
     agent: str
-    other: str
+    other: str = Field(description="the other agent (the agent itself for an abc contrast)")
     module: str | None = None
     metric: str
     difference: float | None = None
@@ -250,6 +253,9 @@ class MultipleComparisons(_Frozen):
     method: Literal["holm"]
     family: str
     m: int = Field(ge=0, description="testable contrasts in the family")
+    abc_m: int = Field(
+        0, ge=0, description="testable A − B and B − C contrasts (their own Holm family)"
+    )
 
 
 class RunProfile(_Frozen):

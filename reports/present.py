@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from reports.model import AgentProfile, RunProfile
 
 __all__ = [
+    "ABC_CONTRASTS",
     "FALSE_BELIEF_FIGURES",
     "HEADLINE_COLUMNS",
     "INVALID",
@@ -33,7 +34,9 @@ __all__ = [
     "NOT_ESTIMABLE",
     "NOT_MEASURED",
     "Headline",
+    "abc_contrast_rows",
     "agent_headline",
+    "contrast_label",
     "d50_text",
     "depth_signals_lines",
     "depth_text",
@@ -228,6 +231,52 @@ def difference_text(block: Any, *, proportion: bool = True, tag: str = "",
     if with_p and p is not None:
         text += f" p_holm={p:.3g}"
     return text
+
+
+ABC_CONTRASTS: tuple[tuple[str, str, str], ...] = (
+    ("A_minus_B", "A", "B"),
+    ("B_minus_C", "B", "C"),
+)
+"""An agent's A/B/C accuracy contrasts: (key of ``games.abc.contrasts``, first, second)."""
+
+
+def contrast_label(kind: str, module: str | None = None, metric: str = "") -> str:
+    """What a contrast of the report compares: ``agent − control``, ``ablation of <module>``,
+    ``A − B (same scenarios)`` for an agent's A/B/C contrast (``metric`` ``abc.A_minus_B``)."""
+    if kind == "minus_control":
+        return "agent − control"
+    if kind == "ablation":
+        return f"ablation of {module}"
+    if kind == "abc":
+        key = metric.removeprefix("abc.")
+        for k, x, y in ABC_CONTRASTS:
+            if k == key:
+                return f"{x} − {y} (same scenarios)"
+        return "A/B/C (same scenarios)"
+    return kind
+
+
+def abc_contrast_rows(
+    abc: Any, *, tag: Callable[[Mapping[str, Any]], str] | None = None
+) -> list[list[str]]:
+    """One agent's A − B and B − C accuracy contrasts (paired by scenario), worded as the
+    agent − control contrasts are: ``[contrast, first, second, difference [95%], n, p,
+    p (Holm)]`` per contrast; ``tag(block)`` names the interval after it (``NP``). ``[]`` when
+    the agent has no A/B/C contrasts."""
+    d = _as_dict(abc) or {}
+    blocks = _as_dict(d.get("contrasts")) or {}
+    rows = []
+    for key, x, y in ABC_CONTRASTS:
+        c = _as_dict(blocks.get(key))
+        if c is None:
+            continue
+        rows.append([
+            f"{x} − {y}", pct(c.get(x)), pct(c.get(y)),
+            difference_text(c, tag=tag(c) if tag is not None else ""),
+            MISSING if c.get("n") is None else str(c["n"]),
+            p_text(c.get("p")), p_text(c.get("p_holm")),
+        ])
+    return rows
 
 
 def p_text(p: Any) -> str:

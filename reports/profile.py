@@ -21,12 +21,13 @@ come from"):
 
 Methods (the profile's ``intervals.kinds`` is the glossary; :mod:`reports._estimates` the rules):
 proportions get Wilson intervals (at the design-effect-adjusted n where trials come in clusters);
-paired contrasts of proportions (agent − control, full − ablated) Newcombe's paired interval and
-the exact McNemar test; paired means a t interval and the sign-flip permutation test; D50 a
-cluster-bootstrap percentile interval (strata of fewer than two clusters merged with their
-siblings) and, for a contrast, the paired bootstrap interval and a label-permutation test. A
-figure whose n cannot carry a claim keeps its value and n, has ``status: "not_estimable"`` and a
-``reason``, and is left out of the Holm family (every testable contrast in the report).
+paired contrasts of proportions (agent − control, full − ablated, an agent's A − B and B − C)
+Newcombe's paired interval and the exact McNemar test; paired means a t interval and the
+sign-flip permutation test; D50 a cluster-bootstrap percentile interval (strata of fewer than
+two clusters merged with their siblings) and, for a contrast, the paired bootstrap interval and
+a label-permutation test. A figure whose n cannot carry a claim keeps its value and n, has
+``status: "not_estimable"`` and a ``reason``, and is left out of the Holm family (every testable
+contrast in the report).
 
 Every figure carries its n. API errors are excluded from accuracy and counted; an ``ok`` trial
 without a score counts as wrong (an unparseable answer is wrong, never dropped).
@@ -751,6 +752,7 @@ class Analysis:
         for c, ph in zip(self.contrasts, holm(ps), strict=True):
             c["p_holm"] = ph
             c["target"]["p_holm"] = ph
+        abc_m = self._abc_family(agents_out)
         for a in self.agents:
             ag = agents_out[a.name]
             if ag["valid"] is False:
@@ -789,8 +791,12 @@ class Analysis:
             "multiple_comparisons": {
                 "method": "holm",
                 "family": "every testable agent − control and full − ablated contrast in this "
-                "report (not-estimable contrasts carry no p-value and are not in the family)",
+                "report (not-estimable contrasts carry no p-value and are not in the family); "
+                "the A − B and B − C accuracy contrasts within each agent are a second family, "
+                "Holm-adjusted among themselves, so a real dissociation never counts against "
+                "the comparison of two agents",
                 "m": int(sum(1 for p in ps if math.isfinite(p))),
+                "abc_m": abc_m,
             },
         }
         out: dict[str, Any] = _clean(profile)
@@ -1611,6 +1617,20 @@ class Analysis:
                             "target": d,
                         }
                     )
+
+    def _abc_family(self, agents_out: dict[str, Any]) -> int:
+        """Holm over every agent's testable A − B and B − C contrasts (``games.abc.contrasts``):
+        a family of its own, within-agent effects, kept apart from the between-agent family of
+        ``contrasts``. Sets each one's ``p_holm``; returns the family's size."""
+        members: list[dict[str, Any]] = []
+        for a in self.agents:
+            abc = (agents_out[a.name].get("games") or {}).get("abc") or {}
+            for d in (abc.get("contrasts") or {}).values():
+                if d.get("p") is not None and math.isfinite(d["p"]):
+                    members.append(d)
+        for d, ph in zip(members, holm([d["p"] for d in members]), strict=True):
+            d["p_holm"] = ph
+        return len(members)
 
     @staticmethod
     def _flat_metrics(metrics: Mapping[str, Any]) -> Iterable[tuple[str, dict[str, Any]]]:

@@ -45,7 +45,11 @@ from reports.present import (
     FALSE_BELIEF_FIGURES,
     HEADLINE_COLUMNS,
     MISSING,
+    NOT_ESTIMABLE,
+    NOT_MEASURED,
+    abc_contrast_rows,
     agent_headline,
+    contrast_label,
     depth_signals_lines,
     difference_text,
     headlines,
@@ -430,8 +434,7 @@ def render_markdown(
                 f"m = {profile['multiple_comparisons']['m']}.", ""]
         rows = []
         for c in profile["contrasts"]:
-            label = "agent − control" if c["kind"] == "minus_control" else (
-                f"ablation of {c['module']}")
+            label = contrast_label(c["kind"], c.get("module"), c["metric"])
             pct = not c["metric"].startswith(NOT_PCT_METRICS)
             rows.append([c["agent"], label, c["metric"], fmt_diff(c, pct), str(c["n"]),
                          fmt_p(c["p"]), fmt_p(c["p_holm"])])
@@ -504,6 +507,12 @@ def _agent_markdown(name: str, a: Mapping[str, Any]) -> list[str]:
                 + _fmt_mean(abc.get("log_score_c"), 3),
                 "",
             ]
+            abc_rows = abc_contrast_rows(abc, tag=_tag)
+            if abc_rows:
+                out += ["A/B/C contrasts (accuracy, paired by scenario; p (Holm) over the "
+                        "report's contrasts):", "",
+                        _table(["contrast", "first", "second", "difference [95%]", "n", "p",
+                                "p (Holm)"], abc_rows), ""]
     rp = a.get("repeated") or {}
     if rp.get("available"):
         out += _repeated_markdown(rp)
@@ -672,8 +681,8 @@ def render_html(
                   _html_table(PROXY_HEAD, _proxy_rows(profile["proxy"]))]
     if profile.get("contrasts"):
         parts.append("<h2>All contrasts (Holm-adjusted)</h2>")
-        rows = [[c["agent"], c["kind"] if c["kind"] == "minus_control" else
-                 f"ablation of {c['module']}", c["metric"],
+        rows = [[c["agent"], contrast_label(c["kind"], c.get("module"), c["metric"]),
+                 c["metric"],
                  fmt_diff(c, not c["metric"].startswith(NOT_PCT_METRICS)), c["n"],
                  fmt_p(c["p"]), fmt_p(c["p_holm"])] for c in profile["contrasts"]]
         parts.append(_html_table(["agent", "contrast", "metric", "difference [PB]", "n", "p",
@@ -888,8 +897,10 @@ def compare_runs(a: Analysis, b: Analysis, *, reveal_held_out: bool = False) -> 
     counts where trials share clusters); D50, ECE and the C log score get the percentile interval
     of differences between the runs' independent bootstrap replicates and the percentile p-value
     (never below 2/(B+1)). A change is not estimable when either run's own figure is not (too
-    few items for an interval). Differences are ``b − a``; p-values are Holm-adjusted across the
-    table. A held-out run's seed is withheld from ``run_a``/``run_b`` unless ``reveal_held_out``.
+    few items for an interval). Agent-prediction skill S (each run's headline S) is shown for
+    both runs, its change with the square-and-add interval of the runs' own intervals (no
+    test), and a side where S was not measured with its reason instead of a number.
+    Differences are ``b − a``; p-values are Holm-adjusted across the table. A held-out run's seed is withheld from ``run_a``/``run_b`` unless ``reveal_held_out``.
     """
     pa, pb = a.profile, b.profile
     names_a = list(pa["agents"])
@@ -929,6 +940,7 @@ def compare_runs(a: Analysis, b: Analysis, *, reveal_held_out: bool = False) -> 
             for k in set(ga.get("spec", {})) | set(gb.get("spec", {}))
             if ga.get("spec", {}).get(k) != gb.get("spec", {}).get(k)
         }
+        metrics["agent_prediction_skill"] = _skill_change(name, ga, gb)
         agents[name] = {
             "role": [ga.get("role"), gb.get("role")],
             "valid": [ga.get("valid"), gb.get("valid")],
@@ -950,6 +962,53 @@ def compare_runs(a: Analysis, b: Analysis, *, reveal_held_out: bool = False) -> 
         "only_in_b": [n for n in names_b if n not in pa["agents"]],
         "notes": notes,
     }
+
+
+def _skill_text(name: str, agent: Mapping[str, Any]) -> str:
+    """The agent's headline S as the profile words it (``not measured: why`` when it is not)."""
+    return agent_headline(name, AgentProfile.model_validate(agent)).skill
+
+
+def _skill_sample(skill: Mapping[str, Any]) -> MetricSample | None:
+    """The headline S (the agent predicting a fresh copy of itself) as a sample to compare;
+    None when it was not measured or has no value."""
+    value = number(skill.get("value"))
+    if not skill.get("available") or value is None:
+        return None
+    ci = skill.get("ci")
+    lo, hi = (number(x) for x in ci) if isinstance(ci, Sequence) and len(ci) == 2 else (None, None)
+    interval = (lo, hi) if lo is not None and hi is not None else None
+    estimable = skill.get("status") != "not_estimable" and interval is not None
+    return MetricSample(value, int(skill.get("n") or 0), estimable,
+                        ci=interval if estimable else None)
+
+
+def _skill_change(name: str, ga: Mapping[str, Any], gb: Mapping[str, Any]) -> dict[str, Any]:
+    """Agent-prediction skill S (the profile's headline, from the matrix run that accompanies
+    each run) in both runs: the change with the square-and-add interval of the runs' own
+    intervals (no test) where both are estimated; otherwise each side as the profile words it,
+    a not-measured side with its reason, and no difference."""
+    ska = ga.get("agent_prediction_skill") or {}
+    skb = gb.get("agent_prediction_skill") or {}
+    sa, sb = _skill_sample(ska), _skill_sample(skb)
+    if sa is None or sb is None:
+        why = []
+        for run, sk, smp in (("a", ska, sa), ("b", skb, sb)):
+            if smp is None:
+                kind = NOT_MEASURED if not sk.get("available") else NOT_ESTIMABLE
+                why.append(f"S {kind} in run {run}")
+        return {"a": _skill_text(name, ga), "b": _skill_text(name, gb), "difference": None,
+                "n_a": ska.get("n"), "n_b": skb.get("n"), "ci": None, "p": None,
+                "p_holm": None, "status": "not_estimable",
+                "reason": "; ".join(why) + " (no change to show)"}
+    if not (sa.estimable and sb.estimable):
+        small, sk = (("a", ska) if not sa.estimable else ("b", skb))
+        return {"a": sa.value, "b": sb.value, "difference": sb.value - sa.value,
+                "n_a": sa.n, "n_b": sb.n, "ci": None, "interval": None, "test": None,
+                "p": None, "p_holm": None, "status": "not_estimable",
+                "reason": f"in run {small}: S has no interval"
+                + (f" ({sk['reason']})" if sk.get("reason") else "")}
+    return _change(sa, sb)
 
 
 def _change(sa: MetricSample, sb: MetricSample) -> dict[str, Any]:
@@ -997,11 +1056,16 @@ def compare(
     n_boot: int = 2000,
     reveal_held_out: bool = False,
 ) -> dict[str, Any]:
-    """:func:`compare_runs` for two stored runs (independent bootstrap seeds per run); a
-    held-out run's seed only with ``reveal_held_out`` (operators)."""
+    """:func:`compare_runs` for two stored runs (independent bootstrap seeds per run), each
+    with the matrix run that accompanies it (for S); a held-out run's seed only with
+    ``reveal_held_out`` (operators)."""
     reveal = reveal_held_out
-    a = analyse(load_run(store, run_a), seed=seed, n_boot=n_boot, reveal_held_out=reveal)
-    b = analyse(load_run(store, run_b), seed=seed + 1, n_boot=n_boot, reveal_held_out=reveal)
+    ma = accompanying_summary(store, run_a, n_boot=n_boot, stats_seed=seed)
+    mb = accompanying_summary(store, run_b, n_boot=n_boot, stats_seed=seed + 1)
+    a = analyse(load_run(store, run_a), seed=seed, n_boot=n_boot, reveal_held_out=reveal,
+                matrix=ma)
+    b = analyse(load_run(store, run_b), seed=seed + 1, n_boot=n_boot, reveal_held_out=reveal,
+                matrix=mb)
     return compare_runs(a, b, reveal_held_out=reveal)
 
 

@@ -167,7 +167,7 @@ def _run(store: Store, settings: Settings, run_id: str, console: Console) -> Run
     multiple=True,
     metavar="POLICY",
     help="Reference agent: oracle, random, depth-capped:N, reality-leak, not-reality, "
-    "level:K; repeatable.",
+    "level:K, believer:K; repeatable.",
 )
 @click.option(
     "--ablate",
@@ -225,7 +225,8 @@ def run(
     \b
     Suites and their item counts:
       quick     16 belief + 6 applied NestToM items, 4 game variants (minutes on 2 CPUs)
-      baseline  B1 960, B2 180, B4 150, B5 ~120 items (+ B3 100 Hi-ToM with --hitom)
+      baseline  B1 960, B2 180, B4 150, B5 460 items (60 level-k trials + 400 A/B/C
+                items from 120 scenarios) (+ B3 100 Hi-ToM with --hitom)
 
     \b
     Examples:
