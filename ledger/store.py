@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from itertools import islice
@@ -158,7 +158,6 @@ class Store:
                     )
             s.flush()
             conn = s.connection()
-            item_table = ItemRow.__table__  # type: ignore[attr-defined]
             run_item_table = RunItemRow.__table__  # type: ignore[attr-defined]
             seen: set[str] = set()
             position = 0
@@ -173,22 +172,7 @@ class Store:
                     position += 1
                 if not new:
                     continue
-                known = sa.select(item_table.c.id).where(item_table.c.id.in_(list(new)))
-                have = set(conn.execute(known).scalars())
-                rows = [
-                    {
-                        "id": it.id,
-                        "family": it.family,
-                        "generator": it.generator,
-                        "version": it.version,
-                        "seed": it.seed,
-                        "body_json": _json(it.to_dict()),
-                    }
-                    for item_id, it in new.items()
-                    if item_id not in have
-                ]
-                if rows:
-                    conn.execute(sa.insert(item_table), rows)
+                _insert_new_items(conn, new)
                 conn.execute(sa.insert(run_item_table), placed)
             if callable(params):
                 run.params_json = _json(params())
@@ -455,29 +439,10 @@ class Store:
         """Store items that belong to no run's item list (the questions a matrix run puts to
         its predictors, which its trials answer); items already stored are left as they are.
         Returns how many were written."""
-        table = ItemRow.__table__  # type: ignore[attr-defined]
         written = 0
         with self.engine.begin() as conn:
             for chunk in _batches(items, _ITEM_CHUNK):
-                new = {it.id: it for it in chunk}
-                have = set(
-                    conn.execute(sa.select(table.c.id).where(table.c.id.in_(list(new)))).scalars()
-                )
-                rows = [
-                    {
-                        "id": it.id,
-                        "family": it.family,
-                        "generator": it.generator,
-                        "version": it.version,
-                        "seed": it.seed,
-                        "body_json": _json(it.to_dict()),
-                    }
-                    for item_id, it in new.items()
-                    if item_id not in have
-                ]
-                if rows:
-                    conn.execute(sa.insert(table), rows)
-                    written += len(rows)
+                written += _insert_new_items(conn, {it.id: it for it in chunk})
         return written
 
 
@@ -657,6 +622,28 @@ def _stored_item(item_id: str, body: str) -> Item:
 
 _ITEM_CHUNK = 500
 """Items read, and written, at a time when a run is created."""
+
+
+def _insert_new_items(conn: sa.Connection, items: Mapping[str, Item]) -> int:
+    """Insert the items (by id) that the items table does not hold yet, in the caller's
+    transaction; those already stored are left as they are. Returns how many were written."""
+    table = ItemRow.__table__  # type: ignore[attr-defined]
+    have = set(conn.execute(sa.select(table.c.id).where(table.c.id.in_(list(items)))).scalars())
+    rows = [
+        {
+            "id": it.id,
+            "family": it.family,
+            "generator": it.generator,
+            "version": it.version,
+            "seed": it.seed,
+            "body_json": _json(it.to_dict()),
+        }
+        for item_id, it in items.items()
+        if item_id not in have
+    ]
+    if rows:
+        conn.execute(sa.insert(table), rows)
+    return len(rows)
 
 
 def _batches(items: Iterable[Item], size: int) -> Iterator[list[Item]]:

@@ -55,7 +55,7 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -202,6 +202,43 @@ class CellStats:
         }
 
 
+class _Paired(Protocol):
+    @property
+    def value(self) -> float | None: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def lo(self) -> float | None: ...
+    @property
+    def hi(self) -> float | None: ...
+    @property
+    def interval(self) -> str | None: ...
+    @property
+    def test(self) -> str | None: ...
+    @property
+    def p(self) -> float | None: ...
+    @property
+    def reason(self) -> str | None: ...
+
+
+def _paired_dict(fig: _Paired, **extra: Any) -> dict[str, Any]:
+    """A paired figure (self-advantage, slope, contrast) as JSON: its value, then ``extra``,
+    then n, interval, test and status (``reason`` only when it has one)."""
+    out: dict[str, Any] = {
+        "value": fig.value,
+        **extra,
+        "n": fig.n,
+        "ci": [fig.lo, fig.hi] if fig.lo is not None else None,
+        "interval": fig.interval,
+        "test": fig.test,
+        "p": fig.p,
+        "status": "estimated" if fig.lo is not None and fig.reason is None else "not_estimable",
+    }
+    if fig.reason:
+        out["reason"] = fig.reason
+    return out
+
+
 @dataclass(frozen=True)
 class SelfAdvantage:
     """``metric(T→T) − mean over P≠T of metric(P→T)`` on the items all were scored on."""
@@ -219,21 +256,7 @@ class SelfAdvantage:
     reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "value": self.value,
-            "self": self.own,
-            "others": self.others,
-            "n": self.n,
-            "ci": [self.lo, self.hi] if self.lo is not None else None,
-            "interval": self.interval,
-            "test": self.test,
-            "p": self.p,
-            "status": "estimated" if self.lo is not None and self.reason is None
-            else "not_estimable",
-        }
-        if self.reason:
-            out["reason"] = self.reason
-        return out
+        return _paired_dict(self, self=self.own, others=self.others)
 
 
 # -- the resampling engine -------------------------------------------------------------------
@@ -834,19 +857,7 @@ class Contrast:
     reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "value": self.value,
-            "n": self.n,
-            "ci": [self.lo, self.hi] if self.lo is not None else None,
-            "interval": self.interval,
-            "test": self.test,
-            "p": self.p,
-            "status": "estimated" if self.lo is not None and self.reason is None
-            else "not_estimable",
-        }
-        if self.reason:
-            out["reason"] = self.reason
-        return out
+        return _paired_dict(self)
 
 
 PAIRED_INTERVAL = "item-bootstrap-95"
