@@ -461,17 +461,7 @@ def _summarise(
     item_records: dict[tuple[str, str], list[ItemRecord]] = {}
     aggregates: dict[tuple[str, str], dict[str, Any]] = {}
     for (p, t), cell in cells.items():
-        item_records[p, t] = [
-            ItemRecord(
-                iid,
-                tuple(r.observed),
-                None if (pr := cell.predictions.get(iid)) is None else pr[0],
-                None if pr is None else pr[1],
-                r.own_answer,
-                _population(t, iid, names, target_answers),
-            )
-            for iid, r in cell.records
-        ]
+        item_records[p, t] = _item_records(cell, t, names, target_answers)
         records = [
             ScoreRecord(
                 r.scores,
