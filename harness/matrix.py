@@ -138,6 +138,7 @@ __all__ = [
     "PredictionRecord",
     "TargetRecord",
     "answer_distribution",
+    "check_matrix_options",
     "create_matrix_run",
     "describe_target",
     "execute_matrix_run",
@@ -148,6 +149,7 @@ __all__ = [
     "matrix_agents",
     "matrix_params",
     "outcome_trials",
+    "pilot_candidates",
     "pilot_items",
     "plan_matrix_run",
     "prediction_item",
@@ -1043,6 +1045,39 @@ def matrix_agents(planned: Sequence[RunAgent]) -> list[RunAgent]:
     return kept
 
 
+def pilot_candidates(n_items: int, n_candidates: int | None) -> int:
+    """How many candidates the pilot draws: ``n_candidates``, by default 5 × ``n_items``."""
+    return 5 * n_items if n_candidates is None else n_candidates
+
+
+def check_matrix_options(
+    *,
+    samples: int,
+    conditions: Sequence[str],
+    second_order: bool = False,
+    pilot_kinds: Sequence[str] | None = None,
+    n_candidates: int = 0,
+) -> list[str]:
+    """Refuse, with a UserError and before anything is stored, options a matrix run cannot
+    take: fewer than one sample (two with a pilot, given ``pilot_kinds``), an unknown
+    condition, second-order prediction without the zero-shot condition, unknown item kinds or
+    more candidates than they hold. Pure; returns the conditions as
+    :func:`~reports.matrix_summary.check_conditions` normalises them."""
+    if samples < 1:
+        raise UserError("--samples must be at least 1")
+    checked = check_conditions(conditions)
+    if second_order and ZERO_SHOT not in checked:
+        raise UserError(
+            "--second-order needs the zero-shot condition: its ground truth is Q's committed "
+            "zero-shot prediction"
+        )
+    if pilot_kinds is not None:
+        if samples < 2:
+            raise UserError("the pilot needs --samples of at least 2 (or --no-pilot)")
+        matrix_items.candidate_counts(pilot_kinds, n_candidates)
+    return checked
+
+
 def create_matrix_run(
     store: Store,
     settings: Settings,
@@ -1068,14 +1103,9 @@ def create_matrix_run(
     and ``past_seats``: the agents declared ``past_seat``). Without ``items``, the first ``n_items`` divergent items of ``seed`` (drawn by the
     seed policy when None; held out when ``held_out``), and, when a condition observes, the
     next ones as exposure items. Returns (run id, seed)."""
-    if samples < 1:
-        raise UserError("--samples must be at least 1")
-    conditions = check_conditions(conditions)
-    if second_order and ZERO_SHOT not in conditions:
-        raise UserError(
-            "--second-order needs the zero-shot condition: its ground truth is Q's committed "
-            "zero-shot prediction"
-        )
+    conditions = check_matrix_options(
+        samples=samples, conditions=conditions, second_order=second_order
+    )
     needed = max((observed_count(c) or 0 for c in conditions), default=0)
     if seed is None:
         seed = SeedPolicy.of(settings).draw_seed(held_out=held_out)
@@ -1177,11 +1207,15 @@ def plan_matrix_run(
     when it has them. When the verdict is *not divergent*, the run is stored with no items:
     executing it asks nothing, and its summary says why instead of giving skill. Blocking;
     returns (run id, seed, record)."""
-    if samples < 2:
-        raise UserError("the pilot needs --samples of at least 2")
-    conditions = check_conditions(conditions)
+    n_candidates = pilot_candidates(n_items, n_candidates)
+    conditions = check_matrix_options(
+        samples=samples,
+        conditions=conditions,
+        second_order=second_order,
+        pilot_kinds=kinds,
+        n_candidates=n_candidates,
+    )
     rule = rule or PilotFilter(min_items=min(PilotFilter().min_items, n_items))
-    n_candidates = 5 * n_items if n_candidates is None else n_candidates
     used_seed = SeedPolicy.of(settings).draw_seed(held_out=held_out) if seed is None else seed
     trials = suite_trials(store, accompanies) if accompanies else None
 

@@ -24,9 +24,11 @@ from harness.build import plan_agents
 from harness.cli.common import echo_json, get_settings, get_workspace
 from harness.matrix import (
     ZERO_SHOT,
+    check_matrix_options,
     create_matrix_run,
     execute_matrix_run,
     matrix_params,
+    pilot_candidates,
     plan_matrix_run,
     summarise_run,
 )
@@ -376,8 +378,15 @@ def matrix(
         )
         seeds = SeedPolicy.of(settings)  # checked before the database is opened
         seeds.check_seed(seed)
+        kind_list = [k.strip() for k in kinds.split(",") if k.strip()]
+        wanted = check_matrix_options(
+            samples=samples,
+            conditions=[c.strip() for c in conditions.split(",") if c.strip()],
+            second_order=second_order,
+            pilot_kinds=None if no_pilot else kind_list,
+            n_candidates=pilot_candidates(n_items, n_candidates),
+        )
         used_seed = seeds.draw_seed(held_out=False) if seed is None else seed
-        wanted = [c.strip() for c in conditions.split(",") if c.strip()]
         workspace = get_workspace(ctx)
         if no_pilot:
             run_id, _ = create_matrix_run(
@@ -391,8 +400,6 @@ def matrix(
                 second_order=second_order,
             )
         else:
-            if samples < 2:
-                raise click.UsageError("the pilot needs --samples of at least 2 (or --no-pilot)")
             err.print(f"pilot: candidates of {kinds} (seed {used_seed})")
             run_id, _, record = plan_matrix_run(
                 workspace.store,
@@ -400,7 +407,7 @@ def matrix(
                 planned=planned,
                 n_items=n_items,
                 samples=samples,
-                kinds=[k.strip() for k in kinds.split(",") if k.strip()],
+                kinds=kind_list,
                 n_candidates=n_candidates,
                 seed=used_seed,
                 conditions=wanted,

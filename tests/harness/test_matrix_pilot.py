@@ -227,3 +227,30 @@ def test_the_nightly_pilot_puts_not_divergent_in_the_profile(workspace: Workspac
     words = {h.agent: h.skill for h in headlines(profile)}
     assert "not divergent" in words["ref:habit"]
     assert ws.ledger.verify() == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--conditions", "bogus", "--no-pilot"],
+        ["--conditions", "observe:-3", "--no-pilot"],
+        ["--conditions", "simulate", "--second-order", "--no-pilot"],
+        ["--kinds", "telepathy"],
+        ["--samples", "1"],
+    ],
+)
+def test_bad_matrix_options_are_refused_before_anything_is_written(
+    tmp_path: Path, args: list[str]
+) -> None:
+    """A matrix option it cannot take is a one-line error (exit 2), and the data directory
+    stays empty: the options are checked before the database is opened."""
+    home = tmp_path / "home"
+    result = subprocess.run(
+        [sys.executable, "-m", "harness.cli.main", "matrix",
+         "--reference", "habit", "--reference", "random", *args],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "MINDLEDGER_HOME": str(home)}, cwd=tmp_path,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+    assert not home.exists() or not any(home.iterdir())
