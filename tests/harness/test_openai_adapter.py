@@ -407,6 +407,14 @@ def server() -> Iterator[FakeOpenAI]:
         yield s
 
 
+def fault_timeout(fault: str) -> float:
+    """The client's timeout for a fault test: short for the ``timeout`` fault (each attempt waits
+    it out), generous for the others, which fail on their own. A client that times out before a
+    loaded server has even read its request leaves an attempt the server never saw, and the
+    server's count no longer matches the client's."""
+    return 0.75 if fault == "timeout" else 10.0
+
+
 def real(server: FakeOpenAI, **kw: Any) -> tuple[OpenAIChat, Sleeps]:
     sleeps = Sleeps()
     kw.setdefault("timeout", 0.5)
@@ -442,7 +450,7 @@ async def test_each_fault_is_retried_then_succeeds(
     server: FakeOpenAI, fault: str, transport: str
 ) -> None:
     server.configure(faults=Faults(kinds=(fault,), first=2, retry_after="0", hang=5))
-    chat, sleeps = real(server, timeout=0.2, transport=make_transport(transport))
+    chat, sleeps = real(server, timeout=fault_timeout(fault), transport=make_transport(transport))
     async with chat:
         result = await chat.chat(USER)
     assert result.message["content"] == "basket" and result.attempts == 3
@@ -458,7 +466,9 @@ async def test_each_fault_exhausts_retries_with_its_kind(
     server: FakeOpenAI, fault: str, transport: str
 ) -> None:
     server.configure(faults=Faults(kinds=(fault,), first=10, retry_after="0", hang=5))
-    chat, _ = real(server, timeout=0.2, max_retries=2, transport=make_transport(transport))
+    chat, _ = real(
+        server, timeout=fault_timeout(fault), max_retries=2, transport=make_transport(transport)
+    )
     async with chat:
         with pytest.raises(ChatError) as caught:
             await chat.chat(USER)
