@@ -212,8 +212,9 @@ def test_timeout_hangs_until_the_client_gives_up(server: FakeOpenAI, client: htt
     while server.stats()["requests"] < 1 and time.monotonic() < deadline:
         time.sleep(0.01)
     entry = server.log[0]
-    assert entry.outcome == "timeout" and entry.finished - entry.started < 5
-    assert time.monotonic() - started < 5
+    # the server let go when the client hung up, not after its 30 s hang
+    assert entry.outcome == "timeout" and entry.finished - entry.started < 25
+    assert time.monotonic() - started < 25
     assert server.stats()["in_flight"] == 0
     assert post(client, server, chat_body()).status_code == 200
 

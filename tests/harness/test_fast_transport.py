@@ -109,7 +109,7 @@ async def test_read_timeout_frees_the_connection_slot(fake: FakeOpenAI) -> None:
         started = time.monotonic()
         with pytest.raises(httpx.ReadTimeout):
             await chat(c, fake)
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < 25  # the client's timeout, not the 30 s hang
         assert (await chat(c, fake)).status_code == 200
 
 
