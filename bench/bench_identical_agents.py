@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from games.repeated import Round, episode_from_item, reference_move
+from games.repeated import Round, agent_seat, episode_from_item, reference_move
 from harness.agents import Attempt
 from harness.families import reference_answer
 from harness.runner import score_attempt
@@ -94,6 +94,8 @@ class NoisyOracle:
     def answer(self, item: Item, rng: np.random.Generator) -> Any:
         """This policy's answer to ``item`` (a whole episode's moves for a repeated game)."""
         if item.family == "repeated":
+            if agent_seat(item) is not None:  # against an agent of the run: a random twin
+                return reference_answer(item, "random", rng)
             return self._episode(item, rng)
         if rng.random() < self.p_correct(item):
             return reference_answer(item, "oracle", rng)

@@ -5,8 +5,9 @@ fixed 50 ms; and the memory a long run takes.
 1. 2,000 trials, 64 in flight; 2. at scale, 10,000 trials, 256 in flight. Each prints wall
 time ÷ ideal (ideal = trials × latency ÷ concurrency) and the runner's own CPU time per trial
 (process CPU time ÷ trials), side by side with the same number of bare HTTP calls through the
-adapter (the floor the runner stands on), measured in one run. The runner is given the items
-as a list in memory; with ``--stored-items`` it runs again with them read back from the
+adapter (the floor the runner stands on), measured in one run, and the fake server's own CPU
+per request (it runs on the same cores, so it bounds the wall time too). The runner is given
+the items as a list in memory; with ``--stored-items`` it runs again with them read back from the
 stored run a page at a time, as ``mindledger run`` does (``Store.run_items``), and the cost of
 reading an item back (its id checked) is printed beside that of re-encoding it to check it.
 
@@ -28,6 +29,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -97,6 +99,8 @@ def latency_scenario(
         rows.append(("bare HTTP calls (OpenAIChat)",
                      time.perf_counter() - t0, time.process_time() - c0))
 
+        server_cpu: list[float] = []
+
         def timed(what: str, run_id: str, run_items: Sequence[Item]) -> None:
             async def run() -> None:
                 backend = OpenAIBackend(OpenAIChat(server.base_url, "bench", concurrency=conc))
@@ -107,9 +111,13 @@ def latency_scenario(
                 finally:
                     await agent.aclose()
 
+            s0 = _process_cpu(server.process.pid if server.process else None)
             c0, t0 = time.process_time(), time.perf_counter()
             asyncio.run(run())
             rows.append((what, time.perf_counter() - t0, time.process_time() - c0))
+            s1 = _process_cpu(server.process.pid if server.process else None)
+            if s0 is not None and s1 is not None:
+                server_cpu.append(s1 - s0)
 
         timed("runner (agent+score+store)", "bench", items)
         if stored_items:
@@ -129,11 +137,26 @@ def latency_scenario(
           f"{run_cpu / max(bare_cpu, 1e-9):.2f}× CPU; " + "; ".join(
               f"{run_id}: stored {len(ts)}/{n} trials ({sum(bool(t.correct) for t in ts)} "
               "scored correct)" for run_id, ts in trials.items()))
+    if server_cpu:
+        print(f"the fake server's own CPU per request (on the same cores): "
+              f"{server_cpu[0] / n * 1000:.2f} ms")
     if read is not None:
         print(f"an item read back (Store.run_items, id checked): {read[0] * 1e6:.0f} µs, of "
               f"which fetching its JSON {read[1] * 1e6:.0f} µs; checking its id by re-encoding "
               f"it (Item.from_dict) takes {read[2] * 1e6:.0f} µs")
     return min(len(ts) for ts in trials.values())
+
+
+def _process_cpu(pid: int | None) -> float | None:
+    """CPU seconds (user + system) of process ``pid`` so far, where there is /proc."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def item_read_costs(store: Store, run_id: str) -> tuple[float, float, float]:

@@ -14,7 +14,9 @@ no clock, no global random state — everything random takes a seed or a ``numpy
   pieces in :mod:`games._judge`.
 - Reference agents: :func:`reference_answer` (``oracle``, ``random``, ``level:K``,
   ``depth-capped:N``).
-- A/B/C: :func:`generate_abc_items`, :func:`summarize_abc`.
+- A/B/C: :func:`generate_abc_items`, :func:`summarize_abc`; condition C against the run's own
+  LLM population: :func:`generate_population_items` (K plays per agent and a C-llm question
+  per scenario) and :func:`population_prediction_scores` (scored at report time).
 """
 
 from games._catalog import CANONICAL_PARAMS, FAMILIES, GAMES, build_game, game_names, get_game
@@ -46,9 +48,17 @@ from games._spec import Action, GameSpec
 from games._strategic import (
     ABC_GENERATOR,
     ABC_KINDS,
+    POPULATION_KINDS,
+    POPULATION_MIN_ANSWERS,
+    POPULATION_QUESTIONS,
+    POPULATION_SAMPLES,
     generate_abc_items,
+    generate_population_items,
     make_abc_item,
     make_abc_scenario,
+    make_population_item,
+    make_population_scenario,
+    population_prediction_scores,
     score_abc_answer,
     summarize_abc,
 )
@@ -72,6 +82,10 @@ __all__ = [
     "MENTALIZING_FIELDS",
     "NUDGE",
     "POLICIES",
+    "POPULATION_KINDS",
+    "POPULATION_MIN_ANSWERS",
+    "POPULATION_QUESTIONS",
+    "POPULATION_SAMPLES",
     "SYSTEM_PROMPT",
     "VARIANT_FAMILIES",
     "Action",
@@ -86,18 +100,22 @@ __all__ = [
     "game_names",
     "generate_abc_items",
     "generate_items",
+    "generate_population_items",
     "generate_variant",
     "get_game",
     "idr_sequence",
     "judge_messages",
     "make_abc_item",
     "make_abc_scenario",
+    "make_population_item",
+    "make_population_scenario",
     "make_trial",
     "opponent_description",
     "opponent_history",
     "parse_action",
     "parse_judge_reply",
     "parse_policy",
+    "population_prediction_scores",
     "quantal_probabilities",
     "quote_grounded",
     "read_belief",

@@ -383,7 +383,7 @@ def summarize(scores: Iterable[Score]) -> dict[str, Any]:
     kl = counts("K_L_status")
     return {
         "n": n,
-        "accuracy": rate([s.correct for s in kept]),
+        "accuracy": rate([s.correct is True for s in kept]),
         "within_one": rate([bool(s.details.get("within_one")) for s in kept]),
         "K_B": counts("K_B_status"),
         "K_L": kl,

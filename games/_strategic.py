@@ -6,6 +6,14 @@
   (agent modelling; scored by log score and Brier against the population's realised choices);
 - **K** — the inferred level of one opponent from its play (asymmetric guessing games).
 
+C has a second population (seed 002 §15.1, "LLM populations"): the agents of the run itself.
+A scenario drawn for it (:func:`generate_population_items`, beauty contests and 11–20 variants)
+has :data:`POPULATION_SAMPLES` = K play items — the game's own question, which every agent of
+the run answers K times — and one C-llm item asking for the distribution of the other agents'
+plays. Neither can be scored one answer at a time (``Score.correct`` is None); the profile
+scores each C-llm prediction against the run's plays (``reports._population``), with
+:func:`population_prediction_scores`, the scripted C's log and Brier scores.
+
 Scenarios are drawn fresh from a seed, so canonical answers (33, 22, 0) cannot be retrieved:
 
 - ``beauty`` — generalised beauty contest: ``p ∈ [0.3, 1.4]``, bounds, N players, target
@@ -49,10 +57,18 @@ __all__ = [
     "ABC_GENERATOR",
     "ABC_KINDS",
     "ABC_VERSION",
+    "POPULATION_KINDS",
+    "POPULATION_MIN_ANSWERS",
+    "POPULATION_QUESTIONS",
+    "POPULATION_SAMPLES",
     "abc_reference",
     "generate_abc_items",
+    "generate_population_items",
     "make_abc_item",
     "make_abc_scenario",
+    "make_population_item",
+    "make_population_scenario",
+    "population_prediction_scores",
     "score_abc_answer",
     "summarize_abc",
 ]
@@ -70,6 +86,14 @@ B_TOLERANCE = 0.05
 """Largest total-variation distance at which a stated mixed equilibrium counts as correct."""
 LOG_FLOOR = 1e-9
 """Probability floor in the log score (a zero on a realised choice scores ``ln 1e-9``)."""
+POPULATION_KINDS: tuple[str, ...] = ("beauty", "11-20")
+"""Games with an LLM-population condition C (seed 002 §15.1; not the two-role guessing games)."""
+POPULATION_QUESTIONS: tuple[str, ...] = ("play", "C-llm")
+POPULATION_SAMPLES = 5
+"""K: how many times each agent of the run plays an LLM-population scenario."""
+POPULATION_MIN_ANSWERS = 5
+"""Fewest valid plays of the other agents (one agent's K plays) against which a C-llm
+prediction is scored; below it the scenario is not estimable for that predictor."""
 
 
 # -- small exact helpers -----------------------------------------------------------------
@@ -259,11 +283,14 @@ def _beauty(rng: np.random.Generator) -> _Scenario:
     else:
         target_text = (f"The target is {ps} times the median of the other {others} players"
                        "\u2019 numbers (your own number does not count towards it).")
-    intro = (
+    rules = (
         f"You are one of {n_players} players in a number-guessing game. Each player "
         f"simultaneously chooses an integer from {lo} to {hi}. {target_text} Each player "
         "loses points equal to the square of the distance between their own number and the "
-        "target, so the closer to the target, the better.\n\n"
+        "target, so the closer to the target, the better."
+    )
+    intro = (
+        f"{rules}\n\n"
         f"The other {others} players are scripted bots, each of a fixed level. A level-0 bot "
         f"picks an integer uniformly at random from {lo} to {hi}. "
         + _LEVEL_RULE_PLURAL
@@ -285,6 +312,7 @@ def _beauty(rng: np.random.Generator) -> _Scenario:
         population_levels=assigned,
         history=history,
         realised=realised,
+        extra={"rules": rules},
     )
 
 
@@ -324,11 +352,14 @@ def _eleven_twenty(rng: np.random.Generator) -> _Scenario:
     assigned, history, realised = _population(rng, size, (lo, hi), levels)
     labels, ranges = _labels_for((lo, hi), False)
     less = "1 less" if gap == 1 else f"{gap} less"
-    intro = (
+    rules = (
         f"Two players each simultaneously request an integer amount from {lo} to {hi}. Each "
         f"player receives the amount they request. A player who requests exactly {less} than "
         f"the other player receives an additional bonus of {bonus}. Each player wants as much "
-        "as possible.\n\n"
+        "as possible."
+    )
+    intro = (
+        f"{rules}\n\n"
         "Your opponent is a scripted bot of a fixed level. A level-0 bot requests an amount "
         f"uniformly at random from {lo} to {hi}. "
         + _LEVEL_RULE_SINGULAR
@@ -350,6 +381,7 @@ def _eleven_twenty(rng: np.random.Generator) -> _Scenario:
         population_levels=assigned,
         history=history,
         realised=realised,
+        extra={"rules": rules},
     )
 
 
@@ -567,9 +599,13 @@ def _prompt_k(sc: _Scenario) -> str:
 
 
 def make_abc_item(seed: int, params: Mapping[str, Any]) -> Item:
-    """One A/B/C/K item from its scenario seed and ``{"kind", "question"}``."""
+    """One A/B/C/K item from its scenario seed and ``{"kind", "question"}``; the questions
+    about the run's own LLM population (``"play"``, ``"C-llm"``) are
+    :func:`make_population_item`'s."""
     kind = params.get("kind")
     question = params.get("question")
+    if question in POPULATION_QUESTIONS:
+        return make_population_item(seed, params)
     sc = _scenario(seed, str(kind))
     if question not in _QUESTIONS[sc.kind]:
         raise InputError(f"question must be one of {_QUESTIONS[sc.kind]} for {kind}",
@@ -653,6 +689,170 @@ def generate_abc_items(
         sub = int(np.random.SeedSequence([seed, 0x5CE, i]).generate_state(1)[0])
         items.extend(make_abc_scenario(sub, kinds[i % len(kinds)]))
     return items
+
+
+# -- the run's own LLM population ----------------------------------------------------------
+
+
+def _population_scenario_id(seed: int, kind: str) -> str:
+    return content_hash({"generator": ABC_GENERATOR, "kind": kind, "seed": seed,
+                         "population": "llm"})[7:23]
+
+
+def _population_text(sc: _Scenario, samples: int) -> str:
+    """The paragraph that says, truthfully, who the players are."""
+    plays = f"{samples} time{'s' if samples != 1 else ''}"
+    agents = ("the agents evaluated in this run (AI agents, and possibly scripted reference "
+              f"players), each of which plays this game {plays}, each time in a new "
+              "conversation")
+    if sc.kind == "beauty":
+        return (f"The other {sc.params['players'] - 1} players are drawn at random from the "
+                f"choices of {agents}.")
+    return f"Your opponent is drawn at random from the requests of {agents}."
+
+
+def _prompt_play(sc: _Scenario, sample: int, samples: int) -> str:
+    ask = ("Which integer do you choose?" if sc.kind == "beauty"
+           else "Which amount do you request?")
+    return (f"{sc.extra['rules']}\n\n{_population_text(sc, samples)} This is play "
+            f"{sample + 1} of {samples}. {ask}")
+
+
+def _prompt_c_llm(sc: _Scenario, samples: int) -> str:
+    who = "choose" if sc.kind == "beauty" else "request"
+    return (
+        f"{sc.extra['rules']}\n\n{_population_text(sc, samples)}\n\nPredict what the other "
+        f"agents {who} (your own plays are not counted): give, for each of the following "
+        "choices, the probability that a randomly picked play of theirs falls in it (the "
+        "probabilities sum to 1): " + ", ".join(sc.labels) + "."
+    )
+
+
+def _count(params: Mapping[str, Any], key: str, default: int) -> int:
+    v = params.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise InputError(f"{key} must be a whole number of at least 1, got {v!r}", where=key)
+    return v
+
+
+def make_population_item(seed: int, params: Mapping[str, Any]) -> Item:
+    """A question about the run's own LLM population (seed 002 §15.1: condition C against
+    "LLM populations") from its scenario seed and params:
+
+    - ``{"kind", "question": "play", "sample": i, "samples": K}`` — the game's own move
+      question, the ``i``-th of ``K`` plays (0 ≤ i < K). Every agent of the run answers it, so
+      the run's agents form the population. The prompt says which play it is: the response
+      cache keys on the whole request, so ``K`` identical prompts would be one answer ``K``
+      times.
+    - ``{"kind", "question": "C-llm", "samples": K}`` — condition C against that population:
+      the predicted distribution of the other agents' plays, in the scripted C's answer
+      format. Its truth holds no realised choices (they do not exist when the item is drawn);
+      :func:`population_prediction_scores` scores it at report time.
+
+    ``kind`` is one of :data:`POPULATION_KINDS`; ``K`` defaults to :data:`POPULATION_SAMPLES`.
+    The game is the scripted scenario of the same seed (:func:`make_abc_scenario`), without
+    its bots.
+    """
+    kind = params.get("kind")
+    question = params.get("question")
+    if kind not in POPULATION_KINDS:
+        raise InputError(f"kind must be one of {POPULATION_KINDS} for an LLM-population "
+                         f"question, got {kind!r}", where="kind")
+    if question not in POPULATION_QUESTIONS:
+        raise InputError(f"question must be one of {POPULATION_QUESTIONS}, got {question!r}",
+                         where="question")
+    samples = _count(params, "samples", POPULATION_SAMPLES)
+    sc = _scenario(seed, str(kind))
+    lo, hi = sc.own_space
+    truth: dict[str, Any] = {
+        "population": "llm",
+        "samples": samples,
+        "level_actions": list(sc.bot_levels[1:]),
+        "own_level_actions": list(sc.own_levels[1:]),
+        "equilibria": list(sc.b_points),
+        "mixed_equilibria": [list(e) for e in sc.b_mixed],
+        "labels": list(sc.labels),
+        "label_ranges": [list(r) for r in sc.label_ranges],
+    }
+    meta: dict[str, Any] = {
+        "game": _GAME_NAMES[sc.kind],
+        "kind": sc.kind,
+        "question": question,
+        "scenario": _population_scenario_id(seed, str(kind)),
+        "condition": "abc-llm",
+        "population": "llm",
+        "samples": samples,
+        "variant": True,
+        "game_params": dict(sc.params),
+        "labels": list(sc.labels),
+    }
+    out_params: dict[str, Any] = {"kind": sc.kind, "question": question, "samples": samples}
+    answer: dict[str, Any]
+    if question == "play":
+        sample = params.get("sample")
+        if isinstance(sample, bool) or not isinstance(sample, int) or not 0 <= sample < samples:
+            raise InputError(f"sample must be a whole number from 0 to {samples - 1}, got "
+                             f"{sample!r}", where="sample")
+        prompt = _prompt_play(sc, sample, samples)
+        answer = {"kind": "integer", "min": lo, "max": hi}
+        meta["sample"] = sample
+        out_params["sample"] = sample
+    else:
+        prompt = _prompt_c_llm(sc, samples)
+        answer = {"kind": "distribution", "choices": list(sc.labels)}
+    return Item(family="games", generator=ABC_GENERATOR, version=ABC_VERSION, seed=seed,
+                params=out_params, prompt=prompt, answer=answer, truth=truth, meta=meta)
+
+
+def make_population_scenario(seed: int, kind: str, samples: int = POPULATION_SAMPLES) -> list[
+    Item
+]:
+    """The ``samples`` play items and the C-llm item of one LLM-population scenario."""
+    plays = [make_population_item(seed, {"kind": kind, "question": "play", "sample": i,
+                                         "samples": samples}) for i in range(samples)]
+    return [*plays, make_population_item(seed, {"kind": kind, "question": "C-llm",
+                                                "samples": samples})]
+
+
+def generate_population_items(
+    seed: int, n: int, *, kinds: Sequence[str] = POPULATION_KINDS,
+    samples: int = POPULATION_SAMPLES,
+) -> list[Item]:
+    """Items for ``n`` LLM-population scenarios (``samples`` + 1 items each), kinds in
+    rotation, deterministic by seed; a stream of the seed apart from
+    :func:`generate_abc_items`'."""
+    for k in kinds:
+        if k not in POPULATION_KINDS:
+            raise InputError(f"unknown LLM-population kind {k!r}; known: "
+                             f"{', '.join(POPULATION_KINDS)}", where="kinds")
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+        raise InputError(f"samples must be a whole number of at least 1, got {samples!r}",
+                         where="samples")
+    items: list[Item] = []
+    for i in range(n):
+        sub = int(np.random.SeedSequence([seed, 0x909, i]).generate_state(1)[0])
+        items.extend(make_population_scenario(sub, kinds[i % len(kinds)], samples))
+    return items
+
+
+def population_prediction_scores(
+    prediction: Sequence[float], labels: Sequence[str], counts: Mapping[str, int]
+) -> dict[str, Any]:
+    """A C prediction scored against a population's realised choices (pure): the mean log
+    score (the probability floored at :data:`LOG_FLOOR`, as for a scripted population), the
+    mean Brier score, the uniform prediction's two, and ``top1`` — whether the prediction has a
+    unique most likely choice and it is a modal choice of the population (the scripted C's
+    ``correct``). ``counts`` maps labels to how many plays fell in them (at least one)."""
+    if len(prediction) != len(labels):
+        raise ValueError("one probability per label")
+    out = _distribution_scores(prediction, {"labels": list(labels), "realised_counts": counts})
+    top = max(counts.values())
+    modes = {lab for lab, c in counts.items() if c == top}
+    best = max(prediction)
+    predicted = [lab for lab, p in zip(labels, prediction, strict=True) if p == best]
+    out["top1"] = len(predicted) == 1 and predicted[0] in modes
+    out["population_modes"] = sorted(modes, key=list(labels).index)
+    return out
 
 
 # -- scoring ------------------------------------------------------------------------------
@@ -740,8 +940,17 @@ def score_abc_answer(item: Item, answer: Any) -> Score:
     prediction has a unique most likely choice and it is a modal choice of the realised
     population; details carry the log score and Brier score against the realised choices (and
     the uniform prediction's, for reference). K: correct when the stated level is the bot's.
+
+    The LLM-population questions (:func:`make_population_item`) cannot be judged one answer at
+    a time: their ``correct`` is None and ``details["status"]`` says why — ``"population_play"``
+    for a play (``details["label"]`` is the answer range it falls in, None when the answer is
+    not a valid number), ``"pending_population"`` for a C-llm prediction (``details
+    ["prediction"]`` is scored at report time by :func:`population_prediction_scores`); their
+    ``value`` is 0 and means nothing.
     """
     q = item.meta["question"]
+    if q in POPULATION_QUESTIONS:
+        return _score_population_answer(item, answer)
     truth = item.truth
     spec = item.answer
     details: dict[str, Any] = {"question": q, "scenario": item.meta.get("scenario"),
@@ -800,13 +1009,56 @@ def score_abc_answer(item: Item, answer: Any) -> Score:
                  primary_error=codes[0] if codes else None, details=details)
 
 
+def _score_population_answer(item: Item, answer: Any) -> Score:
+    q = item.meta["question"]
+    truth = item.truth
+    details: dict[str, Any] = {"question": q, "scenario": item.meta.get("scenario"),
+                               "population": "llm"}
+    codes: list[str] = []
+    if q == "play":
+        details["status"] = "population_play"
+        details["sample"] = item.meta.get("sample")
+        value = _parse_int(answer)
+        lo, hi = item.answer["min"], item.answer["max"]
+        if value is not None and not lo <= value <= hi:
+            value = None
+            codes.append("out_of_range")
+        details["answer"] = value
+        details["label"] = None
+        if value is None:
+            if not codes:
+                codes.append("no_action" if answer is None else "invalid_action")
+        else:
+            ranges = truth["label_ranges"]
+            hit = next(i for i, (a, b) in enumerate(ranges) if a <= value <= b)
+            details["label"] = truth["labels"][hit]
+            details["matches_level"] = [
+                k + 1 for k, a in enumerate(truth["own_level_actions"]) if a == value]
+            details["is_equilibrium"] = value in truth["equilibria"]
+    else:
+        details["status"] = "pending_population"
+        probs, note = _parse_distribution(answer, item.answer["choices"])
+        details["parse"] = note
+        if probs is None:
+            codes.append("no_action" if answer is None else "invalid_action")
+        else:
+            details["prediction"] = probs
+            top = max(probs)
+            modes = [lab for lab, p in zip(item.answer["choices"], probs, strict=True)
+                     if p == top]
+            details["predicted_mode"] = modes[0] if len(modes) == 1 else None
+    return Score(correct=None, value=0.0, error_codes=tuple(codes),
+                 primary_error=codes[0] if codes else None, details=details)
+
+
 def summarize_abc(pairs: Iterable[tuple[Item, Score]]) -> dict[str, Any]:
     """Per-question accuracy and the separation figure.
 
     ``separation`` is the fraction of scenarios whose A, B and C truths differ
     (``truth["abc_differ"]``) in which the agent answered all three correctly; since the
     truths differ, correct answers are necessarily distinct. Also reports K accuracy and the
-    mean log and Brier scores of C.
+    mean log and Brier scores of C. LLM-population questions are left out (they are scored
+    against a whole run's answers, by the profile).
     """
     by_scenario: dict[str, dict[str, bool]] = {}
     differ: dict[str, bool] = {}
@@ -815,6 +1067,8 @@ def summarize_abc(pairs: Iterable[tuple[Item, Score]]) -> dict[str, Any]:
     briers: list[float] = []
     for item, score in pairs:
         q = str(item.meta["question"])
+        if q in POPULATION_QUESTIONS or score.correct is None:
+            continue  # scored against the run's population at report time
         sid = str(item.meta["scenario"])
         by_scenario.setdefault(sid, {})[q] = score.correct
         differ[sid] = bool(item.truth.get("abc_differ"))
@@ -851,11 +1105,28 @@ def abc_reference(item: Item, name: str, arg: int | None, rng: np.random.Generat
     the action for a distribution answer); it believes everyone else is level K−1, so on C it
     predicts a point mass on the level-(K−1) bots' action (uniform for K ≤ 1) and on K items
     it answers K−1.
+
+    On the LLM-population questions ``level:K`` plays its level-K action and predicts C-llm as
+    C; ``oracle`` plays an equilibrium action (for 11–20 a draw from the mixed equilibrium)
+    and, since no one knows the population's plays when the item is answered, predicts a
+    uniform C-llm distribution.
     """
     spec = item.answer
     truth = item.truth
     q = item.meta["question"]
     labels: list[str] = list(spec.get("choices", []))
+    if q == "C-llm":
+        q = "C"
+        if name == "oracle":
+            return {lab: 1.0 / len(labels) for lab in labels}
+    elif q == "play" and name == "oracle":
+        mixed = truth["mixed_equilibria"]
+        if mixed:
+            w = np.asarray(mixed[0], dtype=float)
+            return int(spec["min"]) + int(rng.choice(w.size, p=w / w.sum()))
+        if truth["equilibria"]:
+            return truth["equilibria"][0]
+        return _int(rng, spec["min"], spec["max"])
     if name == "oracle":
         if spec["kind"] == "integer":
             return truth["target_action"][0]

@@ -1,6 +1,6 @@
 """The games' item families (:class:`mindledger.family.Family`): ``"games"`` (level-k trials on
 the paper's games and fresh variants, and A/B/C scenarios) and ``"repeated"`` (repeated-game
-episodes against scripted opponents, played turn by turn).
+episodes against scripted opponents or another agent of the run, played turn by turn).
 
 Their design records (``design``) read the generators' meta. A one-shot item gives ``game``,
 ``condition``, ``target_depth``, ``lambda``, ``excluded`` (a level-k trial whose K_B would be
@@ -8,7 +8,9 @@ ambiguous), ``question`` ("A"/"B"/"C", "K" for opponent-type inference) and the 
 ties a scenario's items (:data:`SCENARIO_KEYS`), with the truth's ``target_action`` (or
 ``answer``) and ``abc_differ``; a repeated-game episode gives its ``game``, ``counterfactual``
 setting, ``opponent``, matched set (:func:`games.repeated.matched_set`) and whether it is a B6
-switching-bot episode (``b6``: then it has no counterfactual cell and no matched set).
+switching-bot episode (``b6``: then it has no counterfactual cell and no matched set). An
+episode against an agent of the run has the opponent ``agent:control`` or ``agent:self``
+(:data:`games.repeated.AGENT_OPPONENTS`); reports keep those apart from the scripted cells.
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ class RepeatedGames:
     """Repeated-game episodes (:mod:`games.repeated`): many rounds, one trial."""
 
     name: str = repeated.FAMILY
-    title: str = "Repeated games against scripted opponents"
+    title: str = "Repeated games against scripted opponents and the run's agents"
     plays: PlayMode = "episode"
     generators: tuple[str, ...] = (repeated.GENERATOR,)
     policies: tuple[str, ...] = repeated.REFERENCE_POLICIES

@@ -95,6 +95,16 @@ per cell would be 160 turns, six times the rest of ``quick``).
 B6's switching-bot episodes (:func:`b6_episodes`: 4 bots × 5 sessions of 30-round RPS, 600
 turns) are generated apart from these cells; their design record says ``b6`` and reports keep
 them out of the counterfactual cells and report them on their own.
+
+**Agents as opponents** (issue 15 item 4; seed 003's LLM-vs-LLM setting). The opponent
+``agent:control`` or ``agent:self`` (:data:`AGENT_OPPONENTS`) is not a script but another agent
+of the run, in a *seat* the harness resolves: the agent's control, or a second instance of the
+agent. The item holds the rules and ``{"kind": "agent", "seat": ...}`` (no draws, no benchmark);
+:class:`SeatEpisode` gives each seat its own view of the history, and :func:`score_seats`
+scores both seats' moves: payoffs, *m*, efficiency per seat's own tokens, and exploitation
+against the best fixed action in hindsight (:data:`SEAT_BENCHMARK`); adaptation latency has no
+switch to measure from. :func:`agent_seat_design` lays them out in matched sets (one seed per
+set, played in every setting), so the counterfactual gap is paired there too.
 """
 
 from __future__ import annotations
@@ -113,6 +123,7 @@ from mindledger.errors import InputError
 from mindledger.items import Item, Score
 
 __all__ = [
+    "AGENT_OPPONENTS",
     "B6_OPPONENTS",
     "B6_PRESET",
     "COUNTERFACTUALS",
@@ -126,11 +137,16 @@ __all__ = [
     "OPPONENTS",
     "PAPER_OPPONENTS",
     "REFERENCE_POLICIES",
+    "SEATS",
+    "SEAT_BENCHMARK",
     "T_P",
     "VERSION",
     "Episode",
     "RepeatedGame",
     "Round",
+    "SeatEpisode",
+    "agent_seat",
+    "agent_seat_design",
     "b6_episodes",
     "counterfactual_design",
     "episode_from_item",
@@ -145,6 +161,8 @@ __all__ = [
     "repeated_game",
     "score",
     "score_episode",
+    "score_seats",
+    "seat_episode_from_item",
 ]
 
 FAMILY = "repeated"
@@ -736,26 +754,7 @@ class Episode:
     def round_prompt(self, history: Sequence[Round]) -> str:
         """What the agent reads before choosing in the next round: the rounds so far with their
         points, the totals, and the request."""
-        roles = self._roles(history)
-        r = len(roles) + 1
-        if r > self.rounds:
-            raise InputError("the game is over", where="history")
-        lab = self.game.labels
-        lines = [f"Round {r} of {self.rounds}."]
-        if not roles:
-            lines.append("No rounds have been played yet.")
-        else:
-            lines.append("Rounds so far (your action / your opponent's action: your points / "
-                         "your opponent's points):")
-            mine = theirs = 0
-            for i, (a, b) in enumerate(roles, 1):
-                pa, pb = self.game.outcome(a, b)
-                mine, theirs = mine + pa, theirs + pb
-                you = "(no valid action)" if a is None else lab[a]
-                lines.append(f"Round {i}: {you} / {lab[b]}: {pa} / {pb}")
-            lines.append(f"Total so far: you {mine}, your opponent {theirs}.")
-        lines.append(f"Choose your action for round {r}: one of {', '.join(lab)}.")
-        return "\n".join(lines)
+        return _rounds_text(self.game, self.rounds, self._roles(history))
 
     def best_responses(self, history: Sequence[Round]) -> tuple[str, ...]:
         """The optimal actions for the next round against the opponent's script (the
@@ -765,6 +764,290 @@ class Episode:
             raise InputError("the game is over", where="history")
         s = self._states(roles)[-1]
         return tuple(self.game.labels[a] for a in self._planner.best(len(roles), s))
+
+
+def _rounds_text(game: RepeatedGame, rounds: int,
+                 roles: Sequence[tuple[int | None, int | None]]) -> str:
+    """What a player reads before choosing in the next round, from its own side: the rounds so
+    far (its move first) with their points, the totals, and the request."""
+    r = len(roles) + 1
+    if r > rounds:
+        raise InputError("the game is over", where="history")
+    lab = game.labels
+    lines = [f"Round {r} of {rounds}."]
+    if not roles:
+        lines.append("No rounds have been played yet.")
+    else:
+        lines.append("Rounds so far (your action / your opponent's action: your points / "
+                     "your opponent's points):")
+        mine = theirs = 0
+        for i, (a, b) in enumerate(roles, 1):
+            pa, pb = _seat_outcome(game, a, b)
+            mine, theirs = mine + pa, theirs + pb
+            you = "(no valid action)" if a is None else lab[a]
+            them = "(no valid action)" if b is None else lab[b]
+            lines.append(f"Round {i}: {you} / {them}: {pa} / {pb}")
+        lines.append(f"Total so far: you {mine}, your opponent {theirs}.")
+    lines.append(f"Choose your action for round {r}: one of {', '.join(lab)}.")
+    return "\n".join(lines)
+
+
+def _seat_outcome(game: RepeatedGame, a: int | None, b: int | None) -> tuple[int, int]:
+    """(this player, other player) points when either may have given no valid move: an invalid
+    move is its player's worst outcome (:attr:`RepeatedGame.worst_outcome`, seen from that
+    player's side); both invalid, both get the game's lowest payoff."""
+    if b is not None:
+        return game.outcome(a, b)
+    if a is None:
+        low = game.worst_outcome[0]
+        return low, low
+    theirs, mine = game.worst_outcome
+    return mine, theirs
+
+
+# ------------------------------------------------------------------------------- agent seats
+
+AGENT_OPPONENTS: Mapping[str, str] = {"agent:control": "control", "agent:self": "self"}
+"""Opponents that are agents of the run, by their ``opponent`` param, and the seat each names:
+``control`` — the agent's bare-model control (the run's control of the agent's base agent);
+``self`` — a second, independent instance of the agent itself (each seat its own chats and its
+own history). The harness resolves the seat to an agent (:mod:`harness.episodes`)."""
+SEATS: tuple[str, ...] = ("control", "self")
+SEAT_BENCHMARK = ("the best fixed action in hindsight against the opponent's actual moves "
+                  "(the moves taken as given: how the opponent would have reacted is unknown)")
+"""What ``benchmark`` means in an agent-seat episode (there is no script to best-respond to)."""
+NO_SWITCH = ("not estimable: the opponent is an agent with no scripted switch, so there is no "
+             "switch round to adapt from")
+
+
+@dataclass(frozen=True)
+class SeatEpisode:
+    """A repeated game between two agents of the run (opponent ``agent:control`` or
+    ``agent:self``): the same stage game and rules for both seats, no script and no draws.
+
+    Each seat sees the game from its own side (its own move first, its own points first,
+    :meth:`round_prompt`); the game is symmetric, so both read the same rules."""
+
+    game: RepeatedGame
+    seat: str
+    rounds: int
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.rounds <= MAX_ROUNDS:
+            raise InputError(f"rounds must be from 1 to {MAX_ROUNDS}", where="rounds")
+        if self.seat not in SEATS:
+            raise InputError(f"unknown seat {self.seat!r}; known: {', '.join(SEATS)}",
+                             where="opponent.seat")
+
+    @property
+    def opponent_name(self) -> str:
+        return f"agent:{self.seat}"
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return self.game.labels
+
+    @property
+    def answer_spec(self) -> dict[str, Any]:
+        return {"kind": "choice", "choices": list(self.game.labels)}
+
+    def intro(self) -> str:
+        return self.game.rules_text(self.rounds)
+
+    def _role(self, move: Any) -> int | None:
+        """The role of ``move``; None when it is not an action of the game (invalid)."""
+        labels = self.game.labels
+        return labels.index(move) if isinstance(move, str) and move in labels else None
+
+    def round_prompt(self, mine: Sequence[Any], theirs: Sequence[Any]) -> str:
+        """What the seat whose moves are ``mine`` reads before the next round (moves that are
+        not actions of the game are shown as invalid)."""
+        if len(mine) != len(theirs):
+            raise InputError("both seats must have played the same rounds", where="history")
+        return _rounds_text(self.game, self.rounds,
+                            [(self._role(a), self._role(b)) for a, b in zip(mine, theirs,
+                                                                             strict=True)])
+
+
+def agent_seat(item: Item) -> str | None:
+    """The seat an episode item's opponent sits in (``control`` | ``self``), None for a scripted
+    opponent."""
+    if item.family != FAMILY:
+        return None
+    spec = item.truth.get("opponent") if isinstance(item.truth, Mapping) else None
+    if isinstance(spec, Mapping) and spec.get("kind") == "agent":
+        seat = spec.get("seat")
+        return str(seat) if seat in SEATS else None
+    return None
+
+
+def seat_episode_from_item(item: Item) -> SeatEpisode:
+    """Rebuild an agent-seat item's episode from its truth alone."""
+    seat = agent_seat(item)
+    if seat is None:
+        raise InputError("not an agent-seat episode (its opponent is scripted)", where="item")
+    t = item.truth
+    try:
+        game = RepeatedGame(str(t["game"]), str(t["counterfactual"]),
+                            tuple(str(x) for x in t["labels"]),
+                            tuple(tuple(int(v) for v in row) for row in t["payoff"]))
+        return SeatEpisode(game, seat, int(t["rounds"]))
+    except KeyError as exc:
+        raise InputError(f"item truth lacks {exc.args[0]!r}", where="truth") from None
+
+
+def _seat_figures(game: RepeatedGame, mine: Sequence[int | None], theirs: Sequence[int | None],
+                  tokens: int | None, t_p: Fraction) -> dict[str, Any]:
+    """One seat's figures in an agent-seat episode (see :func:`score_seats`)."""
+    rounds = len(mine)
+    lab = game.labels
+    pays = [_seat_outcome(game, a, b) for a, b in zip(mine, theirs, strict=True)]
+    own = [p for p, _ in pays]
+    # what each action would have scored, round by round, against the moves actually played
+    per_action = [[_seat_outcome(game, x, b)[0] for b in theirs] for x in range(game.n)]
+    bench = max(sum(col) for col in per_action)
+    rand = Fraction(sum(sum(col) for col in per_action), game.n)
+    total = sum(own)
+    best_rows = [game.best_replies(b) if b is not None else tuple(range(game.n))
+                 for b in theirs]
+    consistent = [a is not None and a in best for a, best in zip(mine, best_rows, strict=True)]
+    m = _earliest_stable_round([p >= q for p, q in pays], t_p)
+    valid = [a for a in mine if a is not None]
+    counts = [valid.count(i) for i in range(game.n)]
+    invalid = [t + 1 for t, a in enumerate(mine) if a is None]
+    out: dict[str, Any] = {
+        "moves": [None if a is None else lab[a] for a in mine],
+        "payoffs": own,
+        "total": total,
+        "benchmark": bench,
+        "benchmark_kind": "hindsight",
+        "random_expected": _as_float(rand),
+        "exploitation": None if bench == rand else _as_float((total - rand) / (bench - rand)),
+        "regret": bench - total,
+        "comprehension_round": m,
+        "comprehended": m <= rounds,
+        "best_response_round": _earliest_stable_round(consistent, t_p),
+        "best_response_rate": sum(consistent) / rounds,
+        "tokens": tokens,
+        "efficiency": (None if not tokens else total / tokens * EFFICIENCY_SCALE),
+        "action_counts": dict(zip(lab, counts, strict=True)),
+        "invalid_rounds": invalid,
+        "invalid_rate": len(invalid) / rounds,
+    }
+    if game.name == "pd":
+        out["cooperation_rate"] = counts[0] / rounds
+    return out
+
+
+def score_seats(
+    episode: SeatEpisode,
+    moves: Sequence[Any],
+    opponent_moves: Sequence[Any],
+    tokens: int | None = None,
+    opponent_tokens: int | None = None,
+    *,
+    t_p: Fraction = T_P,
+) -> dict[str, Any]:
+    """Score an agent-seat episode from both seats' moves (a move that is not an action, or is
+    missing, is invalid): the agent's figures at the top level, the opponent seat's under
+    ``opponent_seat``.
+
+    The figures of :func:`score_episode` where they carry over: payoffs and totals; the
+    comprehension round *m* (the same rule, each seat against the other); ``benchmark`` is
+    :data:`SEAT_BENCHMARK` — the best fixed action in hindsight, so ``exploitation`` = (total −
+    E[random play]) ÷ (that benchmark − E[random play]) over the moves actually played (in the
+    Prisoner's Dilemma always defecting is that action, and mutual cooperation scores −1) and
+    ``regret`` its shortfall; ``best_response_round`` uses the stage game's best replies to the
+    other seat's actual moves; ``efficiency`` each seat's points per 1,000 of its own tokens.
+    ``adaptation_latency`` is None with ``not_estimable`` saying why (no scripted switch).
+    """
+    for name, tok in (("tokens", tokens), ("opponent_tokens", opponent_tokens)):
+        if tok is not None and (isinstance(tok, bool) or not isinstance(tok, int) or tok < 0):
+            raise InputError(f"{name} must be a non-negative integer", where=name)
+    rounds = episode.rounds
+    mine = [episode._role(moves[t] if t < len(moves) else None) for t in range(rounds)]
+    theirs = [episode._role(opponent_moves[t] if t < len(opponent_moves) else None)
+              for t in range(rounds)]
+    game = episode.game
+    lab = game.labels
+    agent = _seat_figures(game, mine, theirs, tokens, t_p)
+    other = _seat_figures(game, theirs, mine, opponent_tokens, t_p)
+    per_round = [{
+        "round": t + 1,
+        "agent": agent["moves"][t],
+        "opponent": other["moves"][t],
+        "agent_payoff": agent["payoffs"][t],
+        "opponent_payoff": other["payoffs"][t],
+        "best_responses": ([lab[x] for x in game.best_replies(b)] if b is not None
+                           else list(lab)),
+        "invalid": a is None,
+        "opponent_invalid": b is None,
+    } for t, (a, b) in enumerate(zip(mine, theirs, strict=True))]
+    out: dict[str, Any] = {
+        "game": game.name,
+        "counterfactual": game.counterfactual,
+        "opponent": episode.opponent_name,
+        "seat": episode.seat,
+        "rounds": rounds,
+        **{k: v for k, v in agent.items() if k != "moves"},
+        "moves": agent["moves"],
+        "opponent_moves": other["moves"],
+        "per_round": per_round,
+        "opponent_payoffs": other["payoffs"],
+        "opponent_total": other["total"],
+        "joint_total": agent["total"] + other["total"],
+        "benchmark_definition": SEAT_BENCHMARK,
+        "t_p": float(t_p),
+        "switch_round": None,
+        "adaptation_latency": None,
+        "adapted": None,
+        "not_estimable": {"adaptation_latency": NO_SWITCH},
+        "action_shares": {x: (c / (rounds - len(agent["invalid_rounds"]))
+                              if rounds > len(agent["invalid_rounds"]) else None)
+                          for x, c in agent["action_counts"].items()},
+        "stage_equilibrium": {x: _as_float(q)
+                              for x, q in zip(lab, game.stage_equilibrium(), strict=True)},
+        "opponent_seat": other,
+    }
+    if game.name == "pd":
+        out["mutual_cooperation_rate"] = sum(a == 0 and b == 0 for a, b in zip(
+            mine, theirs, strict=True)) / rounds
+    return out
+
+
+def agent_seat_design(
+    seed: int,
+    sets_per_game: int,
+    *,
+    games: Sequence[str] = GAMES,
+    seats: Sequence[str] = SEATS,
+    counterfactuals: Sequence[str] = COUNTERFACTUALS,
+    rounds: int | None = None,
+) -> list[Item]:
+    """Agent-seat episodes in matched sets, deterministic by ``seed``: for each game and seat,
+    ``sets_per_game`` matched sets, each played in every setting of ``counterfactuals`` — so
+    every (game, seat, setting) cell holds exactly ``sets_per_game`` episodes and the
+    counterfactual gap is a paired difference within sets. ``rounds`` overrides the games'
+    defaults. Items come set by set, so a run cut short stays balanced give or take one set."""
+    if (isinstance(sets_per_game, bool) or not isinstance(sets_per_game, int)
+            or sets_per_game < 0):
+        raise InputError("sets_per_game must be a non-negative integer", where="sets_per_game")
+    for seat in seats:
+        if seat not in SEATS:
+            raise InputError(f"unknown seat {seat!r}; known: {', '.join(SEATS)}", where="seats")
+    items: list[Item] = []
+    for j in range(sets_per_game):
+        for gi, g in enumerate(games):
+            for si, seat in enumerate(SEATS):
+                if seat not in seats:
+                    continue
+                set_seed = int(np.random.SeedSequence([seed, 0x5EA7, gi, si, j])
+                               .generate_state(1)[0])
+                for c in counterfactuals:
+                    items.append(make_episode_item(set_seed, {
+                        "game": g, "counterfactual": c, "opponent": f"agent:{seat}",
+                        "rounds": rounds if rounds is not None else DEFAULT_ROUNDS[g]}))
+    return items
 
 
 def _seed_for(seed: int, index: int) -> int:
@@ -783,9 +1066,9 @@ def _clean_params(params: Mapping[str, Any]) -> dict[str, Any]:
         raise InputError(f"unknown counterfactual {cf!r}; known: {', '.join(COUNTERFACTUALS)}",
                          where="counterfactual")
     opp = params.get("opponent")
-    if opp not in OPPONENTS[game]:
+    if opp not in OPPONENTS[game] and opp not in AGENT_OPPONENTS:
         raise InputError(f"unknown opponent {opp!r} for {game}; known: "
-                         f"{', '.join(OPPONENTS[game])}", where="opponent")
+                         f"{', '.join([*OPPONENTS[game], *AGENT_OPPONENTS])}", where="opponent")
     rounds = params.get("rounds", DEFAULT_ROUNDS[game])
     if rounds is None:
         rounds = DEFAULT_ROUNDS[game]
@@ -824,6 +1107,8 @@ def make_episode_item(seed: int, params: Mapping[str, Any]) -> Item:
     ``meta`` game, counterfactual, opponent, rounds (and the switch round).
     """
     clean = _clean_params(params)
+    if clean["opponent"] in AGENT_OPPONENTS:
+        return _seat_item(seed, clean)
     ep = make_episode(seed, clean)
     s0 = ep._bot.start()
     truth: dict[str, Any] = {
@@ -860,10 +1145,35 @@ def make_episode_item(seed: int, params: Mapping[str, Any]) -> Item:
     )
 
 
+def _seat_item(seed: int, clean: Mapping[str, Any]) -> Item:
+    """An agent-seat item: the rules, and a truth with no script, draws or benchmark (both
+    seats are agents); ``seed`` only names its matched set."""
+    seat = AGENT_OPPONENTS[clean["opponent"]]
+    ep = SeatEpisode(repeated_game(clean["game"], clean["counterfactual"]), seat,
+                     clean["rounds"])
+    truth: dict[str, Any] = {
+        "game": ep.game.name,
+        "counterfactual": ep.game.counterfactual,
+        "labels": list(ep.game.labels),
+        "payoff": [list(row) for row in ep.game.payoff],
+        "rounds": ep.rounds,
+        "opponent": {"kind": "agent", "seat": seat},
+        "opponent_name": clean["opponent"],
+        "stage_equilibrium": [_as_float(q) for q in ep.game.stage_equilibrium()],
+    }
+    meta = {"game": clean["game"], "counterfactual": clean["counterfactual"],
+            "opponent": clean["opponent"], "seat": seat, "rounds": clean["rounds"]}
+    return Item(family=FAMILY, generator=GENERATOR, version=VERSION, seed=seed, params=dict(clean),
+                prompt=ep.intro(), answer=ep.answer_spec, truth=truth, meta=meta)
+
+
 def episode_from_item(item: Item) -> Episode:
     """Rebuild an item's episode from its truth alone."""
     if item.family != FAMILY:
         raise InputError(f"not a repeated-game item (family {item.family!r})", where="item")
+    if agent_seat(item) is not None:
+        raise InputError("an agent-seat episode has no scripted opponent "
+                         "(seat_episode_from_item rebuilds it)", where="item")
     t = item.truth
     try:
         game = RepeatedGame(str(t["game"]), str(t["counterfactual"]),
@@ -1154,6 +1464,8 @@ def score(item: Item, answer: Any) -> Score:
     :func:`score_episode`. Error codes, in order: ``invalid_moves``, ``no_comprehension`` (m
     beyond the game), ``not_best_response``.
     """
+    if agent_seat(item) is not None:
+        return _score_seat_answer(item, answer)
     ep = episode_from_item(item)
     moves, tokens = _answer_moves(answer)
     details = score_episode(ep, play_moves(ep, moves), tokens)
@@ -1170,6 +1482,35 @@ def score(item: Item, answer: Any) -> Score:
     if not correct:
         codes.append("not_best_response")
     return Score(correct=correct, value=value, error_codes=tuple(codes),
+                 primary_error=codes[0] if codes else None, details=details)
+
+
+def _score_seat_answer(item: Item, answer: Any) -> Score:
+    """Score an agent-seat answer ``{"moves", "opponent_moves", "tokens", "opponent_tokens"}``
+    (:func:`score_seats`). With no script there is no best response to hold the agent to:
+    ``correct`` is seed 003's comprehension (m within the game) and ``value`` is 1.0 or 0.0
+    accordingly. Error codes: ``invalid_moves``, ``no_comprehension``."""
+    ep = seat_episode_from_item(item)
+    moves, tokens = _answer_moves(answer)
+    theirs: list[Any] = []
+    opp_tokens: int | None = None
+    if isinstance(answer, Mapping):
+        raw = answer.get("opponent_moves")
+        theirs = list(raw) if isinstance(raw, Sequence) and not isinstance(raw, str) else []
+        t = answer.get("opponent_tokens")
+        if isinstance(t, int) and not isinstance(t, bool) and t >= 0:
+            opp_tokens = t
+    details = score_seats(ep, moves, theirs, tokens, opp_tokens)
+    details["answer_length"] = len(moves)
+    if isinstance(answer, Mapping) and isinstance(answer.get("opponent_agent"), str):
+        details["opponent_agent"] = answer["opponent_agent"]
+    correct = bool(details["comprehended"])
+    codes: list[str] = []
+    if details["invalid_rounds"]:
+        codes.append("invalid_moves")
+    if not correct:
+        codes.append("no_comprehension")
+    return Score(correct=correct, value=1.0 if correct else 0.0, error_codes=tuple(codes),
                  primary_error=codes[0] if codes else None, details=details)
 
 
@@ -1213,6 +1554,18 @@ def play_reference(episode: Episode, policy: str, rng: np.random.Generator) -> l
 
 def reference_answer(item: Item, policy: str, rng: np.random.Generator) -> dict[str, Any]:
     """The answer of reference agent ``policy`` to an episode item: ``{"moves", "tokens": 0}``
-    (the form :func:`score` takes)."""
+    (the form :func:`score` takes). On an agent-seat item only ``random`` plays (both seats:
+    the reference and its second instance draw from ``rng`` in turn, round by round); the
+    others best-respond to a script, and there is none."""
+    if agent_seat(item) is not None:
+        if policy != "random":
+            raise InputError(f"reference policy {policy!r} needs a scripted opponent; an "
+                             "agent-seat episode has none (only 'random' plays it)",
+                             where="policy")
+        ep = seat_episode_from_item(item)
+        draws = rng.integers(ep.game.n, size=(ep.rounds, 2))
+        return {"moves": [ep.labels[int(a)] for a, _ in draws],
+                "opponent_moves": [ep.labels[int(b)] for _, b in draws],
+                "tokens": 0, "opponent_tokens": 0}
     history = play_reference(episode_from_item(item), policy, rng)
     return {"moves": [a for a, _ in history], "tokens": 0}

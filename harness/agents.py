@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -358,9 +359,18 @@ class CommandBackend:
     reads a JSON reply on stdout: either ``{"message": {...}}``, an OpenAI chat completion
     (``{"choices": [{"message": {...}}]}``), or ``{"content": "..."}``."""
 
-    def __init__(self, command: Sequence[str], *, timeout: float = 120.0, concurrency: int = 4):
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        timeout: float = 120.0,
+        concurrency: int = 4,
+        env: Mapping[str, str] | None = None,
+    ):
         self.command = list(command)
         self.timeout = timeout
+        self.env = dict(env) if env else None
+        """Variables set over the harness's environment for the program (None: it inherits)."""
         self._sem = asyncio.Semaphore(concurrency)
 
     async def chat(
@@ -387,6 +397,7 @@ class CommandBackend:
                     stdin=asyncio.subprocess.PIPE,
                     stdout=asyncio.subprocess.PIPE,
                     stderr=asyncio.subprocess.PIPE,
+                    env={**os.environ, **self.env} if self.env else None,
                 )
             except OSError as exc:
                 raise AgentError(

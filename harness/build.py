@@ -1,8 +1,12 @@
 """From names on the command line and agents in the settings to the agents of a run.
 
 Every agent under test is paired with a **control** (the same base model, a minimal system
-prompt, no modules): the one named by its ``control`` setting, else one derived from it. Each
-``--ablate MODULE`` adds a variant with that module switched off. Reference agents are added as
+prompt, no modules): the one named by its ``control`` setting, else one derived from it (the
+reference scaffold's modules off; the agent's own modules are inside it and stay as they are:
+declare a ``control`` for a truly bare model). Each ``--ablate MODULE`` adds a variant with that
+module switched off: a reference-scaffold module leaves the variant's ``modules``; an agent's own
+module (``[agents.NAME.own_modules.MODULE]``) has its declared switch applied to the variant's
+headers, body fields, model, endpoint or environment. Reference agents are added as
 they are. What it takes to rebuild each agent is stored with the run (its *spec*, an
 :class:`AgentSpec`: the agent's :class:`AgentConfig` as JSON, with no secrets: only the name of
 the variable holding a key), so ``--resume`` needs no settings. Each agent is built by its
@@ -17,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.adapters.kinds import Agent, BuildContext
-from harness.adapters.registry import adapter_kind, build_agent
+from harness.adapters.registry import adapter_kind, build_agent, check_applicable
 from harness.agents import CONTROL_SYSTEM_PROMPT
 from harness.families import check_policy
 from harness.settings import MODULES, AgentConfig, Settings
@@ -64,9 +68,14 @@ class AgentSpec:
     @classmethod
     def of(cls, declared: AgentConfig, *, ablated: str | None = None, **changes: Any) -> AgentSpec:
         """The spec of ``declared`` with ``changes`` (for a control or an ablation)."""
-        had_credentials = declared.endpoint is not None and strip_credentials(declared.endpoint)[1]
+        config = replace(declared, **changes)
+        had_credentials = (
+            declared.endpoint is not None
+            and config.endpoint == declared.endpoint  # not another endpoint (which has none)
+            and strip_credentials(declared.endpoint)[1]
+        )
         return cls(
-            replace(declared, **changes),
+            config,
             endpoint_credentials_from=declared.name if had_credentials else None,
             ablated=ablated,
         )
@@ -77,7 +86,7 @@ class AgentSpec:
         if self.config.endpoint:
             data["endpoint"] = strip_credentials(self.config.endpoint)[0]
         if not defaults:
-            data = {k: v for k, v in data.items() if v != _DEFAULTS[k]}
+            data = {k: v for k, v in data.items() if v != _DEFAULTS.get(k)}
         if self.endpoint_credentials_from:
             data["endpoint_credentials_from"] = self.endpoint_credentials_from
         if self.ablated:
@@ -159,34 +168,45 @@ def plan_agents(
         names.add(ra.name)
         planned.append(ra)
 
-    for m in ablate:
-        if m not in MODULES:
-            raise UserError(
-                f"unknown module {m!r} for --ablate (expected one of {', '.join(MODULES)})"
-            )
-
     def lookup(name: str) -> AgentConfig:
         cfg = _lookup(settings, name)
         return cfg if temperature is None else replace(cfg, temperature=temperature)
 
+    declared = {name: lookup(name) for name in agents}
+    own = {m for cfg in declared.values() for m in cfg.own_modules}
+    for m in ablate:
+        if m not in MODULES and m not in own:
+            theirs = "; ".join(
+                f"{n}'s own: {', '.join(cfg.own_modules)}"
+                for n, cfg in declared.items()
+                if cfg.own_modules
+            )
+            raise UserError(
+                f"unknown module {m!r} for --ablate (expected one of the reference scaffold's: "
+                f"{', '.join(MODULES)}" + (f"; {theirs})" if theirs else ")")
+            )
+
     for name in agents:
-        cfg = lookup(name)
+        cfg = declared[name]
+        check_applicable(cfg)
         add(RunAgent(name, "agent", AgentSpec.of(cfg).to_json()))
         if adapter_kind(cfg.adapter, agent=name).paired_with_control and not no_control:
             ctl_name = control if control and len(agents) == 1 else cfg.control
             if ctl_name:
-                ctl = AgentSpec.of(lookup(ctl_name))
+                ctl_cfg = lookup(ctl_name)
+                check_applicable(ctl_cfg)
+                ctl = AgentSpec.of(ctl_cfg)
                 add(RunAgent(ctl_name, "control", ctl.to_json(), base_agent=name))
             else:
                 ctl = AgentSpec.of(cfg, system_prompt=CONTROL_SYSTEM_PROMPT, modules=())
                 add(RunAgent(f"{name}-control", "control", ctl.to_json(), base_agent=name))
         for m in ablate:
-            if m not in cfg.modules:
+            if m not in cfg.module_names:
                 raise UserError(
-                    f"agent {name!r} has no module {m!r} to ablate (it has {list(cfg.modules)})"
+                    f"agent {name!r} has no module {m!r} to ablate (it has "
+                    f"{list(cfg.module_names)})"
                 )
-            mods = tuple(x for x in cfg.modules if x != m)
-            variant = AgentSpec.of(cfg, modules=mods, ablated=m)
+            variant = AgentSpec.of(cfg, ablated=m, **cfg.module_off(m))
             add(RunAgent(f"{name}-no-{m}", "ablation", variant.to_json(), base_agent=name))
     for policy in references:
         check_policy(policy)

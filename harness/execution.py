@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from harness.build import built_agents, concurrency_of, needs_local_model
+from harness.episodes import Seats, control_seats
 from harness.runner import ProgressSink, RunSummary, execute_run
 from harness.settings import Settings
 from ledger.store import RunAgent, Store
@@ -122,6 +123,7 @@ async def execute_batch(
     Idempotent: executing a batch twice, or twice at once, stores each trial once."""
     run = await asyncio.to_thread(store.get_run, run_id)
     planned = await asyncio.to_thread(store.run_agents, run_id)
+    everyone = planned
     if agents is not None:
         agents = {agents} if isinstance(agents, str) else set(agents)
         known = {ra.name for ra in planned}
@@ -147,22 +149,30 @@ async def execute_batch(
         items = await asyncio.to_thread(
             _batch_items, store, run_id, ids, positions, whole=item_ids is None
         )
+        # the agents in the batch's agents' control seats (repeated games against an agent of
+        # the run) are built too when the batch leaves them out; they play no trials of their own
+        control_of = control_seats(everyone)
+        names = {ra.name for ra in planned}
+        seated = {control_of[n] for n in names if n in control_of} - names
+        with_seats = [*planned, *(ra for ra in everyone if ra.name in seated)]
         try:
             async with (
                 _local_model_url(
-                    local_model or model_per_batch(settings), needed=needs_local_model(planned)
+                    local_model or model_per_batch(settings),
+                    needed=needs_local_model(with_seats),
                 ) as base_url,
                 built_agents(
-                    planned, settings, seed=run.seed, store=store, local_base_url=base_url
+                    with_seats, settings, seed=run.seed, store=store, local_base_url=base_url
                 ) as built,
             ):
                 summary = await execute_run(
                     store,
                     run_id,
-                    built,
+                    built[: len(planned)],
                     items,
                     concurrency=_concurrency(planned, settings),
                     progress=progress,
+                    seats=Seats.of(built, control_of),
                 )
         except BaseException:
             if interrupt_on_failure:

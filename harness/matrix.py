@@ -63,9 +63,10 @@ the scale; their answer distributions are known, so the truth of every figure is
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -75,7 +76,13 @@ import numpy as np
 from harness import matrix_items
 from harness.agents import ChatAgent, ReferenceAgent
 from harness.build import AgentSpec, built_agents, needs_local_model
-from harness.execution import model_per_batch
+from harness.execution import (
+    LocalModelSource,
+    PendingWork,
+    model_at,
+    model_per_batch,
+    nothing_pending,
+)
 from harness.families import MATRIX_POLICIES
 from harness.matrix_base import (
     DIVERGENT,
@@ -133,6 +140,7 @@ __all__ = [
     "VERSION",
     "ZERO_SHOT",
     "ItemOutcome",
+    "MatrixBatchResult",
     "PilotFilter",
     "PilotRecord",
     "PredictionRecord",
@@ -141,6 +149,7 @@ __all__ = [
     "check_matrix_options",
     "create_matrix_run",
     "describe_target",
+    "execute_matrix_batch",
     "execute_matrix_run",
     "habit",
     "is_matrix_run",
@@ -148,6 +157,7 @@ __all__ = [
     "make_items",
     "matrix_agents",
     "matrix_params",
+    "missing_matrix_items",
     "outcome_trials",
     "pilot_candidates",
     "pilot_items",
@@ -632,6 +642,44 @@ async def run_matrix(
     the stored run's (:func:`summarise_run`). ``progress`` hears of every stored trial, per
     agent. An item interrupted midway runs again from the start: its earlier commitments stay
     in the ledger, never revealed, and expire with the penalty."""
+    ran = await _run_matrix(
+        agents, items, ledger, samples=samples, concurrency=concurrency, store=store,
+        run_id=run_id, progress=progress, conditions=conditions, exposure=exposure,
+        failure_trials=failure_trials, second_order=second_order,
+    )
+    if store is None:
+        return summarise_outcomes(
+            list(agents), items, samples, ran.outcomes, n_boot=n_boot, stats_seed=stats_seed,
+            conditions=check_conditions(conditions), second_order=second_order,
+            past_seats=past_seats,
+        )
+    assert run_id is not None
+    return await asyncio.to_thread(
+        summarise_run, store, run_id, n_boot=n_boot, stats_seed=stats_seed
+    )
+
+
+async def _run_matrix(
+    agents: Mapping[str, MatrixAgent],
+    items: Sequence[Item],
+    ledger: Ledger,
+    *,
+    samples: int,
+    concurrency: int,
+    store: Store | None,
+    run_id: str | None,
+    progress: ProgressSink | None,
+    conditions: Sequence[str],
+    exposure: Sequence[Item],
+    failure_trials: FailureTrials | None,
+    second_order: bool,
+    others_pending: PendingWork | None = nothing_pending,
+    interrupt_on_failure: bool = True,
+) -> _Ran:
+    """:func:`run_matrix` without the summary: the items run and the status written.
+    ``others_pending`` and ``interrupt_on_failure`` as for
+    :func:`harness.execution.execute_batch` (a queued batch: the run's other batches; a
+    failure leaves the status to the queue's retries)."""
     if samples < 1:
         raise UserError("--samples must be at least 1")
     if not agents:
@@ -924,6 +972,14 @@ async def run_matrix(
     try:
         await asyncio.gather(*(expose(t, e) for t, e in missing))
         if missing:
+            if store is not None:
+                assert run_id is not None
+                # the stored answers, not this process's: a batch running beside this one
+                # may have stored its answer to an exposure item first, and every prediction
+                # of the run must show the same past answers
+                exposed = await asyncio.to_thread(
+                    _stored_exposure, store, run_id, {e.id for e in exposure}
+                )
             observations = _observations(exposure, exposed, names)
             if store is not None:
                 assert run_id is not None
@@ -943,7 +999,7 @@ async def run_matrix(
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
     except BaseException:
-        if store is not None:
+        if store is not None and interrupt_on_failure:
             assert run_id is not None
             await asyncio.to_thread(_interrupt_run, store, run_id)
         raise
@@ -953,23 +1009,52 @@ async def run_matrix(
         # the ledger holds afterwards is all this run will ever write to it
         writer.shutdown(wait=True)
     if store is None:
-        return summarise_outcomes(
-            names, items, samples, outcomes, n_boot=n_boot, stats_seed=stats_seed,
-            conditions=conditions, second_order=second_order, past_seats=past_seats,
-        )
+        return _Ran(outcomes, len(todo), None)
     assert run_id is not None
-    complete = await asyncio.to_thread(
-        _run_done, store, run_id, names, samples, conditions, observations, second_order
+    status = await asyncio.to_thread(
+        _settle, store, run_id, names, samples, conditions, observations, second_order,
+        others_pending,
     )
-    await asyncio.to_thread(
-        store.transition_run,
-        run_id,
-        "complete" if complete else "incomplete",
-        unless=("complete",) if complete else ("complete", "incomplete"),
-    )
-    return await asyncio.to_thread(
-        summarise_run, store, run_id, n_boot=n_boot, stats_seed=stats_seed
-    )
+    return _Ran(outcomes, len(todo), status)
+
+
+@dataclass(frozen=True)
+class _Ran:
+    """What :func:`_run_matrix` did."""
+
+    outcomes: dict[str, ItemOutcome]
+    """Each item's outcome, by item id (kept only without a store)."""
+    items: int
+    """Items run (in a stored run: those that lacked a trial)."""
+    status: str | None
+    """The run status the completion bookkeeping wrote, if any."""
+
+
+def _settle(
+    store: Store,
+    run_id: str,
+    names: Sequence[str],
+    samples: int,
+    conditions: Sequence[str],
+    observations: Observations,
+    second_order: bool,
+    others_pending: PendingWork | None,
+) -> str | None:
+    """A matrix run's completion bookkeeping (as :func:`harness.execution.settle_run` for a
+    suite run): every trial of every item stored, ``complete`` (only the first caller writes);
+    else ``incomplete`` when ``others_pending()`` says no other batch of it is queued or
+    running (None: that cannot be known, nothing is written). Returns the status written."""
+    if _run_done(store, run_id, names, samples, conditions, observations, second_order):
+        return (
+            "complete" if store.transition_run(run_id, "complete", unless=("complete",)) else None
+        )
+    if (
+        others_pending is not None
+        and not others_pending()
+        and store.transition_run(run_id, "incomplete", unless=("complete", "incomplete"))
+    ):
+        return "incomplete"
+    return None
 
 
 LEDGER_THREADS = 16
@@ -1270,39 +1355,106 @@ def execute_matrix_run(
     progress: ProgressSink | None = None,
     local_base_url: str | None = None,
 ) -> dict[str, Any]:
-    """Run (or resume) a stored matrix run: its agents rebuilt from their stored specs, its
-    items (and exposure items) from storage, the failure items' trials from the suite run it
-    accompanies, the embedded model started for it when an agent needs it (unless
-    ``local_base_url`` is given). Blocking; returns :func:`summarise_run`'s matrix."""
-    params = matrix_params(store, run_id)
-    run = store.get_run(run_id)
-    planned = store.run_agents(run_id)
+    """Run (or resume) a stored matrix run in this process, as one batch of all its items
+    (:func:`execute_matrix_batch`; the embedded model started for it when an agent needs it,
+    unless ``local_base_url`` is given). Blocking; returns :func:`summarise_run`'s matrix."""
+    asyncio.run(
+        execute_matrix_batch(
+            store,
+            settings,
+            ledger,
+            run_id,
+            concurrency=concurrency,
+            progress=progress,
+            local_model=None if local_base_url is None else model_at(local_base_url),
+        )
+    )
+    return summarise_run(store, run_id, n_boot=n_boot, stats_seed=stats_seed)
+
+
+@dataclass(frozen=True)
+class MatrixBatchResult:
+    """What one :func:`execute_matrix_batch` did."""
+
+    items: int
+    """Items of the batch run (those that lacked a trial; 0: nothing was left to do)."""
+    status: str | None
+    """The run status the completion bookkeeping wrote (``complete`` or ``incomplete``)."""
+
+
+async def execute_matrix_batch(
+    store: Store,
+    settings: Settings,
+    ledger: Ledger,
+    run_id: str,
+    *,
+    item_ids: Collection[str] | None = None,
+    concurrency: int = 64,
+    progress: ProgressSink | None = None,
+    local_model: LocalModelSource | None = None,
+    others_pending: PendingWork | None = nothing_pending,
+    interrupt_on_failure: bool = True,
+) -> MatrixBatchResult:
+    """Run the items ``item_ids`` (None: all) of a stored matrix run that lack a trial, each
+    whole: every prediction about it committed, then its targets asked, its predictions
+    revealed and its trials stored in one transaction. Then the run's completion bookkeeping.
+
+    One path for the in-process matrix (:func:`execute_matrix_run`: every item, one batch)
+    and a queue worker's batch (:mod:`harness.queue`): the agents rebuilt from their stored
+    specs, the items (and exposure items) from storage, the failure items' trials from the
+    suite run it accompanies. An item is the unit: its protocol needs every predictor and
+    every target, so a batch takes whole items and two batches share no item. Exposure items
+    (the ``observe:m`` conditions) are answered by whichever batch finds them unanswered
+    first; every batch then reads the answers back from storage, so all show the same ones.
+
+    ``local_model`` gives the embedded model (default: started for this batch) and is asked
+    only if an agent needs it; ``others_pending`` and ``interrupt_on_failure`` as for
+    :func:`harness.execution.execute_batch`. Idempotent: an item stored is not run again."""
+    params = await asyncio.to_thread(matrix_params, store, run_id)
+    run = await asyncio.to_thread(store.get_run, run_id)
+    planned = await asyncio.to_thread(store.run_agents, run_id)
     order = {n: i for i, n in enumerate(params.get("agents") or [])}
     planned.sort(key=lambda ra: order.get(ra.name, len(order)))
-    stored = list(store.run_items(run_id))
+    stored = list(await asyncio.to_thread(store.run_items, run_id))
     exposure_ids = list(params.get("exposure") or ())
     by_id = {it.id: it for it in stored}
     exposure = [by_id[i] for i in exposure_ids if i in by_id]
     items = [it for it in stored if it.id not in set(exposure_ids)]
+    if not items:  # a pilot found the candidates not divergent: nothing to ask
+        done = await asyncio.to_thread(
+            store.transition_run, run_id, "complete", unless=("complete",)
+        )
+        return MatrixBatchResult(0, "complete" if done else None)
+    if item_ids is not None:
+        wanted = set(item_ids)
+        if unknown := wanted.difference(it.id for it in items):
+            log.warning(
+                "matrix run %s has no item(s) %s; skipped", run_id, ", ".join(sorted(unknown))
+            )
+        items = [it for it in items if it.id in wanted]
     accompanies = params.get("accompanies")
     trials = (
-        suite_trials(store, str(accompanies))
+        await asyncio.to_thread(suite_trials, store, str(accompanies))
         if accompanies and any(matrix_items.is_failure(it) for it in items)
         else None
     )
-
-    async def go(base_url: str | None) -> dict[str, Any]:
+    source = local_model or model_per_batch(settings)
+    stack = contextlib.ExitStack()
+    try:
+        base_url = (
+            await asyncio.to_thread(lambda: stack.enter_context(source()))
+            if needs_local_model(planned)
+            else None
+        )
         async with built_agents(
             planned, settings, seed=run.seed, store=None, local_base_url=base_url
         ) as agents:
-            return await run_matrix(
+            ran = await _run_matrix(
                 {a.name: a for a in agents},
                 items,
                 ledger,
                 samples=int(params["samples"]),
                 concurrency=concurrency,
-                n_boot=n_boot,
-                stats_seed=stats_seed,
                 store=store,
                 run_id=run_id,
                 progress=progress,
@@ -1310,13 +1462,36 @@ def execute_matrix_run(
                 exposure=exposure,
                 failure_trials=trials,
                 second_order=bool(params.get("second_order")),
-                past_seats=[str(a) for a in params.get("past_seats") or ()],
+                others_pending=others_pending,
+                interrupt_on_failure=interrupt_on_failure,
             )
+    finally:
+        await asyncio.to_thread(stack.close)
+    return MatrixBatchResult(ran.items, ran.status)
 
-    if not items:  # a pilot found the candidates not divergent: nothing to ask
-        store.transition_run(run_id, "complete", unless=("complete",))
-        return summarise_run(store, run_id, n_boot=n_boot, stats_seed=stats_seed)
-    if local_base_url is not None or not needs_local_model(planned):
-        return asyncio.run(go(local_base_url))
-    with model_per_batch(settings)() as url:
-        return asyncio.run(go(url))
+
+def missing_matrix_items(store: Store, run_id: str) -> list[str]:
+    """Ids of the matrix run's items (not its exposure items) without every trial, in the
+    run's order: what is left to execute. With an exposure item unanswered, every item (the
+    ids of its ``observe:m`` predictions depend on those answers)."""
+    params = matrix_params(store, run_id)
+    names = [ra.name for ra in store.run_agents(run_id)]
+    exposure_ids = list(params.get("exposure") or ())
+    stored = list(store.run_items(run_id))
+    by_id = {it.id: it for it in stored}
+    exposure = [by_id[i] for i in exposure_ids if i in by_id]
+    items = [it for it in stored if it.id not in set(exposure_ids)]
+    done = store.done_pairs(run_id)
+    if any((t, e.id) not in done for t in names for e in exposure):
+        return [it.id for it in items]
+    observations = _observations(
+        exposure, _stored_exposure(store, run_id, set(exposure_ids)), names
+    )
+    samples = int(params["samples"])
+    conditions = check_conditions(params.get("conditions") or (ZERO_SHOT,))
+    second_order = bool(params.get("second_order"))
+    return [
+        it.id for it in items
+        if not _item_done(it, names, samples, done, conditions, observations,
+                          second_order=second_order)
+    ]

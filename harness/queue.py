@@ -18,6 +18,17 @@ all), and marks complete any run whose trials are all stored but which nobody ma
 worker runs it when it starts and every heartbeat while it runs; `enqueue_run` runs it too.
 One sweep at a time (an advisory lock), so two sweepers never retry one job twice.
 
+**Matrix runs** (suite ``matrix``, :mod:`harness.matrix`) are queued the same way, as
+``mindledger.run_matrix_batch`` jobs of whole items (:data:`MATRIX_BATCH_SIZE` by default):
+an item's protocol involves every predictor and every target (all predictions about it are
+committed to the ledger before any target is asked it), so an item is the unit of work and a
+batch is a slice of the run's items, each executed by
+:func:`harness.matrix.execute_matrix_batch`, the same function the in-process matrix calls.
+An item's trials are stored in one transaction, so a killed batch leaves its items whole or
+absent; its retry runs the absent ones again (their earlier commitments stay in the ledger,
+unrevealed, and expire). Each worker opens the prediction ledger of its data directory: every
+worker that executes matrix batches needs the service key the ledger was opened with.
+
 Queueing needs PostgreSQL; procrastinate's schema is applied on first use, under an advisory
 lock, so concurrent first workers do not race.
 """
@@ -44,28 +55,38 @@ from sqlalchemy.exc import ArgumentError
 
 from harness.execution import LocalModelSource, PendingWork, model_at, settle_run
 from harness.execution import execute_batch as run_batch
+from harness.matrix import MatrixBatchResult, is_matrix_run, missing_matrix_items
+from harness.matrix import execute_matrix_batch as run_matrix_batch
 from harness.runner import RunSummary
 from harness.settings import Settings
+from harness.workspace import SeedPolicy, Workspace
 from ledger.db import mask, normalise_url
+from ledger.predictions import Ledger
 from ledger.store import Store
 from mindledger.errors import UserError
 
 __all__ = [
+    "MATRIX_BATCH_SIZE",
+    "MATRIX_TASK",
     "MAX_ATTEMPTS",
     "QUEUE",
     "STALLED_AFTER",
+    "TASKS",
     "TASK_NAME",
     "Batch",
     "Enqueued",
+    "MatrixBatch",
     "Recovery",
     "WorkerRuntime",
     "conninfo",
     "enqueue_run",
     "ensure_schema",
     "execute_batch",
+    "execute_matrix_batch",
     "finish_if_done",
     "make_app",
     "missing_batches",
+    "missing_matrix_batches",
     "pending_jobs",
     "recover_stalled_work",
     "run_worker",
@@ -75,6 +96,12 @@ log = logging.getLogger("mindledger.queue")
 
 QUEUE = "mindledger"
 TASK_NAME = "mindledger.run_batch"
+MATRIX_TASK = "mindledger.run_matrix_batch"
+"""The task of a matrix run's batch: some of its items, each with every predictor and target."""
+TASKS = (TASK_NAME, MATRIX_TASK)
+MATRIX_BATCH_SIZE = 5
+"""Items per queued batch of a matrix run, by default (each item is n² predictions and n·K
+target samples for n agents)."""
 MAX_ATTEMPTS = 3
 """Retries of a batch, whether it raised or its worker died; then it is failed (and
 `mindledger enqueue` queues its missing trials afresh)."""
@@ -143,6 +170,17 @@ class WorkerRuntime:
     local_base_url: str | None = None
     _stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _ledger: Ledger | None = None
+
+    def ledger(self) -> Ledger:
+        """The prediction ledger of the worker's data directory (for matrix batches), opened
+        by the first batch that needs it and closed when the worker ends."""
+        with self._lock:
+            if self._ledger is None:
+                ws = Workspace(self.settings, self.store.engine, self.store,
+                               SeedPolicy.of(self.settings))
+                self._ledger = self._stack.enter_context(contextlib.closing(ws.new_ledger()))
+            return self._ledger
 
     def local_model_url(self) -> str:
         with self._lock:
@@ -185,8 +223,25 @@ async def _run_batch(
     return {"attempted": summary.attempted if summary else 0}
 
 
+async def _run_matrix_batch(
+    context: procrastinate.JobContext, run_id: str, item_ids: list[str]
+) -> dict[str, Any]:
+    runtime = context.additional_context.get("mindledger")
+    if not isinstance(runtime, WorkerRuntime):
+        raise RuntimeError(
+            "mindledger.run_matrix_batch needs a worker started by `mindledger worker`"
+        )
+    ledger = await asyncio.to_thread(runtime.ledger)
+    result = await execute_matrix_batch(
+        runtime.store, runtime.settings, ledger, run_id, item_ids,
+        runtime=runtime, exclude_job=context.job.id,
+    )
+    return {"items": result.items}
+
+
 def make_app(settings: Settings, *, max_pool: int = 8) -> procrastinate.App:
-    """A procrastinate app over the configured PostgreSQL database, with the batch task."""
+    """A procrastinate app over the configured PostgreSQL database, with the batch tasks (a
+    suite run's and a matrix run's)."""
     dsn = conninfo(settings)
     app = procrastinate.App(
         connector=procrastinate.PsycopgConnector(
@@ -199,6 +254,12 @@ def make_app(settings: Settings, *, max_pool: int = 8) -> procrastinate.App:
         pass_context=True,
         retry=procrastinate.RetryStrategy(max_attempts=MAX_ATTEMPTS, wait=10),
     )(_run_batch)
+    app.task(
+        name=MATRIX_TASK,
+        queue=QUEUE,
+        pass_context=True,
+        retry=procrastinate.RetryStrategy(max_attempts=MAX_ATTEMPTS, wait=10),
+    )(_run_matrix_batch)
     return app
 
 
@@ -206,7 +267,8 @@ def make_app(settings: Settings, *, max_pool: int = 8) -> procrastinate.App:
 
 
 def pending_jobs(dsn: str, run_id: str, *, exclude_job: int | None = None) -> list[dict[str, Any]]:
-    """Arguments of this run's batch jobs that are queued or running (not finished)."""
+    """Arguments of this run's batch jobs (a suite run's or a matrix run's) that are queued
+    or running (not finished)."""
     return [args for job_id, args in _pending(dsn, run_id) if job_id != exclude_job]
 
 
@@ -216,9 +278,9 @@ def _pending(dsn: str, run_id: str) -> list[tuple[int, dict[str, Any]]]:
         if not conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL").fetchone()[0]:  # type: ignore[index]
             return []
         rows = conn.execute(
-            "SELECT id, args FROM procrastinate_jobs WHERE task_name = %s "
+            "SELECT id, args FROM procrastinate_jobs WHERE task_name = ANY(%s) "
             "AND status IN ('todo', 'doing') AND args->>'run_id' = %s ORDER BY id",
-            (TASK_NAME, run_id),
+            (list(TASKS), run_id),
         ).fetchall()
     return [(int(job_id), dict(args)) for job_id, args in rows]
 
@@ -300,6 +362,46 @@ async def execute_batch(
     return result.summary
 
 
+async def execute_matrix_batch(
+    store: Store,
+    settings: Settings,
+    ledger: Ledger,
+    run_id: str,
+    item_ids: Sequence[str],
+    *,
+    runtime: WorkerRuntime | None = None,
+    local_base_url: str | None = None,
+    exclude_job: int | None = None,
+) -> MatrixBatchResult:
+    """Run the items of ``item_ids`` that lack a trial in the matrix run ``run_id``; then do
+    the run's completion bookkeeping: the queue's side of
+    :func:`harness.matrix.execute_matrix_batch`, as :func:`execute_batch` is of a suite run's
+    batch (the worker's embedded model; ``incomplete`` only when no other batch of the run,
+    besides job ``exclude_job``, is queued or running; a failure leaves the run's status to
+    the queue's retries). Idempotent: an item whose trials are stored is not run again."""
+    if local_base_url is not None:
+        local_model: LocalModelSource = model_at(local_base_url)
+    elif runtime is not None:
+        local_model = runtime.local_model
+    else:
+        local_model = _no_local_model
+    result = await run_matrix_batch(
+        store,
+        settings,
+        ledger,
+        run_id,
+        item_ids=item_ids,
+        local_model=local_model,
+        others_pending=_others_pending(_store_dsn(store), run_id, exclude_job),
+        interrupt_on_failure=False,
+    )
+    log.info("matrix run %s: %d item(s) run of a batch of %d", run_id, result.items,
+             len(item_ids))
+    if result.status:
+        log.info("run %s is %s", run_id, result.status)
+    return result
+
+
 # -- stalled work ----------------------------------------------------------------------------
 
 
@@ -342,9 +444,13 @@ async def recover_stalled_work(
             return Recovery()  # another process is sweeping right now
         jm = app.job_manager
         await jm.prune_stalled_workers(stalled_after)
-        stalled = await jm.get_stalled_jobs(
-            queue=QUEUE, task_name=TASK_NAME, seconds_since_heartbeat=stalled_after
-        )
+        stalled = [
+            job
+            for task in TASKS
+            for job in await jm.get_stalled_jobs(
+                queue=QUEUE, task_name=task, seconds_since_heartbeat=stalled_after
+            )
+        ]
         for job in stalled:
             assert job.id is not None
             if job.attempts < MAX_ATTEMPTS and not job.abort_requested:
@@ -413,6 +519,30 @@ def missing_batches(
 
 
 @dataclass(frozen=True)
+class MatrixBatch:
+    """Some items of a matrix run, each run whole (every predictor and every target)."""
+
+    run_id: str
+    item_ids: tuple[str, ...]
+
+    def kwargs(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "item_ids": list(self.item_ids)}
+
+
+def missing_matrix_batches(
+    store: Store, run_id: str, batch_size: int, *, queued: set[str] | None = None
+) -> list[MatrixBatch]:
+    """The matrix run's items without every trial (and not in ``queued``), cut into batches
+    of at most ``batch_size`` items, in the run's order."""
+    if batch_size < 1:
+        raise UserError(f"batch size must be at least 1, got {batch_size}")
+    ids = [i for i in missing_matrix_items(store, run_id) if i not in (queued or set())]
+    return [
+        MatrixBatch(run_id, tuple(ids[i : i + batch_size])) for i in range(0, len(ids), batch_size)
+    ]
+
+
+@dataclass(frozen=True)
 class Enqueued:
     """What :func:`enqueue_run` did to one run."""
 
@@ -430,12 +560,15 @@ def enqueue_run(
     store: Store,
     settings: Settings,
     run_id: str,
-    batch_size: int = 50,
+    batch_size: int | None = None,
     *,
     stalled_after: float = STALLED_AFTER,
 ) -> Enqueued:
     """Queue every (agent, item) pair of the stored run that has no trial and that no live
-    worker holds, in batches of ``batch_size``.
+    worker holds, in batches of ``batch_size`` items of one agent (default 50). A matrix run
+    is queued by items instead: each of its items that lacks a trial and is in no queued or
+    running batch, in batches of ``batch_size`` items (default :data:`MATRIX_BATCH_SIZE`),
+    every predictor and target on each.
 
     First the stalled batches of dead workers are put back in the queue (see
     :func:`recover_stalled_work`); then pairs in no queued or running batch (never queued, or
@@ -447,15 +580,28 @@ def enqueue_run(
     app = make_app(settings, max_pool=2)
     recovery = asyncio.run(_recover_once(app, store, dsn, stalled_after))
     pending = _pending(dsn, run_id)
-    queued = {
-        (str(args["agent"]), str(item_id))
-        for _, args in pending
-        for item_id in args.get("item_ids") or ()
-    }
-    batches = missing_batches(store, run_id, batch_size, queued=queued)
+    batches: Sequence[Batch | MatrixBatch]
+    if is_matrix_run(store, run_id):
+        task = MATRIX_TASK
+        batches = missing_matrix_batches(
+            store,
+            run_id,
+            MATRIX_BATCH_SIZE if batch_size is None else batch_size,
+            queued={str(i) for _, args in pending for i in args.get("item_ids") or ()},
+        )
+    else:
+        task = TASK_NAME
+        queued = {
+            (str(args["agent"]), str(item_id))
+            for _, args in pending
+            for item_id in args.get("item_ids") or ()
+        }
+        batches = missing_batches(
+            store, run_id, 50 if batch_size is None else batch_size, queued=queued
+        )
     if batches:
         with app.open():
-            app.tasks[TASK_NAME].batch_defer(*(b.kwargs() for b in batches))
+            app.tasks[task].batch_defer(*(b.kwargs() for b in batches))
         store.transition_run(run_id, "queued", unless=("queued", "complete"))
     else:
         finish_if_done(store, run_id)

@@ -24,7 +24,7 @@ from typing import Protocol
 
 from harness import families
 from harness.agents import Attempt
-from harness.episodes import play_episode
+from harness.episodes import Seats, play_episode
 from ledger.store import Store, StoredItems, TrialOutcome, TrialRecord
 from mindledger import family as registry
 from mindledger.items import Item
@@ -340,9 +340,12 @@ async def execute_run(
     *,
     concurrency: Mapping[str, int],
     progress: ProgressSink | None = None,
+    seats: Seats | None = None,
 ) -> RunSummary:
     """Attempt every (agent, item) pair of the run that has no trial yet, storing each trial as
     it completes. Safe to call again after an interruption: finished pairs are skipped.
+    ``seats`` says who sits across from each agent in agent-seat repeated games
+    (:class:`harness.episodes.Seats`; default: only the ``self`` seat).
 
     Items are taken by position as the workers reach them, so a run's items read lazily from
     storage (:meth:`ledger.store.Store.run_items`) are never all in memory at once."""
@@ -393,7 +396,7 @@ async def execute_run(
             i = queue.pop()
             item = items[i]
             if plays[item_families[i]] == "episode":
-                att = await play_episode(agent, item)
+                att = await play_episode(agent, item, seats)
             else:
                 att = await agent.attempt(item)
             rec = score_attempt(run_id, agent.name, item, att)

@@ -13,6 +13,18 @@ The file is ``mindledger.toml`` in the working directory, else ``$MINDLEDGER_HOM
     system_prompt = "You are a careful reasoner."
     modules = ["perspective", "witness_log", "opponent_sim"]
     control = "mybot-control"              # the bare-model control it is paired with
+    headers = { "X-Team" = "research" }    # sent with every request (never a key)
+    extra_body = { "top_k" = 1 }           # merged into every request body
+
+    [agents.mybot.own_modules.tom]         # a module inside the agent, and how to switch it off
+    description = "theory-of-mind v1.0.1"
+    off.headers = { "X-ToM" = "off" }      # any of: headers, body, model, endpoint (openai,
+    off.body = { "tom_enabled" = false }   # local) or env (command): `--ablate tom` runs a
+    off.model = "mybot-no-tom"             # variant with these applied
+
+    [schedule]                             # `schedule = "0 3 * * *"` alone sets only the cron
+    cron = "0 3 * * *"
+    ablate = { mybot = ["tom"] }           # ablation variants added to mybot's nightly run
 
 Secrets are never read from the file: only the *name* of the environment variable holding a key.
 """
@@ -20,7 +32,9 @@ Secrets are never read from the file: only the *name* of the environment variabl
 from __future__ import annotations
 
 import functools
+import math
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -30,9 +44,10 @@ from urllib.parse import urlsplit
 
 import platformdirs
 
+from harness.notify_config import NotifyConfig, parse_notify
 from ledger.db import mask
 from mindledger.errors import ConfigError
-from mindledger.secrets import scrub
+from mindledger.secrets import scrub, strip_credentials
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -40,7 +55,10 @@ if TYPE_CHECKING:
 __all__ = [
     "ADAPTERS",
     "MODULES",
+    "SWITCHES",
     "AgentConfig",
+    "ModuleSwitch",
+    "OwnModule",
     "Settings",
     "default_home",
     "load_settings",
@@ -54,11 +72,45 @@ MODULES = ("perspective", "witness_log", "opponent_sim")
 
 ENV_PREFIX = "MINDLEDGER_"
 
+SWITCHES = ("headers", "body", "model", "endpoint", "env")
+"""What switching off an agent's own module may change (see :class:`ModuleSwitch`)."""
+
 
 def default_home() -> Path:
     """``$MINDLEDGER_HOME`` if set, else the user data directory for mindledger."""
     env = os.environ.get("MINDLEDGER_HOME")
     return Path(env).expanduser() if env else Path(platformdirs.user_data_dir("mindledger"))
+
+
+@dataclass(frozen=True)
+class ModuleSwitch:
+    """How to switch one of an agent's own modules off: what its ablation variant changes."""
+
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """Request headers added (over the agent's ``headers``)."""
+    body: Mapping[str, Any] = field(default_factory=dict)
+    """Request body fields added (over the agent's ``extra_body``)."""
+    model: str | None = None
+    """Another model name."""
+    endpoint: str | None = None
+    """Another endpoint URL (no credentials in it: use api_key_env)."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Environment variables set (over the agent's ``env``), for a command agent."""
+
+    def used(self) -> tuple[str, ...]:
+        """The switch fields this one sets, in :data:`SWITCHES` order."""
+        return tuple(k for k in SWITCHES if getattr(self, k))
+
+
+@dataclass(frozen=True)
+class OwnModule:
+    """A module inside the agent (seed 002's ``theory-of-mind v1.0.1``), declared by the
+    operator with the switch that turns it off, so that ``--ablate NAME`` can measure it."""
+
+    description: str = ""
+    """What the module is (free text, e.g. its name and version)."""
+    off: ModuleSwitch = field(default_factory=ModuleSwitch)
+    """What its ablation variant changes."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +150,46 @@ class AgentConfig:
     """Requests per second to this agent (default: unlimited)."""
     past_seat: bool = False
     """A predecessor seat (seed 002 B8): the matrix reports predicting it beside fresh-copy skill."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """Extra request headers sent with every request (openai, local; never a key)."""
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+    """Extra fields merged into every request body (openai, local)."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Environment variables set for the program (command; never a key)."""
+    own_modules: Mapping[str, OwnModule] = field(default_factory=dict)
+    """The agent's own modules that are switched on, by name, each with how to switch it off."""
+
+    def __hash__(self) -> int:
+        # the mapping fields are dicts: hash what identifies an agent (equal configs agree on it)
+        return hash((self.name, self.adapter, self.endpoint, self.model, self.command))
+
+    @property
+    def module_names(self) -> tuple[str, ...]:
+        """Every module ``--ablate`` may switch off: the reference scaffold's, then its own."""
+        return (*self.modules, *self.own_modules)
+
+    def module_off(self, module: str) -> dict[str, Any]:
+        """The changes to this config that switch ``module`` off (for :func:`dataclasses.replace`):
+        a reference-scaffold module leaves ``modules``; an own module leaves ``own_modules`` and
+        its switch is applied (headers, body fields and env merged over the agent's, model and
+        endpoint replaced). KeyError if the agent has no such module."""
+        if module in self.modules:
+            return {"modules": tuple(m for m in self.modules if m != module)}
+        switch = self.own_modules[module].off
+        changes: dict[str, Any] = {
+            "own_modules": {k: v for k, v in self.own_modules.items() if k != module}
+        }
+        if switch.headers:
+            changes["headers"] = {**self.headers, **switch.headers}
+        if switch.body:
+            changes["extra_body"] = {**self.extra_body, **switch.body}
+        if switch.env:
+            changes["env"] = {**self.env, **switch.env}
+        if switch.model:
+            changes["model"] = switch.model
+        if switch.endpoint:
+            changes["endpoint"] = switch.endpoint
+        return changes
 
     def public_dict(self) -> dict[str, Any]:
         """The declaration as a plain dict (no secret values: only the variable's name, and
@@ -111,8 +203,12 @@ class AgentConfig:
         """The declaration as JSON data, every field in order (tuples as lists), exactly as
         given: the endpoint keeps any credentials, so strip them before storing it."""
         data: dict[str, Any] = _agent_json().dump_python(self, mode="json")
-        if not data.get("past_seat"):
-            del data["past_seat"]  # stored specs keep their shape unless the agent is a past seat
+        # stored specs keep their shape unless the agent is a past seat or has these
+        for key in ("past_seat", *_MAPPINGS):
+            if not data.get(key):
+                del data[key]
+        for module in data.get("own_modules", {}).values():
+            module["off"] = {k: v for k, v in module["off"].items() if v}
         return data
 
     @classmethod
@@ -131,6 +227,10 @@ class AgentConfig:
                 f"stored agent {name!r}: {where}: {first['msg']}", key=f"agents.{name}.{where}"
             ) from None
         return config
+
+
+_MAPPINGS = ("headers", "extra_body", "env", "own_modules")
+"""The agent's mapping fields, left out of its JSON form when empty."""
 
 
 @functools.cache
@@ -179,8 +279,17 @@ class Settings:
     """Seconds after a commit before an unrevealed prediction expires."""
     model_threads: int = 2
     """CPU threads for the embedded model server."""
+    judge_agent: str = "local"
+    """Agent that reads game trials' chains of thought as the extraction judge (seed 000
+    Appendix D; any declared agent, or ``local``, the embedded model)."""
+    judge_after_run: bool = False
+    """Judge the game trials' chains of thought at the end of ``mindledger run``."""
     agents: Mapping[str, AgentConfig] = field(default_factory=dict)
     """Declared agents by name."""
+    schedule_ablations: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Modules ablated in each agent's nightly run (``[schedule] ablate``), by agent."""
+    notify: NotifyConfig = field(default_factory=NotifyConfig)
+    """Where a flagged regression is announced (``[notify]``: webhook and/or command)."""
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
     """Where each field's value came from (default, a file path, an env var, or a flag)."""
 
@@ -208,13 +317,21 @@ class Settings:
             value = getattr(self, f.name)
             if f.name == "agents":
                 out["agents"] = {n: a.public_dict() for n, a in sorted(value.items())}
+            elif f.name == "schedule_ablations":
+                out[f.name] = {n: list(m) for n, m in sorted(value.items())}
+            elif f.name == "notify":
+                out[f.name] = value.public_dict()
             else:
                 out[f.name] = _plain(value)
         out["db_url"] = scrub(mask(self.database_url))
         return out
 
 
-SCALAR_FIELDS = {f.name: f for f in fields(Settings) if f.name not in ("agents", "sources")}
+SCALAR_FIELDS = {
+    f.name: f
+    for f in fields(Settings)
+    if f.name not in ("agents", "schedule_ablations", "notify", "sources")
+}
 
 
 def _plain(value: Any) -> Any:
@@ -222,6 +339,10 @@ def _plain(value: Any) -> Any:
         return str(value)
     if isinstance(value, tuple):
         return list(value)
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, ModuleSwitch | OwnModule):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
     return value
 
 
@@ -326,6 +447,14 @@ def parse_agent(name: str, table: Any, *, source: str) -> AgentConfig:
                 )
         elif k == "past_seat" and not isinstance(v, bool):
             raise ConfigError(f"expected true or false, got {v!r}", file=source, key=f"{key}.{k}")
+        elif k == "headers":
+            v = _headers(v, source=source, key=f"{key}.{k}")
+        elif k == "extra_body":
+            v = _body_fields(v, source=source, key=f"{key}.{k}")
+        elif k == "env":
+            v = _env(v, source=source, key=f"{key}.{k}")
+        elif k == "own_modules":
+            v = _own_modules(v, source=source, key=f"{key}.{k}")
         elif "str" in declared and not isinstance(v, str):
             raise ConfigError(f"expected a string, got {v!r}", file=source, key=f"{key}.{k}")
         values[k] = v
@@ -342,6 +471,14 @@ def parse_agent(name: str, table: Any, *, source: str) -> AgentConfig:
                 f"unknown module {m!r} (expected some of {', '.join(MODULES)})",
                 file=source,
                 key=f"{key}.modules",
+            )
+    for m in agent.own_modules:
+        if m in MODULES:
+            raise ConfigError(
+                f"{m!r} names a reference-scaffold module (list it in modules instead, or "
+                "give your own module another name)",
+                file=source,
+                key=f"{key}.own_modules.{m}",
             )
     if agent.answer_mode not in ("auto", "tools", "json", "text"):
         raise ConfigError(
@@ -366,6 +503,231 @@ def parse_agent(name: str, table: Any, *, source: str) -> AgentConfig:
     if agent.adapter == "reference" and not agent.policy:
         raise ConfigError("the reference adapter needs a policy", file=source, key=key)
     return agent
+
+
+MODULE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+"""An own module's name: it becomes part of the ablation variant's name (``AGENT-no-NAME``)."""
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+"""An HTTP header name (RFC 9110 token)."""
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""An environment variable's name."""
+RESERVED_HEADERS = frozenset(
+    ("host", "content-length", "content-type", "transfer-encoding", "connection", "accept")
+)
+"""Headers the client sets itself."""
+SECRET_HEADERS = frozenset(
+    ("authorization", "proxy-authorization", "api-key", "x-api-key", "cookie")
+)
+"""Headers that carry credentials: refused, since an agent's headers are stored with its runs."""
+RESERVED_BODY = frozenset(
+    {
+        "model",
+        "messages",
+        "tools",
+        "tool_choice",
+        "response_format",
+        "temperature",
+        "max_tokens",
+        "seed",
+        "stream",
+        "n",
+    }
+)
+"""Body fields the harness sets itself (the model is changed with ``model``/``off.model``)."""
+
+
+def _table(value: Any, *, source: str, key: str, what: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"expected a table of {what}, got {_short(value)}", file=source, key=key)
+    return value
+
+
+def _headers(value: Any, *, source: str, key: str) -> dict[str, str]:
+    """Validated request headers: names that are tokens, string values on one line, none that
+    the client sets itself or that carries a credential."""
+    out: dict[str, str] = {}
+    for name, v in _table(value, source=source, key=key, what="header names and values").items():
+        where = f"{key}.{name}"
+        if not HEADER_NAME.fullmatch(name):
+            raise ConfigError("expected a header name (letters, digits, -)", file=source, key=where)
+        if name.lower() in SECRET_HEADERS:
+            raise ConfigError(
+                "a header that carries a credential is stored with every run: name the "
+                "variable holding the key in api_key_env instead",
+                file=source,
+                key=where,
+            )
+        if name.lower() in RESERVED_HEADERS:
+            raise ConfigError("the client sets this header itself", file=source, key=where)
+        if not isinstance(v, str) or any(c in v for c in "\r\n\0"):
+            raise ConfigError(
+                f"expected a string on one line, got {_short(v)}", file=source, key=where
+            )
+        out[name] = v
+    return out
+
+
+def _body_fields(value: Any, *, source: str, key: str) -> dict[str, Any]:
+    """Validated extra body fields: JSON values, none that the harness sets itself."""
+    table = _table(value, source=source, key=key, what="body fields and values")
+    for name, v in table.items():
+        where = f"{key}.{name}"
+        if name in RESERVED_BODY:
+            raise ConfigError(
+                "the harness sets this field itself"
+                + (" (use model, or off.model in a module)" if name == "model" else ""),
+                file=source,
+                key=where,
+            )
+        problem = _json_problem(v)
+        if problem:
+            raise ConfigError(problem, file=source, key=where)
+    return dict(table)
+
+
+def _json_problem(value: Any) -> str | None:
+    """Why ``value`` (from TOML) is not a JSON value, or None."""
+    if value is None or isinstance(value, str | bool | int):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"expected a finite number, got {value!r}"
+    if isinstance(value, list):
+        return next(filter(None, map(_json_problem, value)), None)
+    if isinstance(value, Mapping):
+        return next(filter(None, map(_json_problem, value.values())), None)
+    return f"expected a JSON value (string, number, boolean, array, table), got {_short(value)}"
+
+
+def _env(value: Any, *, source: str, key: str) -> dict[str, str]:
+    """Validated environment variables: names of letters, digits and _, string values."""
+    out: dict[str, str] = {}
+    for name, v in _table(value, source=source, key=key, what="variable names and values").items():
+        where = f"{key}.{name}"
+        if not ENV_NAME.fullmatch(name):
+            raise ConfigError(
+                "expected a variable name (letters, digits, _; not starting with a digit)",
+                file=source,
+                key=where,
+            )
+        if not isinstance(v, str) or "\0" in v:
+            raise ConfigError(f"expected a string, got {_short(v)}", file=source, key=where)
+        out[name] = v
+    return out
+
+
+def _own_modules(value: Any, *, source: str, key: str) -> dict[str, OwnModule]:
+    """Validated ``[agents.NAME.own_modules.MODULE]`` tables."""
+    out: dict[str, OwnModule] = {}
+    for name, table in _table(value, source=source, key=key, what="modules").items():
+        where = f"{key}.{name}"
+        if not MODULE_NAME.fullmatch(name):
+            raise ConfigError(
+                "expected a module name of letters, digits, _ . - (at most 64)",
+                file=source,
+                key=where,
+            )
+        table = _table(table, source=source, key=where, what="module settings")
+        for k in table:
+            if k not in ("description", "off"):
+                raise ConfigError(
+                    "unknown key (known: description, off)", file=source, key=f"{where}.{k}"
+                )
+        description = table.get("description", "")
+        if not isinstance(description, str):
+            raise ConfigError(
+                f"expected a string, got {_short(description)}",
+                file=source,
+                key=f"{where}.description",
+            )
+        if "off" not in table:
+            raise ConfigError(
+                f"expected how to switch it off: off.{{{', '.join(SWITCHES)}}}",
+                file=source,
+                key=f"{where}.off",
+            )
+        out[name] = OwnModule(description, _switch(table["off"], source=source, key=f"{where}.off"))
+    return out
+
+
+def _switch(value: Any, *, source: str, key: str) -> ModuleSwitch:
+    table = _table(value, source=source, key=key, what=", ".join(SWITCHES))
+    values: dict[str, Any] = {}
+    for k, v in table.items():
+        where = f"{key}.{k}"
+        if k == "headers":
+            values[k] = _headers(v, source=source, key=where)
+        elif k == "body":
+            values[k] = _body_fields(v, source=source, key=where)
+        elif k == "env":
+            values[k] = _env(v, source=source, key=where)
+        elif k in ("model", "endpoint"):
+            if not isinstance(v, str) or not v.strip():
+                raise ConfigError(f"expected a string, got {_short(v)}", file=source, key=where)
+            if k == "endpoint":
+                wrong = _url_problem(v)
+                if wrong:
+                    raise ConfigError(wrong, file=source, key=where)
+                if strip_credentials(v)[1]:
+                    raise ConfigError(
+                        "no credentials in a module's endpoint: name the variable holding the "
+                        "key in api_key_env",
+                        file=source,
+                        key=where,
+                    )
+            values[k] = v
+        else:
+            raise ConfigError(
+                f"unknown switch (known: {', '.join(SWITCHES)})", file=source, key=where
+            )
+    switch = ModuleSwitch(**values)
+    if not switch.used():
+        raise ConfigError(
+            f"switching it off changes nothing: set one of {', '.join(SWITCHES)}",
+            file=source,
+            key=key,
+        )
+    return switch
+
+
+def _schedule_table(
+    table: Any, agents: Mapping[str, AgentConfig], *, source: str
+) -> tuple[str | None, dict[str, tuple[str, ...]]]:
+    """The ``[schedule]`` table: its cron expression (None if not given) and the modules
+    ablated in each agent's nightly run, each checked against the agent's modules."""
+    cron: str | None = None
+    ablations: dict[str, tuple[str, ...]] = {}
+    for k, v in table.items():
+        if k == "cron":
+            if not isinstance(v, str):
+                raise ConfigError(
+                    f"expected a string, got {_short(v)}", file=source, key=f"schedule.{k}"
+                )
+            cron = v
+        elif k == "ablate":
+            for name, modules in _table(
+                v, source=source, key="schedule.ablate", what="agents and their modules"
+            ).items():
+                where = f"schedule.ablate.{name}"
+                if name not in agents:
+                    known = ", ".join(sorted(agents)) or "none"
+                    raise ConfigError(
+                        f"no agent named {name!r} (declared: {known})", file=source, key=where
+                    )
+                if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
+                    raise ConfigError("expected a list of module names", file=source, key=where)
+                have = agents[name].module_names
+                for m in modules:
+                    if m not in have:
+                        raise ConfigError(
+                            f"agent {name!r} has no module {m!r} (it has: "
+                            f"{', '.join(have) or 'none'})",
+                            file=source,
+                            key=where,
+                        )
+                ablations[name] = tuple(dict.fromkeys(modules))
+        else:
+            raise ConfigError("unknown key (known: cron, ablate)", file=source, key=f"schedule.{k}")
+    return cron, ablations
 
 
 def find_config_file(
@@ -405,24 +767,35 @@ def load_settings(
     values: dict[str, Any] = {}
     sources: dict[str, str] = {name: "default" for name in SCALAR_FIELDS}
     agents: dict[str, AgentConfig] = {}
+    schedule_ablations: dict[str, tuple[str, ...]] = {}
+    notify = NotifyConfig()
 
     path = find_config_file(config_path, cwd)
     if path is not None:
         source = str(path)
         data = _read_toml(path)
         for key, raw in data.items():
+            if key == "schedule" and isinstance(raw, Mapping):
+                continue  # read below, once every agent is known
             if key == "agents":
                 if not isinstance(raw, Mapping):
                     raise ConfigError("expected tables [agents.NAME]", file=source, key="agents")
                 for name, table in raw.items():
                     agents[name] = parse_agent(name, table, source=source)
                     sources[f"agents.{name}"] = source
+            elif key == "notify":
+                notify = parse_notify(raw, source=source)
             elif key in SCALAR_FIELDS:
                 values[key] = _coerce(key, raw, source=source, from_text=False)
                 sources[key] = source
             else:
-                known = ", ".join(sorted([*SCALAR_FIELDS, "agents"]))
+                known = ", ".join(sorted([*SCALAR_FIELDS, "agents", "notify"]))
                 raise ConfigError(f"unknown key (known keys: {known})", file=source, key=key)
+        if isinstance(data.get("schedule"), Mapping):
+            cron, schedule_ablations = _schedule_table(data["schedule"], agents, source=source)
+            if cron is not None:
+                values["schedule"] = _coerce("schedule", cron, source=source, from_text=False)
+                sources["schedule"] = source
 
     for name in SCALAR_FIELDS:
         var = ENV_PREFIX + name.upper()
@@ -444,7 +817,10 @@ def load_settings(
                 file=sources.get(f"agents.{name}"),
                 key=f"agents.{name}.control",
             )
-    settings = Settings(**values, agents=agents, sources=sources)
+    settings = Settings(
+        **values, agents=agents, schedule_ablations=schedule_ablations, notify=notify,
+        sources=sources,
+    )
     _check_ranges(settings)
     return settings
 

@@ -249,12 +249,65 @@ def m0005_ledger_tree(op: Operations) -> None:
         conn.execute(insert, batch)
 
 
+def m0006_notifications(op: Operations) -> None:
+    """Regression notifications (see ledger.models: NotificationRow): one row per (agent, run,
+    channel), whether it was sent or failed."""
+    op.create_table(
+        "notifications",
+        sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
+        sa.Column("agent", sa.String(), nullable=False),
+        sa.Column("run_id", sa.String(), sa.ForeignKey("runs.id"), nullable=False),
+        sa.Column("channel", sa.String(), nullable=False),
+        sa.Column("target", sa.String(), nullable=False),
+        sa.Column("status", sa.String(), nullable=False),
+        sa.Column("attempts", sa.Integer(), nullable=False),
+        sa.Column("error", sa.Text(), nullable=True),
+        sa.Column("payload_json", sa.Text(), nullable=False),
+        sa.Column("created_at", sa.String(), nullable=False),
+        sa.UniqueConstraint("agent", "run_id", "channel", name="uq_notification_run_channel"),
+    )
+    op.create_index("ix_notifications_agent", "notifications", ["agent"])
+
+
+def m0007_judgements(op: Operations) -> None:
+    """The extraction judge's readings of trials' chains of thought (see ledger.models:
+    JudgementRow): one row per (run, agent, item, judge)."""
+    op.create_table(
+        "judgements",
+        sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
+        sa.Column("run_id", sa.String(), sa.ForeignKey("runs.id"), nullable=False),
+        sa.Column("agent", sa.String(), nullable=False),
+        sa.Column("item_id", sa.String(), sa.ForeignKey("items.id"), nullable=False),
+        sa.Column("judge", sa.String(), nullable=False),
+        sa.Column("judge_hash", sa.String(), nullable=False),
+        sa.Column("status", sa.String(), nullable=False),
+        sa.Column("cached", sa.Boolean(), nullable=False),
+        sa.Column("reply_text", sa.Text(), nullable=True),
+        sa.Column("extraction_json", sa.Text(), nullable=True),
+        sa.Column("reading_json", sa.Text(), nullable=True),
+        sa.Column("score_json", sa.Text(), nullable=True),
+        sa.Column("grounded", sa.Integer(), nullable=False),
+        sa.Column("ungrounded", sa.Integer(), nullable=False),
+        sa.Column("dropped", sa.Integer(), nullable=False),
+        sa.Column("tokens_in", sa.Integer(), nullable=False),
+        sa.Column("tokens_out", sa.Integer(), nullable=False),
+        sa.Column("latency_s", sa.Float(), nullable=False),
+        sa.Column("created_at", sa.String(), nullable=False),
+        sa.UniqueConstraint(
+            "run_id", "agent", "item_id", "judge", name="uq_judgement_trial_judge"
+        ),
+    )
+    op.create_index("ix_judgements_run_id", "judgements", ["run_id"])
+
+
 MIGRATIONS: list[Migration] = [
     ("0001_runs_items_trials", m0001_runs_items_trials),
     ("0002_predictions", m0002_predictions),
     ("0003_api_tokens", m0003_api_tokens),
     ("0004_token_scopes", m0004_token_scopes),
     ("0005_ledger_tree", m0005_ledger_tree),
+    ("0006_notifications", m0006_notifications),
+    ("0007_judgements", m0007_judgements),
 ]
 """Every migration, in the order it applies. Append only."""
 

@@ -17,8 +17,10 @@ __all__ = [
     "ApiRunRequestRow",
     "ApiTokenRow",
     "ItemRow",
+    "JudgementRow",
     "LedgerEntryRow",
     "LedgerTreeRow",
+    "NotificationRow",
     "ResponseCacheRow",
     "RunAgentRow",
     "RunItemRow",
@@ -118,6 +120,50 @@ class TrialRow(SQLModel, table=True):
     tokens_out: int = 0
     latency_s: float = 0.0
     provider_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    created_at: str
+
+
+class JudgementRow(SQLModel, table=True):
+    """The extraction judge's reading of one trial's chain of thought (seed 000 Appendix D),
+    by one judge: at most one per (run, agent, item, judge). Written by
+    :mod:`harness.judging`; the trial itself is never changed."""
+
+    __tablename__ = "judgements"
+    __table_args__ = (
+        UniqueConstraint("run_id", "agent", "item_id", "judge", name="uq_judgement_trial_judge"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: str = Field(foreign_key="runs.id", index=True)
+    agent: str
+    """The agent whose trial was judged."""
+    item_id: str = Field(foreign_key="items.id")
+    judge: str
+    """The judge agent's name."""
+    judge_hash: str
+    """``sha256:`` of the judge's stored spec (no secrets): what its replies are cached under."""
+    status: str
+    """``ok`` (an extraction was read) or ``parse_error`` (the reply held no JSON object)."""
+    cached: bool = False
+    """The reply came from the response cache (no model call)."""
+    reply_text: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    """The judge's reply as it came."""
+    extraction_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    """The extraction the reply held (canonical JSON)."""
+    reading_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    """What entered the metrics (quotes required): stated belief, chain, mentalizing,
+    grounding and the dropped fields (canonical JSON)."""
+    score_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    """The trial re-scored by its family's scorer with the reading (canonical JSON)."""
+    grounded: int = 0
+    """Quoted values whose quote occurs verbatim in the chain of thought."""
+    ungrounded: int = 0
+    """Quoted values whose quote does not."""
+    dropped: int = 0
+    """Values left out of the metrics because their quote is not in the chain of thought."""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_s: float = 0.0
     created_at: str
 
 
@@ -235,3 +281,34 @@ class ApiRunRequestRow(SQLModel, table=True):
     """The requesting token's public id (``api_tokens.token_id``)."""
     created_at: str
     """When the run was requested (ISO 8601 UTC)."""
+
+
+class NotificationRow(SQLModel, table=True):
+    """A regression notification (``mindledger history``, the daemon after a scheduled run):
+    at most one per (agent, run, channel), sent or failed. Written by
+    :mod:`harness.notify`."""
+
+    __tablename__ = "notifications"
+    __table_args__ = (
+        UniqueConstraint("agent", "run_id", "channel", name="uq_notification_run_channel"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    agent: str = Field(index=True)
+    """The agent whose run regressed."""
+    run_id: str = Field(foreign_key="runs.id")
+    """The run whose figures were flagged."""
+    channel: str
+    """``webhook`` or ``command``."""
+    target: str
+    """Where it went, without secrets: the webhook's scheme, host and port, or the program."""
+    status: str
+    """``sent`` or ``failed``."""
+    attempts: int
+    """Deliveries tried (a failing webhook is tried a few times, never forever)."""
+    error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    """Why the last attempt failed, when it did."""
+    payload_json: str = Field(sa_column=Column(Text, nullable=False))
+    """The JSON payload sent (canonical JSON)."""
+    created_at: str
+    """When it was recorded (ISO 8601 UTC)."""

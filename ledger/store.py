@@ -24,6 +24,8 @@ from ledger.db import Clock, utc_now
 from ledger.models import (
     AgentRow,
     ItemRow,
+    JudgementRow,
+    NotificationRow,
     ResponseCacheRow,
     RunAgentRow,
     RunItemRow,
@@ -36,6 +38,7 @@ from mindledger.items import Item
 
 __all__ = [
     "FINISHED_STATUSES",
+    "JudgementRecord",
     "RunAgent",
     "Store",
     "StoredItems",
@@ -445,9 +448,172 @@ class Store:
                 written += _insert_new_items(conn, {it.id: it for it in chunk})
         return written
 
+    # -- judgements (the extraction judge's readings; see harness.judging) ------------------
+
+    def record_judgement(self, rec: JudgementRecord) -> bool:
+        """Store one judgement in its own transaction. Returns False (and writes nothing) when
+        this judge has already judged this trial."""
+        row = JudgementRow(
+            run_id=rec.run_id,
+            agent=rec.agent,
+            item_id=rec.item_id,
+            judge=rec.judge,
+            judge_hash=rec.judge_hash,
+            status=rec.status,
+            cached=rec.cached,
+            reply_text=rec.reply_text,
+            extraction_json=None if rec.extraction is None else _json(rec.extraction),
+            reading_json=None if rec.reading is None else _json(rec.reading),
+            score_json=None if rec.score is None else _json(rec.score),
+            grounded=rec.grounded,
+            ungrounded=rec.ungrounded,
+            dropped=rec.dropped,
+            tokens_in=rec.tokens_in,
+            tokens_out=rec.tokens_out,
+            latency_s=rec.latency_s,
+            created_at=self.clock(),
+        )
+        try:
+            with Session(self.engine) as s:
+                s.add(row)
+                s.commit()
+        except IntegrityError:
+            if self.judged_pairs(rec.run_id, rec.judge) >= {(rec.agent, rec.item_id)}:
+                return False
+            raise
+        return True
+
+    def judged_pairs(self, run_id: str, judge: str | None = None) -> set[tuple[str, str]]:
+        """(agent, item id) pairs of the run that have a judgement (by ``judge``, if given)."""
+        table = JudgementRow.__table__  # type: ignore[attr-defined]
+        stmt = sa.select(table.c.agent, table.c.item_id).where(table.c.run_id == run_id)
+        if judge is not None:
+            stmt = stmt.where(table.c.judge == judge)
+        with self.engine.connect() as conn:
+            return {(a, i) for a, i in conn.execute(stmt)}
+
+    def judgements(self, run_id: str) -> list[JudgementRecord]:
+        """The run's judgements, oldest first."""
+        table = JudgementRow.__table__  # type: ignore[attr-defined]
+        stmt = sa.select(table).where(table.c.run_id == run_id).order_by(table.c.id)
+
+        def load(text: str | None) -> Any:
+            return None if text is None else json.loads(text)
+
+        with self.engine.connect() as conn:
+            return [
+                JudgementRecord(
+                    run_id=r.run_id,
+                    agent=r.agent,
+                    item_id=r.item_id,
+                    judge=r.judge,
+                    judge_hash=r.judge_hash,
+                    status=r.status,
+                    cached=bool(r.cached),
+                    reply_text=r.reply_text,
+                    extraction=load(r.extraction_json),
+                    reading=load(r.reading_json),
+                    score=load(r.score_json),
+                    grounded=int(r.grounded),
+                    ungrounded=int(r.ungrounded),
+                    dropped=int(r.dropped),
+                    tokens_in=int(r.tokens_in),
+                    tokens_out=int(r.tokens_out),
+                    latency_s=float(r.latency_s),
+                    created_at=r.created_at,
+                )
+                for r in conn.execute(stmt)
+            ]
+
+
+    # -- agent history and regression notifications (see reports.history, harness.notify) ---
+
+    def agent_runs(self, agent: str, *, suite: str | None = None) -> list[str]:
+        """Ids of the finished suite runs (not matrix runs) in which ``agent`` is the agent
+        under test, oldest first (``suite``: that suite's only)."""
+        runs = RunRow.__table__  # type: ignore[attr-defined]
+        ra = RunAgentRow.__table__  # type: ignore[attr-defined]
+        stmt = (
+            sa.select(runs.c.id)
+            .join(ra, ra.c.run_id == runs.c.id)
+            .where(ra.c.agent == agent, ra.c.role == "agent", runs.c.suite != "matrix",
+                   runs.c.status.in_(sorted(FINISHED_STATUSES)))
+            .order_by(runs.c.created_at, runs.c.id)
+        )
+        if suite is not None:
+            stmt = stmt.where(runs.c.suite == suite)
+        with self.engine.connect() as conn:
+            return [str(r[0]) for r in conn.execute(stmt)]
+
+    def record_notification(
+        self, *, agent: str, run_id: str, channel: str, target: str, status: str,
+        attempts: int, error: str | None, payload: Any,
+    ) -> bool:
+        """Record one notification in its own transaction; False (nothing written) when this
+        (agent, run, channel) has one already."""
+        row = NotificationRow(
+            agent=agent, run_id=run_id, channel=channel, target=target, status=status,
+            attempts=attempts, error=error, payload_json=_json(payload), created_at=self.clock(),
+        )
+        try:
+            with Session(self.engine) as s:
+                s.add(row)
+                s.commit()
+        except IntegrityError:
+            if any(n.channel == channel for n in self.notifications(agent, run_id=run_id)):
+                return False
+            raise
+        return True
+
+    def notifications(self, agent: str | None = None, *, run_id: str | None = None
+                      ) -> list[NotificationRow]:
+        """Recorded notifications (of ``agent``, of ``run_id``), oldest first."""
+        with Session(self.engine) as s:
+            stmt = select(NotificationRow).order_by(col(NotificationRow.id))
+            if agent is not None:
+                stmt = stmt.where(NotificationRow.agent == agent)
+            if run_id is not None:
+                stmt = stmt.where(NotificationRow.run_id == run_id)
+            return list(s.exec(stmt).all())
 
 TrialOutcome = bool | Exception
 """What storing one trial came to: True (stored), False (already stored), or why it was not."""
+
+
+def _refuse_to_encode(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)  # None without the C module
+_CANONICAL_PARTS: Any = (
+    _make_encoder(
+        None, _refuse_to_encode, json.encoder.encode_basestring, None, ":", ",", True, False, False
+    )
+    if _make_encoder is not None
+    else None
+)
+"""The C encoder that :func:`~mindledger.canonical.canonical_json` runs (sorted keys, compact,
+non-ASCII as itself, no NaN), made once instead of per call, and without its check for
+circular references (what it refuses is refused again by ``canonical_json``, see
+:func:`_trial_json`)."""
+
+
+def _trial_json(value: Any) -> str:
+    """``_json(value)``, the text of the canonical JSON, at a quarter less CPU (a trial stores
+    four such values on the writer thread, which shares the GIL with the event loop): the same
+    encoder (:data:`_CANONICAL_PARTS`) called directly, and text that is ASCII not encoded
+    to UTF-8 and back. Whatever it cannot encode (NaN, a type JSON lacks, a cycle) is handed
+    to ``_json``, which raises what it always raised; a lone surrogate, which UTF-8 cannot
+    carry, raises ``UnicodeEncodeError`` as there."""
+    if _CANONICAL_PARTS is None:
+        return _json(value)
+    try:
+        text = "".join(_CANONICAL_PARTS(value, 0))
+    except Exception:
+        return _json(value)
+    if not text.isascii():
+        text.encode("utf-8")
+    return text
 
 
 class _TrialConnection:
@@ -471,20 +637,20 @@ class _TrialConnection:
             rec.agent,
             rec.item_id,
             rec.status,
-            None if rec.answer is None else _json(rec.answer),
+            None if rec.answer is None else _trial_json(rec.answer),
             rec.raw_text,
-            _json(rec.transcript),
+            _trial_json(rec.transcript),
             rec.confidence,
             rec.correct,
             rec.score_value,
             rec.primary_error,
-            None if rec.score is None else _json(rec.score),
+            None if rec.score is None else _trial_json(rec.score),
             rec.error,
             rec.turns,
             rec.tokens_in,
             rec.tokens_out,
             rec.latency_s,
-            _json(rec.provider),
+            _trial_json(rec.provider),
             now,
         )
 
@@ -655,3 +821,35 @@ def _batches(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
 def _chunks(seq: Sequence[str], size: int) -> Iterable[Sequence[str]]:
     for i in range(0, len(seq), size):
         yield seq[i : i + size]
+
+
+# -- judgements ----------------------------------------------------------------------------
+
+
+@dataclass
+class JudgementRecord:
+    """The extraction judge's reading of one trial (a row of ``judgements``): the reply, the
+    extraction in it, what entered the metrics, the trial re-scored with it, and its counts."""
+
+    run_id: str
+    agent: str
+    item_id: str
+    judge: str
+    judge_hash: str
+    status: str
+    """``ok`` or ``parse_error``."""
+    cached: bool = False
+    reply_text: str | None = None
+    extraction: dict[str, Any] | None = None
+    reading: dict[str, Any] | None = None
+    score: dict[str, Any] | None = None
+    grounded: int = 0
+    ungrounded: int = 0
+    """Quoted values whose quote is not in the chain of thought."""
+    dropped: int = 0
+    """Values left out of the metrics for that (quotes are required)."""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_s: float = 0.0
+    created_at: str | None = None
+    """Set when read back."""

@@ -136,14 +136,16 @@ class Score:
     """A pure scorer's verdict on one answer.
 
     Fields:
-        correct: exact correctness (the primary accuracy).
+        correct: exact correctness (the primary accuracy); ``None`` when one answer cannot be
+            judged on its own — it is scored at report time against other trials of the run
+            (an A/B/C prediction of the run's own LLM population, a population play).
         value: a number in [0, 1] for partial credit where a family has one (else 1.0/0.0).
         error_codes: every error code that matches a wrong answer (empty when correct).
         primary_error: the first matching code in the family's priority order, or None.
         details: family-specific extra fields (within-one accuracy, K_B, log score ...).
     """
 
-    correct: bool
+    correct: bool | None
     value: float
     error_codes: tuple[str, ...] = ()
     primary_error: str | None = None

@@ -58,6 +58,11 @@ def _constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+_DECODER = json.JSONDecoder(parse_int=_int, parse_float=_float, parse_constant=_constant)
+"""What ``json.loads`` with these hooks would build on every call (a decoder keeps no state
+between calls; building one costs as much as parsing a small document): built once."""
+
+
 def parse_json(
     data: str | bytes,
     *,
@@ -91,17 +96,33 @@ def parse_json(
             )
     text = text.removeprefix("\ufeff")
     try:
-        value = json.loads(
-            text, parse_int=_int, parse_float=_float, parse_constant=_constant
-        )
+        if text.startswith("\ufeff"):  # a second one: refused as json.loads refuses it
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        value = _DECODER.decode(text)
     except RecursionError:
         raise InputError(
             f"nested too deeply (at most {max_depth} levels)", where=where, source=source
         ) from None
     except ValueError as exc:
         raise InputError(f"not valid JSON: {exc}", where=where, source=source) from None
-    check_json_value(value, where=where, source=source, max_depth=max_depth)
+    if not _cannot_break_the_rule(text, max_depth):
+        check_json_value(value, where=where, source=source, max_depth=max_depth)
     return value
+
+
+def _cannot_break_the_rule(text: str, max_depth: int) -> bool:
+    """True when the value parsed from ``text`` is sure to pass :func:`check_json_value`, as
+    most small documents are, found by scanning the text instead of walking the value: no more
+    opening brackets than ``max_depth`` cannot nest deeper, and without ``\\u`` escapes a
+    string holds a lone surrogate only if the text does (which encoding it finds)."""
+    if "\\u" in text or text.count("[") + text.count("{") > max_depth:
+        return False
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+    return True
 
 
 def check_json_value(

@@ -5,6 +5,7 @@ Public API::
     build_profile(store, run_id, *, seed=0, n_boot=2000) -> dict   # JSON-ready profile
     report(store, run_id, "md" | "html" | "json" | "csv") -> str
     compare(store, run_a, run_b) -> dict ; render_compare_markdown(cmp) -> str
+    agent_history(store, agent, *, metrics=None, since=None) -> AgentHistory  # reports.history
     diagnose_references(profile) -> list[str]                      # [] when references look right
 
 ``seed`` is always the bootstrap's. A held-out run's own seed (and anything its items regenerate
@@ -38,6 +39,17 @@ from reports._stats import (
     sign_flip_pvalue,
     wilson_interval,
 )
+from reports.history import (
+    DEFAULT_RULE,
+    HEADLINE_METRICS,
+    AgentHistory,
+    HistoryPoint,
+    MetricHistory,
+    Regression,
+    RegressionRule,
+    agent_history,
+    history_of,
+)
 from reports.profile import (
     PROFILE_SCHEMA,
     TRUE_BELIEF_THRESHOLD,
@@ -59,18 +71,26 @@ from reports.render import (
 )
 
 __all__ = [
+    "DEFAULT_RULE",
+    "HEADLINE_METRICS",
     "MIN_N",
     "PROFILE_SCHEMA",
     "TRUE_BELIEF_THRESHOLD",
+    "AgentHistory",
     "Analysis",
     "Calibration",
     "ClusterBootstrap",
     "Contrast",
     "D50Result",
+    "HistoryPoint",
     "Interval",
+    "MetricHistory",
     "Proportion",
+    "Regression",
+    "RegressionRule",
     "RunData",
     "SlopeResult",
+    "agent_history",
     "analyse",
     "bootstrap_pvalue",
     "build_profile",
@@ -83,6 +103,7 @@ __all__ = [
     "diagnose_references",
     "ece",
     "fisher_exact",
+    "history_of",
     "holm",
     "load_run",
     "mcnemar_exact",

@@ -38,11 +38,13 @@ from nesttom.family import depth_number
 __all__ = [
     "DEPTH_ORDER",
     "ItemTable",
+    "Judged",
     "RunData",
     "TrialTable",
     "depth_label_number",
     "depth_sort_key",
     "infer_blocks",
+    "judgements_of",
     "load_run",
     "run_data",
     "trial_columns",
@@ -320,6 +322,26 @@ class TrialTable:
         return d
 
 
+@dataclass(frozen=True)
+class Judged:
+    """The extraction judge's judgement of one trial, as the profile uses it (a row of
+    ``judgements``; see :mod:`harness.judging`)."""
+
+    judge: str
+    status: str
+    """``ok`` or ``parse_error``."""
+    cached: bool
+    """Answered from the response cache (no model call)."""
+    grounded: int
+    ungrounded: int
+    """Quoted values whose quote is not in the chain of thought."""
+    dropped: int
+    """Values left out of the re-scoring for that."""
+    details: Mapping[str, Any]
+    """The trial re-scored with the judge's reading (its score's ``details``; {} when the
+    reply could not be read)."""
+
+
 @dataclass
 class RunData:
     """Everything a profile needs about one run."""
@@ -331,6 +353,8 @@ class RunData:
     proxy: dict[str, dict[str, Any]] = field(default_factory=dict)
     """The query proxy's record of the run's agents as callers (:func:`ledger.calls.summarise`:
     calls, calls that carried a prediction, refusals, open obligations), all calls so far."""
+    judgements: dict[tuple[str, str], Judged] = field(default_factory=dict)
+    """The extraction judge's judgements by (agent, item id) (:func:`judgements_of`)."""
 
 
 def run_data(
@@ -469,7 +493,43 @@ def load_run(store: Store, run_id: str) -> RunData:
         columns = {c: () for c in _TRIAL_COLUMNS}
     data = _from_columns(run, agents, table, columns)
     data.proxy = proxy_record(store, [a.base_agent or a.name for a in agents])
+    data.judgements = judgements_of(store, run_id)
     return data
+
+
+def judgements_of(store: Store, run_id: str) -> dict[tuple[str, str], Judged]:
+    """The run's judgements by (agent, item id); of a trial judged by several judges, the
+    latest readable one (the latest, if none is); {} when there are none."""
+    jt = sa.table(
+        "judgements", sa.column("id"), sa.column("run_id"), sa.column("agent"),
+        sa.column("item_id"), sa.column("judge"), sa.column("status"), sa.column("cached"),
+        sa.column("grounded"), sa.column("ungrounded"), sa.column("dropped"),
+        sa.column("score_json"),
+    )  # fmt: skip
+    out: dict[tuple[str, str], Judged] = {}
+    with store.engine.connect() as conn:
+        if not sa.inspect(conn).has_table("judgements"):
+            return out
+        rows = conn.execute(
+            sa.select(jt.c.agent, jt.c.item_id, jt.c.judge, jt.c.status, jt.c.cached,
+                      jt.c.grounded, jt.c.ungrounded, jt.c.dropped, jt.c.score_json)
+            .where(jt.c.run_id == run_id)
+            .order_by(jt.c.id)
+        ).all()  # fmt: skip
+    for agent, item_id, judge, status, cached, grounded, ungrounded, dropped, score_json in rows:
+        details: Mapping[str, Any] = {}
+        if score_json:
+            parsed = json.loads(score_json)
+            if isinstance(parsed, dict) and isinstance(parsed.get("details"), dict):
+                details = parsed["details"]
+        key = (str(agent), str(item_id))
+        if status != "ok" and key in out and out[key].status == "ok":
+            continue  # an unreadable reply does not hide another judge's reading
+        out[key] = Judged(
+            str(judge), str(status), bool(cached), int(grounded), int(ungrounded), int(dropped),
+            details,
+        )
+    return out
 
 
 def proxy_record(store: Store, callers: Sequence[str]) -> dict[str, dict[str, Any]]:

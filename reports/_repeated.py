@@ -29,15 +29,24 @@ same episodes (``design`` says how many each cell has in this run):
   a counterfactual cell: exploitation, comprehension, the mean adaptation latency of the
   episodes that adapted (``t-95``) and the share that adapted.
 
+- **agent seats** (opponent ``agent:control`` or ``agent:self``: another agent of the run, not
+  a script; seed 003's LLM-vs-LLM setting) — apart from the scripted cells, per seat: every
+  figure above for the agent's seat, with exploitation against the best fixed action in
+  hindsight (:data:`games.repeated.SEAT_BENCHMARK`; there is no script to best-respond to), the
+  same for the opponent's seat (``opponent_seat``), mean points of both seats, the
+  counterfactual gap within the seat episodes' matched sets, and adaptation latency "not
+  estimable" (no scripted switch).
+
 A figure that cannot be computed is ``{"value": None, "reason": ...}``; one whose n is too
-small keeps its value with ``status`` ``"not_estimable"`` and the reason.
+small keeps its value with ``status`` ``"not_estimable"`` and the reason. In the agent-seat
+block every such reason starts with "not estimable: ".
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -61,6 +70,11 @@ GAME_ORDER = ("pd", "rps")
 COUNTERFACTUAL_ORDER = ("default", "label", "payoff", "joint")
 POOLED = "pd+rps"
 EFFICIENCY_SCALE = 1000
+SEAT_OPPONENTS = {"agent:control": "control", "agent:self": "self"}
+"""The opponents that are agents of the run, and their seats (``games.repeated.AGENT_OPPONENTS``,
+read here from the design record's ``opponent``)."""
+SEAT_ORDER = ("control", "self")
+NOT_ESTIMABLE = "not estimable: "
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -81,6 +95,11 @@ DEFINITIONS = {
     "counterfactual_gap": "mean exploitation in the default setting minus that in the "
     "counterfactual setting, over matched pairs: the same opponent with the same draws in both "
     "settings of the same game (pd+rps: the pairs of both games together)",
+    "agent_seats": "episodes against another agent of the run: its control (seat control) or a "
+    "second instance of itself (seat self), reported apart from the scripted cells; "
+    "exploitation there is against the best fixed action in hindsight over the opponent's "
+    "actual moves (in the Prisoner's Dilemma: always defect, so mutual cooperation scores −1); "
+    "opponent_seat: the same figures from the other seat's side",
 }
 INTERVALS = {
     "exploitation": "t-95",
@@ -105,6 +124,10 @@ class RepeatedDesign:
     opponent: npt.NDArray[Any]
     matched: npt.NDArray[Any]
     b6: BoolArray
+    seats: BoolArray
+    """Episodes against an agent of the run (never in a cell, never B6)."""
+    seat: npt.NDArray[Any]
+    """Their seat (``control`` | ``self``; "" elsewhere)."""
 
 
 @dataclass
@@ -119,6 +142,15 @@ class EpisodeCols:
     invalid: FloatArray
     latency: FloatArray
     adapted: FloatArray
+    seat_exploitation: FloatArray
+    """Exploitation in agent-seat episodes (hindsight benchmark); ``exploitation`` is nan there,
+    so nothing pooled with the scripted episodes reads it."""
+    total: FloatArray
+    opp_total: FloatArray
+    opp_exploitation: FloatArray
+    opp_m: FloatArray
+    opp_efficiency: FloatArray
+    mutual_cooperation: FloatArray
 
 
 def _column(values: npt.NDArray[Any], n: int, fill: Any) -> npt.NDArray[Any]:
@@ -137,7 +169,9 @@ def repeated_design(items: ItemTable) -> RepeatedDesign:
     cf = np.where(mask, _column(items.counterfactual, n, ""), "").astype(object)
     opp = np.where(mask, _column(items.opponent, n, ""), "").astype(object)
     matched = np.where(mask, _column(items.matched, n, ""), "").astype(object)
-    return RepeatedDesign(mask, mask & ~b6, cf, opp, matched, b6)
+    seat = np.array([SEAT_OPPONENTS.get(str(o), "") for o in opp.tolist()], dtype=object)
+    seats = mask & (seat != "")
+    return RepeatedDesign(mask, mask & ~b6 & ~seats, cf, opp, matched, b6 & ~seats, seats, seat)
 
 
 def _num(v: Any) -> float:
@@ -156,7 +190,9 @@ def episode_columns(
     ``rows[i]`` is the agent's trial row for item ``i`` (-1: none)."""
     n = len(ok)
     cols = {k: np.full(n, math.nan) for k in
-            ("exploitation", "m", "rounds", "efficiency", "invalid", "latency", "adapted")}
+            ("exploitation", "m", "rounds", "efficiency", "invalid", "latency", "adapted",
+             "seat_exploitation", "total", "opp_total", "opp_exploitation", "opp_m",
+             "opp_efficiency", "mutual_cooperation")}
     scored = np.zeros(n, dtype=bool)
     for i in np.flatnonzero(design.mask & ok & (rows >= 0)).tolist():
         d = trials.details(int(rows[i]))
@@ -174,6 +210,17 @@ def episode_columns(
         if design.b6[i]:
             cols["latency"][i] = _num(d.get("adaptation_latency"))
             cols["adapted"][i] = float(d.get("adaptation_latency") is not None)
+        cols["total"][i] = _num(d.get("total"))
+        cols["opp_total"][i] = _num(d.get("opponent_total"))
+        if design.seats[i]:
+            cols["seat_exploitation"][i] = cols["exploitation"][i]
+            cols["exploitation"][i] = math.nan
+            other = d.get("opponent_seat")
+            if isinstance(other, dict):
+                cols["opp_exploitation"][i] = _num(other.get("exploitation"))
+                cols["opp_m"][i] = _num(other.get("comprehension_round"))
+                cols["opp_efficiency"][i] = _num(other.get("efficiency"))
+            cols["mutual_cooperation"][i] = _num(d.get("mutual_cooperation_rate"))
     return EpisodeCols(scored=scored, **cols)
 
 
@@ -287,10 +334,11 @@ class _Pairs:
 
 
 def _pairs(game: str, cf: str, mine: BoolArray, items: ItemTable, design: RepeatedDesign,
-           ep: EpisodeCols) -> _Pairs:
-    """The matched sets of ``game`` with a scored episode in both ``default`` and ``cf``."""
+           ep: EpisodeCols, within: BoolArray | None = None) -> _Pairs:
+    """The matched sets of ``game`` with a scored episode in both ``default`` and ``cf``
+    (among ``within``, by default the scripted cells)."""
     by_set: dict[str, dict[str, int]] = {}
-    sm = mine & design.cells & ep.scored & (items.game == game)
+    sm = mine & (design.cells if within is None else within) & ep.scored & (items.game == game)
     for i in np.flatnonzero(sm & np.isin(design.counterfactual, ["default", cf])).tolist():
         key = str(design.matched[i])
         if key:
@@ -403,9 +451,151 @@ def repeated_section(
         "by_game_counterfactual": rows,
         "counterfactual_gap": gaps,
         "b6": _b6(ep, has, ok, design),
+        "agent_seats": _agent_seats(items, design, has, ok, ep, seed),
         "definitions": DEFINITIONS,
         "intervals": INTERVALS,
         "note": "opponents are pooled within each cell (every cell of a game holds the same "
         "matched sets, so the same opponent mix); the counterfactual gap compares each "
         "matched set with itself; B6 episodes are reported on their own",
+    }
+
+
+# ------------------------------------------------------------------------------- agent seats
+
+
+def _estimability(d: dict[str, Any]) -> dict[str, Any]:
+    """``d`` with a reason that says "not estimable: …" when it has no value."""
+    reason = d.get("reason")
+    if d.get("value") is None and isinstance(reason, str) and not reason.startswith(NOT_ESTIMABLE):
+        d = d | {"reason": NOT_ESTIMABLE + reason}
+    return d
+
+
+def _seat_figures(ep: EpisodeCols, m: BoolArray, has: BoolArray, ok: BoolArray,
+                  design: RepeatedDesign) -> dict[str, Any]:
+    """The figures of one set of agent-seat episodes: the agent's seat as :func:`_figures`
+    gives them (exploitation on the hindsight benchmark), the opponent seat's, and both seats'
+    mean points."""
+    out = _figures(ep, m, has, ok, design)
+    sm = m & ep.scored
+    n = int(sm.sum())
+    none = "no scored episodes"
+    for key in ("exploitation", "comprehension", "efficiency"):
+        out[key] = _estimability(out[key])
+    out["exploitation"]["benchmark"] = "hindsight"
+    out.pop("opponents", None)
+    out["adaptation_latency"] = {
+        "value": None, "n": 0, "ci": None,
+        "reason": NOT_ESTIMABLE + "the opponent is an agent with no scripted switch, so there "
+        "is no switch round to adapt from"}
+    opp_m = ep.opp_m[sm]
+    comp = np.isfinite(opp_m) & (opp_m <= ep.rounds[sm])
+    opp_comp = _estimability(_share(comp, none))
+    opp_comp["median_m"] = float(np.median(opp_m[comp])) if comp.any() else None
+    out["opponent_seat"] = {
+        "exploitation": _estimability(_mean(
+            ep.opp_exploitation[sm], none if not n else
+            "exploitation undefined in every episode (the best fixed action scores no more "
+            "than random play against the agent's moves)")) | {"benchmark": "hindsight"},
+        "comprehension": opp_comp,
+        "efficiency": _estimability(_mean(
+            ep.opp_efficiency[sm], none if not n else
+            "no token counts (a reference agent plays without a model)"))
+        | {"scale": f"points per {EFFICIENCY_SCALE} tokens"},
+        "total": _estimability(_mean(ep.opp_total[sm], none)),
+    }
+    out["total"] = _estimability(_mean(ep.total[sm], none))
+    coop = ep.mutual_cooperation[sm]
+    if np.isfinite(coop).any():
+        out["mutual_cooperation"] = _estimability(_mean(coop, none))
+    return out
+
+
+def _seat_gaps(seat: str, games: list[str], mine: BoolArray, items: ItemTable,
+               design: RepeatedDesign, ep: EpisodeCols, seed: int) -> list[dict[str, Any]]:
+    within = design.seats & (design.seat == seat)
+    gaps: list[dict[str, Any]] = []
+    pooled: dict[str, _Pairs] = {}
+    si = SEAT_ORDER.index(seat) if seat in SEAT_ORDER else len(SEAT_ORDER)
+    for gi, g in enumerate(games):
+        gm = mine & within & (items.game == g)
+        cfs = {str(c) for c in design.counterfactual[gm].tolist()}
+        others = [c for c in COUNTERFACTUAL_ORDER[1:] if c in cfs]
+        if not others:
+            gaps.append({"game": g, "counterfactual": None, "available": False, "value": None,
+                         "difference": None, "n": 0,
+                         "reason": NOT_ESTIMABLE + f"no {g} episode in a counterfactual setting "
+                         "to pair with the default one (no matched cells)"})
+        for ci, cf in enumerate(others):
+            pairs = _pairs(g, cf, mine, items, design, ep, within)
+            gap = _gap(g, cf, pairs, np.random.default_rng([seed, 0x5EA, si, gi, ci]))
+            gaps.append(_gap_estimability(gap))
+            acc = pooled.setdefault(cf, _Pairs([], []))
+            acc.x += pairs.x
+            acc.y += pairs.y
+            acc.undefined += pairs.undefined
+            acc.unmatched += pairs.unmatched
+    if len(games) > 1:
+        for ci, (cf, pairs) in enumerate(pooled.items()):
+            gap = _gap(POOLED, cf, pairs, np.random.default_rng([seed, 0x5EA, si, 99, ci]))
+            gaps.append(_gap_estimability(gap))
+    return gaps
+
+
+def _gap_estimability(gap: dict[str, Any]) -> dict[str, Any]:
+    """A gap in the agent-seat block: ``n`` (pairs) always, "not estimable: …" without one."""
+    gap = gap | {"n": int(gap.get("n_pairs") or 0)}
+    if not gap.get("available"):
+        gap["value"] = None
+        reason = str(gap.get("reason") or "no matched pairs")
+        gap["reason"] = reason if reason.startswith(NOT_ESTIMABLE) else NOT_ESTIMABLE + reason
+    return gap
+
+
+def _agent_seats(items: ItemTable, design: RepeatedDesign, has: BoolArray, ok: BoolArray,
+                 ep: EpisodeCols, seed: int) -> dict[str, Any]:
+    """The agent-seat block: per seat (pooled over games and settings, with the counterfactual
+    gap) and per seat × game × setting."""
+    if not design.seats.any():
+        return {"available": False,
+                "reason": "no episodes against the run's agents (agent:control, agent:self) in "
+                "this run"}
+    mine = design.seats & has
+    if not mine.any():
+        return {"available": False,
+                "reason": "this agent played no episode against an agent of the run (a control "
+                "sits in its agent's control seat and plays only the self seat; a reference "
+                "agent plays only 'random' in the self seat)"}
+    view = replace(ep, exploitation=ep.seat_exploitation)
+    by_seat: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    for seat in _order({str(s) for s in design.seat[mine].tolist()}, SEAT_ORDER):
+        sm = mine & (design.seat == seat)
+        games = _order({str(g) for g in items.game[sm].tolist()}, GAME_ORDER)
+        by_seat.append({"seat": seat, "opponent": f"agent:{seat}"}
+                       | _seat_figures(view, sm, has, ok, design)
+                       | {"counterfactual_gap": _seat_gaps(seat, games, mine, items, design,
+                                                          view, seed)})
+        for g in games:
+            gm = sm & (items.game == g)
+            for cf in _order({str(c) for c in design.counterfactual[gm].tolist()},
+                             COUNTERFACTUAL_ORDER):
+                rows.append({"seat": seat, "game": g, "counterfactual": cf}
+                            | _seat_figures(view, gm & (design.counterfactual == cf), has, ok,
+                                            design))
+    cells = Counter((str(design.seat[i]), str(items.game[i]), str(design.counterfactual[i]))
+                    for i in np.flatnonzero(design.seats).tolist())
+    return {
+        "available": True,
+        "n_episodes": int((mine & ep.scored).sum()),
+        "design": {"episodes_per_cell": {f"{s}/{g}/{c}": k for (s, g, c), k in
+                                         sorted(cells.items())},
+                   "balanced": len(set(cells.values())) <= 1,
+                   "matched_sets": len({str(x) for x in design.matched[design.seats].tolist()
+                                        if x})},
+        "by_seat": by_seat,
+        "by_seat_game_counterfactual": rows,
+        "metrics": ["exploitation", "comprehension", "efficiency", "adaptation_latency",
+                    "counterfactual_gap"],
+        "definition": DEFINITIONS["agent_seats"],
     }

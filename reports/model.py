@@ -25,11 +25,14 @@ __all__ = [
     "D50",
     "PROFILE_SCHEMA",
     "SCHEMA_FILE",
+    "AbcSection",
     "AgentProfile",
     "Contrast",
     "DepthSignals",
     "Estimate",
+    "GamesSection",
     "MultipleComparisons",
+    "PopulationC",
     "RunInfo",
     "RunProfile",
     "Skill",
@@ -160,6 +163,30 @@ class DepthEstimate(Estimate):
         None, description="level-k trials whose signal matched no depth, several, or was absent")
 
 
+class SignalSource(_Frozen):
+    """Where a stated-signal figure's trials took their value from: the agent's answer (the
+    answer tool's belief fields) or, where it stated none, the extraction judge's reading of
+    its chain of thought (seed 000 Appendix D)."""
+
+    source: Literal["answer", "judge", "answer+judge"] | None = Field(
+        None, description="the sources used; null when no trial has a value")
+    answer: int = Field(0, description="trials whose value came from the agent's answer")
+    judge: int = Field(0, description="trials whose value came from the judge's reading")
+
+
+class JudgeCounts(_Frozen):
+    """The extraction judge's work on the agent's trials (``mindledger judge``)."""
+
+    judged: int = Field(0, description="trials with a stored judgement")
+    calls: int = Field(0, description="judgements that took a model call")
+    cache_hits: int = Field(0, description="judgements answered from the response cache")
+    parse_failures: int = Field(0, description="judge replies that held no JSON object")
+    ungrounded: int = Field(
+        0, description="quoted values whose quote is not verbatim in the chain of thought")
+    dropped: int = Field(0, description="values left out of the figures for that")
+    judges: list[str] = Field(default_factory=list, description="the judge agents")
+
+
 class DepthSignals(_Frozen):
     """The two depth signals of the level-k games side by side, and whether the agent acts on
     what it says (seed 000 Eq. 6, Eq. 8–10, Appendix D), over its scored level-k trials
@@ -195,6 +222,60 @@ class DepthSignals(_Frozen):
     chain_length: Estimate | None = Field(None, description="mean written chain length m")
     mentalizing: Estimate | None = Field(
         None, description="explicit strategic mentalizing rate (the judge's flag)")
+    sources: dict[str, SignalSource] | None = Field(
+        None, description="per stated-signal figure (K_L, br_consistency, br_consistency_eu, "
+        "chain_consistency, chain_length, mentalizing): the answer's or the judge's, with the n "
+        "of each")
+    judge: JudgeCounts | None = Field(
+        None, description="the extraction judge's counts over the agent's trials")
+
+
+class PopulationC(_Frozen):
+    """Condition C against the run's own LLM population (seed 002 §15.1, issue 15 item 4): the
+    agent's predictions of the other agents' plays, scored at report time against those plays
+    (leave-one-agent-out), one prediction per scenario."""
+
+    available: bool
+    population: str | None = Field(None, description="who the population is")
+    samples: list[int] = Field(
+        default_factory=list, description="K: the plays each agent made of each scenario")
+    min_population: int | None = Field(
+        None, description="fewest valid plays of the other agents a scenario needs to be scored")
+    scenarios: int = Field(0, description="C-llm items the agent was given")
+    predictions: int = Field(0, description="its ok C-llm trials")
+    not_estimable_scenarios: int = Field(
+        0, description="predictions whose scenario had too few valid plays of the others")
+    not_estimable_reasons: dict[str, int] | None = None
+    reason: str | None = Field(None, description="why nothing is estimable, when nothing is")
+    population_plays: dict[str, float] | None = Field(
+        None, description="mean and min valid plays per scored scenario")
+    log_score: Estimate | None = Field(
+        None, description="mean log score against the others' plays (t interval)")
+    uniform_log_score: float | None = Field(
+        None, description="what a uniform prediction scores on the same scenarios")
+    brier: Estimate | None = Field(None, description="mean Brier score (t interval)")
+    top1: Estimate | None = Field(
+        None, description="share of scenarios whose unique predicted mode is a modal play")
+
+
+class AbcSection(_Frozen):
+    """An agent's A/B/C section (``games.abc``): C against scripted populations in
+    ``accuracy.C``, ``log_score_c`` and ``brier_c``; against the run's agents in ``c_llm``.
+    The other keys are documented in the report."""
+
+    available: bool | None = None
+    reason: str | None = None
+    c_llm: PopulationC | None = Field(
+        None, description="C against the run's own LLM population (absent without C-llm items)")
+
+
+class GamesSection(_Frozen):
+    """An agent's one-shot games section; the keys besides ``abc`` are documented in the
+    report."""
+
+    available: bool | None = None
+    reason: str | None = None
+    abc: AbcSection | None = None
 
 
 class AgentProfile(_Frozen):
@@ -223,7 +304,7 @@ class AgentProfile(_Frozen):
     length_sweep: dict[str, Any] | None = None
     error_types_by_depth: dict[str, Any] | None = None
     applied_gap: dict[str, Any] | None = None
-    games: dict[str, Any] | None = None
+    games: GamesSection | None = None
     depth_signals: DepthSignals | None = Field(
         None, description="K_B beside K_L, best-response and chain consistency, mentalizing")
     repeated: dict[str, Any] | None = None

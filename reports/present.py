@@ -175,6 +175,30 @@ def depth_signals_lines(block: Any) -> list[str]:
     ment = _as_dict(d.get("mentalizing"))
     if ment and ment.get("n"):
         lines.append(f"explicit mentalizing {proportion_text(ment)}")
+    lines.extend(_signal_sources_lines(d))
+    return lines
+
+
+def _signal_sources_lines(d: Mapping[str, Any]) -> list[str]:
+    """Where the stated signals came from (the answer's own, or the extraction judge's
+    reading) and what the judge did; nothing when neither source stated anything."""
+    sources = _as_dict(d.get("sources")) or {}
+    used = []
+    for figure, label in (("K_L", "K_L"), ("br_consistency", "BR consistency"),
+                          ("chain_consistency", "chain consistency"),
+                          ("mentalizing", "mentalizing")):
+        s = _as_dict(sources.get(figure))
+        if s and s.get("source"):
+            used.append(f"{label} answer n={s.get('answer', 0)}, judge n={s.get('judge', 0)}")
+    lines = ["stated signals from: " + "; ".join(used)] if used else []
+    j = _as_dict(d.get("judge"))
+    if j and j.get("judged"):
+        lines.append(
+            f"extraction judge {', '.join(j.get('judges') or [])}: {j['judged']} trial(s) "
+            f"judged ({j.get('calls', 0)} call(s), {j.get('cache_hits', 0)} cache hit(s)); "
+            f"{j.get('parse_failures', 0)} unreadable repl(ies); {j.get('ungrounded', 0)} "
+            f"ungrounded quote(s), {j.get('dropped', 0)} value(s) dropped"
+        )
     return lines
 
 

@@ -18,6 +18,10 @@ come from"):
 - The R2-self own-belief leak, and accuracy by mechanism and by surface form, are reported with
   their n and interval.
 - Companion questions (``selection == "companion"``) only serve joint accuracy.
+- **A/B/C against the run's own agents** (``play`` and ``C-llm`` items): no trial of theirs is
+  right or wrong on its own, so they are in no accuracy, calibration or unscored count; each
+  agent's C-llm predictions are scored against the other agents' plays of the same scenario
+  (:mod:`reports._population`) in ``games.abc.c_llm``, apart from C against scripted bots.
 
 Methods (the profile's ``intervals.kinds`` is the glossary; :mod:`reports._estimates` the rules):
 proportions get Wilson intervals (at the design-effect-adjusted n where trials come in clusters);
@@ -52,6 +56,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from games import POPULATION_MIN_ANSWERS
 from ledger.store import RunAgent, Store
 from mindledger import family as family_registry
 from mindledger.family import UnknownFamilyError
@@ -68,6 +73,8 @@ from reports._estimates import (
     paired_values,
     proportion,
 )
+from reports._judged import judge_counts, source_of, stated_signals
+from reports._population import population_plays, score_predictions
 from reports._repeated import episode_columns, repeated_design, repeated_section
 from reports._stats import (
     BootstrapSums,
@@ -323,8 +330,13 @@ class Analysis:
             (not any("own_belief" in tag for tag in tags) for tags in it.ambiguous), bool, n
         ) if len(it.ambiguous) == n else np.ones(n, bool)
         self.abc = self.gm & np.isin(q, ["A", "B", "C", "K"])
-        self.lk_excluded = self.gm & ~self.abc & it.excluded
-        self.lk = self.gm & ~self.abc & ~it.excluded
+        # C against the run's own LLM population: K plays per agent and a C-llm prediction per
+        # scenario, both scored here, against the run's plays (reports._population)
+        self.abc_play = self.gm & (q == "play")
+        self.abc_llm = self.gm & (q == "C-llm")
+        self.pending = self.abc_play | self.abc_llm
+        self.lk_excluded = self.gm & ~self.abc & ~self.pending & it.excluded
+        self.lk = self.gm & ~self.abc & ~self.pending & ~it.excluded
         self.rp_design = repeated_design(it)
         self.rp = self.rp_design.mask
         strata: list[tuple[Any, ...]] = [()] * n
@@ -348,6 +360,9 @@ class Analysis:
             elif self.abc[i]:
                 strata[i] = ("games-abc", it.game[i])
                 clusters[i] = ("abc", it.game[i], it.group[i] or iid)
+            elif self.pending[i]:
+                strata[i] = ("games-abc-llm", it.game[i])
+                clusters[i] = ("abc-llm", it.game[i], it.group[i] or iid)
             elif self.gm[i]:
                 strata[i] = ("games", it.game[i], it.condition[i])
                 if math.isfinite(it.target_depth[i]) and math.isfinite(it.lam[i]):
@@ -388,6 +403,8 @@ class Analysis:
         self.fb_depths = sorted({float(x) for x in dn[self.fbc].tolist()})
         self._joint_static()
         self._abc_static()
+        self.population = (population_plays(self.data, self.abc_play)
+                           if self.abc_llm.any() else {})
 
     def _applied_static(self) -> None:
         """Pairs (belief item, behaviour item) on the same story, belief type and depth: the two
@@ -481,9 +498,10 @@ class Analysis:
             cor[idx] = np.where(tr.ok[rows] & (c == 1.0), 1.0, 0.0)
             unscored = np.zeros(n, bool)
             unscored[idx] = tr.ok[rows] & np.isnan(c)
+            unscored &= ~self.pending  # scored against the run's population, not per trial
             conf = np.full(n, np.nan)
             conf[idx] = tr.confidence[rows]
-            conf[~ok] = np.nan
+            conf[~ok | self.pending] = np.nan
             note = None
             finite = np.isfinite(conf)
             if finite.any() and np.nanmax(conf) > 1.0:
@@ -582,11 +600,12 @@ class Analysis:
             ex["log_score"] = ls
             ex["brier"] = self._details(c, "brier", self.abc & self._is("question", "C"))
             ex["K_B"] = self._details(c, "K_B", self.lk)
-            ex["K_L"] = self._details(c, "K_L", self.lk)
-            ex["br_consistent"] = self._details(c, "br_consistent", self.lk)
-            for key in ("br_chance", "br_consistent_eu", "eu_chance", "chain_consistency",
-                        "chain_length", "mentalizing"):
-                ex[key] = self._details(c, key, self.lk)
+            # stated belief, chain and mentalizing: the answer's own, else the judge's reading
+            signals, ex["signal_sources"] = stated_signals(
+                self.data.trials, self.data.judgements, a.name, c.rows, self.lk & c.ok
+            )
+            ex.update(signals)
+            ex["judge_counts"] = judge_counts(self.data.judgements, a.name)
             ex["within_one"] = w1
             ex["own_belief"] = self._details(c, "is_own_belief", self.r2self)
             if self.rp.any():
@@ -1081,11 +1100,15 @@ class Analysis:
                 title = family_registry.get(name).title
             except UnknownFamilyError:
                 title = name
-            m = self._is("family", name) & c.ok & ~it.excluded
+            fam = self._is("family", name)
+            m = fam & c.ok & ~it.excluded & ~self.pending
+            left_out = "API errors and items excluded by design left out"
+            if (fam & self.pending).any():
+                left_out += ("; so are LLM-population plays and predictions, which "
+                             "games.abc.c_llm scores")
             out[name] = self._p(c.cor, m).to_dict() | {
                 "title": title,
-                "definition": f"correct answers ÷ scored {name} items (API errors and items "
-                "excluded by design left out)",
+                "definition": f"correct answers ÷ scored {name} items ({left_out})",
             }
         return out
 
@@ -1209,7 +1232,7 @@ class Analysis:
                     "reason": not_estimable_reason(n) if n < MIN_N else "no spread"}
         return {"value": mean, "n": n, "ci": [lo, hi], "interval": "t-95", "status": "estimated"}
 
-    def _depth_signals(self, ex: Mapping[str, FloatArray], m_lk: BoolArray) -> dict[str, Any]:
+    def _depth_signals(self, ex: Mapping[str, Any], m_lk: BoolArray) -> dict[str, Any]:
         """K_B beside K_L (seed 000 Eq. 8, Eq. 9), best-response consistency to the stated belief
         (Eq. 6, and under a stated distribution) against its chance rate, chain consistency
         (Eq. 10) and the mentalizing rate, each with its n, over the agent's level-k trials."""
@@ -1285,6 +1308,22 @@ class Analysis:
         out["mentalizing"] = rate(ex["mentalizing"], m_lk, "mentalizing flag") | {
             "definition": "share of trials whose reasoning has the opponent reasoning about the "
             "agent's own choice (the judge's opponent_models_me / spurious_recursion)"}
+        # where each stated-signal figure came from: the answer's own statement or the judge
+        src = ex["signal_sources"]
+        out["sources"] = {
+            figure: source_of(src[signal], ex[key], m_lk)
+            for figure, signal, key in (
+                ("K_L", "belief", "K_L"),
+                ("br_consistency", "belief", "br_consistent"),
+                ("br_consistency_eu", "belief", "br_consistent_eu"),
+                ("chain_consistency", "chain", "chain_consistency"),
+                ("chain_length", "chain", "chain_length"),
+                ("mentalizing", "mentalizing", "mentalizing"),
+            )
+        }
+        for figure, used in out["sources"].items():
+            out[figure]["source"] = used["source"]
+        out["judge"] = ex["judge_counts"]
         return out
 
     def _games(
@@ -1355,7 +1394,8 @@ class Analysis:
             proportion(brc[bm]).to_dict() if bm.any()
             else {"value": None, "n": 0, "reason": "no br_consistent in scores"}
         )
-        # A/B/C
+        # A/B/C: C against scripted populations (accuracy.C, log_score_c, brier_c) and, apart,
+        # against the run's own agents (c_llm)
         abc: dict[str, Any] = {}
         if (self.abc & c.has).any():
             abc["accuracy"] = {}
@@ -1407,7 +1447,61 @@ class Analysis:
                 "value": None, "n": 0, "reason": "no brier in the C items' scores"}
         else:
             abc = {"available": False, "reason": "no A/B/C items in this run"}
+        if (self.abc_llm & c.has).any():
+            abc["c_llm"] = self._abc_llm(c)
         out["abc"] = abc
+        return out
+
+    def _abc_llm(self, c: _AgentCols) -> dict[str, Any]:
+        """C against the run's own LLM population (:mod:`reports._population`): the agent's
+        C-llm predictions scored against the other agents' plays of the same scenario, one per
+        scenario — mean log and Brier scores (t interval) and top-1 (Wilson), each with its n."""
+        items = np.flatnonzero(self.abc_llm & c.ok)
+        scored = score_predictions(self.data, self.population, c.name, items.tolist(),
+                                   c.rows[items].tolist())
+        out: dict[str, Any] = {
+            "available": True,
+            "population": "every agent of the run (agents, controls, ablations, reference "
+            "players), K plays each; the predictor's own plays left out",
+            "samples": sorted({int(s) for s in (self.data.items.meta[i].get("samples")
+                                                for i in items.tolist())
+                               if isinstance(s, int)}),
+            "min_population": POPULATION_MIN_ANSWERS,
+            "scenarios": int((self.abc_llm & c.has).sum()),
+            "predictions": len(scored),
+        }
+        est = [s for s in scored if s.reason is None]
+        reasons = Counter(s.reason for s in scored if s.reason is not None)
+        out["not_estimable_scenarios"] = len(scored) - len(est)
+        if reasons:
+            out["not_estimable_reasons"] = dict(reasons)
+        if not est:
+            why = ("not estimable: " + "; ".join(reasons) if reasons
+                   else "not estimable: no C-llm trial without an API error")
+            for key in ("log_score", "brier", "top1"):
+                out[key] = {"value": None, "n": 0, "status": "not_estimable", "reason": why}
+            out["reason"] = why
+            return out
+        out["population_plays"] = {"mean": float(np.mean([s.population for s in est])),
+                                   "min": min(s.population for s in est)}
+        logs = np.asarray([np.nan if s.log_score is None else s.log_score for s in est])
+        briers = np.asarray([np.nan if s.brier is None else s.brier for s in est])
+        uni = [s.uniform_log_score for s in est if s.uniform_log_score is not None]
+        unread = ("not estimable: no readable C-llm prediction in the scored scenarios (an "
+                  "unreadable one counts as wrong in top1)")
+        out["log_score"] = self._mean(logs) | {
+            "definition": "mean log probability the prediction gave the other agents' plays "
+            "(per scenario; floored at 1e-9)"}
+        if uni:
+            out["uniform_log_score"] = float(np.mean(uni))
+        out["brier"] = self._mean(briers) | {
+            "definition": "mean Brier score against the other agents' plays (per scenario)"}
+        for key in ("log_score", "brier"):
+            if not out[key]["n"]:
+                out[key]["reason"] = unread
+        out["top1"] = proportion(np.asarray([float(bool(s.top1)) for s in est])).to_dict() | {
+            "definition": "share of scenarios whose prediction has a unique most likely "
+            "choice that is a modal choice of the other agents' plays"}
         return out
 
     def _abc_contrasts(self, c: _AgentCols) -> dict[str, Any]:

@@ -314,6 +314,21 @@ def _fmt_mean(d: Mapping[str, Any] | None, digits: int = 2) -> str:
             f"n={d.get('n')} {_tag(d)}").rstrip()
 
 
+def _c_llm_line(c: Mapping[str, Any]) -> str:
+    """Condition C against the run's own agents, one line: its scores with n, or why none."""
+    head = "C against the run's agents (each agent's plays, the predictor's own left out): "
+    if c.get("reason"):
+        return head + str(c["reason"])
+    text = (head + f"log score {_fmt_mean(c.get('log_score'), 3)} (uniform "
+            + (f"{c['uniform_log_score']:.3f}" if c.get("uniform_log_score") is not None
+               else MISSING)
+            + f"); Brier {_fmt_mean(c.get('brier'), 3)}; top-1 {fmt_prop(c.get('top1'))}")
+    if c.get("not_estimable_scenarios"):
+        text += (f"; {c['not_estimable_scenarios']} scenarios not estimable ("
+                 + "; ".join(c.get("not_estimable_reasons") or {}) + ")")
+    return text
+
+
 def _repeated_rows(r: Mapping[str, Any]) -> list[list[str]]:
     rows = []
     for c in r.get("by_game_counterfactual", []):
@@ -504,7 +519,7 @@ def _agent_markdown(name: str, a: Mapping[str, Any]) -> list[str]:
             out += [
                 "A/B/C: " + "; ".join(f"{q} {fmt_prop(abc['accuracy'][q])}" for q in "ABC")
                 + f"; dissociation {fmt_prop(abc.get('dissociation'))}; log score of C "
-                + _fmt_mean(abc.get("log_score_c"), 3),
+                "(scripted populations) " + _fmt_mean(abc.get("log_score_c"), 3),
                 "",
             ]
             abc_rows = abc_contrast_rows(abc, tag=_tag)
@@ -513,6 +528,8 @@ def _agent_markdown(name: str, a: Mapping[str, Any]) -> list[str]:
                         "report's contrasts):", "",
                         _table(["contrast", "first", "second", "difference [95%]", "n", "p",
                                 "p (Holm)"], abc_rows), ""]
+        if abc.get("c_llm"):
+            out += [_c_llm_line(abc["c_llm"]), ""]
     rp = a.get("repeated") or {}
     if rp.get("available"):
         out += _repeated_markdown(rp)

@@ -1,4 +1,9 @@
-"""The dashboard App: owns navigation (runs → run, ledger, help); the screens own their data."""
+"""The dashboard App: owns navigation between the screens; the screens own their data.
+
+Runs is the root. Enter opens a run (its matrix for a matrix run); space marks runs and c
+compares two; a opens an agent's history; l, s and w open the prediction ledger, the schedule
+and the queue from anywhere; escape goes back; ? shows the current screen's keys.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +11,19 @@ from pathlib import Path
 
 from textual.app import App
 from textual.binding import Binding
+from textual.screen import Screen
 
 from reports.matrix_summary import SUITE as MATRIX_SUITE
-from tui.screens.help import HelpScreen
+from tui.messages import CompareRequested, HistoryRequested
+from tui.screens.compare import CompareScreen
+from tui.screens.help import HelpScreen, screen_keys
+from tui.screens.history import HistoryScreen
 from tui.screens.ledger import LedgerScreen
 from tui.screens.matrix import MatrixScreen
+from tui.screens.queue import QueueScreen
 from tui.screens.run import RunScreen
 from tui.screens.runs import RunsScreen
+from tui.screens.schedule import ScheduleScreen
 from tui.source import DashboardSource
 from tui.widgets.runs_table import RunsTable
 
@@ -20,10 +31,12 @@ __all__ = ["DashboardApp"]
 
 
 class DashboardApp(App[None]):
-    """Browse runs, profiles and the prediction ledger.
+    """Browse runs, profiles, comparisons, histories, the schedule, the queue and the
+    prediction ledger.
 
     ``source`` does all the reading and writing (in workers); ``refresh_seconds`` is how often
-    the runs table re-reads the database (0: never); ``export_dir`` is where reports go.
+    the runs table and the queue re-read the database (0: never); ``export_dir`` is where
+    reports go.
     """
 
     CSS_PATH = "dashboard.tcss"
@@ -31,7 +44,9 @@ class DashboardApp(App[None]):
     BINDINGS = [
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("l", "ledger", "Ledger"),
+        Binding("l", "open('ledger')", "Ledger"),
+        Binding("s", "open('schedule')", "Schedule"),
+        Binding("w", "open('queue')", "Queue"),
     ]
 
     def __init__(
@@ -50,15 +65,47 @@ class DashboardApp(App[None]):
         self.push_screen(RunsScreen(self.source, refresh_seconds=self.refresh_seconds))
 
     def on_runs_table_chosen(self, message: RunsTable.Chosen) -> None:
-        if message.suite == MATRIX_SUITE:
-            self.push_screen(MatrixScreen(self.source, message.run_id))
+        self.open_run(message.run_id, message.suite)
+
+    def open_run(self, run_id: str, suite: str = "") -> None:
+        """Show run ``run_id``: its matrix for a matrix run, else its profile."""
+        if isinstance(self.screen, HelpScreen):
             return
-        self.push_screen(RunScreen(self.source, message.run_id, export_dir=self.export_dir))
+        if suite == MATRIX_SUITE:
+            self.push_screen(MatrixScreen(self.source, run_id))
+        else:
+            self.push_screen(RunScreen(self.source, run_id, export_dir=self.export_dir))
+
+    def on_compare_requested(self, message: CompareRequested) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(CompareScreen(self.source, message.run_a, message.run_b))
+
+    def on_history_requested(self, message: HistoryRequested) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HistoryScreen(self.source, message.agent))
 
     def action_help(self) -> None:
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+        screen = self.screen
+        if isinstance(screen, HelpScreen):
+            return
+        name = screen.sub_title or "Runs"
+        about = str(getattr(screen, "HELP", ""))
+        self.push_screen(HelpScreen(name, screen_keys(screen), about))
 
-    def action_ledger(self) -> None:
-        if not isinstance(self.screen, LedgerScreen | HelpScreen):
+    def action_open(self, which: str) -> None:
+        """Open the ledger, the schedule or the queue screen, unless it is the one shown (or
+        help is)."""
+        kinds: dict[str, type[Screen[None]]] = {
+            "ledger": LedgerScreen,
+            "schedule": ScheduleScreen,
+            "queue": QueueScreen,
+        }
+        kind = kinds[which]
+        if isinstance(self.screen, HelpScreen | kind):
+            return
+        if kind is QueueScreen:
+            self.push_screen(QueueScreen(self.source, refresh_seconds=self.refresh_seconds))
+        elif kind is ScheduleScreen:
+            self.push_screen(ScheduleScreen(self.source))
+        else:
             self.push_screen(LedgerScreen(self.source))

@@ -14,20 +14,62 @@ from typing import Any
 
 from ledger.chain import Verification
 from ledger.db import Clock, utc_now
+from ledger.models import RunRow
 from ledger.predictions import Ledger
 from ledger.protocol import PredictionState
 from ledger.store import Store
 from mindledger.disclosure import shown_seed
 from mindledger.errors import NotFoundError
+from reports.history import AgentHistory
+from tui.operations import QueueSnapshot, ScheduleSnapshot
 from tui.state import AgentCount, RunSummary
 
-__all__ = ["EXPORT_FORMATS", "DashboardSource", "LedgerSnapshot", "NoLedger"]
+__all__ = [
+    "EXPORT_FORMATS",
+    "DashboardSource",
+    "LedgerSnapshot",
+    "NoLedger",
+    "NoSchedule",
+    "run_summary",
+]
 
 EXPORT_FORMATS = ("md", "html")
 
 
 class NoLedger(NotFoundError):
     """There is no prediction ledger to show here; the message says why, for a person."""
+
+
+class NoSchedule(NotFoundError):
+    """There is no schedule to show here; the message says why, for a person."""
+
+
+def run_summary(store: Store, run: str | RunRow) -> RunSummary:
+    """A stored run (or its id) with its agents' trial counts, its seed withheld when held
+    out."""
+    if isinstance(run, str):
+        run = store.get_run(run)
+    counts = store.trial_counts(run.id)
+    agents = tuple(
+        AgentCount(
+            name=a.name,
+            role=a.role,
+            ok=counts.get(a.name, {}).get("ok", 0),
+            api_error=counts.get(a.name, {}).get("api_error", 0),
+            not_applicable=counts.get(a.name, {}).get("not_applicable", 0),
+            correct=counts.get(a.name, {}).get("correct", 0),
+        )
+        for a in store.run_agents(run.id)
+    )
+    return RunSummary(
+        id=run.id,
+        suite=run.suite,
+        seed=shown_seed(run.seed, held_out=run.held_out),
+        held_out=run.held_out,
+        status=run.status,
+        created_at=run.created_at,
+        agents=agents,
+    )
 
 
 @dataclass(frozen=True)
@@ -46,6 +88,8 @@ class DashboardSource:
     ``ledger`` opens the prediction ledger (it is called in a worker, so it may read the key
     file) and raises :class:`NoLedger` when there is none; ``n_boot`` and ``seed`` are the
     profile's bootstrap settings; ``clock`` gives "now" for predictions past their deadline.
+    ``schedule`` and ``queue`` build the daemon's schedule and the worker queue (the harness
+    knows them; :mod:`tui` may not import it); without them those screens say there is none.
     """
 
     def __init__(
@@ -57,9 +101,13 @@ class DashboardSource:
         seed: int = 0,
         clock: Clock = utc_now,
         run_limit: int = 200,
+        schedule: Callable[[], ScheduleSnapshot] | None = None,
+        queue: Callable[[], QueueSnapshot] | None = None,
     ):
         self.store = store
         self.open_ledger = ledger
+        self.read_schedule = schedule
+        self.read_queue = queue
         self.n_boot = n_boot
         self.seed = seed
         self.clock = clock
@@ -67,32 +115,7 @@ class DashboardSource:
 
     def runs(self) -> list[RunSummary]:
         """The latest runs with their agents' trial counts."""
-        out = []
-        for run in self.store.list_runs(limit=self.run_limit):
-            counts = self.store.trial_counts(run.id)
-            agents = tuple(
-                AgentCount(
-                    name=a.name,
-                    role=a.role,
-                    ok=counts.get(a.name, {}).get("ok", 0),
-                    api_error=counts.get(a.name, {}).get("api_error", 0),
-                    not_applicable=counts.get(a.name, {}).get("not_applicable", 0),
-                    correct=counts.get(a.name, {}).get("correct", 0),
-                )
-                for a in self.store.run_agents(run.id)
-            )
-            out.append(
-                RunSummary(
-                    id=run.id,
-                    suite=run.suite,
-                    seed=shown_seed(run.seed, held_out=run.held_out),
-                    held_out=run.held_out,
-                    status=run.status,
-                    created_at=run.created_at,
-                    agents=agents,
-                )
-            )
-        return out
+        return [run_summary(self.store, run) for run in self.store.list_runs(limit=self.run_limit)]
 
     def profile(self, run_id: str) -> dict[str, Any]:
         """The run's profile (see :func:`reports.build_profile`)."""
@@ -107,6 +130,33 @@ class DashboardSource:
         from reports.matrix_summary import summarise_run
 
         return summarise_run(self.store, run_id, n_boot=self.n_boot, stats_seed=self.seed)
+
+    def compare(self, run_a: str, run_b: str) -> dict[str, Any]:
+        """What changed from ``run_a`` to ``run_b`` (see :func:`reports.render.compare`, the
+        comparison ``mindledger report --compare`` renders); no held-out seed in it."""
+        from reports.render import compare
+
+        return compare(self.store, run_a, run_b, seed=self.seed, n_boot=self.n_boot,
+                       reveal_held_out=False)
+
+    def history(self, agent: str) -> AgentHistory:
+        """``agent``'s headline figures over its finished runs as the agent under test, with
+        the regression rule's flags (see :func:`reports.history.agent_history`)."""
+        from reports.history import agent_history
+
+        return agent_history(self.store, agent, n_boot=self.n_boot, seed=self.seed)
+
+    def schedule(self) -> ScheduleSnapshot:
+        """The daemon's schedule (raises :class:`NoSchedule` when none was handed in)."""
+        if self.read_schedule is None:
+            raise NoSchedule("no schedule is configured for this dashboard")
+        return self.read_schedule()
+
+    def queue(self) -> QueueSnapshot:
+        """The worker queue; not ``available`` when none was handed in."""
+        if self.read_queue is None:
+            return QueueSnapshot(False, "no queue is configured for this dashboard")
+        return self.read_queue()
 
     def export(self, run_id: str, fmt: str, directory: Path) -> Path:
         """Write the run's report as ``md`` (with its figures in ``<run>_files/``) or ``html``

@@ -44,10 +44,12 @@ __all__ = [
     "AGENT_COLUMNS",
     "INVALID",
     "MISSING",
+    "NOTE_MARK",
     "NOT_ESTIMABLE",
     "PREDICTION_COLUMNS",
     "PREDICTION_STATES",
     "RUN_COLUMNS",
+    "SUMMARY_CELL_WIDTH",
     "AgentCount",
     "AgentView",
     "ContrastRow",
@@ -162,10 +164,13 @@ class RunSummary:
 
 @dataclass(frozen=True)
 class RunRow:
-    """One row of the runs table: its key (the run id) and its cells in RUN_COLUMNS order."""
+    """One row of the runs table: its key (the run id) and its cells in RUN_COLUMNS order;
+    ``agents`` are the run's agents, agents under test first (whose history ``a`` opens)."""
 
     key: str
     cells: tuple[str, ...]
+    agents: tuple[str, ...] = ()
+    created_at: str = ""
 
 
 def _role_key(role: str, name: str) -> tuple[int, str]:
@@ -197,6 +202,8 @@ def run_rows(runs: Iterable[RunSummary]) -> list[RunRow]:
                 str(sum(a.trials for a in r.agents)),
                 accuracy_cell(r.agents),
             ),
+            tuple(a.name for a in sorted(r.agents, key=lambda a: _role_key(a.role, a.name))),
+            r.created_at or "",
         )
         for r in ordered
     ]
@@ -261,7 +268,30 @@ class AgentView:
     depth_rows: tuple[DepthRow, ...] = ()
     contrasts: tuple[ContrastRow, ...] = ()
     summary: tuple[str, ...] = field(default=())
-    """The agent's row of the summary table, in AGENT_COLUMNS order."""
+    """The agent's row of the summary table, in AGENT_COLUMNS order (cells no wider than
+    :data:`SUMMARY_CELL_WIDTH`: a reason moves to :attr:`notes`)."""
+    notes: tuple[str, ...] = ()
+    """The reasons taken out of the summary cells: ``"piper D50: not estimable (…)"``."""
+
+
+SUMMARY_CELL_WIDTH = 20
+"""The widest a figure's cell in the run screen's agents table may be, so that every column
+(the true-belief control accuracy and what follows it included) fits at 120 columns; longer
+text moves to a note under the table."""
+NOTE_MARK = "†"
+
+
+def _summary_cell(text: str, column: str, name: str, notes: list[str]) -> str:
+    """``text`` as a summary cell: a reason in parentheses (``"not estimable (accuracy does
+    not decline …)"``) or anything too wide is cut to its head plus :data:`NOTE_MARK`, and the
+    whole text goes to ``notes``."""
+    if len(text) <= SUMMARY_CELL_WIDTH:
+        return text
+    notes.append(f"{name} {column}: {text}")
+    head = text.split(" (")[0]
+    if len(head) >= SUMMARY_CELL_WIDTH:
+        head = head[: SUMMARY_CELL_WIDTH - 2] + "…"
+    return head + NOTE_MARK
 
 
 def _depth_rows(
@@ -356,14 +386,20 @@ def agent_views(profile: Mapping[str, Any]) -> list[AgentView]:
             contrasts = [ContrastRow("agent − control", MISSING, "no control in this run")]
         for module, credit in sorted((a.get("ablation_credit") or {}).items()):
             contrasts += _contrast_rows(f"credit: {module}", credit)
+        notes: list[str] = []
         summary = (
             "yes" if valid else f"✗ {INVALID}",
-            name,
+            _short(name, 2 * SUMMARY_CELL_WIDTH),
             role,
-            compact.d50,
-            compact.leakage_resistance,
-            compact.true_belief,
-            compact.false_belief,
+            *(
+                _summary_cell(text, column, name, notes)
+                for text, column in (
+                    (compact.d50, "D50"),
+                    (compact.leakage_resistance, "leakage resistance"),
+                    (compact.true_belief, "true-belief control accuracy"),
+                    (compact.false_belief, "false-belief accuracy"),
+                )
+            ),
             str(trials) if trials is not None else MISSING,
         )
         out.append(
@@ -382,6 +418,7 @@ def agent_views(profile: Mapping[str, Any]) -> list[AgentView]:
                                        a.get("reality_check")),
                 contrasts=tuple(contrasts),
                 summary=summary,
+                notes=tuple(notes),
             )
         )
     return out

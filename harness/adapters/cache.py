@@ -28,15 +28,25 @@ class ResponseStore(Protocol):
 class CachedBackend:
     """``inner`` with the response cache in front: a request answered before (to the same
     ``endpoint`` and ``model``) is answered from ``store`` with ``cached=True``, no attempts and
-    no latency; any other goes to ``inner`` and its reply is stored."""
+    no latency; any other goes to ``inner`` and its reply is stored. ``variant`` (an agent's
+    extra headers and body fields) joins the key when given, so that an ablation variant that
+    differs only there is never answered with the full agent's replies; without it the key is
+    as before."""
 
     def __init__(
-        self, inner: ChatBackend, store: ResponseStore, *, endpoint: str, model: str | None
+        self,
+        inner: ChatBackend,
+        store: ResponseStore,
+        *,
+        endpoint: str,
+        model: str | None,
+        variant: dict[str, Any] | None = None,
     ):
         self.inner = inner
         self.store = store
         self.endpoint = endpoint
         self.model = model
+        self.variant = variant
 
     def key(
         self,
@@ -48,17 +58,18 @@ class CachedBackend:
         max_tokens: int,
     ) -> str:
         """The cache key of one request."""
-        return content_hash(
-            {
-                "endpoint": self.endpoint,
-                "model": self.model,
-                "messages": messages,
-                "tools": tools,
-                "response_format": response_format,
-                "temperature": temperature,
-                "max_tokens": max_tokens,
-            }
-        )
+        request = {
+            "endpoint": self.endpoint,
+            "model": self.model,
+            "messages": messages,
+            "tools": tools,
+            "response_format": response_format,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+        }
+        if self.variant:
+            request["variant"] = self.variant
+        return content_hash(request)
 
     async def chat(
         self,

@@ -1,5 +1,6 @@
 """The ``command`` kind: a chat agent whose every turn is a run of the declared program
-(:class:`~harness.agents.CommandBackend`). Its replies are not cached."""
+(:class:`~harness.agents.CommandBackend`), with the agent's ``env`` set over the harness's own
+environment (an own module's ``off.env`` switches it off). Its replies are not cached."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ class Command:
     paired_with_control: bool = True
     needs_local_model: bool = False
     proxy_target: bool = False
+    switches: frozenset[str] = frozenset({"env"})
 
     def concurrency(self, config: AgentConfig, settings: Settings) -> int:
         return config.concurrency or settings.concurrency
@@ -28,7 +30,9 @@ class Command:
     def build(self, config: AgentConfig, context: BuildContext) -> ChatAgent:
         if not config.command:
             raise ConfigError("the command adapter needs a command", key=f"agents.{config.name}")
-        backend = CommandBackend(config.command, timeout=context.settings.timeout)
+        backend = CommandBackend(
+            config.command, timeout=context.settings.timeout, env=config.env or None
+        )
         return chat_agent(config, backend, auto_answer_mode="tools")
 
 

@@ -54,6 +54,13 @@ class AdapterKind(Protocol):
         ...
 
     @property
+    def switches(self) -> frozenset[str]:
+        """What this kind can change in its requests, so what an agent's own module may be
+        switched off by (names of :data:`harness.settings.SWITCHES`: ``headers`` and ``body``
+        also allow the agent's ``headers`` and ``extra_body``, ``env`` its ``env``)."""
+        ...
+
+    @property
     def proxy_target(self) -> bool:
         """Whether the daemon's query proxy forwards calls to its agents (an OpenAI-compatible
         endpoint of their own)."""

@@ -29,7 +29,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.cookiejar import Cookie, CookieJar
@@ -38,6 +38,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from harness.adapters.fast_transport import FastTransport, Reply, RequestHead
 from harness.adapters.transports import default_transport
 from harness.frozen_json import FrozenDict, FrozenList
 from mindledger.errors import AgentError
@@ -238,7 +239,9 @@ class OpenAIChat:
 
     ``transport`` defaults to the fastest correct one (see :mod:`harness.adapters.transports`);
     tests inject ``httpx.MockTransport``. ``rng`` draws the backoff jitter; ``sleep`` waits it
-    out (tests pass a fake).
+    out (tests pass a fake). ``headers`` are sent with every request besides the client's own
+    (an agent's declared headers); ``extra_body`` fields are added to every request body, as
+    :meth:`chat`'s ``extra`` is (which overrides them).
     """
 
     def __init__(
@@ -256,6 +259,8 @@ class OpenAIChat:
         transport: httpx.AsyncBaseTransport | None = None,
         rng: np.random.Generator | None = None,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        headers: Mapping[str, str] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -281,18 +286,21 @@ class OpenAIChat:
         self._sleep = sleep
         self._slots = asyncio.Semaphore(concurrency)
         self._limiter = RateLimiter(rate_limit, sleep=sleep) if rate_limit else None
-        headers = {
+        sent = {
             "content-type": "application/json",
             "accept": "application/json",
             "user-agent": USER_AGENT,
+            **{k.lower(): v for k, v in (headers or {}).items()},  # the agent's own, after ours
         }
         if api_key:
-            headers["authorization"] = f"Bearer {api_key}"
+            sent["authorization"] = f"Bearer {api_key}"
+        # the agent's own body fields, sent with every request (as chat's ``extra``, under it)
+        self.extra_body: dict[str, Any] = dict(extra_body or {})
         if transport is None:
             transport = default_transport(self.base_url, max_connections=concurrency)
         self._client = _CookielessClient(
             transport=transport,
-            headers=headers,
+            headers=sent,
             timeout=httpx.Timeout(timeout),
             follow_redirects=False,
             trust_env=False,
@@ -302,6 +310,16 @@ class OpenAIChat:
         # the timeouts.
         self._head = [(b"Host", self.url.netloc), *self._client.headers.raw]
         self._timeouts = self._client.timeout.as_dict()
+        # On FastTransport, the request goes out by its direct path (FastTransport.exchange:
+        # the same bytes, pools, limits and errors, without httpx's request and response
+        # objects), its head encoded once; through the client when there is a user:password in
+        # the URL (httpx turns it into an Authorization header) or a header it would refuse.
+        self._direct: tuple[FastTransport, RequestHead] | None = None
+        if isinstance(transport, FastTransport) and not self.url.userinfo:
+            try:
+                self._direct = (transport, RequestHead("POST", self.url, self._head))
+            except (httpx.LocalProtocolError, ValueError):
+                pass  # sent through the client (which refuses a CR or LF per request)
         # The body's opening up to the messages for self.model (rebuilt if model is changed),
         # and the encoded form of shared (frozen) request parts by identity: see _body.
         self._opening: tuple[str | None, bytes] | None = None
@@ -334,6 +352,8 @@ class OpenAIChat:
         extra: dict[str, Any] | None = None,
     ) -> ChatResult:
         """One chat completion, retried as the module docstring says; raises ChatError."""
+        if self.extra_body:
+            extra = {**self.extra_body, **extra} if extra else self.extra_body
         if extra:
             payload = _ENCODER.encode(
                 self.request_body(
@@ -481,9 +501,21 @@ class OpenAIChat:
             if self._limiter is not None:
                 await self._limiter.acquire()
             started = time.perf_counter()
+            direct = self._direct
+            response: httpx.Response | Reply
             try:
                 async with asyncio.timeout(self.timeout):
-                    response = await self._client.send(self._request(payload))
+                    if direct is not None:
+                        # the read timeout would end after this attempt's own deadline: left out
+                        response = await direct[0].exchange(
+                            direct[1],
+                            payload,
+                            pool_timeout=self.timeout,
+                            connect_timeout=self.timeout,
+                            write_timeout=self.timeout,
+                        )
+                    else:
+                        response = await self._client.send(self._request(payload))
             except (httpx.TimeoutException, TimeoutError) as exc:
                 if _mislabelled_timeout(exc):
                     raise _Failure("connection", str(exc) or "connection failed") from exc
@@ -496,6 +528,8 @@ class OpenAIChat:
                 detail = str(exc) or type(exc).__name__
                 raise _Failure("connection", detail) from exc
             latency = time.perf_counter() - started
+        if isinstance(response, Reply):
+            return self._result(response, latency, attempts)
         try:
             return self._result(response, latency, attempts)
         finally:
@@ -520,7 +554,9 @@ class OpenAIChat:
         request.read()  # the body is in memory: make it request.content
         return request
 
-    def _result(self, response: httpx.Response, latency: float, attempts: int) -> ChatResult:
+    def _result(
+        self, response: httpx.Response | Reply, latency: float, attempts: int
+    ) -> ChatResult:
         status = response.status_code
         if 200 <= status < 300:
             try:
@@ -627,7 +663,7 @@ def _error_text(data: Any) -> str:
     return str(text)[:300]
 
 
-def _response_error(response: httpx.Response) -> str:
+def _response_error(response: httpx.Response | Reply) -> str:
     try:
         return _error_text(json.loads(response.content))
     except ValueError:

@@ -3,7 +3,10 @@
 ``openai`` calls the agent's declared endpoint; ``local`` calls the embedded model server (which
 the run starts) and answers in JSON by default, since llama.cpp's server honours
 ``response_format`` but not tools (PERFORMANCE-NOTES). Both read the API key from the variable
-named by ``api_key_env`` and put the response cache in front when the run has one.
+named by ``api_key_env``, send the agent's ``headers`` and ``extra_body`` fields with every
+request (an own module's ``off`` switch changes them, or the model or endpoint, in its ablation
+variant) and put the response cache in front when the run has one (its key covering those
+headers and fields, so that a variant never gets the full agent's cached answers).
 """
 
 from __future__ import annotations
@@ -32,6 +35,11 @@ class OpenAICompatible:
     paired_with_control: bool = True
 
     @property
+    def switches(self) -> frozenset[str]:
+        """Headers, body fields and the model; the endpoint too unless it is the embedded one."""
+        return frozenset({"headers", "body", "model"} | (set() if self.embedded else {"endpoint"}))
+
+    @property
     def needs_local_model(self) -> bool:
         return self.embedded
 
@@ -53,10 +61,19 @@ class OpenAICompatible:
             rate_limit=config.rate_limit,
             timeout=context.settings.timeout,
             max_retries=context.settings.max_retries,
+            headers=config.headers,
+            extra_body=config.extra_body,
         )
         backend: ChatBackend = OpenAIBackend(client)
         if context.cache is not None:
-            backend = CachedBackend(backend, context.cache, endpoint=base_url, model=config.model)
+            variant = {"headers": config.headers, "extra_body": config.extra_body}
+            backend = CachedBackend(
+                backend,
+                context.cache,
+                endpoint=base_url,
+                model=config.model,
+                variant={k: dict(v) for k, v in variant.items() if v} or None,
+            )
         return chat_agent(config, backend, auto_answer_mode="json" if self.embedded else "tools")
 
     def _base_url(self, config: AgentConfig, context: BuildContext) -> str:

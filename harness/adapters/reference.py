@@ -24,6 +24,7 @@ class Reference:
     paired_with_control: bool = False
     needs_local_model: bool = False
     proxy_target: bool = False
+    switches: frozenset[str] = frozenset()
 
     def concurrency(self, config: AgentConfig, settings: Settings) -> int:
         return REFERENCE_CONCURRENCY

@@ -17,7 +17,7 @@ from harness.adapters.reference import REFERENCE
 from harness.settings import AgentConfig
 from mindledger.errors import ConfigError
 
-__all__ = ["KINDS", "adapter_kind", "build_agent"]
+__all__ = ["KINDS", "adapter_kind", "build_agent", "check_applicable"]
 
 KINDS: Mapping[str, AdapterKind] = MappingProxyType(
     {kind.name: kind for kind in (OPENAI, COMMAND, LOCAL, REFERENCE)}
@@ -39,3 +39,29 @@ def adapter_kind(name: str, *, agent: str | None = None) -> AdapterKind:
 def build_agent(config: AgentConfig, context: BuildContext) -> Agent:
     """The agent ``config`` declares, built by its kind."""
     return adapter_kind(config.adapter, agent=config.name).build(config, context)
+
+
+_AGENT_SWITCHES = (("headers", "headers"), ("extra_body", "body"), ("env", "env"))
+"""The agent's own request settings and the switch each needs its kind to apply."""
+
+
+def check_applicable(config: AgentConfig) -> None:
+    """A ConfigError naming the field if ``config`` asks its kind for what it cannot do: extra
+    headers or body fields of a command agent, environment variables of an OpenAI-compatible
+    one, a module switch (``own_modules.M.off.…``) that the kind cannot apply."""
+    kind = adapter_kind(config.adapter, agent=config.name)
+    can = ", ".join(sorted(kind.switches)) or "none"
+    key = f"agents.{config.name}"
+    for field, switch in _AGENT_SWITCHES:
+        if getattr(config, field) and switch not in kind.switches:
+            raise ConfigError(
+                f"the {kind.name} adapter cannot apply {field} (it applies: {can})",
+                key=f"{key}.{field}",
+            )
+    for name, module in config.own_modules.items():
+        for switch in module.off.used():
+            if switch not in kind.switches:
+                raise ConfigError(
+                    f"the {kind.name} adapter cannot apply off.{switch} (it applies: {can})",
+                    key=f"{key}.own_modules.{name}.off.{switch}",
+                )

@@ -4,7 +4,8 @@ Measured side by side by ``bench/bench_http.py`` (2,000 calls, 50 ms server, 64 
 :class:`~harness.adapters.fast_transport.FastTransport` is the default; httpx's own pool is kept
 for proxies (which FastTransport does not speak) and both it and httpx-aiohttp's
 ``AiohttpTransport`` remain selectable for comparison (the latter needs the ``bench`` extra:
-``pip install -e ".[bench]"``).
+``pip install -e ".[bench]"``). On FastTransport the ``openai`` adapter sends by its direct path
+(:meth:`~harness.adapters.fast_transport.FastTransport.exchange`), not through httpx's client.
 """
 
 from __future__ import annotations

@@ -16,8 +16,10 @@ def config() -> None:
     variables, then flags (--db, -o KEY=VALUE).
 
     \b
-    Example:
-      MINDLEDGER_CONCURRENCY=8 mindledger -o timeout=30 config show
+    Examples:
+      mindledger config show
+      mindledger -o timeout=30 config show --no-sources
+      MINDLEDGER_CONCURRENCY=8 mindledger config show
     """
 
 

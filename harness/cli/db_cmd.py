@@ -15,7 +15,7 @@ def db() -> None:
     """Create, migrate and inspect the database.
 
     \b
-    Example:
+    Examples:
       mindledger db migrate
       mindledger --db postgresql://user@host/mindledger db status
     """
@@ -23,7 +23,12 @@ def db() -> None:
 
 @db.command("status")
 def status() -> None:
-    """Show the database URL, the schema version and pending migrations (changes nothing)."""
+    """Show the database URL, the schema version and pending migrations (changes nothing).
+
+    \b
+    Example:
+      mindledger --db postgresql://user@host/mindledger db status
+    """
     settings = get_settings(click.get_current_context())
     url = settings.database_url
     engine = Workspace.open(settings, migrate=False).engine
@@ -33,7 +38,12 @@ def status() -> None:
 
 @db.command("migrate")
 def migrate_cmd() -> None:
-    """Apply every pending migration (each in its own transaction)."""
+    """Apply every pending migration (each in its own transaction).
+
+    \b
+    Example:
+      mindledger --db postgresql://user@host/mindledger db migrate
+    """
     settings = get_settings(click.get_current_context())
     url = settings.database_url
     engine = Workspace.open(settings, migrate=False).engine

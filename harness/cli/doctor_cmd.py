@@ -11,6 +11,7 @@ import click
 import httpx
 
 from harness.cli.common import echo_json, get_settings
+from harness.cli.conventions import format_option
 from harness.local_model import model_status
 from harness.settings import AgentConfig
 from harness.workspace import Workspace
@@ -63,15 +64,17 @@ def _agent_check(agent: AgentConfig) -> Check:
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
-def doctor(as_json: bool) -> None:
+@format_option("an array of checks (name, ok, detail, needed)")
+@click.option("--json", "as_json", is_flag=True, hidden=True, help="Same as --format json.")
+def doctor(fmt: str, as_json: bool) -> None:
     """Check Python, settings, the database, the embedded model and every agent.
 
     Exits 1 when something needed is missing, and says how to fix it.
 
     \b
-    Example:
+    Examples:
       mindledger doctor
+      mindledger doctor --format json | jq -r '.[] | select(.ok | not) | .name'
     """
     ctx = click.get_current_context()
     checks: list[Check] = []
@@ -106,7 +109,7 @@ def doctor(as_json: bool) -> None:
     checks.append(Check("embedded model", ok, detail, needed=False))
     for agent in settings.agents.values():
         checks.append(_agent_check(agent))
-    if as_json:
+    if as_json or fmt == "json":
         echo_json([c.__dict__ for c in checks])
     else:
         for c in checks:

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
+from harness.cli.conventions import format_option
 from mindledger.canonical import canonical_json
 from mindledger.errors import MindledgerError
 from mindledger.items import Item
@@ -54,14 +55,28 @@ def _echo_json(value: Any) -> None:
 
 @click.group(name="games")
 def games() -> None:
-    """Level-k games: list, IDR sequences, check a game, generate trials."""
+    """Level-k games: list, IDR sequences, check a game, generate trials.
+
+    \b
+    Examples:
+      mindledger games list
+      mindledger games idr 11-20 --depth 5
+      mindledger games generate --seed 7 --n 20 --variants --out trials.jsonl
+    """
 
 
 @games.command(name="list")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON array instead of a table.")
+@format_option("an array of games (name, title, players, actions, anchor, kmax)")
+@click.option("--json", "as_json", is_flag=True, hidden=True, help="Same as --format json.")
 @_user_errors
-def list_games(as_json: bool) -> None:
-    """List the built-in games (the paper's four) with their IDR depth K_max."""
+def list_games(fmt: str, as_json: bool) -> None:
+    """List the built-in games (the paper's four) with their IDR depth K_max.
+
+    \b
+    Examples:
+      mindledger games list
+      mindledger games list --format json | jq -r '.[] | "\\(.name) \\(.kmax)"'
+    """
     from games import FAMILIES, GAMES, check_distinguishability
 
     rows: list[dict[str, Any]] = []
@@ -77,7 +92,7 @@ def list_games(as_json: bool) -> None:
                 "kmax": verdict.kmax,
             }
         )
-    if as_json:
+    if as_json or fmt == "json":
         _echo_json(rows)
         return
     for r in rows:
@@ -99,7 +114,12 @@ def list_games(as_json: bool) -> None:
 )
 @_user_errors
 def idr(name: str, depth: int) -> None:
-    """Print NAME's IDR sequence a(0)..a(depth) and K_max as JSON."""
+    """Print NAME's IDR sequence a(0)..a(depth) and K_max as JSON.
+
+    \b
+    Example:
+      mindledger games idr 11-20 --depth 5
+    """
     from games import check_distinguishability, get_game
 
     verdict = check_distinguishability(get_game(name), depth)
@@ -121,6 +141,10 @@ def check(spec_path: str, depth: int) -> None:
 
     Rows are the player's own action s, columns the opponent's action a. Prints the IDR
     sequence, K_max, and where and why distinguishability fails.
+
+    \b
+    Example:
+      mindledger games check my-game.json --depth 6
     """
     from games import GameSpec, check_distinguishability
     from mindledger.jsonin import read_json_file
@@ -249,7 +273,13 @@ def generate(
     variants: bool,
     out: str | None,
 ) -> None:
-    """Write N trial items as JSON Lines (one item per line, canonical JSON)."""
+    """Write N trial items as JSON Lines (one item per line, canonical JSON).
+
+    \b
+    Examples:
+      mindledger games generate --seed 7 --n 20 > trials.jsonl
+      mindledger games generate --seed 7 --n 40 --game 11-20 --condition recursive --variants
+    """
     from games import CONDITIONS, FAMILIES, LAMBDAS, generate_items
 
     items = generate_items(
@@ -277,7 +307,12 @@ def generate(
 @click.option("--out", default=None, help="Write to this file instead of standard output.")
 @_user_errors
 def abc(seed: int, n: int, kinds: tuple[str, ...], out: str | None) -> None:
-    """Write the A/B/C(/K) items of N strategic-prediction scenarios as JSON Lines."""
+    """Write the A/B/C(/K) items of N strategic-prediction scenarios as JSON Lines.
+
+    \b
+    Example:
+      mindledger games abc --seed 7 --n 10 --kind beauty --out abc.jsonl
+    """
     from games import ABC_KINDS, generate_abc_items
 
     _write_items(generate_abc_items(seed, n, kinds=kinds or ABC_KINDS), out)

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from harness.cli.common import echo_json, get_settings, get_workspace
+from harness.cli.conventions import format_option
 from harness.workspace import Workspace
 from ledger.chain import Verification
 from ledger.db import mask
@@ -137,7 +138,13 @@ def commit_cmd(
     agent_key: str | None,
 ) -> None:
     """Commit a prediction: prints its id, the commitment and the salt. Keep the salt (and the
-    distribution): the reveal needs both, and only the committer has them."""
+    distribution): the reveal needs both, and only the committer has them.
+
+    \b
+    Example:
+      mindledger ledger commit --predictor piper --target dusk \\
+          --query "Pick a number from 1 to 10" --distribution '{"7": 0.6, "3": 0.4}'
+    """
     cond = _json_arg(condition, "--condition")
     body = _body(
         predictor=predictor,
@@ -235,7 +242,13 @@ def reveal_cmd(
     own_answer: str | None,
 ) -> None:
     """Reveal a prediction and score it. Exits 1 when the reveal does not match the
-    commitment (or comes too late): that is recorded and counted against the predictor."""
+    commitment (or comes too late): that is recorded and counted against the predictor.
+
+    \b
+    Example:
+      mindledger ledger reveal p871d2d04f1b8e14bd01f \\
+          --distribution '{"7": 0.6, "3": 0.4}' --salt SALT   # the salt commit printed
+    """
     led = _open(ctx)
     state = led.prediction(prediction_id)
     body = _body(
@@ -464,7 +477,12 @@ def rotate_key_cmd(ctx: click.Context) -> None:
 @click.pass_context
 def export_cmd(ctx: click.Context, out: str) -> None:
     """Export every entry and a signed trailer; verify it anywhere with
-    `mindledger ledger verify --file FILE --public-key KEY`."""
+    `mindledger ledger verify --file FILE --public-key KEY`.
+
+    \b
+    Example:
+      mindledger ledger export --out ledger-$(date +%F).jsonl
+    """
     led = _open(ctx)
     n = led.export(Path(out))
     echo_json({"file": out, "entries": n, "public_key": led.public_key_hex})
@@ -474,24 +492,130 @@ def export_cmd(ctx: click.Context, out: str) -> None:
 @click.option("--predictor", default=None, help="Only this predictor's predictions.")
 @click.option("--target", default=None, help="Only predictions of this target.")
 @click.option("--id", "prediction_id", default=None, help="One prediction, in full.")
+@format_option("an object of predictions and summary (with --id, the one prediction)")
 @click.pass_context
 def show_cmd(
-    ctx: click.Context, predictor: str | None, target: str | None, prediction_id: str | None
+    ctx: click.Context,
+    predictor: str | None,
+    target: str | None,
+    prediction_id: str | None,
+    fmt: str,
 ) -> None:
     """List predictions with their states and scores, and aggregate scores (expired and
-    rejected predictions count with the worst-case score)."""
+    rejected predictions count with the worst-case score).
+
+    JSON (--format json): "predictions", one object per prediction (id, state, predictor,
+    target, query, item, condition, commitment, committed_at, deadline, observed, provenance,
+    query_hash, proxied, scores, reason, agent_signed), and "summary" (predictor, target,
+    states, n, penalised, log_score, brier, top1_accuracy, ece, skill, …). With --id, that
+    prediction's object alone.
+
+    \b
+    Examples:
+      mindledger ledger show --predictor piper
+      mindledger ledger show --format json | jq '.summary.log_score'
+      mindledger ledger show --id p871d2d04f1b8e14bd01f
+    """
     led = _open(ctx)
     now = led.clock()
     if prediction_id:
-        echo_json(led.prediction(prediction_id).to_dict(now))
+        one = led.prediction(prediction_id).to_dict(now)
+        if fmt == "json":
+            echo_json(one)
+        else:
+            _print_prediction(one)
         return
-    states = led.predictions(predictor, target)
-    echo_json(
-        {
-            "predictions": [s.to_dict(now) for s in states],
-            "summary": led.summary(predictor, target),
-        }
+    shown = [s.to_dict(now) for s in led.predictions(predictor, target)]
+    summary = led.summary(predictor, target)
+    if fmt == "json":
+        echo_json({"predictions": shown, "summary": summary})
+        return
+    _print_predictions(shown, summary)
+
+
+def _score(scores: dict[str, Any] | None, key: str) -> str:
+    value = (scores or {}).get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return ""
+    return str(value) if isinstance(value, int) else f"{value:.3f}"
+
+
+def _metric(block: Any) -> str:
+    if not isinstance(block, dict) or not isinstance(block.get("value"), int | float):
+        return "—"
+    return f"{block['value']:.3f} (n={block.get('n', 0)})"
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    console = Console()
+    return console if console.is_terminal else Console(width=160)
+
+
+def _print_predictions(shown: list[dict[str, Any]], summary: dict[str, Any]) -> None:
+    from rich.table import Table
+    from rich.text import Text  # cells as plain text: a query's "[red]" is not markup
+
+    if not shown:
+        click.echo("no predictions (commit one with `mindledger ledger commit`)", err=True)
+        return
+    table = Table()
+    for col in ("id", "state", "predictor", "target", "query", "observed"):
+        table.add_column(col, overflow="fold" if col == "query" else "ellipsis")
+    for col in ("log score", "Brier", "top-1"):
+        table.add_column(col, justify="right")
+    for p in shown:
+        query = str(p["query"])
+        cells = [
+            p["id"],
+            p["state"],
+            p["predictor"],
+            p["target"],
+            query if len(query) <= 60 else query[:59] + "…",
+            str(len(p["observed"])),
+            _score(p["scores"], "log_score"),
+            _score(p["scores"], "brier"),
+            _score(p["scores"], "top1_match"),
+        ]
+        table.add_row(*(Text(str(c)) for c in cells))
+    console = _console()
+    console.print(table)
+    states = ", ".join(f"{n} {state}" for state, n in sorted(summary["states"].items()))
+    console.print(
+        f"{len(shown)} prediction(s): {states}. Over the {summary['n']} final one(s)"
+        f" ({summary['penalised']} with the worst-case score): log score "
+        f"{_metric(summary['log_score'])}, Brier {_metric(summary['brier'])}, top-1 "
+        f"{_metric(summary['top1_accuracy'])}, skill {_metric(summary['skill'])}",
+        highlight=False,
     )
+
+
+def _print_prediction(p: dict[str, Any]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value", overflow="fold")
+    for key, value in p.items():
+        if value is None or value == [] or value == {}:
+            continue
+        if key == "scores":
+            value = ", ".join(f"{k} {_score(value, k) or value[k]}" for k in sorted(value))
+        elif key == "provenance":
+            value = "\n".join(
+                ", ".join(f"{k}={v}" for k, v in sorted(entry.items()) if v is not None)
+                if isinstance(entry, dict)
+                else str(entry)
+                for entry in value
+            )
+        elif isinstance(value, list):
+            value = ", ".join(map(str, value))
+        elif isinstance(value, dict):
+            value = ", ".join(f"{k}={v}" for k, v in sorted(value.items()))
+        table.add_row(key, Text(str(value)))
+    _console().print(table, highlight=False)
 
 
 @ledger.command("register")
@@ -499,7 +623,12 @@ def show_cmd(
 @click.option("--public-key", required=True, help="Its Ed25519 public key (hex, or a PEM file).")
 @click.pass_context
 def register_cmd(ctx: click.Context, predictor: str, public_key: str) -> None:
-    """Register an agent's public key: its commits must then be signed with it."""
+    """Register an agent's public key: its commits must then be signed with it.
+
+    \b
+    Example:
+      mindledger ledger register --predictor piper --public-key piper.pub
+    """
     e = _open(ctx).register_agent(predictor, public_key)
     echo_json({"predictor": predictor, "seq": e.seq, "entry": e.hash})
 
@@ -507,14 +636,24 @@ def register_cmd(ctx: click.Context, predictor: str, public_key: str) -> None:
 @ledger.command("expire")
 @click.pass_context
 def expire_cmd(ctx: click.Context) -> None:
-    """Record every open prediction past its deadline as expired (worst-case score)."""
+    """Record every open prediction past its deadline as expired (worst-case score).
+
+    \b
+    Example:
+      mindledger ledger expire
+    """
     echo_json({"expired": _open(ctx).expire_overdue()})
 
 
 @ledger.command("key")
 @click.pass_context
 def key_cmd(ctx: click.Context) -> None:
-    """Print the service's public key, for third parties verifying exports."""
+    """Print the service's public key, for third parties verifying exports.
+
+    \b
+    Example:
+      mindledger ledger key | jq -r .public_key > service.pub
+    """
     settings = get_settings(ctx)
     key = load_or_create_service_key(settings.home)
     echo_json({"public_key": public_key_hex(key), "key_file": str(settings.home / KEY_FILE)})

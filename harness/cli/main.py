@@ -1,9 +1,10 @@
 """Entry point of the ``mindledger`` command.
 
 Subcommands live in one module each under :mod:`harness.cli` and are imported only when used,
-so ``mindledger --help`` stays fast. Errors: a :class:`~mindledger.errors.MindledgerError` prints
-its message and exits with its ``exit_code`` (2 for user errors); Ctrl-C exits 130; anything
-else is a bug and shows its traceback.
+so ``mindledger --help`` stays fast. Every command's docstring ends with its examples, which
+``--help`` shows last (:func:`~harness.cli.conventions.examples_last`). Errors: a
+:class:`~mindledger.errors.MindledgerError` prints its message and exits with its ``exit_code``
+(2 for user errors); Ctrl-C exits 130; anything else is a bug and shows its traceback.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 import click
 
+from harness.cli.conventions import examples_last
 from mindledger.errors import MindledgerError, readable
 from mindledger.secrets import scrub
 
@@ -46,11 +48,17 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "run",
         "Run a suite against an agent, its control and reference agents.",
     ),
-    "runs": ("harness.cli.run_cmd", "runs", "List stored runs."),
+    "runs": ("harness.cli.runs_cmd", "runs", "List stored runs (table or JSON)."),
+    "judge": ("harness.cli.judge_cmd", "judge", "Judge the chains of thought of a run's games."),
     "quickstart": (
-        "harness.cli.run_cmd",
+        "harness.cli.quickstart_cmd",
         "quickstart",
         "Start the embedded model and run the quick suite end to end.",
+    ),
+    "history": (
+        "harness.cli.history_cmd",
+        "history",
+        "An agent's headline figures over its runs, regressions flagged.",
     ),
     "report": (
         "harness.cli.report_cmd",
@@ -107,8 +115,12 @@ class LazyGroup(click.Group):
                 return None
             command = getattr(importlib.import_module(module), attr)
             assert isinstance(command, click.Command)
+            examples_last(command)
             return command
-        return super().get_command(ctx, cmd_name)
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            examples_last(command)
+        return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx) if name in COMMANDS]
@@ -159,6 +171,9 @@ def cli(
     if db_url:
         overrides["db_url"] = db_url
     ctx.obj["overrides"] = overrides
+
+
+examples_last(cli)
 
 
 def main(argv: list[str] | None = None) -> None:

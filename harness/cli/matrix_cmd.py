@@ -310,6 +310,14 @@ def report_matrix(
     metavar="RUN",
     help="Finish a stored matrix run: only its items without every trial are run again.",
 )
+@click.option(
+    "--queue",
+    "use_queue",
+    is_flag=True,
+    help="Store the run and queue its items in batches for `mindledger worker` processes "
+    "(PostgreSQL) instead of running them here (the pilot, if any, runs here first). With "
+    "--resume, queue what the run still lacks.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the matrix as JSON.")
 @click.pass_context
 def matrix(
@@ -327,6 +335,7 @@ def matrix(
     temperature: float | None,
     concurrency: int,
     resume_id: str | None,
+    use_queue: bool,
     as_json: bool,
 ) -> None:
     """Cross-model prediction matrix: who predicts whom, scored through the ledger.
@@ -345,7 +354,8 @@ def matrix(
     The matrix is a run (suite ``matrix``): its agents and items are stored first, and each
     item's target answers and predictions are stored as trials when the item is done, so an
     interrupted matrix loses only the items in flight and --resume finishes it. `mindledger
-    report RUN` shows it again.
+    report RUN` shows it again. With --queue (PostgreSQL), its items are queued instead, five
+    to a batch, for `mindledger worker` processes, which run each item exactly as here.
 
     \b
     Examples:
@@ -355,9 +365,14 @@ def matrix(
       mindledger matrix --agent a --agent b --agent c --second-order
       mindledger matrix --agent a --agent b --samples 5 --seed 11 --json
       mindledger matrix --resume 20261130-031500-ab12cd
+      mindledger matrix --agent a --agent b --no-pilot --queue   # then: mindledger worker
     """
     settings = get_settings(ctx)
     err = Console(stderr=True)
+    if use_queue:
+        from harness.queue import conninfo
+
+        conninfo(settings)  # PostgreSQL only: say so before anything is stored
     if resume_id:
         if (agent_names or references or seed is not None or temperature is not None
                 or n_candidates is not None or no_pilot or second_order):
@@ -416,6 +431,26 @@ def matrix(
             )
             err.print(f"pilot: {record.verdict}")
         err.print(f"matrix run {run_id} (seed {used_seed})")
+    if use_queue:
+        from harness.queue import enqueue_run
+
+        done = enqueue_run(workspace.store, settings, run_id)
+        if done.complete:
+            err.print(f"nothing to queue: matrix run {run_id} is complete")
+            return
+        if not (done.deferred or done.retried):
+            err.print(
+                f"nothing new to queue: every item matrix run {run_id} lacks is in one of "
+                f"{done.held} batch(es) queued or running on a live worker"
+            )
+            return
+        stalled = f", re-queued {done.retried} stalled batch(es)" if done.retried else ""
+        err.print(
+            f"queued {done.deferred} batch(es) of matrix run {run_id}{stalled}; start workers "
+            "with `mindledger worker` (any machine with this database URL and the ledger's "
+            f"service key); then `mindledger report {run_id}`"
+        )
+        return
     ledger = workspace.ledger
     try:
         result = execute_matrix_run(

@@ -81,6 +81,11 @@ def answer(story_path: str) -> None:
        "questions": [{"chain": ["Ben"], "object": "key"}, {"chain": [], "object": "key"}]}
     ("present" defaults to everyone, "received" to "claimed", "hidden" to none; the empty chain
     asks where the object really is.)
+
+    \b
+    Examples:
+      mindledger nesttom answer story.json
+      cat story.json | mindledger nesttom answer -
     """
     from nesttom import answer_questions
 
@@ -149,6 +154,11 @@ def generate(
     Factors are fully crossed: depth varies fastest, then belief type; within each depth and
     belief type, mechanism, form, length and agent count all cycle. Options repeat or take
     comma-separated values. The same seed and options always give byte-identical output.
+
+    \b
+    Examples:
+      mindledger nesttom generate --seed 7 --n 100 --depth R2,R3 --form chat > items.jsonl
+      mindledger nesttom generate --seed 7 --suite b1 --out b1.jsonl
     """
     import nesttom
 
@@ -204,7 +214,12 @@ def generate(
 )
 def import_hitom_cmd(path: str, out: str | None, report_path: str | None) -> None:
     """Turn the public Hi-ToM JSON into items (JSON Lines) carrying Hi-ToM's own labels, and
-    report how many labels of stories without communication disagree with NestToM semantics."""
+    report how many labels of stories without communication disagree with NestToM semantics.
+
+    \b
+    Example:
+      mindledger nesttom import-hitom Hi-ToM_data.json --out hitom.jsonl --report hitom.txt
+    """
     from nesttom import import_hitom
 
     data = _read_json(path)

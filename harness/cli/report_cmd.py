@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -143,22 +145,25 @@ def _emit(text: str, out: str | None) -> None:
         click.echo(text, nl=not text.endswith("\n"))
 
 
-def write_reports(store: Store, run_id: str, directory: Path) -> list[Path]:
-    """Write the run's Markdown (with its figures) and HTML reports into ``directory``."""
-    from reports.render import report as render_report
+def write_reports(
+    store: Store, run_id: str, directory: Path, *, profile: Mapping[str, Any] | None = None
+) -> list[Path]:
+    """Write the run's Markdown (with its figures) and HTML reports into ``directory``, both
+    from one ``profile`` (built here unless the caller has built it already)."""
+    from reports import build_profile, render_html, render_markdown
 
+    if profile is None:
+        profile = build_profile(store, run_id)
     directory.mkdir(parents=True, exist_ok=True)
     md = directory / f"{run_id}.md"
     md.write_text(
-        render_report(
-            store,
-            run_id,
-            "md",
+        render_markdown(
+            profile,
             figures_dir=directory / f"{run_id}_files",
             figures_link_prefix=f"{run_id}_files/",
         ),
         encoding="utf-8",
     )
     html = directory / f"{run_id}.html"
-    html.write_text(render_report(store, run_id, "html"), encoding="utf-8")
+    html.write_text(render_html(profile), encoding="utf-8")
     return [md, html]

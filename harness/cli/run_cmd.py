@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from harness.settings import Settings
 from harness.suites import SUITES, get_suite
 from harness.workspace import SeedPolicy
 from ledger.store import Store
-from mindledger.disclosure import seed_cell, seed_phrase
+from mindledger.disclosure import seed_phrase
 
 QUICKSTART_REFERENCES = (
     "oracle",
@@ -173,8 +172,11 @@ def _run(store: Store, settings: Settings, run_id: str, console: Console) -> Run
     "--ablate",
     multiple=True,
     metavar="MODULE",
-    help="Add a variant of the agent with MODULE switched off (perspective, "
-    "witness_log, opponent_sim); repeatable.",
+    help="Add a variant of the agent with MODULE switched off: one of the reference "
+    "scaffold's (perspective, witness_log, opponent_sim) or of the agent's own, declared in "
+    "the settings as [agents.NAME.own_modules.MODULE] with the headers, body fields, model, "
+    "endpoint or env that switch it off; repeatable. The profile credits each module "
+    "(full − ablated, paired).",
 )
 @click.option("--seed", type=int, default=None, help="Seed (default: drawn fresh and logged).")
 @click.option(
@@ -225,13 +227,15 @@ def run(
     \b
     Suites and their item counts:
       quick     16 belief + 6 applied NestToM items, 4 game variants (minutes on 2 CPUs)
-      baseline  B1 960, B2 180, B4 150, B5 460 items (60 level-k trials + 400 A/B/C
-                items from 120 scenarios) (+ B3 100 Hi-ToM with --hitom)
+      baseline  B1 960, B2 180, B4 150, B5 700 items (60 level-k trials + 400 A/B/C
+                items from 120 scenarios + 240 from 40 scenarios against the run's own
+                agents) (+ B3 100 Hi-ToM with --hitom)
 
     \b
     Examples:
       mindledger run --suite quick --agent local --reference oracle --reference depth-capped:2
       mindledger run --suite baseline --agent mybot --ablate perspective
+      mindledger run --suite baseline --agent mybot --ablate tom   # an own module
       mindledger run --resume 20261130-031500-ab12cd
     """
     ctx = click.get_current_context()
@@ -287,99 +291,6 @@ def run(
         return
     summary = _run(store, settings, run_id, console)
     print_summary(_stdout(), store, run_id, summary)
+    from harness.cli.judge_cmd import judge_after_run  # the judge stage, when switched on
 
-
-@click.command()
-@click.option("--limit", default=20, show_default=True, help="How many runs to list.")
-@click.option(
-    "--verify",
-    "verify_id",
-    default=None,
-    metavar="RUN_ID",
-    help="Instead of listing, regenerate every item of RUN_ID from its generator, seed and "
-    "parameters and check it matches the stored copy bit for bit (exit 1 if not).",
-)
-@click.option(
-    "--reveal-held-out",
-    is_flag=True,
-    help="Show the seeds of held-out runs too. For operators at this machine only: a held-out "
-    "seed regenerates the run's items, so it must never reach the agent under test.",
-)
-def runs(limit: int, verify_id: str | None, reveal_held_out: bool) -> None:
-    """List stored runs, newest first. A held-out run's seed shows as "withheld" unless
-    --reveal-held-out.
-
-    \b
-    Examples:
-      mindledger runs --limit 5
-      mindledger runs --verify 20261130-031500-ab12cd
-    """
-    ctx = click.get_current_context()
-    store = get_store(ctx)
-    if verify_id:
-        from harness.families import verify_items
-
-        items = store.run_items(verify_id)
-        problems = verify_items(items)
-        for p in problems:
-            click.echo(p)
-        if problems:
-            click.echo(f"{len(problems)} problem(s) in {len(items)} items", err=True)
-            ctx.exit(1)
-        click.echo(f"all {len(items)} items of run {verify_id} regenerate bit for bit")
-        return
-    table = Table()
-    for col in ("run", "suite", "seed", "held out", "status", "created", "agents", "trials"):
-        table.add_column(col)
-    for r in store.list_runs(limit):
-        counts = store.trial_counts(r.id)
-        n = sum(v for c in counts.values() for k, v in c.items() if k != "correct")
-        table.add_row(
-            r.id,
-            r.suite,
-            seed_cell(r.seed, held_out=r.held_out, reveal_held_out=reveal_held_out),
-            "yes" if r.held_out else "",
-            r.status,
-            r.created_at[:19].replace("T", " "),
-            str(len(store.run_agents(r.id))),
-            str(n),
-        )
-    _stdout().print(table)
-
-
-@click.command()
-@click.option("--seed", type=int, default=None, help="Seed (default: drawn fresh).")
-def quickstart(seed: int | None) -> None:
-    """Start the embedded model and run the quick suite end to end.
-
-    Runs the `local` agent (SmolLM2-135M with the reference scaffold), its control, and the
-    reference agents on the quick suite, stores everything in the configured database (SQLite
-    in the data directory by default), and writes the report next to it.
-
-    \b
-    Example:
-      mindledger quickstart
-    """
-    ctx = click.get_current_context()
-    settings = get_settings(ctx)
-    store = get_store(ctx)
-    console = Console(stderr=True)
-    planned = plan_agents(settings, agents=("local",), references=QUICKSTART_REFERENCES)
-    run_id, used_seed, n = create_run(store, settings, suite="quick", planned=planned, seed=seed)
-    console.print(f"run {run_id}: quick suite, seed {used_seed}, {n} items × {len(planned)} agents")
-    console.print("starting the embedded model (SmolLM2-135M-Instruct via llama.cpp on 127.0.0.1)…")
-    summary = _run(store, settings, run_id, console)
-    out = _stdout()
-    print_summary(out, store, run_id, summary)
-    out.print(
-        f"stored in {settings.database_url.split('///')[-1] if settings.database_url.startswith('sqlite') else 'the database'} as run {run_id}"
-    )
-    try:
-        from harness.cli.report_cmd import write_reports
-    except ImportError:
-        out.print(f"report: mindledger report {run_id} --format md")
-        return
-    paths = write_reports(store, run_id, settings.home / "reports")
-    for p in paths:
-        out.print(f"report: {p}")
-    sys.stdout.flush()
+    judge_after_run(store, settings, run_id, console)

@@ -53,6 +53,11 @@ def worker(concurrency: int, once: bool, name: str | None, stalled_after: float)
     finishes a run's last batch marks the run complete. Stop with Ctrl-C (or SIGTERM): batches
     in progress finish first.
 
+    A matrix run's batch is some of its items, each run whole (every prediction about it
+    committed to the prediction ledger before its targets are asked). The worker writes to the
+    ledger with the service key of its data directory: give every worker the key the ledger
+    was opened with.
+
     Stalled work: every worker sends a heartbeat every third of --stalled-after. A worker that
     dies (SIGKILL, out of memory, a lost machine) stops sending it; once it has been silent
     for --stalled-after seconds, its unfinished batches are put back in the queue by any
@@ -91,12 +96,12 @@ def worker(concurrency: int, once: bool, name: str | None, stalled_after: float)
 @click.option(
     "--batch-size",
     type=click.IntRange(min=1),
-    default=50,
-    show_default=True,
-    help="Items of one agent per queued batch.",
+    default=None,
+    help="Items per queued batch: of one agent for a suite run (default 50); of a matrix "
+    "run, every predictor and target on each (default 5).",
 )
 @_stalled_after_option
-def enqueue(run_id: str, batch_size: int, stalled_after: float) -> None:
+def enqueue(run_id: str, batch_size: int | None, stalled_after: float) -> None:
     """Cut a stored run into batches of trials and queue them for workers.
 
     Queues what no live worker holds: the (agent, item) pairs without a trial that are in no
@@ -108,6 +113,10 @@ def enqueue(run_id: str, batch_size: int, stalled_after: float) -> None:
     enqueueing again). So enqueueing again after an interruption, a crash or a failed batch
     finishes the run; a run whose trials are all stored is marked complete.
     Create the run first (e.g. `mindledger run ... --queue`); then start `mindledger worker`.
+
+    A matrix run (`mindledger matrix ... --queue`) is queued by items: a batch runs each of
+    its items whole, every prediction about it committed to the ledger before any target is
+    asked it, exactly as `mindledger matrix` does in one process.
 
     \b
     Example:

@@ -13,7 +13,8 @@ GET      /whoami                                  the token's id, scope and agen
 GET      /runs?limit=N                            the latest runs
 GET      /runs/{id}                               a run's summary and trial counts per agent
 GET      /runs/{id}/profile                       the run's profile (as ``report --format json``)
-POST     /runs                                    run-now: ``{"suite", "agent"?, "references"?}``
+POST     /runs                                    run-now: ``{"suite", "agent"?, "references"?,
+                                                  "ablate"?}`` (modules of the agent)
 POST     /predictions                             commit: ``{"target", "query", "commitment",
                                                   "messages"? | "query_hash"?}``
 GET      /predictions/{id}                        a prediction's state
@@ -76,7 +77,7 @@ from harness.daemon.web import (
     text_field,
 )
 from harness.runs import new_run_id
-from harness.settings import Settings
+from harness.settings import MODULES, Settings
 from harness.suites import SUITES
 from ledger.calls import summarise
 from ledger.db import Clock, utc_now
@@ -93,6 +94,8 @@ log = logging.getLogger("mindledger.daemon")
 
 RETRY_AFTER = 60
 """Seconds a client at its cap of open runs is told to wait (``Retry-After``)."""
+MAX_ABLATIONS = 8
+"""Most modules one run request may ablate (each adds a variant running the whole suite)."""
 
 
 class RateLimiter:
@@ -170,7 +173,11 @@ def create_app(
     :class:`~harness.daemon.proxy.Proxy`); ``on_shutdown`` runs (in a worker thread) when the
     server shuts down, before uvicorn re-raises the signal that stopped it."""
     engine = store.engine
-    document = openapi_document(settings.agents)
+    document = openapi_document(
+        settings.agents,
+        modules=[*MODULES, *(m for a in settings.agents.values() for m in a.own_modules)],
+        max_ablations=MAX_ABLATIONS,
+    )
     limiter = RateLimiter(settings.api_rate_limit, burst=2 * settings.api_rate_limit)
     proxy = Proxy(settings, ledger, transport_factory=transport_factory, draw=draw)
 
@@ -308,7 +315,7 @@ def create_app(
     async def post_run(request: Request) -> Response:
         principal = await authenticate(request)
         body = await json_object(request)
-        check_keys(body, ("suite", "agent", "references"))
+        check_keys(body, ("suite", "agent", "references", "ablate"))
         suite = text_field(body, "suite", required=False) or scheduler_suite()
         if suite not in SUITES:
             raise ApiError(
@@ -333,6 +340,23 @@ def create_app(
                 "expected an agent or some references to run",
                 field="agent",
             )
+        ablate = body.get("ablate", [])
+        if (
+            not isinstance(ablate, list)
+            or not all(isinstance(m, str) and m for m in ablate)
+            or len(set(ablate)) != len(ablate)
+            or len(ablate) > MAX_ABLATIONS
+        ):
+            raise ApiError(
+                400,
+                "invalid_field",
+                f"expected a list of at most {MAX_ABLATIONS} distinct module names",
+                field="ablate",
+            )
+        if ablate and who is None:
+            raise ApiError(
+                400, "missing_field", "expected the agent whose modules to ablate", field="agent"
+            )
         if who is not None and not principal.may_request_runs_of(who):
             raise ApiError(
                 403,
@@ -346,6 +370,11 @@ def create_app(
             raise ApiError(
                 400, "invalid_field", str(exc), field="agent" if who else "references"
             ) from None
+        if ablate:
+            try:
+                plan_agents(settings, agents=(who,) if who else (), ablate=ablate)
+            except UserError as exc:
+                raise ApiError(400, "invalid_field", str(exc), field="ablate") from None
         if scheduler is None or not scheduler.running:
             raise ApiError(503, "scheduler_off", "the scheduler is off (--no-scheduler)")
         sched = scheduler
@@ -366,7 +395,11 @@ def create_app(
         def plan() -> str:
             try:
                 sched.context.plan_run(
-                    suite=suite, agents=(who,) if who else (), references=refs, run_id=run_id
+                    suite=suite,
+                    agents=(who,) if who else (),
+                    references=refs,
+                    ablate=ablate,
+                    run_id=run_id,
                 )
             except UserError as exc:
                 release_run_request(engine, run_id)

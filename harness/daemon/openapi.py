@@ -93,10 +93,14 @@ _MESSAGES = {
 }
 
 
-def openapi_document(agents: Iterable[str] = ()) -> dict[str, Any]:
+def openapi_document(
+    agents: Iterable[str] = (), *, modules: Iterable[str] = (), max_ablations: int = 8
+) -> dict[str, Any]:
     """The OpenAPI 3.1 document of :func:`harness.daemon.api.create_app`'s routes, for a
-    daemon whose declared agents are ``agents``."""
+    daemon whose declared agents are ``agents`` and whose modules a run may ablate ``modules``
+    (the reference scaffold's and the agents' own; at most ``max_ablations`` a run)."""
     agents = list(agents)
+    modules = sorted(set(modules))
     secured: list[dict[str, list[str]]] = [{"bearer": []}]
     body = _responses
     return {
@@ -182,7 +186,27 @@ def openapi_document(agents: Iterable[str] = ()) -> dict[str, Any]:
                                         "maxItems": 4,
                                         "uniqueItems": True,
                                     },
+                                    **(
+                                        {
+                                            "ablate": {
+                                                "description": "modules of the agent to switch "
+                                                "off, one ablation variant each (its own "
+                                                "modules or the reference scaffold's)",
+                                                "type": "array",
+                                                "items": {"enum": modules},
+                                                "maxItems": max_ablations,
+                                                "uniqueItems": True,
+                                            }
+                                        }
+                                        if agents and modules
+                                        else {}
+                                    ),
                                 },
+                                **(
+                                    {"dependentRequired": {"ablate": ["agent"]}}
+                                    if agents and modules
+                                    else {}
+                                ),
                                 "anyOf": [{"required": ["references"]}]
                                 + ([{"required": ["agent"]}] if agents else []),
                             }

@@ -5,9 +5,10 @@ in the ``apscheduler_jobs`` table of the same database as the runs, so schedules
 restart. Three kinds of job:
 
 * ``nightly:AGENT`` — the nightly suite of each declared agent (``settings.schedule``, a cron
-  expression in UTC), then the prediction matrix over the suite run's agents (a matrix run whose
-  params name the suite run it ``accompanies``: the suite's profile takes each agent's skill S
-  from it). A job already stored with the same trigger and arguments is kept as it is,
+  expression in UTC) with the ablation variants ``[schedule] ablate`` names for it (read when
+  the job runs: a changed list changes no job), then the prediction matrix over the suite
+  run's agents but its ablation variants (a matrix run whose params name the suite run it
+  ``accompanies``: the suite's profile takes each agent's skill S from it). A job already stored with the same trigger and arguments is kept as it is,
   so a restart does not move its next run time: runs missed while the daemon was down are
   *coalesced* into one (``coalesce=True``) if the latest is within ``misfire_grace_time``;
 * ``run:RUN_ID`` — a run-now request: execute a run that the API has already planned and stored;
@@ -110,11 +111,12 @@ class DaemonContext:
         suite: str,
         agents: Sequence[str] = (),
         references: Sequence[str] = (),
+        ablate: Sequence[str] = (),
         run_id: str | None = None,
     ) -> str:
-        """Plan and store a run on a held-out seed (as ``run_id``, default a new id); return
-        its id."""
-        planned = plan_agents(self.settings, agents=agents, references=references)
+        """Plan and store a run on a held-out seed (as ``run_id``, default a new id), with an
+        ablation variant of each agent per module in ``ablate``; return its id."""
+        planned = plan_agents(self.settings, agents=agents, references=references, ablate=ablate)
         run_id, _, _ = create_run(
             self.store, self.settings, suite=suite, planned=planned, held_out=True, run_id=run_id
         )
@@ -125,20 +127,26 @@ class DaemonContext:
         asyncio.run(execute_stored_run(self.store, self.settings, run_id))
 
     def run_suite(self, *, suite: str, agents: Sequence[str]) -> str:
-        """Plan and execute a suite for ``agents``; return the run id."""
-        run_id = self.plan_run(suite=suite, agents=agents)
+        """Plan and execute a scheduled suite for ``agents``, with an ablation variant per
+        module that ``[schedule] ablate`` names for them; return the run id."""
+        wanted = self.settings.schedule_ablations
+        ablate = tuple(dict.fromkeys(m for a in agents for m in wanted.get(a, ())))
+        run_id = self.plan_run(suite=suite, agents=agents, ablate=ablate)
         log.info("scheduled run %s: suite %s, agents %s", run_id, suite, ", ".join(agents))
         self.execute(run_id)
         return run_id
 
     def run_matrix_beside(self, suite_run: str) -> str | None:
         """Plan and execute the prediction matrix (held-out seed) over the agents of the suite
-        run ``suite_run`` that can take part in it, linked to it (``accompanies``); return the
-        matrix run's id, or None when there is no ledger or no agent can take part."""
+        run ``suite_run`` that can take part in it (not its ablation variants), linked to it
+        (``accompanies``); return the matrix run's id, or None when there is no ledger or no agent can take part."""
         if self.ledger is None:
             log.warning("no prediction ledger: no matrix beside run %s", suite_run)
             return None
-        planned = matrix_agents(self.store.run_agents(suite_run))
+        # ablation variants measure a module's credit in the suite: not matrix seats (each seat
+        # adds a row and a column of predictions)
+        seats = [ra for ra in self.store.run_agents(suite_run) if ra.role != "ablation"]
+        planned = matrix_agents(seats)
         if not planned:
             log.info("no agent of run %s can take part in the matrix", suite_run)
             return None
@@ -172,10 +180,26 @@ class DaemonContext:
         return run_id
 
     def nightly(self, *, suite: str, agents: Sequence[str]) -> tuple[str, str | None]:
-        """The nightly work: the suite for ``agents``, then the matrix beside it; returns
-        (suite run id, matrix run id or None)."""
+        """The nightly work: the suite for ``agents`` (with their scheduled ablations), then the
+        matrix beside it; returns (suite run id, matrix run id or None)."""
         run_id = self.run_suite(suite=suite, agents=agents)
-        return run_id, self.run_matrix_beside(run_id)
+        matrix_run = self.run_matrix_beside(run_id)
+        self.check_regressions(run_id, agents)
+        return run_id, matrix_run
+
+    def check_regressions(self, run_id: str, agents: Sequence[str]) -> None:
+        """When ``[notify]`` is configured: check each agent's history at the finished run
+        and notify a regression that begins on it (:mod:`harness.notify`). Never raises: a
+        failed check or delivery is logged (and a delivery recorded), the daemon goes on."""
+        if not self.settings.notify.enabled:
+            return
+        from harness.notify import notify_regressions
+
+        for agent in agents:
+            try:
+                notify_regressions(self.store, self.settings, agent, run_id)
+            except Exception:
+                log.exception("regression check of %s after run %s failed", agent, run_id)
 
     def expire(self) -> list[str]:
         """Record expiry of every open prediction past its deadline."""
@@ -217,9 +241,65 @@ def nightly_agents(settings: Settings) -> list[str]:
     return sorted(name for name in settings.agents if name not in controls)
 
 
+_WEEKDAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+
+
+def _crontab_weekday(token: str) -> int:
+    token = token.strip().lower()
+    if token[:3] in _WEEKDAYS and len(token) == 3:
+        return _WEEKDAYS.index(token)
+    if token.isdigit() and int(token) <= 7:
+        return int(token)
+    raise ValueError(f"day of week {token!r} is not 0-7 or sun-sat")
+
+
+def crontab_weekdays(field: str) -> str:
+    """A crontab day-of-week field (0 or 7 = Sunday, 1 = Monday, names, lists, ranges, steps)
+    as APScheduler reads it. APScheduler 3 counts numeric days from Monday = 0, so passing the
+    field through as ``CronTrigger.from_crontab`` does would turn ``1-5`` (Monday to Friday in
+    crontab) into Tuesday to Saturday; the days are spelled out by name instead."""
+    if field == "*":
+        return field
+    days: set[int] = set()
+    for part in field.split(","):
+        span, slash, step_text = part.partition("/")
+        step = int(step_text) if slash and step_text.isdigit() else 1
+        if slash and (not step_text.isdigit() or step < 1):
+            raise ValueError(f"step {step_text!r} in day of week is not a positive number")
+        if span == "*":
+            lo, hi = 0, 6
+        elif "-" in span:
+            first, last = span.split("-", 1)
+            lo, hi = _crontab_weekday(first), _crontab_weekday(last)
+            if hi < lo:
+                raise ValueError(f"day-of-week range {span!r} runs backwards")
+        else:
+            lo = _crontab_weekday(span)
+            hi = 7 if slash else lo
+        days.update(d % 7 for d in range(lo, hi + 1, step))
+    return ",".join(_WEEKDAYS[d] for d in sorted(days))
+
+
+def crontab(expression: str) -> CronTrigger:
+    """The trigger of a five-field crontab expression, in UTC, with crontab's day-of-week
+    numbering (see :func:`crontab_weekdays`). Raises ValueError on a malformed expression."""
+    fields = expression.split()
+    if len(fields) != 5:
+        raise ValueError(f"wrong number of fields; got {len(fields)}, expected 5")
+    minute, hour, day, month, weekday = fields
+    return CronTrigger(
+        minute=minute,
+        hour=hour,
+        day=day,
+        month=month,
+        day_of_week=crontab_weekdays(weekday),
+        timezone=dt.UTC,
+    )
+
+
 def _cron(expression: str) -> CronTrigger:
     try:
-        return CronTrigger.from_crontab(expression, timezone=dt.UTC)
+        return crontab(expression)
     except ValueError as exc:
         raise ConfigError(
             f"expected a cron expression like '0 3 * * *', got {expression!r} ({exc})",

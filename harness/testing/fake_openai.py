@@ -214,6 +214,9 @@ class LoggedRequest:
     """time.monotonic() when the reply was written (or the connection closed)."""
     body: dict[str, Any] | None
     """The parsed request body (None unless log_bodies)."""
+    headers: dict[str, str] | None = None
+    """The request headers, names in lower case, ``authorization`` left out (None unless
+    log_bodies)."""
 
 
 class _BadRequest(UserError):
@@ -431,7 +434,7 @@ class FakeOpenAI:
             await _respond(writer, 401, denied, keep, cfg.chunked)
             return keep
         if path == "/v1/chat/completions":
-            return await self._chat(body, keep, reader, writer)
+            return await self._chat(body, keep, reader, writer, headers)
         payload: Any
         if path == "/health":
             payload = {"status": "ok"}
@@ -463,6 +466,7 @@ class FakeOpenAI:
         keep: bool,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
+        headers: dict[str, str] | None = None,
     ) -> bool:
         cfg = self.config
         started = time.monotonic()
@@ -498,6 +502,11 @@ class FakeOpenAI:
                     started=started,
                     finished=time.monotonic(),
                     body=body if cfg.log_bodies else None,
+                    headers=(
+                        {k: v for k, v in headers.items() if k != "authorization"}
+                        if cfg.log_bodies and headers is not None
+                        else None
+                    ),
                 )
             )
 

@@ -246,3 +246,41 @@ def test_the_profile_says_why_s_is_not_measured_without_a_matrix(
     (compact,) = headlines(profile, with_ci=False)
     assert compact.skill == "not measured"
     ws.close()
+
+
+@pytest.mark.parametrize(
+    ("field", "days"),
+    [
+        ("1-5", "mon,tue,wed,thu,fri"),
+        ("0", "sun"),
+        ("7", "sun"),
+        ("*/2", "sun,tue,thu,sat"),
+        ("5-7", "sun,fri,sat"),
+        ("MON-fri", "mon,tue,wed,thu,fri"),
+        ("1,3", "mon,wed"),
+        ("*", "*"),
+    ],
+)
+def test_crontab_day_of_week_counts_from_sunday(field: str, days: str) -> None:
+    from harness.daemon.scheduler import crontab_weekdays
+
+    assert crontab_weekdays(field) == days
+
+
+def test_weekday_schedule_fires_monday_to_friday() -> None:
+    """``1-5`` is Monday to Friday, as in crontab (APScheduler 3's own from_crontab reads it
+    from Monday = 0, i.e. Tuesday to Saturday)."""
+    import datetime as dt
+
+    from harness.daemon.scheduler import crontab
+
+    trigger = crontab("30 2 * * 1-5")
+    fired = []
+    now = dt.datetime(2026, 11, 29, tzinfo=dt.UTC)  # a Sunday
+    for _ in range(6):
+        now = trigger.get_next_fire_time(None, now + dt.timedelta(seconds=1))
+        fired.append(now.strftime("%a %H:%M"))
+    assert fired == ["Mon 02:30", "Tue 02:30", "Wed 02:30", "Thu 02:30", "Fri 02:30", "Mon 02:30"]
+    for bad in ("30 2 * * 8", "30 2 * * 5-1", "30 2 * *", "30 2 * * mon/0"):
+        with pytest.raises(ValueError):
+            crontab(bad)

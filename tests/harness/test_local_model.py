@@ -70,3 +70,13 @@ def test_quickstart_end_to_end(tmp_path: Path) -> None:
     assert counts["local"]["ok"] == counts["local-control"]["ok"] == n_items
     assert run.status == "complete"
     assert any(p.suffix == ".html" for p in (tmp_path / "home" / "reports").iterdir())
+    # it ends with lines worded from this run's own profile (tests/harness/
+    # test_quickstart_explain.py checks the wording on constructed profiles)
+    from harness.cli.quickstart_cmd import explain_run
+    from reports import build_profile
+
+    profile = build_profile(store, run.id)
+    assert out.rstrip().endswith("\n".join(explain_run(profile)))
+    local = profile["agents"]["local"]
+    assert ("marked INVALID" in out) == (local["valid"] is False)
+    assert "mindledger dashboard" in out and "Connecting a real agent" in out

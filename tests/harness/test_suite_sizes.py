@@ -10,8 +10,15 @@ from typing import Any
 
 import numpy as np
 
-from games import generate_abc_items
-from harness.suites import ABC_SCENARIOS, EPISODES_PER_CELL, get_suite
+from games import POPULATION_SAMPLES, generate_abc_items, generate_population_items
+from harness.suites import (
+    ABC_SCENARIOS,
+    EPISODES_PER_CELL,
+    POPULATION_ITEMS,
+    POPULATION_SCENARIOS,
+    SEAT_EPISODES,
+    get_suite,
+)
 from ledger.store import RunAgent
 from reports._data import run_data
 from reports._stats import newcombe_paired_interval, wilson_interval
@@ -56,6 +63,13 @@ def test_baseline_meets_them() -> None:
     assert counts["B5_abc"] == len(items) == 400
     assert counts["repeated"] == 8 * EPISODES_PER_CELL and EPISODES_PER_CELL >= 8
     assert counts["B6"] == 20
+    assert counts["repeated_agents"] == SEAT_EPISODES == 32
+    # C against the run's own agents: one prediction per scenario and agent, n = 40 ≥ 39
+    population = generate_population_items(12, POPULATION_SCENARIOS)
+    q = Counter(i.meta["question"] for i in population)
+    assert q["C-llm"] == POPULATION_SCENARIOS >= _needed_k_items()
+    assert q["play"] == POPULATION_SAMPLES * POPULATION_SCENARIOS
+    assert counts["B5_abc_llm"] == POPULATION_ITEMS == len(population) == 240
 
 
 def test_a_synthetic_profile_at_baseline_size_has_the_promised_intervals() -> None:

@@ -52,10 +52,16 @@ def test_baseline_has_every_block() -> None:
         "B2": suite.counts["B2"],
         "B4": suite.counts["B4"],
     }
-    assert fam["repeated"] == suite.counts["B6"] + suite.counts["repeated"] == 20 + 64
+    assert (fam["repeated"] == suite.counts["B6"] + suite.counts["repeated"]
+            + suite.counts["repeated_agents"] == 20 + 64 + 32)
     b6 = [i for i in items if i.family == "repeated" and i.meta.get("rounds") == 30]
     assert len(b6) == 20
-    assert fam["games"] == suite.counts["B5_level_k"] + suite.counts["B5_abc"]
+    assert (fam["games"] == suite.counts["B5_level_k"] + suite.counts["B5_abc"]
+            + suite.counts["B5_abc_llm"] == 60 + 400 + 240)
+    llm = Counter((i.meta["kind"], i.meta["question"]) for i in items
+                  if i.meta.get("population") == "llm")
+    assert llm == {("beauty", "play"): 100, ("beauty", "C-llm"): 20,
+                   ("11-20", "play"): 100, ("11-20", "C-llm"): 20}
     assert len({i.id for i in items}) == len(items)
     # B1, B2 and B4 are nesttom's own builders, as `mindledger nesttom generate --suite` writes
     built = nesttom.baseline_items(12)

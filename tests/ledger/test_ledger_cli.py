@@ -69,12 +69,12 @@ def test_commit_observe_reveal_show(
     assert code == 2 and "refused after the reveal" in err and "Traceback" not in err
     code, _, err = run(capsys, "ledger", "reveal", pid, "--distribution", DIST, "--salt", c["salt"])
     assert code == 2 and "already scored" in err
-    code, out, _ = run(capsys, "ledger", "show", "--predictor", "piper")
+    code, out, _ = run(capsys, "ledger", "show", "--predictor", "piper", "--format", "json")
     shown = json.loads(out)
     assert [p["state"] for p in shown["predictions"]] == ["scored"]
     assert shown["predictions"][0]["observed"] == ["7", "3", "7"]
     assert shown["summary"]["n"] == 1
-    code, out, _ = run(capsys, "ledger", "show", "--target", "nobody")
+    code, out, _ = run(capsys, "ledger", "show", "--target", "nobody", "--format", "json")
     assert json.loads(out)["predictions"] == []
     code, out, err = run(capsys, "ledger", "verify")
     assert code == 0 and len(out.strip().splitlines()) == 1 and out.startswith("ok: 6 entries")
@@ -90,7 +90,7 @@ def test_mismatched_reveal_exits_1_and_is_recorded(
     )
     assert code == 1 and "does not match" in err
     assert json.loads(out)["status"] == "rejected"
-    code, out, _ = run(capsys, "ledger", "show", "--id", c["id"])
+    code, out, _ = run(capsys, "ledger", "show", "--id", c["id"], "--format", "json")
     assert json.loads(out)["state"] == "rejected"
     assert run(capsys, "ledger", "verify")[0] == 0
 

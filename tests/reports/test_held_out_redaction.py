@@ -246,6 +246,16 @@ def test_cli_runs_lists_withheld_unless_revealed(runs: Runs) -> None:
     assert "operators" in _cli(runs, "runs", "--help").output
 
 
+def test_cli_runs_json_withholds_unless_revealed(runs: Runs) -> None:
+    text = _cli(runs, "runs", "--format", "json").stdout
+    assert runs.leaks(text) == []
+    listed = {r["id"]: r for r in json.loads(text)}
+    assert listed["held"]["seed"] is None and listed["held"]["seed_withheld"] is True
+    assert listed["held"]["held_out"] is True and listed["dev"]["seed"] == DEV_SEED
+    revealed = json.loads(_cli(runs, "runs", "--format", "json", "--reveal-held-out").stdout)
+    assert {r["id"]: r["seed"] for r in revealed}["held"] == HELD_SEED
+
+
 def test_cli_run_held_out_prints_no_seed(isolated_home: Path) -> None:
     url = f"sqlite:///{isolated_home / 'run.db'}"
     args = ["--db", url, "run", "--suite", "quick", "--reference", "oracle", "--held-out",

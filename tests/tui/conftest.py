@@ -124,3 +124,51 @@ def seeded(tmp_path: Path) -> Iterator[Seeded]:
         led.close()
     yield seeded
     store.engine.dispose()
+
+
+# -- the snapshot database: a deterministic history of nightly runs ------------------------------
+
+SNAP_SIZE = (160, 48)
+NIGHTLY_STORIES = 8
+"""The terminal every snapshot is taken at (columns, lines)."""
+
+
+@pytest.fixture
+def fixed_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seeded stand-ins for :mod:`secrets` (the ledger's genesis nonce and commitment salts),
+    so that prediction ids and the ledger's head hash are the same on every machine."""
+    import secrets
+
+    rng = np.random.default_rng(2026)
+    monkeypatch.setattr(secrets, "token_bytes", lambda n=32: rng.bytes(n))
+    monkeypatch.setattr(secrets, "token_hex", lambda n=32: rng.bytes(n).hex())
+
+
+def nightly_agents(night: int) -> list[SyntheticAgent]:
+    """The agents of nightly run ``night`` (1-4): piper's false-belief accuracy drops on
+    night 4; night 4 also has a reference whose accuracy does not decline with depth (its D50
+    is not estimable, with a long reason)."""
+    piper_d50 = 0.2 if night == 4 else 2.7
+    agents = [
+        SyntheticAgent("piper", logistic_accuracy(piper_d50, -1.2, 0.25),
+                       spec={"adapter": "openai"}, tb_accuracy=0.99),
+        SyntheticAgent("piper-control", logistic_accuracy(1.6, -1.2, 0.25), role="control",
+                       base_agent="piper", tb_accuracy=0.99),
+    ]  # fmt: skip
+    if night == 4:
+        agents.append(SyntheticAgent("flat", lambda d: 0.5, role="reference",
+                                     spec={"policy": "flat"}, tb_accuracy=0.99))
+    return agents
+
+
+@pytest.fixture
+def nightly(fixed_secrets: None, seeded: Seeded) -> Seeded:
+    """:func:`seeded` plus four held-out nightly runs of piper, a day apart (``night-1`` …
+    ``night-4``; piper regresses on the last), all on the frozen clock."""
+    for night in range(1, 5):
+        seeded.clock.t = dt.datetime(2026, 3, 1 + night, 3, tzinfo=dt.UTC)
+        run = synthetic_run(np.random.default_rng(100 + night), nightly_agents(night),
+                            stories=NIGHTLY_STORIES, games=0)
+        run.write(seeded.store, f"night-{night}", held_out=True, seed=1000 + night)
+    seeded.clock.t = dt.datetime(2026, 3, 5, 12, tzinfo=dt.UTC)
+    return seeded

@@ -19,7 +19,13 @@ def test_dashboard_is_a_documented_command(isolated_home: Path) -> None:
     assert top.exit_code == 0 and "dashboard" in top.output
     r = runner.invoke(cli, ["dashboard", "--help"])
     assert r.exit_code == 0, r.output
-    assert "--refresh" in r.output and "--export-dir" in r.output
+    assert "--refresh" in r.output and "--export-dir" in r.output and "--suite" in r.output
+    # the help ends with its examples, after the options
+    tail = r.output.rstrip().splitlines()[-4:]
+    assert tail[0].strip() == "Examples:"
+    assert [line.strip().split()[:2] for line in tail[1:]] == [["mindledger", "dashboard"],
+                                                               ["mindledger", "--db"],
+                                                               ["mindledger", "dashboard"]]
 
 
 def test_dashboard_opens_the_configured_database_and_ledger(
@@ -47,3 +53,7 @@ def test_dashboard_opens_the_configured_database_and_ledger(
     load_or_create_service_key(isolated_home)
     snap = app.source.ledger_snapshot()
     assert snap.predictions == [] and snap.verification.ok
+    # the schedule and the queue are handed in by the harness
+    schedule = app.source.schedule()
+    assert schedule.expression == "0 3 * * *" and schedule.jobs == ()
+    assert app.source.queue().reason.startswith("no queue: the database is SQLite")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -21,6 +23,12 @@ __all__ = ["LedgerScreen"]
 class LedgerScreen(Screen[None]):
     """Predictions newest first; the ledger is read and verified in a worker."""
 
+    HELP: ClassVar[str] = (
+        "Ledger: every committed prediction, newest first, in its state (committed, observed, "
+        "revealed, scored; expired past its deadline; rejected when the reveal did not match "
+        "the commitment), the query proxy's calls, and whether the hash chain verifies — or "
+        "the first entry where it breaks."
+    )
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("r", "reload", "Reload and verify"),

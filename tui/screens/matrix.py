@@ -3,7 +3,7 @@ highlighted cell's every figure below."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import work
@@ -23,6 +23,12 @@ __all__ = ["MatrixScreen"]
 class MatrixScreen(Screen[None]):
     """The matrix of run ``run_id``, summarised in a worker; ``c`` shows the next condition."""
 
+    HELP: ClassVar[str] = (
+        "Matrix run: agent-prediction skill S of each predictor (down) on each target (across) "
+        "with its 95% hierarchical bootstrap interval, one prediction condition at a time. "
+        "Arrows move between cells; the pane below shows every figure of the highlighted "
+        "cell; c shows the next condition."
+    )
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("c", "next_condition", "Next condition"),

@@ -4,6 +4,7 @@ ablation credit; exports the report to a file."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
 from textual import work
@@ -13,8 +14,9 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, LoadingIndicator, Static
 from textual.worker import Worker, WorkerState
 
+from tui.messages import HistoryRequested
 from tui.source import DashboardSource
-from tui.state import AGENT_COLUMNS, AgentView, RunHeader, agent_views, run_header
+from tui.state import AGENT_COLUMNS, NOTE_MARK, AgentView, RunHeader, agent_views, run_header
 from tui.widgets.agent_detail import AgentDetail
 from tui.widgets.tables import fill_table
 
@@ -24,10 +26,18 @@ __all__ = ["RunScreen"]
 class RunScreen(Screen[None]):
     """The profile of run ``run_id``, computed in a worker."""
 
+    HELP: ClassVar[str] = (
+        "Run: each agent's profile, validity first, then D50, leakage resistance, true-belief "
+        "control accuracy and false-belief accuracy; a cell cut short (†) is whole on the line "
+        "under the table. ↑/↓ choose an agent: its detail shows accuracy by depth, agent − "
+        "control and ablation credit. a opens the highlighted agent's history; m and h write "
+        "the report as Markdown or HTML to the export directory."
+    )
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("m", "export('md')", "Export .md"),
         Binding("h", "export('html')", "Export .html"),
+        Binding("a", "history", "History"),
         Binding("r", "reload", "Reload"),
     ]
 
@@ -44,6 +54,7 @@ class RunScreen(Screen[None]):
         yield Static(id="run-notices", markup=False)
         yield LoadingIndicator(id="loading")
         yield DataTable[Text](id="agents", cursor_type="row", zebra_stripes=True)
+        yield Static(id="agents-notes", markup=False)
         yield AgentDetail(id="detail")
         yield Footer()
 
@@ -55,6 +66,11 @@ class RunScreen(Screen[None]):
     def action_reload(self) -> None:
         self.query_one("#loading").display = True
         self.load_profile()
+
+    def action_history(self) -> None:
+        table = self.query_one("#agents", DataTable)
+        if 0 <= table.cursor_row < len(self.views):
+            self.post_message(HistoryRequested(self.views[table.cursor_row].name))
 
     def action_export(self, fmt: str) -> None:
         self.notify(f"Exporting the {fmt} report…", timeout=2)
@@ -102,6 +118,8 @@ class RunScreen(Screen[None]):
                 row[0].stylize("bold red")
             rows.append(row)
         fill_table(table, AGENT_COLUMNS, rows, [v.name for v in views])
+        notes = [f"{NOTE_MARK} {n}" for v in views for n in v.notes]
+        self.query_one("#agents-notes", Static).update(Text("\n".join(notes)))
         if views:
             table.move_cursor(row=min(cursor, len(views) - 1), animate=False)
             self.query_one(AgentDetail).agent = views[table.cursor_row]

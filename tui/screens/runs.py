@@ -1,6 +1,9 @@
-"""The runs screen: every stored run, refreshed periodically in a worker."""
+"""The runs screen: every stored run, refreshed periodically in a worker; runs are marked here
+for comparison and an agent's history is opened from here."""
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 from rich.text import Text
 from textual import work
@@ -10,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 from textual.worker import Worker, WorkerState
 
+from tui.messages import CompareRequested, HistoryRequested
 from tui.source import DashboardSource
 from tui.state import RunRow, run_rows
 from tui.widgets.runs_table import RunsTable
@@ -20,7 +24,18 @@ __all__ = ["RunsScreen"]
 class RunsScreen(Screen[None]):
     """Runs newest first; Enter opens one (the table posts :class:`RunsTable.Chosen`)."""
 
-    BINDINGS = [Binding("r", "refresh", "Refresh")]
+    HELP: ClassVar[str] = (
+        "Runs: every stored run, newest first, with each agent's accuracy. Mark two runs with "
+        "space and press c to compare them (the older is A, the newer B); with one run marked, "
+        "c compares it with the highlighted run. a opens the history of the highlighted run's "
+        "agent under test."
+    )
+    BINDINGS = [
+        Binding("space", "mark", "Mark"),
+        Binding("c", "compare", "Compare"),
+        Binding("a", "history", "History"),
+        Binding("r", "refresh", "Refresh"),
+    ]
 
     def __init__(self, source: DashboardSource, *, refresh_seconds: float = 5.0) -> None:
         super().__init__()
@@ -42,26 +57,65 @@ class RunsScreen(Screen[None]):
     def action_refresh(self) -> None:
         self.load_runs()
 
+    def action_mark(self) -> None:
+        """Mark the highlighted run for comparison (again: unmark it); two at most."""
+        table = self.query_one(RunsTable)
+        run = table.current
+        if run is None:
+            return
+        if run.key in table.marked:
+            table.marked = tuple(k for k in table.marked if k != run.key)
+        else:
+            table.marked = (*table.marked, run.key)[-2:]
+        self._show_status()
+
+    def action_compare(self) -> None:
+        """Compare the two marked runs, or the marked one with the highlighted one."""
+        table = self.query_one(RunsTable)
+        chosen = list(table.marked)
+        current = table.current
+        if len(chosen) == 1 and current is not None and current.key not in chosen:
+            chosen.append(current.key)
+        if len(chosen) != 2:
+            self.notify("Mark two runs with space (or one, and highlight the other), then "
+                        "press c.", severity="warning", timeout=4)
+            return
+        created = {r.key: r.created_at for r in table.runs}
+        run_a, run_b = sorted(chosen, key=lambda k: (created.get(k, ""), k))
+        self.post_message(CompareRequested(run_a, run_b))
+
+    def action_history(self) -> None:
+        """Open the history of the highlighted run's agent under test."""
+        run = self.query_one(RunsTable).current
+        if run is None or not run.agents:
+            self.notify("This run has no agents.", severity="warning", timeout=3)
+            return
+        self.post_message(HistoryRequested(run.agents[0]))
+
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
     def load_runs(self) -> list[RunRow]:
         return run_rows(self.source.runs())
 
+    def _show_status(self) -> None:
+        table = self.query_one(RunsTable)
+        n = len(table.runs)
+        every = f"; refreshing every {self.refresh_seconds:g} s" if self.refresh_seconds > 0 else ""
+        text = (f"{n} runs{every}" if n else
+                "No runs yet: start one with `mindledger run` or `mindledger quickstart`.")
+        if table.marked:
+            text += " · marked for comparison: " + ", ".join(table.marked)
+        self.query_one("#runs-status", Static).update(Text(text))
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group != "runs":
             return
-        status = self.query_one("#runs-status", Static)
         if event.state == WorkerState.SUCCESS:
             rows: list[RunRow] = event.worker.result or []
-            self.query_one(RunsTable).runs = tuple(rows)
-            every = (
-                f"; refreshing every {self.refresh_seconds:g} s" if self.refresh_seconds > 0 else ""
-            )
-            status.update(
-                Text(
-                    f"{len(rows)} runs{every}"
-                    if rows
-                    else "No runs yet: start one with `mindledger run` or `mindledger quickstart`."
-                )
-            )
+            table = self.query_one(RunsTable)
+            keys = {r.key for r in rows}
+            table.runs = tuple(rows)
+            table.marked = tuple(k for k in table.marked if k in keys)
+            self._show_status()
         elif event.state == WorkerState.ERROR:
-            status.update(Text(f"Could not read the runs: {event.worker.error}"))
+            self.query_one("#runs-status", Static).update(
+                Text(f"Could not read the runs: {event.worker.error}"))

@@ -20,6 +20,8 @@ class RunsTable(DataTable[Text]):
     BINDINGS = [Binding("enter", "select_cursor", "Open run", show=True)]
 
     runs: reactive[tuple[RunRow, ...]] = reactive((), init=False, always_update=True)
+    marked: reactive[tuple[str, ...]] = reactive((), init=False)
+    """Run ids marked for comparison, in the order they were marked (shown in bold, marked)."""
 
     class Chosen(Message):
         """The user opened a run (``suite`` is its suite: a matrix run opens its matrix)."""
@@ -35,16 +37,31 @@ class RunsTable(DataTable[Text]):
     def on_mount(self) -> None:
         fill_table(self, RUN_COLUMNS, [])
 
-    def watch_runs(self, rows: tuple[RunRow, ...]) -> None:
-        current: str | None = None
+    @property
+    def current(self) -> RunRow | None:
+        """The highlighted run."""
         if self.row_count and self.is_valid_row_index(self.cursor_row):
-            current = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
-        fill_table(
-            self, RUN_COLUMNS, [[Text(c) for c in r.cells] for r in rows], [r.key for r in rows]
-        )
+            key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+            return next((r for r in self.runs if r.key == key), None)
+        return None
+
+    def watch_runs(self, rows: tuple[RunRow, ...]) -> None:
+        self._fill(rows)
+
+    def watch_marked(self) -> None:
+        self._fill(self.runs)
+
+    def _fill(self, rows: tuple[RunRow, ...]) -> None:
+        current = self.current
+        marked = set(self.marked)
+        cells = []
+        for r in rows:
+            style = "bold reverse" if r.key in marked else ""
+            cells.append([Text(c, style=style) for c in r.cells])
+        fill_table(self, RUN_COLUMNS, cells, [r.key for r in rows])
         keys = [r.key for r in rows]
-        if current in keys:
-            self.move_cursor(row=keys.index(current), animate=False)
+        if current is not None and current.key in keys:
+            self.move_cursor(row=keys.index(current.key), animate=False)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

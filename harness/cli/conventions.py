@@ -1,0 +1,68 @@
+"""What every ``mindledger`` command has in common, beyond settings and the database (those are
+:mod:`harness.cli.common`): the ``--format table|json`` option of the listing commands, and
+help texts that end with their examples.
+
+Light on imports on purpose: :mod:`harness.cli.main` uses it before any command is loaded, and
+``mindledger --help`` must stay fast.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+__all__ = ["OUTPUT_FORMATS", "examples_last", "format_option"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+OUTPUT_FORMATS = ("table", "json")
+"""What a listing command prints: ``table`` for people (the default), ``json`` for scripts —
+one JSON document on stdout and nothing else there (notes and warnings go to stderr)."""
+
+
+def format_option(what: str) -> Callable[[F], F]:
+    """The ``--format table|json`` option of a listing command (parameter ``fmt``); ``what``
+    says what the JSON document is, e.g. ``"an array of runs"``."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(OUTPUT_FORMATS),
+        default="table",
+        show_default=True,
+        help=f"table for people; json for scripts: {what}, alone on stdout.",
+    )
+
+
+_EXAMPLES = re.compile(r"^\s*Examples?:\s*$")
+
+
+def examples_last(command: click.Command) -> None:
+    """Show the examples that end ``command``'s docstring at the very end of its ``--help``,
+    after the options (and the list of subcommands), as its epilog; recurses into groups.
+
+    A command's docstring ends with its examples (a ``\\b`` line, ``Examples:``, then indented
+    lines that start with ``mindledger``): they read in place in the code, and a person reading
+    ``--help`` finds them last, where the eye lands. Everything from the last ``Example:`` or
+    ``Examples:`` line on moves. A command that already has an epilog, or whose docstring has
+    no examples, is left as it is; calling this twice changes nothing more."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            examples_last(sub)
+    if command.epilog or not command.help:
+        return
+    lines = inspect.cleandoc(command.help).split("\f", 1)[0].rstrip().splitlines()
+    heads = [n for n, line in enumerate(lines) if _EXAMPLES.match(line)]
+    if not heads:
+        return
+    start = heads[-1]
+    if start > 0 and lines[start - 1].strip() == "\b":
+        start -= 1
+    body, block = lines[:start], lines[start:]
+    if block[0].strip() != "\b":
+        block.insert(0, "\b")
+    command.help = "\n".join(body).rstrip()
+    command.epilog = "\n".join(block)

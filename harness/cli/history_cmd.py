@@ -1,0 +1,113 @@
+"""``mindledger history``: an agent's headline figures over its runs, regressions flagged."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import click
+
+from harness.cli.common import echo_json, get_settings, get_store
+from harness.cli.conventions import format_option
+from mindledger.errors import InputError
+
+__all__ = ["history"]
+
+METRIC_KEYS = ("d50", "false_belief", "leakage_resistance", "skill", "true_belief", "K_B",
+               "K_L", "ece")
+"""The figures followed (:data:`reports.history.HEADLINE_METRICS`; kept here so ``--help``
+does not import the reports)."""
+
+
+def _since(value: str | None) -> dt.date | dt.datetime | None:
+    if value is None:
+        return None
+    try:
+        if "T" in value or " " in value:
+            when = dt.datetime.fromisoformat(value)
+            return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise InputError(f"expected a date like 2026-11-30 (or an ISO time), got {value!r}",
+                         where="--since") from None
+
+
+@click.command("history")
+@click.argument("agent")
+@click.option("--metric", "metrics", multiple=True, type=click.Choice(METRIC_KEYS),
+              help="Show only this figure (repeatable; default: every headline figure).")
+@click.option("--since", default=None, metavar="DATE",
+              help="Show the runs created on or after DATE (YYYY-MM-DD or an ISO time, UTC); "
+              "earlier runs still serve as the baseline of the first ones shown.")
+@click.option("--suite", default=None, help="Only this suite's runs.")
+@format_option("the agent's history: runs, figures per run, flags and the rule")
+@click.option("--html", "html_out", type=click.Path(dir_okay=False, writable=True),
+              default=None, help="Also write an HTML trend report with a plot per figure.")
+@click.option("--notify", is_flag=True,
+              help="Check the latest run and send the configured [notify] webhook/command if "
+              "a regression begins on it (each run is notified once; recorded in the "
+              "database).")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(100, 100_000), default=2000,
+              show_default=True, help="Bootstrap replicates per interval.")
+@click.pass_context
+def history(ctx: click.Context, agent: str, metrics: tuple[str, ...], since: str | None,
+            suite: str | None, fmt: str, html_out: str | None, notify: bool,
+            n_boot: int) -> None:
+    """Show AGENT's headline figures (D50, false-belief accuracy, leakage resistance, skill S,
+    true-belief control accuracy, K_B, K_L, calibration ECE) over its finished runs, oldest
+    first, each with its interval and n; held-out (nightly) runs marked. A run's figure is
+    flagged (▼) when it is below the agent's recent level beyond noise: a one-sided test
+    against the pooled previous 5 runs of the same suite (at least 3), at level 0.01 per run,
+    Bonferroni over the figures tested on it (README: "History and regressions"). Exits 0
+    whether or not a run is flagged; scripts read "flagged" in the JSON.
+
+    \b
+    Examples:
+      mindledger history mybot
+      mindledger history mybot --metric false_belief --metric d50 --since 2026-11-01
+      mindledger history mybot --format json | jq '.flagged'
+      mindledger history mybot --html trend.html
+      mindledger history mybot --notify     # announce a regression of the latest run
+    """
+    from reports.history import agent_history
+    from reports.history_render import render_history_html, render_history_text
+
+    store = get_store(ctx)
+    when = _since(since)
+    full = agent_history(store, agent, metrics=metrics or None, suite=suite, n_boot=n_boot)
+    shown = full.since(when) if when is not None else full
+    if not full.runs:
+        click.echo(f"note: no finished run has {agent!r} as the agent under test "
+                   "(see `mindledger runs`)", err=True)
+    if notify:
+        _notify(ctx, agent, full if not metrics else None)
+    if html_out:
+        Path(html_out).write_text(render_history_html(shown), encoding="utf-8")
+        click.echo(f"wrote {html_out}", err=True)
+    if fmt == "json":
+        echo_json(shown.to_dict())
+    else:
+        click.echo(render_history_text(shown), nl=False)
+
+
+def _notify(ctx: click.Context, agent: str, history: object) -> None:
+    from harness.notify import notify_regressions
+    from reports.history import AgentHistory
+
+    settings = get_settings(ctx)
+    if not settings.notify.enabled:
+        click.echo("note: --notify: no [notify] webhook or command is configured", err=True)
+    h, regressions, deliveries = notify_regressions(
+        get_store(ctx), settings, agent,
+        history=history if isinstance(history, AgentHistory) else None)
+    if not h.runs:
+        return
+    latest = h.runs[-1].id
+    if not regressions:
+        click.echo(f"notify: no regression begins on the latest run {latest}", err=True)
+    for d in deliveries:
+        if not d.recorded:
+            click.echo(f"notify: {d.channel}: run {latest} was notified already", err=True)
+        else:
+            click.echo(f"notify: {d.channel} {d.target}: {d.status}"
+                       + (f" ({d.error})" if d.error else ""), err=True)

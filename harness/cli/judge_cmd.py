@@ -1,0 +1,141 @@
+"""``mindledger judge``: the extraction judge over a stored run's game trials
+(:mod:`harness.judging`)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from harness.cli.common import get_settings, get_store
+from harness.judging import JudgeCounts, judge_config, judge_stored_run
+from harness.settings import Settings
+from ledger.store import Store
+from mindledger.errors import MindledgerError
+
+__all__ = ["JudgeBar", "describe_counts", "judge", "judge_after_run"]
+
+
+class JudgeBar:
+    """One progress bar for a judge pass; quiet when stderr is not a terminal."""
+
+    def __init__(self, console: Console, judge: str):
+        self.label = f"judge {judge}"
+        self.progress = Progress(
+            TextColumn("{task.description:<28}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            disable=not console.is_terminal,
+        )
+        self.task: TaskID | None = None
+
+    def start(self, total: int, done: int) -> None:
+        self.task = self.progress.add_task(self.label, total=total, completed=done)
+        self.progress.start()
+
+    def advance(self) -> None:
+        if self.task is not None:
+            self.progress.advance(self.task)
+
+    def stop(self) -> None:
+        self.progress.stop()
+
+
+def describe_counts(counts: JudgeCounts) -> str:
+    """One line saying what a judge pass did."""
+    parts = [
+        f"judge {counts.judge}: {counts.judged} trial(s) judged",
+        f"{counts.already} already judged" if counts.already else "",
+        f"{counts.calls} call(s), {counts.cache_hits} cache hit(s)",
+        f"{counts.parse_failures} unparseable repl(ies)" if counts.parse_failures else "",
+        f"{counts.ungrounded} ungrounded quote(s), {counts.dropped} value(s) dropped"
+        if counts.ungrounded else "",
+        f"{counts.api_errors} API error(s) (run again to retry)" if counts.api_errors else "",
+        f"{counts.no_reasoning} game trial(s) without reasoning text" if counts.no_reasoning
+        else "",
+    ]
+    return "; ".join(p for p in parts if p)
+
+
+def _judge(
+    store: Store,
+    settings: Settings,
+    run_id: str,
+    judge_name: str | None,
+    console: Console,
+    *,
+    quiet_without_games: bool = False,
+) -> JudgeCounts:
+    name = judge_config(settings, judge_name).name
+    counts = asyncio.run(
+        judge_stored_run(
+            store, settings, run_id, judge=judge_name, progress=JudgeBar(console, name)
+        )
+    )
+    if quiet_without_games and not (counts.eligible or counts.no_reasoning):
+        return counts
+    console.print(describe_counts(counts))
+    for error in counts.errors:
+        console.print(f"  {error}")
+    return counts
+
+
+def judge_after_run(store: Store, settings: Settings, run_id: str, console: Console) -> None:
+    """The judge stage at the end of ``mindledger run``: judge the run's game trials when
+    ``judge_after_run`` is on (with the ``judge_agent`` setting's judge). The run is stored
+    whatever happens here: a judge that cannot start is reported, not raised."""
+    if not settings.judge_after_run:
+        return
+    try:
+        _judge(store, settings, run_id, None, console, quiet_without_games=True)
+    except MindledgerError as exc:
+        console.print(
+            f"[yellow]the judge stage did not run:[/] {exc}; retry with `mindledger judge "
+            f"{run_id}`"
+        )
+
+
+@click.command("judge")
+@click.argument("run_id")
+@click.option(
+    "--judge",
+    "judge_name",
+    default=None,
+    metavar="AGENT",
+    help="The judge: any declared agent, or 'local' (the embedded model). Default: the "
+    "judge_agent setting (local unless set).",
+)
+def judge(run_id: str, judge_name: str | None) -> None:
+    """Read the chains of thought of a run's game trials with the extraction judge.
+
+    For every level-k game trial with reasoning text and no judgement by this judge, the
+    judge extracts the stated belief, the written chain and the mentalizing flag with the
+    games paper's prompt (Appendix D); a value whose quote is not verbatim in the chain of
+    thought is dropped and counted; the trial is re-scored with the rest and the judgement
+    stored. The profile then reports K_L, best-response and chain consistency and the
+    mentalizing rate from it where the answer stated none. Judge replies are cached, so
+    running it again (or after an interruption) only judges what is left.
+
+    \b
+    Example:
+      mindledger judge 20261130-031500-ab12cd --judge local
+    """
+    ctx = click.get_current_context()
+    settings = get_settings(ctx)
+    judge_config(settings, judge_name)  # an unknown judge is named before the database opens
+    store = get_store(ctx)
+    store.get_run(run_id)
+    _judge(store, settings, run_id, judge_name, Console(stderr=True))

@@ -1,0 +1,96 @@
+"""Every command's ``--help`` ends with an example: the whole ``mindledger`` tree is walked (a
+command added later is walked too), and each help text must end with an ``Example:`` or
+``Examples:`` block whose first line is a ``mindledger …`` command line."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from harness.cli.conventions import examples_last
+from harness.cli.main import cli
+
+HEADER = re.compile(r"^\s*Examples?:\s*$")
+
+
+def _walk(
+    command: click.Command, path: tuple[str, ...], parent: click.Context | None
+) -> Iterator[tuple[tuple[str, ...], click.Command, click.Context]]:
+    ctx = click.Context(command, info_name=path[-1], parent=parent)
+    yield path, command, ctx
+    if isinstance(command, click.Group):
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            assert sub is not None, f"{' '.join(path)} lists {name} but cannot load it"
+            yield from _walk(sub, (*path, name), ctx)
+
+
+COMMANDS = {" ".join(p): (cmd, ctx) for p, cmd, ctx in _walk(cli, ("mindledger",), None)}
+
+
+def example_block(help_text: str) -> list[str]:
+    """The lines of the example block that ends ``help_text`` (after its header), or []."""
+    lines = help_text.rstrip().splitlines()
+    heads = [n for n, line in enumerate(lines) if HEADER.match(line)]
+    if not heads:
+        return []
+    return [line.strip() for line in lines[heads[-1] + 1 :] if line.strip()]
+
+
+def test_the_walk_finds_the_whole_tree() -> None:
+    for name in ("mindledger runs", "mindledger ledger show", "mindledger serve token",
+                 "mindledger games list", "mindledger quickstart", "mindledger dashboard"):
+        assert name in COMMANDS  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_help_ends_with_an_example(name: str) -> None:
+    command, ctx = COMMANDS[name]
+    text = command.get_help(ctx)
+    block = example_block(text)
+    assert block, f"`{name} --help` does not end with an Example(s): block:\n{text[-600:]}"
+    assert block[0].startswith("mindledger "), f"`{name} --help`'s example: {block[0]!r}"
+    # the block is the end of the help: no options or commands listed after it
+    after = text.rstrip().splitlines()[-len(block) :]
+    assert not any(line.startswith(("Options:", "Commands:")) for line in after)
+
+
+def test_help_through_the_real_command_line_ends_with_the_examples() -> None:
+    result = CliRunner().invoke(cli, ["runs", "--help"])
+    assert result.exit_code == 0
+    assert example_block(result.output)[0].startswith("mindledger runs")
+    assert result.output.index("Options:") < result.output.rindex("Examples:")
+
+
+def test_examples_move_after_the_options_and_nothing_else_changes() -> None:
+    @click.command()
+    @click.option("--n", default=1, help="How many.")
+    def demo(n: int) -> None:
+        """Do a thing.
+
+        More about it.
+
+        \b
+        Examples:
+          mindledger demo --n 2
+          mindledger demo
+        """
+
+    examples_last(demo)
+    examples_last(demo)  # twice changes nothing more
+    text = demo.get_help(click.Context(demo, info_name="demo"))
+    assert text.index("More about it.") < text.index("--n") < text.index("Examples:")
+    assert example_block(text) == ["mindledger demo --n 2", "mindledger demo"]
+    assert demo.get_short_help_str() == "Do a thing."
+
+    @click.command()
+    def bare() -> None:
+        """No examples here."""
+
+    examples_last(bare)
+    assert bare.epilog is None and bare.help == "No examples here."
+    assert example_block(bare.get_help(click.Context(bare, info_name="bare"))) == []

@@ -1,0 +1,120 @@
+"""The history's regression rule on profiles whose figures the test sets: which runs are tested,
+against what baseline, at which threshold, and what it reads off a profile."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+import pytest
+
+from reports.history import DEFAULT_RULE, RegressionRule, history_of
+from reports.history_render import render_history_html, render_history_text, sparkline
+from reports.profile import profile_from_data
+from reports.simulation import study_agents
+from reports.synthetic import simulate, suite_design
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    data = simulate(np.random.default_rng(3), [study_agents()[0]], suite_design("quick"))
+    return profile_from_data(data, n_boot=100)
+
+
+def _run(template: dict[str, Any], i: int, *, k: int, n: int = 40, suite: str = "quick",
+         valid: bool = True, ece: tuple[float, float, float] | None = None) -> dict[str, Any]:
+    p = copy.deepcopy(template)
+    p["run"].update(id=f"r{i:02d}", suite=suite, created_at=f"2026-11-{i:02d}T03:00:00+00:00")
+    a = p["agents"]["agent"]
+    a["false_belief_accuracy"].update(value=k / n, k=k, n=n, ci=[0.0, 1.0], status="estimated")
+    a["valid"] = valid
+    if ece is not None:
+        a["calibration"] = {"available": True, "ece": {
+            "value": ece[0], "ci": [ece[1], ece[2]], "n": 400, "status": "estimated"}}
+    return p
+
+
+def test_a_drop_is_flagged_only_after_enough_history(template: dict[str, Any]) -> None:
+    runs = [_run(template, i, k=36) for i in range(1, 4)] + [_run(template, 4, k=12)]
+    h = history_of("agent", runs, metrics=["false_belief"])
+    pts = h.metric("false_belief").points
+    assert [p.tested for p in pts] == [False, False, False, True]
+    assert pts[0].reason is not None and "history too short (0 earlier runs; 3 needed)" in \
+        pts[0].reason
+    assert pts[3].flagged and pts[3].baseline == pytest.approx(108 / 120)
+    m = sum(x.points[3].tested for x in history_of("agent", runs).metrics)
+    assert pts[3].threshold == pytest.approx(DEFAULT_RULE.alpha / m)
+    # with only two earlier runs the same drop is not tested
+    short = history_of("agent", runs[1:], metrics=["false_belief"])
+    assert not short.metric("false_belief").points[-1].tested
+
+
+def test_the_baseline_is_the_window_of_the_same_suite_and_counted_runs(
+    template: dict[str, Any]
+) -> None:
+    # old runs at 20/40, then five at 36/40: with window 5 the low ones are out of the window
+    runs = [_run(template, i, k=20) for i in range(1, 4)]
+    runs += [_run(template, i, k=36) for i in range(4, 9)]
+    runs += [_run(template, 9, k=36, suite="baseline")]  # another design: no history of its own
+    runs += [_run(template, 10, k=5, valid=False)]  # not counted: not tested, not a baseline
+    runs += [_run(template, 11, k=28)]
+    h = history_of("agent", runs, metrics=["false_belief"], rule=RegressionRule(window=5))
+    pts = {p.run_id: p for p in h.metric("false_belief").points}
+    assert pts["r08"].baseline == pytest.approx((20 + 4 * 36) / 200)  # r03..r07
+    assert not pts["r09"].tested and pts["r09"].reason is not None
+    assert not pts["r10"].counted and not pts["r10"].tested
+    assert pts["r11"].baseline == pytest.approx(36 / 40)  # r04..r08, not r09 nor r10
+    assert pts["r11"].flagged
+
+
+def test_ece_is_worse_upwards_and_the_threshold_is_shared_per_run(
+    template: dict[str, Any]
+) -> None:
+    runs = [_run(template, i, k=36, ece=(0.05, 0.04, 0.06)) for i in range(1, 5)]
+    runs.append(_run(template, 5, k=36, ece=(0.15, 0.14, 0.16)))
+    runs.append(_run(template, 6, k=36, ece=(0.01, 0.00, 0.02)))
+    h = history_of("agent", runs, metrics=["false_belief", "ece"])
+    ece = h.metric("ece").points
+    assert ece[4].flagged and not ece[5].flagged  # a better calibration is no regression
+    # Bonferroni over every figure tested on the run, whichever are shown
+    m = sum(x.points[4].tested for x in history_of("agent", runs).metrics)
+    assert m >= 2 and ece[4].threshold == pytest.approx(DEFAULT_RULE.alpha / m)
+    assert [r.metric.key for r in h.new_regressions("r05")] == ["ece"]
+
+
+def test_a_lasting_drop_is_notified_once(template: dict[str, Any]) -> None:
+    runs = [_run(template, i, k=38) for i in range(1, 8)]
+    runs += [_run(template, i, k=10) for i in range(8, 11)]
+    h = history_of("agent", runs, metrics=["false_belief"])
+    fb = h.metric("false_belief")
+    assert [p.flagged for p in fb.points] == [False] * 7 + [True] * 3
+    assert [bool(h.new_regressions(f"r{i:02d}")) for i in range(8, 11)] == [True, False, False]
+    assert sparkline(fb.values(), [p.flagged for p in fb.points]) == "███████▼▼▼"
+    text = render_history_text(h)
+    assert "▼ REGRESSION" in text and "r08" in text
+    assert h.since("2026-11-09").runs[0].id == "r09"
+    page = render_history_html(h)
+    assert "data:image/png;base64," in page and "class='flagged'" in page
+
+
+def test_unknown_metrics_and_bad_rules_are_refused(template: dict[str, Any]) -> None:
+    from mindledger.errors import InputError
+
+    with pytest.raises(InputError, match="metric: unknown metric 'd51'"):
+        history_of("agent", [template], metrics=["d51"])
+    with pytest.raises(ValueError, match="min_history"):
+        RegressionRule(window=2, min_history=3)
+
+
+def test_headline_figures_are_read_off_the_profile(template: dict[str, Any]) -> None:
+    h = history_of("agent", [template])
+    (fb,) = h.metric("false_belief").points
+    a = template["agents"]["agent"]
+    assert (fb.value, fb.n, fb.k) == (a["false_belief_accuracy"]["value"],
+                                      a["false_belief_accuracy"]["n"],
+                                      a["false_belief_accuracy"]["k"])
+    (skill,) = h.metric("skill").points
+    assert skill.value is None and skill.reason is not None and "no matrix run" in skill.reason
+    assert h.to_dict()["schema"] == "mindledger.history/1"
+    assert history_of("nobody", [template]).runs == ()

@@ -1,0 +1,105 @@
+"""Two runs side by side: every headline figure of each agent in both, the change and its
+interval and test (the comparison of ``mindledger report --compare``), computed in a worker."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, LoadingIndicator, Static
+from textual.worker import Worker, WorkerState
+
+from tui.comparison import COMPARE_COLUMNS, CompareView, compare_view
+from tui.source import DashboardSource
+from tui.widgets.tables import fill_table
+
+__all__ = ["CompareScreen"]
+
+
+class CompareScreen(Screen[None]):
+    """Run ``run_a`` (A) against run ``run_b`` (B); differences are B − A."""
+
+    HELP: ClassVar[str] = (
+        "Compare: every headline figure of each agent in both runs, the change B − A with its "
+        "95% interval and test (Newcombe and Fisher for proportions, the bootstrap for D50, "
+        "ECE and log score), Holm-adjusted. Green: the interval is above 0; red: below. "
+        "↑/↓ move; the line under the table shows the highlighted row in full."
+    )
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("r", "reload", "Reload"),
+    ]
+
+    def __init__(self, source: DashboardSource, run_a: str, run_b: str) -> None:
+        super().__init__()
+        self.source = source
+        self.run_a = run_a
+        self.run_b = run_b
+        self.view: CompareView | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(Text(f"Comparing {self.run_a} → {self.run_b}…"), id="compare-title",
+                     markup=False)
+        yield Static(id="compare-notes", markup=False)
+        yield LoadingIndicator(id="loading")
+        yield DataTable[Text](id="compare", cursor_type="row", zebra_stripes=True)
+        yield Static(id="compare-detail", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"Compare {self.run_a} → {self.run_b}"
+        fill_table(self.query_one("#compare", DataTable), COMPARE_COLUMNS, [])
+        self.load_comparison()
+
+    def action_reload(self) -> None:
+        self.query_one("#loading").display = True
+        self.load_comparison()
+
+    @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
+    def load_comparison(self) -> CompareView:
+        cmp: dict[str, Any] = self.source.compare(self.run_a, self.run_b)
+        return compare_view(cmp)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != "compare":
+            return
+        if event.state == WorkerState.SUCCESS and event.worker.result is not None:
+            self.query_one("#loading").display = False
+            self._show(event.worker.result)
+        elif event.state == WorkerState.ERROR:
+            self.query_one("#loading").display = False
+            self.query_one("#compare-notes", Static).update(
+                Text(f"Could not compare the runs: {event.worker.error}")
+            )
+
+    def _show(self, view: CompareView) -> None:
+        self.view = view
+        self.query_one("#compare-title", Static).update(Text(view.title))
+        self.query_one("#compare-notes", Static).update(Text("\n".join(view.notes)))
+        table = self.query_one("#compare", DataTable)
+        rows = []
+        for r in view.rows:
+            cells = [Text(c) for c in r.cells]
+            cells[0].stylize("bold")
+            if r.direction:
+                cells[4].stylize("green" if r.direction > 0 else "red")
+            rows.append(cells)
+        fill_table(table, COMPARE_COLUMNS, rows, [f"{r.agent}:{r.metric}" for r in view.rows])
+        self._show_detail(table.cursor_row)
+        table.focus()
+
+    def _show_detail(self, row: int) -> None:
+        detail = self.query_one("#compare-detail", Static)
+        if self.view is not None and 0 <= row < len(self.view.rows):
+            detail.update(Text(self.view.rows[row].detail))
+        else:
+            detail.update(Text(""))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "compare":
+            self._show_detail(event.cursor_row)
