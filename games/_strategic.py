@@ -875,6 +875,24 @@ def _parse_int(answer: Any) -> int | None:
     return None
 
 
+def _read_distribution(
+    answer: Any, choices: Sequence[str], details: dict[str, Any], codes: list[str]
+) -> tuple[list[float], list[str]] | None:
+    """Parse a distribution ``answer`` over ``choices`` into ``details`` (the parse note, the
+    prediction and its single mode, if any): the probabilities and the modal labels, or None
+    with ``no_action``/``invalid_action`` added to ``codes``."""
+    probs, note = _parse_distribution(answer, choices)
+    details["parse"] = note
+    if probs is None:
+        codes.append("no_action" if answer is None else "invalid_action")
+        return None
+    details["prediction"] = probs
+    top = max(probs)
+    modes = [lab for lab, p in zip(choices, probs, strict=True) if p == top]
+    details["predicted_mode"] = modes[0] if len(modes) == 1 else None
+    return probs, modes
+
+
 def _parse_distribution(answer: Any, labels: Sequence[str]) -> tuple[list[float] | None, str]:
     if isinstance(answer, Mapping) and "distribution" in answer:
         answer = answer["distribution"]
@@ -976,15 +994,9 @@ def score_abc_answer(item: Item, answer: Any) -> Score:
                     codes.append("answered_best_response")
                 codes.append("wrong_value")
     elif spec["kind"] == "distribution":
-        probs, note = _parse_distribution(answer, spec["choices"])
-        details["parse"] = note
-        if probs is None:
-            codes.append("no_action" if answer is None else "invalid_action")
-        else:
-            details["prediction"] = probs
-            top = max(probs)
-            modes = [lab for lab, p in zip(spec["choices"], probs, strict=True) if p == top]
-            details["predicted_mode"] = modes[0] if len(modes) == 1 else None
+        read = _read_distribution(answer, spec["choices"], details, codes)
+        if read is not None:
+            probs, modes = read
             if q == "B":
                 tvs = [0.5 * sum(abs(a - b) for a, b in zip(probs, e, strict=True))
                        for e in truth["mixed_equilibria"]]
@@ -1037,16 +1049,7 @@ def _score_population_answer(item: Item, answer: Any) -> Score:
             details["is_equilibrium"] = value in truth["equilibria"]
     else:
         details["status"] = "pending_population"
-        probs, note = _parse_distribution(answer, item.answer["choices"])
-        details["parse"] = note
-        if probs is None:
-            codes.append("no_action" if answer is None else "invalid_action")
-        else:
-            details["prediction"] = probs
-            top = max(probs)
-            modes = [lab for lab, p in zip(item.answer["choices"], probs, strict=True)
-                     if p == top]
-            details["predicted_mode"] = modes[0] if len(modes) == 1 else None
+        _read_distribution(answer, item.answer["choices"], details, codes)
     return Score(correct=None, value=0.0, error_codes=tuple(codes),
                  primary_error=codes[0] if codes else None, details=details)
 

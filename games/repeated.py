@@ -962,8 +962,8 @@ def score_seats(
     ``adaptation_latency`` is None with ``not_estimable`` saying why (no scripted switch).
     """
     for name, tok in (("tokens", tokens), ("opponent_tokens", opponent_tokens)):
-        if tok is not None and (isinstance(tok, bool) or not isinstance(tok, int) or tok < 0):
-            raise InputError(f"{name} must be a non-negative integer", where=name)
+        if tok is not None:
+            _check_count(tok, name)
     rounds = episode.rounds
     mine = [episode._role(moves[t] if t < len(moves) else None) for t in range(rounds)]
     theirs = [episode._role(opponent_moves[t] if t < len(opponent_moves) else None)
@@ -1029,9 +1029,7 @@ def agent_seat_design(
     every (game, seat, setting) cell holds exactly ``sets_per_game`` episodes and the
     counterfactual gap is a paired difference within sets. ``rounds`` overrides the games'
     defaults. Items come set by set, so a run cut short stays balanced give or take one set."""
-    if (isinstance(sets_per_game, bool) or not isinstance(sets_per_game, int)
-            or sets_per_game < 0):
-        raise InputError("sets_per_game must be a non-negative integer", where="sets_per_game")
+    _check_count(sets_per_game, "sets_per_game")
     for seat in seats:
         if seat not in SEATS:
             raise InputError(f"unknown seat {seat!r}; known: {', '.join(SEATS)}", where="seats")
@@ -1048,6 +1046,18 @@ def agent_seat_design(
                         "game": g, "counterfactual": c, "opponent": f"agent:{seat}",
                         "rounds": rounds if rounds is not None else DEFAULT_ROUNDS[g]}))
     return items
+
+
+def _check_count(value: object, name: str) -> None:
+    """Raise unless ``value`` (the argument ``name``) is a non-negative integer (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(f"{name} must be a non-negative integer", where=name)
+
+
+def _check_games(games: Sequence[str]) -> None:
+    for g in games:
+        if g not in GAMES:
+            raise InputError(f"unknown game {g!r}; known: {', '.join(GAMES)}", where="games")
 
 
 def _seed_for(seed: int, index: int) -> int:
@@ -1201,11 +1211,8 @@ def generate_episodes(
     so a multiple of the cell count is balanced. ``rounds`` overrides the games' defaults (B6:
     ``generate_episodes(seed, **B6_PRESET)``).
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise InputError("n must be a non-negative integer", where="n")
-    for g in games:
-        if g not in GAMES:
-            raise InputError(f"unknown game {g!r}; known: {', '.join(GAMES)}", where="games")
+    _check_count(n, "n")
+    _check_games(games)
     for c in counterfactuals:
         if c not in COUNTERFACTUALS:
             raise InputError(f"unknown counterfactual {c!r}; known: {', '.join(COUNTERFACTUALS)}",
@@ -1255,13 +1262,8 @@ def counterfactual_design(
     game defines) in a seeded order. Items come set by set (game, then setting, within a set),
     so a run cut short still has the same number of episodes in every cell, give or take one.
     """
-    if (isinstance(episodes_per_cell, bool) or not isinstance(episodes_per_cell, int)
-            or episodes_per_cell < 0):
-        raise InputError("episodes_per_cell must be a non-negative integer",
-                         where="episodes_per_cell")
-    for g in games:
-        if g not in GAMES:
-            raise InputError(f"unknown game {g!r}; known: {', '.join(GAMES)}", where="games")
+    _check_count(episodes_per_cell, "episodes_per_cell")
+    _check_games(games)
     pools: dict[str, list[str]] = {}
     for gi, g in enumerate(games):
         pool = [o for o in opponents if o in OPPONENTS[g]]
@@ -1286,10 +1288,7 @@ def b6_episodes(seed: int, sessions_per_bot: int = 5) -> list[Item]:
     """Seed 002's B6 apart from the counterfactual cells: each of the four switching bots
     (:data:`B6_OPPONENTS`) in ``sessions_per_bot`` sessions of 30-round RPS (default settings).
     The items are :func:`generate_episodes` with :data:`B6_PRESET`."""
-    if (isinstance(sessions_per_bot, bool) or not isinstance(sessions_per_bot, int)
-            or sessions_per_bot < 0):
-        raise InputError("sessions_per_bot must be a non-negative integer",
-                         where="sessions_per_bot")
+    _check_count(sessions_per_bot, "sessions_per_bot")
     return generate_episodes(seed, **{**B6_PRESET, "n": sessions_per_bot * len(B6_OPPONENTS)})
 
 
@@ -1326,9 +1325,8 @@ def score_episode(
     if len(roles) != episode.rounds:
         raise InputError(f"history has {len(roles)} rounds; the game has {episode.rounds}",
                          where="history")
-    if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int)
-                               or tokens < 0):
-        raise InputError("tokens must be a non-negative integer", where="tokens")
+    if tokens is not None:
+        _check_count(tokens, "tokens")
     game, plan, bot = episode.game, episode._planner, episode._bot
     states = episode._states(roles)
     lab = game.labels

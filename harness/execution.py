@@ -44,6 +44,7 @@ __all__ = [
     "model_per_batch",
     "nothing_pending",
     "settle_run",
+    "settle_status",
 ]
 
 log = logging.getLogger("mindledger.execution")
@@ -189,7 +190,18 @@ def settle_run(store: Store, run_id: str, *, others_pending: PendingWork | None)
     and ``others_pending()`` false: ``incomplete`` (it stops here; resuming or enqueueing it
     again finishes it). ``others_pending`` None means that cannot be known: nothing is written.
     Returns the status written, if any."""
-    if not store.missing_pairs(run_id):
+    return settle_status(store, run_id, done=not store.missing_pairs(run_id),
+                         others_pending=others_pending)
+
+
+def settle_status(
+    store: Store, run_id: str, *, done: bool, others_pending: PendingWork | None
+) -> str | None:
+    """Write the status a run's completion bookkeeping reaches (a suite or a matrix run):
+    ``done`` (every trial stored), ``complete`` — only the first caller writes; else
+    ``incomplete`` when ``others_pending()`` says no other batch of it is queued or running
+    (None: that cannot be known, nothing is written). Returns the status written, if any."""
+    if done:
         return (
             "complete" if store.transition_run(run_id, "complete", unless=("complete",)) else None
         )

@@ -82,6 +82,7 @@ from harness.execution import (
     model_at,
     model_per_batch,
     nothing_pending,
+    settle_status,
 )
 from harness.families import MATRIX_POLICIES
 from harness.matrix_base import (
@@ -1044,17 +1045,8 @@ def _settle(
     suite run): every trial of every item stored, ``complete`` (only the first caller writes);
     else ``incomplete`` when ``others_pending()`` says no other batch of it is queued or
     running (None: that cannot be known, nothing is written). Returns the status written."""
-    if _run_done(store, run_id, names, samples, conditions, observations, second_order):
-        return (
-            "complete" if store.transition_run(run_id, "complete", unless=("complete",)) else None
-        )
-    if (
-        others_pending is not None
-        and not others_pending()
-        and store.transition_run(run_id, "incomplete", unless=("complete", "incomplete"))
-    ):
-        return "incomplete"
-    return None
+    done = _run_done(store, run_id, names, samples, conditions, observations, second_order)
+    return settle_status(store, run_id, done=done, others_pending=others_pending)
 
 
 LEDGER_THREADS = 16

@@ -312,6 +312,17 @@ def _no_local_model() -> contextlib.AbstractContextManager[str]:
     raise UserError("agent needs the embedded model; pass local_base_url")
 
 
+def _batch_local_model(runtime: WorkerRuntime | None,
+                       local_base_url: str | None) -> LocalModelSource:
+    """The embedded model a batch uses: at ``local_base_url``, else the worker's, else none
+    (an agent that needs it fails with a one-line error)."""
+    if local_base_url is not None:
+        return model_at(local_base_url)
+    if runtime is not None:
+        return runtime.local_model
+    return _no_local_model
+
+
 async def execute_batch(
     store: Store,
     settings: Settings,
@@ -332,12 +343,7 @@ async def execute_batch(
     the run's status to the queue's retries.
 
     Idempotent: executing the same batch twice (or concurrently) stores each trial once."""
-    if local_base_url is not None:
-        local_model: LocalModelSource = model_at(local_base_url)
-    elif runtime is not None:
-        local_model = runtime.local_model
-    else:
-        local_model = _no_local_model
+    local_model = _batch_local_model(runtime, local_base_url)
     result = await run_batch(
         store,
         settings,
@@ -379,12 +385,7 @@ async def execute_matrix_batch(
     batch (the worker's embedded model; ``incomplete`` only when no other batch of the run,
     besides job ``exclude_job``, is queued or running; a failure leaves the run's status to
     the queue's retries). Idempotent: an item whose trials are stored is not run again."""
-    if local_base_url is not None:
-        local_model: LocalModelSource = model_at(local_base_url)
-    elif runtime is not None:
-        local_model = runtime.local_model
-    else:
-        local_model = _no_local_model
+    local_model = _batch_local_model(runtime, local_base_url)
     result = await run_matrix_batch(
         store,
         settings,

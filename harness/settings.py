@@ -36,7 +36,7 @@ import math
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -542,14 +542,25 @@ def _table(value: Any, *, source: str, key: str, what: str) -> Mapping[str, Any]
     return value
 
 
+def _named_entries(
+    value: Any, *, source: str, key: str, what: str, name: re.Pattern[str], expected: str
+) -> Iterator[tuple[str, Any, str]]:
+    """The entries of the table ``value`` of ``what`` as (name, value, key of the entry), each
+    name checked against the pattern ``name`` (else ``expected`` is the error)."""
+    for entry, v in _table(value, source=source, key=key, what=what).items():
+        where = f"{key}.{entry}"
+        if not name.fullmatch(entry):
+            raise ConfigError(expected, file=source, key=where)
+        yield entry, v, where
+
+
 def _headers(value: Any, *, source: str, key: str) -> dict[str, str]:
     """Validated request headers: names that are tokens, string values on one line, none that
     the client sets itself or that carries a credential."""
     out: dict[str, str] = {}
-    for name, v in _table(value, source=source, key=key, what="header names and values").items():
-        where = f"{key}.{name}"
-        if not HEADER_NAME.fullmatch(name):
-            raise ConfigError("expected a header name (letters, digits, -)", file=source, key=where)
+    for name, v, where in _named_entries(value, source=source, key=key,
+                                         what="header names and values", name=HEADER_NAME,
+                                         expected="expected a header name (letters, digits, -)"):
         if name.lower() in SECRET_HEADERS:
             raise ConfigError(
                 "a header that carries a credential is stored with every run: name the "
@@ -601,14 +612,10 @@ def _json_problem(value: Any) -> str | None:
 def _env(value: Any, *, source: str, key: str) -> dict[str, str]:
     """Validated environment variables: names of letters, digits and _, string values."""
     out: dict[str, str] = {}
-    for name, v in _table(value, source=source, key=key, what="variable names and values").items():
-        where = f"{key}.{name}"
-        if not ENV_NAME.fullmatch(name):
-            raise ConfigError(
-                "expected a variable name (letters, digits, _; not starting with a digit)",
-                file=source,
-                key=where,
-            )
+    for name, v, where in _named_entries(
+        value, source=source, key=key, what="variable names and values", name=ENV_NAME,
+        expected="expected a variable name (letters, digits, _; not starting with a digit)",
+    ):
         if not isinstance(v, str) or "\0" in v:
             raise ConfigError(f"expected a string, got {_short(v)}", file=source, key=where)
         out[name] = v
@@ -618,14 +625,10 @@ def _env(value: Any, *, source: str, key: str) -> dict[str, str]:
 def _own_modules(value: Any, *, source: str, key: str) -> dict[str, OwnModule]:
     """Validated ``[agents.NAME.own_modules.MODULE]`` tables."""
     out: dict[str, OwnModule] = {}
-    for name, table in _table(value, source=source, key=key, what="modules").items():
-        where = f"{key}.{name}"
-        if not MODULE_NAME.fullmatch(name):
-            raise ConfigError(
-                "expected a module name of letters, digits, _ . - (at most 64)",
-                file=source,
-                key=where,
-            )
+    for name, table, where in _named_entries(
+        value, source=source, key=key, what="modules", name=MODULE_NAME,
+        expected="expected a module name of letters, digits, _ . - (at most 64)",
+    ):
         table = _table(table, source=source, key=where, what="module settings")
         for k in table:
             if k not in ("description", "off"):

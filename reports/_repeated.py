@@ -332,6 +332,13 @@ class _Pairs:
     undefined: int = 0
     unmatched: int = 0
 
+    def pool(self, other: _Pairs) -> None:
+        """Add ``other``'s pairs and counts to these (pooling a comparison over games)."""
+        self.x += other.x
+        self.y += other.y
+        self.undefined += other.undefined
+        self.unmatched += other.unmatched
+
 
 def _pairs(game: str, cf: str, mine: BoolArray, items: ItemTable, design: RepeatedDesign,
            ep: EpisodeCols, within: BoolArray | None = None) -> _Pairs:
@@ -433,11 +440,7 @@ def repeated_section(
         for ci, cf in enumerate(c for c in COUNTERFACTUAL_ORDER[1:] if c in cfs):
             pairs = _pairs(g, cf, mine, items, design, ep)
             gaps.append(_gap(g, cf, pairs, np.random.default_rng([seed, 0x6A9, gi, ci])))
-            acc = pooled.setdefault(cf, _Pairs([], []))
-            acc.x += pairs.x
-            acc.y += pairs.y
-            acc.undefined += pairs.undefined
-            acc.unmatched += pairs.unmatched
+            pooled.setdefault(cf, _Pairs([], [])).pool(pairs)
     if len(games) > 1:
         for ci, (cf, pairs) in enumerate(pooled.items()):
             gaps.append(_gap(POOLED, cf, pairs, np.random.default_rng([seed, 0x6A9, 99, ci])))
@@ -530,11 +533,7 @@ def _seat_gaps(seat: str, games: list[str], mine: BoolArray, items: ItemTable,
             pairs = _pairs(g, cf, mine, items, design, ep, within)
             gap = _gap(g, cf, pairs, np.random.default_rng([seed, 0x5EA, si, gi, ci]))
             gaps.append(_gap_estimability(gap))
-            acc = pooled.setdefault(cf, _Pairs([], []))
-            acc.x += pairs.x
-            acc.y += pairs.y
-            acc.undefined += pairs.undefined
-            acc.unmatched += pairs.unmatched
+            pooled.setdefault(cf, _Pairs([], [])).pool(pairs)
     if len(games) > 1:
         for ci, (cf, pairs) in enumerate(pooled.items()):
             gap = _gap(POOLED, cf, pairs, np.random.default_rng([seed, 0x5EA, si, 99, ci]))

@@ -7,17 +7,10 @@ import asyncio
 
 import click
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import TaskID
 
 from harness.cli.common import get_settings, get_store
+from harness.cli.progress import progress_bars
 from harness.judging import JudgeCounts, judge_config, judge_stored_run
 from harness.settings import Settings
 from ledger.store import Store
@@ -31,15 +24,7 @@ class JudgeBar:
 
     def __init__(self, console: Console, judge: str):
         self.label = f"judge {judge}"
-        self.progress = Progress(
-            TextColumn("{task.description:<28}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=console,
-            disable=not console.is_terminal,
-        )
+        self.progress = progress_bars(console)
         self.task: TaskID | None = None
 
     def start(self, total: int, done: int) -> None:

@@ -9,19 +9,12 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import TaskID, TextColumn
 from rich.table import Table
 
 from harness.build import plan_agents
 from harness.cli.common import echo_json, get_settings, get_workspace
+from harness.cli.progress import progress_bars
 from harness.matrix import (
     ZERO_SHOT,
     check_matrix_options,
@@ -44,16 +37,7 @@ class MatrixProgress:
     rate and ETA; quiet when the console is not a terminal."""
 
     def __init__(self, console: Console):
-        self.progress = Progress(
-            TextColumn("{task.description:<28}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("errors {task.fields[errors]:>4}"),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=console,
-            disable=not console.is_terminal,
-        )
+        self.progress = progress_bars(console, TextColumn("errors {task.fields[errors]:>4}"))
         self.tasks: dict[str, TaskID] = {}
         self.errors: dict[str, int] = {}
 

@@ -8,19 +8,12 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import TaskID, TextColumn
 from rich.table import Table
 
 from harness.build import plan_agents
 from harness.cli.common import get_settings, get_store
+from harness.cli.progress import progress_bars
 from harness.runner import RunSummary
 from harness.runs import create_run, execute_stored_run
 from harness.settings import Settings
@@ -44,17 +37,8 @@ class RichProgress:
 
     def __init__(self, console: Console):
         self.console = console
-        self.progress = Progress(
-            TextColumn("{task.description:<28}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[rate]:>8}"),
-            TextColumn("acc {task.fields[acc]:>5}"),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=console,
-            disable=not console.is_terminal,
-        )
+        self.progress = progress_bars(console, TextColumn("{task.fields[rate]:>8}"),
+                                      TextColumn("acc {task.fields[acc]:>5}"))
         self.tasks: dict[str, TaskID] = {}
         self.counts: dict[str, list[int]] = {}
 

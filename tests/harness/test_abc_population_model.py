@@ -8,11 +8,8 @@ Skipped only where the model is not installed and CI is unset; `.ci/run` install
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
-import os
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,37 +17,21 @@ import pytest
 
 import games
 from harness.build import plan_agents
-from harness.families import verify_items
-from harness.local_model import model_status
-from harness.runs import create_run, execute_stored_run
-from harness.settings import load_settings
-from ledger.db import open_engine
-from ledger.store import Store
 from reports import build_profile, render_markdown
+from tests.harness.embedded import embedded_settings, reported, require_embedded_model, run_stored
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
-if not model_status()[0]:
-    if os.environ.get("CI"):
-        raise RuntimeError("the embedded model must be installed under CI: " + model_status()[1])
-    pytest.skip("embedded model not installed", allow_module_level=True)
+require_embedded_model()
 
 
 def test_the_run_predicts_its_own_plays_on_the_embedded_model(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'population.db'}"
-    settings = load_settings(None, env={}, flags={"db_url": url, "home": str(tmp_path / "h")})
-    settings = replace(settings, timeout=3600.0)  # a loaded machine: figures, not speed
+    settings = embedded_settings(tmp_path, "population.db")
     planned = plan_agents(settings, agents=["local"], references=("level:2",))
     assert [ra.name for ra in planned] == ["local", "local-control", "ref:level:2"]
     # one beauty contest, K = 3 plays: every predictor's population is 6 plays of the others
     items = games.make_population_scenario(7, "beauty", samples=3)
-    store = Store(open_engine(url))
-    run_id, _, n = create_run(store, settings, suite="baseline", planned=planned, seed=5,
-                              items=items)
-    assert n == 4
-    asyncio.run(execute_stored_run(store, settings, run_id))  # starts and stops the model
-    assert store.get_run(run_id).status == "complete"
-    assert verify_items(store.run_items(run_id)) == []
+    store, run_id = run_stored(settings, planned, items, suite="baseline", trials=4)
     by_item: dict[str, list[Any]] = {}
     for t in store.trials(run_id):
         by_item.setdefault(t.item_id, []).append(t)
@@ -86,13 +67,6 @@ def test_the_run_predicts_its_own_plays_on_the_embedded_model(tmp_path: Path) ->
     levels = [details[("ref:level:2", p.id)]["label"] for p in items[:3]]
     assert levels == [_label(items[0], items[0].truth["own_level_actions"][1])] * 3
     assert "C against the run's agents" in render_markdown(profile)
-
-
-def reported(figure: dict[str, Any]) -> bool:
-    """A value with its n, or a reason that says it is not estimable."""
-    if figure.get("value") is not None:
-        return isinstance(figure.get("n"), int) and figure["n"] >= 1
-    return str(figure.get("reason", "")).startswith("not estimable: ")
 
 
 def _label(item: Any, value: int) -> str:

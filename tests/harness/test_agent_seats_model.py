@@ -7,10 +7,7 @@ Skipped only where the model is not installed and CI is unset; `.ci/run` install
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,50 +15,25 @@ import pytest
 
 from games.repeated import agent_seat_design
 from harness.build import plan_agents
-from harness.families import verify_items
-from harness.local_model import model_status
-from harness.runs import create_run, execute_stored_run
-from harness.settings import load_settings
-from ledger.db import open_engine
-from ledger.store import Store
 from reports import build_profile
+from tests.harness.embedded import embedded_settings, reported, require_embedded_model, run_stored
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
-if not model_status()[0]:
-    if os.environ.get("CI"):
-        raise RuntimeError("the embedded model must be installed under CI: " + model_status()[1])
-    pytest.skip("embedded model not installed", allow_module_level=True)
+require_embedded_model()
 
 METRICS = ("exploitation", "comprehension", "efficiency", "adaptation_latency")
 
 
-def reported(figure: dict[str, Any]) -> bool:
-    """A value with its n, or a reason that says it is not estimable."""
-    if figure.get("value") is not None:
-        return isinstance(figure.get("n"), int) and figure["n"] >= 1
-    return str(figure.get("reason", "")).startswith("not estimable: ")
-
-
 def test_agent_versus_control_on_the_embedded_model(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    url = f"sqlite:///{tmp_path / 'seats.db'}"
-    settings = load_settings(None, env={}, flags={"db_url": url, "home": str(home)})
-    # a loaded CI machine can take minutes per turn: the test is about the figures, not speed
-    settings = replace(settings, timeout=3600.0)
+    settings = embedded_settings(tmp_path, "seats.db")
     planned = plan_agents(settings, agents=["local"])
     assert [(ra.name, ra.role) for ra in planned] == [("local", "agent"),
                                                       ("local-control", "control")]
     # a tiny matched set: PD in the default and the label setting, 3 rounds, agent vs control
     items = agent_seat_design(5, 1, games=("pd",), seats=("control",),
                               counterfactuals=("default", "label"), rounds=3)
-    store = Store(open_engine(url))
-    run_id, _, n = create_run(store, settings, suite="seats", planned=planned, seed=5,
-                              items=items)
-    assert n == 2
-    asyncio.run(execute_stored_run(store, settings, run_id))  # starts and stops the model
-    assert store.get_run(run_id).status == "complete"
-    assert verify_items(store.run_items(run_id)) == []
+    store, run_id = run_stored(settings, planned, items, suite="seats", trials=2)
 
     trials: dict[str, list[Any]] = {}
     for t in store.trials(run_id):

@@ -19,28 +19,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import threading
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 
 from harness.build import plan_agents
 from harness.execution import execute_batch
 from harness.runs import create_run, execute_stored_run
 from harness.settings import AgentConfig, Settings, load_settings
 from harness.testing import FakeOpenAI
-from ledger.db import normalise_url, open_engine
+from ledger.db import open_engine
 from ledger.store import Store
 from mindledger.errors import ConfigError, UserError
+from tests.postgres import fresh_database
 
-PG_URL = os.environ.get("MINDLEDGER_TEST_PG_URL", "")
 BATCH = 4
 
 Trials = dict[tuple[str, str], tuple[Any, ...]]
@@ -86,26 +83,6 @@ class Way:
             asyncio.run(ASYNC_WAYS[self.name](store, settings, run_id))
 
 
-@contextlib.contextmanager
-def _pg_database() -> Iterator[str]:
-    """A fresh database on the test server (procrastinate keeps its tables in the default
-    schema, so a worker needs a database of its own), dropped afterwards."""
-    if not PG_URL:
-        if os.environ.get("CI"):
-            pytest.fail("MINDLEDGER_TEST_PG_URL is not set under CI: PostgreSQL tests must run")
-        pytest.skip("MINDLEDGER_TEST_PG_URL not set")
-    name = "mlx_" + uuid.uuid4().hex[:12]
-    admin = sa.create_engine(normalise_url(PG_URL), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield sa.engine.make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-
 @pytest.fixture(
     params=[
         "in-process",
@@ -118,7 +95,7 @@ def _pg_database() -> Iterator[str]:
 def way(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Way]:
     name, _, db = str(request.param).partition(":")
     if db == "pg":
-        with _pg_database() as url:
+        with fresh_database("mlx_") as url:
             yield Way(name, url)
     else:
         yield Way(name, f"sqlite:///{tmp_path / f'{name}.db'}")

@@ -9,7 +9,7 @@ import asyncio
 import gzip
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import httpx
@@ -28,40 +28,6 @@ REPLY = {
     "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}}],
     "usage": {"prompt_tokens": 3, "completion_tokens": 1},
 }
-
-
-@pytest.fixture
-async def canned() -> AsyncIterator[Serve]:
-    """A server answering each request on a connection with the next canned reply (byte for
-    byte), then closing it; ``canned.heads`` holds the request heads it read."""
-    servers: list[asyncio.Server] = []
-    heads: list[bytes] = []
-
-    async def start(replies: list[bytes]) -> str:
-        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            try:
-                for reply in replies:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                    heads.append(head)
-                    for line in head.split(b"\r\n"):
-                        if line.lower().startswith(b"content-length:"):
-                            await reader.readexactly(int(line.split(b":")[1]))
-                    writer.write(reply)
-                    await writer.drain()
-            except (asyncio.IncompleteReadError, ConnectionError):
-                pass
-            finally:
-                writer.close()
-
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
-        servers.append(server)
-        return f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-
-    start.heads = heads  # type: ignore[attr-defined]
-    yield start
-    for server in servers:
-        server.close()
-        await server.wait_closed()
 
 
 @pytest.fixture

@@ -364,37 +364,6 @@ async def test_tls(aio_server: Callable[..., Awaitable[str]], tmp_path: Path) ->
 # -- canned replies (byte-exact framing cases) -----------------------------------------------
 
 
-@pytest.fixture
-async def canned() -> AsyncIterator[Callable[[list[bytes]], Awaitable[str]]]:
-    servers: list[asyncio.Server] = []
-
-    async def start(replies: list[bytes]) -> str:
-        """Serve the replies in order, one per request, on one connection, then close it."""
-
-        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            try:
-                for reply in replies:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                    for line in head.split(b"\r\n"):
-                        if line.lower().startswith(b"content-length:"):
-                            await reader.readexactly(int(line.split(b":")[1]))
-                    writer.write(reply)
-                    await writer.drain()
-            except (asyncio.IncompleteReadError, ConnectionError):
-                pass
-            finally:
-                writer.close()
-
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
-        servers.append(server)
-        return f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-
-    yield start
-    for server in servers:
-        server.close()
-        await server.wait_closed()
-
-
 async def test_body_until_close_and_informational_heads(
     canned: Callable[[list[bytes]], Awaitable[str]],
 ) -> None:

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.cli.main import main
+from tests.cli import run_main
 
 BUDGET = settings(
     max_examples=2000,
@@ -119,13 +119,7 @@ def _at(doc: Any, path: tuple[Any, ...]) -> Any:
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    try:
-        main(list(args))
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    else:  # pragma: no cover - main always exits
-        code = 0
-    _, err = capsys.readouterr()
+    code, _, err = run_main(capsys, *args)
     return code, err
 
 

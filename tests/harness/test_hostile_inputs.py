@@ -13,19 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import main
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    else:  # pragma: no cover - main always exits
-        code = 0
-    out, err = capsys.readouterr()
-    return code, out, err
-
+from tests.cli import run_main as cli
 
 DEEP = "[" * 2000 + "]" * 2000
 SURROGATE = '{"x": "\\ud800"}'

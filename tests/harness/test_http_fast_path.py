@@ -6,11 +6,10 @@ would be; and OpenAIChat keeps no cookies (the API uses none)."""
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import gzip
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 import httpx
 import pytest
@@ -24,38 +23,6 @@ REPLY = {
 }
 
 
-@pytest.fixture
-async def serve() -> AsyncIterator[Callable[[list[bytes]], Awaitable[str]]]:
-    servers: list[asyncio.Server] = []
-    seen: list[bytes] = []
-
-    async def start(replies: list[bytes]) -> str:
-        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            try:
-                for reply in replies:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                    seen.append(head)
-                    for line in head.split(b"\r\n"):
-                        if line.lower().startswith(b"content-length:"):
-                            await reader.readexactly(int(line.split(b":")[1]))
-                    writer.write(reply)
-                    await writer.drain()
-            except (asyncio.IncompleteReadError, ConnectionError):
-                pass
-            finally:
-                writer.close()
-
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
-        servers.append(server)
-        return f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-
-    start.seen = seen  # type: ignore[attr-defined]
-    yield start
-    for server in servers:
-        server.close()
-        await server.wait_closed()
-
-
 def reply(body: bytes, *headers: bytes) -> bytes:
     head = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n" % len(body)
     return head + b"".join(h + b"\r\n" for h in headers) + b"\r\n" + body
@@ -63,12 +30,12 @@ def reply(body: bytes, *headers: bytes) -> bytes:
 
 @pytest.mark.parametrize("encoded", [False, True])
 async def test_a_read_body_is_what_httpx_would_have_read(
-    serve: Callable[[list[bytes]], Awaitable[str]], encoded: bool
+    canned: Callable[[list[bytes]], Awaitable[str]], encoded: bool
 ) -> None:
     body = json.dumps(REPLY).encode()
     wire = gzip.compress(body) if encoded else body
     extra = (b"Content-Encoding: gzip",) if encoded else ()
-    base = await serve([reply(wire, b"Content-Type: application/json", *extra)])
+    base = await canned([reply(wire, b"Content-Type: application/json", *extra)])
     async with httpx.AsyncClient(transport=FastTransport()) as c:
         r = await c.post(base, content=b"{}")
     expected = httpx.Response(200, headers=r.headers.raw, content=wire)
@@ -79,9 +46,9 @@ async def test_a_read_body_is_what_httpx_would_have_read(
 
 
 async def test_an_empty_body_gets_no_content_length(
-    serve: Callable[[list[bytes]], Awaitable[str]],
+    canned: Callable[[list[bytes]], Awaitable[str]],
 ) -> None:
-    base = await serve([b"HTTP/1.1 204 No Content\r\nServer: t\r\n\r\n"])
+    base = await canned([b"HTTP/1.1 204 No Content\r\nServer: t\r\n\r\n"])
     async with httpx.AsyncClient(transport=FastTransport()) as c:
         r = await c.post(base, content=b"{}")
     assert r.status_code == 204 and r.content == b""
@@ -89,16 +56,16 @@ async def test_an_empty_body_gets_no_content_length(
 
 
 async def test_openai_chat_keeps_no_cookies(
-    serve: Callable[[list[bytes]], Awaitable[str]],
+    canned: Callable[[list[bytes]], Awaitable[str]],
 ) -> None:
     body = json.dumps(REPLY).encode()
     set_cookie = b"Set-Cookie: session=abc; Path=/"
-    base = await serve([reply(body, set_cookie), reply(body, set_cookie)])
+    base = await canned([reply(body, set_cookie), reply(body, set_cookie)])
     async with OpenAIChat(base, "m") as chat:
         for _ in range(2):
             assert (await chat.chat([{"role": "user", "content": "hi"}])).message["content"] == "ok"
         assert not chat._client.cookies
-    heads = serve.seen  # type: ignore[attr-defined]
+    heads = canned.heads  # type: ignore[attr-defined]
     assert len(heads) == 2 and not any(b"cookie" in h.lower() for h in heads)
 
 

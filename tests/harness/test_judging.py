@@ -23,6 +23,7 @@ from ledger.store import RunAgent, Store, TrialRecord
 from mindledger.items import Item
 from reports._data import load_run
 from reports.profile import analyse
+from tests.cli import run_main as _cli
 from tests.games.test_games_judge import COT, figure_5_extraction
 
 
@@ -199,19 +200,6 @@ def test_chain_of_thought_reads_reasoning_not_answers() -> None:
 # -- end to end: `mindledger run` with a judge ------------------------------------------------
 
 SEED = 11
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    from harness.cli.main import main
-
-    try:
-        main(list(args))
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    else:  # pragma: no cover - main always exits
-        code = 0
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _players(items: list[Item]) -> Any:

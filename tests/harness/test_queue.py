@@ -11,7 +11,6 @@ import asyncio
 import os
 import subprocess
 import sys
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -24,29 +23,16 @@ from harness.runs import create_run
 from harness.settings import Settings, load_settings
 from ledger.db import normalise_url, open_engine
 from ledger.store import Store
+from tests.postgres import fresh_database
 
-PG_URL = os.environ.get("MINDLEDGER_TEST_PG_URL", "")
 REFERENCES = ("oracle", "random")
 
 
 @pytest.fixture
 def pg_database() -> Iterator[str]:
     """The URL of a fresh, empty database on the test server, dropped afterwards."""
-    if not PG_URL:
-        if os.environ.get("CI"):
-            pytest.fail("MINDLEDGER_TEST_PG_URL is not set under CI: PostgreSQL tests must run")
-        pytest.skip("MINDLEDGER_TEST_PG_URL not set")
-    name = "mlq_" + uuid.uuid4().hex[:12]
-    admin = sa.create_engine(normalise_url(PG_URL), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    url = sa.engine.make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
-    try:
+    with fresh_database("mlq_") as url:
         yield url
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def _setup(

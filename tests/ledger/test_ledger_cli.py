@@ -11,20 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import main
 from ledger.keys import PUBLIC_KEY_FILE
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    else:  # pragma: no cover - main always exits
-        code = 0
-    out, err = capsys.readouterr()
-    return code, out, err
-
+from tests.cli import run_main as run
 
 DIST = '{"7": 0.6, "3": 0.4}'
 

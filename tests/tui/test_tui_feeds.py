@@ -5,8 +5,6 @@ PostgreSQL; none on SQLite), read from real databases."""
 from __future__ import annotations
 
 import datetime as dt
-import os
-import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -17,13 +15,12 @@ import sqlalchemy as sa
 from harness.cli.dashboard_cmd import queue_reader, schedule_reader
 from harness.daemon import DaemonContext, DaemonScheduler
 from harness.settings import AgentConfig, Settings, load_settings
-from ledger.db import normalise_url, open_engine
+from ledger.db import open_engine
 from ledger.store import Store
+from tests.postgres import fresh_database
 from tui.operations import queue_view, schedule_view
 
 from .conftest import Seeded
-
-PG_URL = os.environ.get("MINDLEDGER_TEST_PG_URL", "")
 
 
 def _settings(tmp_path: Path, db_url: str, *agents: str, schedule: str = "0 3 * * *") -> Settings:
@@ -106,20 +103,8 @@ def test_no_queue_on_sqlite(seeded: Seeded) -> None:
 @pytest.fixture
 def pg_url() -> Iterator[str]:
     """A fresh, empty database on the test server (procrastinate's schema is per database)."""
-    if not PG_URL:
-        if os.environ.get("CI"):
-            pytest.fail("MINDLEDGER_TEST_PG_URL is not set under CI: PostgreSQL tests must run")
-        pytest.skip("MINDLEDGER_TEST_PG_URL not set")
-    name = "mlt_" + uuid.uuid4().hex[:12]
-    admin = sa.create_engine(normalise_url(PG_URL), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield sa.engine.make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with fresh_database("mlt_") as url:
+        yield url
 
 
 @pytest.mark.postgres

@@ -9,18 +9,17 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, LoadingIndicator, Static
-from textual.worker import Worker, WorkerState
 
 from tui.comparison import COMPARE_COLUMNS, CompareView, compare_view
+from tui.screens._base import WorkerScreen
 from tui.source import DashboardSource
 from tui.widgets.tables import fill_table
 
 __all__ = ["CompareScreen"]
 
 
-class CompareScreen(Screen[None]):
+class CompareScreen(WorkerScreen):
     """Run ``run_a`` (A) against run ``run_b`` (B); differences are B − A."""
 
     HELP: ClassVar[str] = (
@@ -33,10 +32,11 @@ class CompareScreen(Screen[None]):
         Binding("escape", "app.pop_screen", "Back"),
         Binding("r", "reload", "Reload"),
     ]
+    WORKER_GROUP = "compare"
+    LOADING = True
 
     def __init__(self, source: DashboardSource, run_a: str, run_b: str) -> None:
-        super().__init__()
-        self.source = source
+        super().__init__(source)
         self.run_a = run_a
         self.run_b = run_b
         self.view: CompareView | None = None
@@ -54,30 +54,17 @@ class CompareScreen(Screen[None]):
     def on_mount(self) -> None:
         self.sub_title = f"Compare {self.run_a} → {self.run_b}"
         fill_table(self.query_one("#compare", DataTable), COMPARE_COLUMNS, [])
-        self.load_comparison()
-
-    def action_reload(self) -> None:
-        self.query_one("#loading").display = True
-        self.load_comparison()
+        self.load()
 
     @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
-    def load_comparison(self) -> CompareView:
+    def load(self) -> CompareView:
         cmp: dict[str, Any] = self.source.compare(self.run_a, self.run_b)
         return compare_view(cmp)
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group != "compare":
-            return
-        if event.state == WorkerState.SUCCESS and event.worker.result is not None:
-            self.query_one("#loading").display = False
-            self._show(event.worker.result)
-        elif event.state == WorkerState.ERROR:
-            self.query_one("#loading").display = False
-            self.query_one("#compare-notes", Static).update(
-                Text(f"Could not compare the runs: {event.worker.error}")
-            )
+    def show_error(self, error: BaseException | None) -> None:
+        self.query_one("#compare-notes", Static).update(Text(f"Could not compare the runs: {error}"))
 
-    def _show(self, view: CompareView) -> None:
+    def show_result(self, view: CompareView) -> None:
         self.view = view
         self.query_one("#compare-title", Static).update(Text(view.title))
         self.query_one("#compare-notes", Static).update(Text("\n".join(view.notes)))

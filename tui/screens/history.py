@@ -9,18 +9,17 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, LoadingIndicator, Static
-from textual.worker import Worker, WorkerState
 
 from tui.history_view import HISTORY_COLUMNS, POINT_COLUMNS, HistoryView, history_view
+from tui.screens._base import WorkerScreen
 from tui.source import DashboardSource
 from tui.widgets.tables import fill_table
 
 __all__ = ["HistoryScreen"]
 
 
-class HistoryScreen(Screen[None]):
+class HistoryScreen(WorkerScreen):
     """The history of ``agent`` over its finished runs as the agent under test."""
 
     HELP: ClassVar[str] = (
@@ -33,10 +32,11 @@ class HistoryScreen(Screen[None]):
         Binding("escape", "app.pop_screen", "Back"),
         Binding("r", "reload", "Reload"),
     ]
+    WORKER_GROUP = "history"
+    LOADING = True
 
     def __init__(self, source: DashboardSource, agent: str) -> None:
-        super().__init__()
-        self.source = source
+        super().__init__(source)
         self.agent = agent
         self.view: HistoryView | None = None
 
@@ -54,28 +54,16 @@ class HistoryScreen(Screen[None]):
         self.sub_title = f"History {self.agent}"
         fill_table(self.query_one("#history", DataTable), HISTORY_COLUMNS, [])
         fill_table(self.query_one("#points", DataTable), POINT_COLUMNS, [])
-        self.load_history()
-
-    def action_reload(self) -> None:
-        self.query_one("#loading").display = True
-        self.load_history()
+        self.load()
 
     @work(thread=True, exclusive=True, group="history", exit_on_error=False)
-    def load_history(self) -> HistoryView:
+    def load(self) -> HistoryView:
         return history_view(self.source.history(self.agent))
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group != "history":
-            return
-        if event.state == WorkerState.SUCCESS and event.worker.result is not None:
-            self.query_one("#loading").display = False
-            self._show(event.worker.result)
-        elif event.state == WorkerState.ERROR:
-            self.query_one("#loading").display = False
-            self.query_one("#history-notes", Static).update(
-                Text(f"Could not read the history: {event.worker.error}"))
+    def show_error(self, error: BaseException | None) -> None:
+        self.query_one("#history-notes", Static).update(Text(f"Could not read the history: {error}"))
 
-    def _show(self, view: HistoryView) -> None:
+    def show_result(self, view: HistoryView) -> None:
         self.view = view
         self.query_one("#history-title", Static).update(Text(view.title))
         self.query_one("#history-notes", Static).update(Text("\n".join(view.notes)))

@@ -8,10 +8,9 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
-from textual.worker import Worker, WorkerState
 
+from tui.screens._base import WorkerScreen
 from tui.source import DashboardSource, NoLedger
 from tui.state import PREDICTION_COLUMNS, LedgerView, ledger_view
 from tui.widgets.tables import fill_table
@@ -20,7 +19,7 @@ from tui.widgets.verify_banner import VerifyBanner
 __all__ = ["LedgerScreen"]
 
 
-class LedgerScreen(Screen[None]):
+class LedgerScreen(WorkerScreen):
     """Predictions newest first; the ledger is read and verified in a worker."""
 
     HELP: ClassVar[str] = (
@@ -33,10 +32,10 @@ class LedgerScreen(Screen[None]):
         Binding("escape", "app.pop_screen", "Back"),
         Binding("r", "reload", "Reload and verify"),
     ]
+    WORKER_GROUP = "ledger"
 
     def __init__(self, source: DashboardSource) -> None:
-        super().__init__()
-        self.source = source
+        super().__init__(source)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -49,42 +48,38 @@ class LedgerScreen(Screen[None]):
     def on_mount(self) -> None:
         self.sub_title = "Prediction ledger"
         fill_table(self.query_one("#predictions", DataTable), PREDICTION_COLUMNS, [])
-        self.load_ledger()
+        self.load()
 
     def action_reload(self) -> None:
         self.query_one(VerifyBanner).show_message("Verifying the ledger…")
-        self.load_ledger()
+        self.load()
 
     @work(thread=True, exclusive=True, group="ledger", exit_on_error=False)
-    def load_ledger(self) -> LedgerView:
+    def load(self) -> LedgerView:
         snap = self.source.ledger_snapshot()
         return ledger_view(snap.predictions, snap.verification, snap.now)
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group != "ledger":
-            return
+    def show_result(self, view: LedgerView) -> None:
+        self.query_one(VerifyBanner).verification = view.verify
+        self.query_one("#ledger-counts", Static).update(Text(view.counts))
+        self.query_one("#ledger-calls", Static).update(
+            Text("Query proxy — " + "\n".join(view.calls))
+        )
+        table = self.query_one("#predictions", DataTable)
+        rows = []
+        for row in view.rows:
+            cells = [Text(c) for c in row.cells]
+            if row.state in ("rejected", "expired"):
+                cells[4].stylize("bold red")
+            elif row.state == "scored":
+                cells[4].stylize("green")
+            rows.append(cells)
+        fill_table(table, PREDICTION_COLUMNS, rows, [r.key for r in view.rows])
+
+    def show_error(self, error: BaseException | None) -> None:
         banner = self.query_one(VerifyBanner)
-        if event.state == WorkerState.SUCCESS and event.worker.result is not None:
-            view: LedgerView = event.worker.result
-            banner.verification = view.verify
-            self.query_one("#ledger-counts", Static).update(Text(view.counts))
-            self.query_one("#ledger-calls", Static).update(
-                Text("Query proxy — " + "\n".join(view.calls))
-            )
-            table = self.query_one("#predictions", DataTable)
-            rows = []
-            for row in view.rows:
-                cells = [Text(c) for c in row.cells]
-                if row.state in ("rejected", "expired"):
-                    cells[4].stylize("bold red")
-                elif row.state == "scored":
-                    cells[4].stylize("green")
-                rows.append(cells)
-            fill_table(table, PREDICTION_COLUMNS, rows, [r.key for r in view.rows])
-        elif event.state == WorkerState.ERROR:
-            error = event.worker.error
-            if isinstance(error, NoLedger):
-                banner.show_message(f"No prediction ledger: {error}")
-            else:
-                banner.show_message(f"Could not read the ledger: {error}")
-                banner.add_class("-broken")
+        if isinstance(error, NoLedger):
+            banner.show_message(f"No prediction ledger: {error}")
+        else:
+            banner.show_message(f"Could not read the ledger: {error}")
+            banner.add_class("-broken")

@@ -9,10 +9,9 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, LoadingIndicator, Static
-from textual.worker import Worker, WorkerState
 
+from tui.screens._base import WorkerScreen
 from tui.source import DashboardSource
 from tui.state import MatrixView, matrix_cell_lines, matrix_view
 from tui.widgets.tables import fill_table
@@ -20,7 +19,7 @@ from tui.widgets.tables import fill_table
 __all__ = ["MatrixScreen"]
 
 
-class MatrixScreen(Screen[None]):
+class MatrixScreen(WorkerScreen):
     """The matrix of run ``run_id``, summarised in a worker; ``c`` shows the next condition."""
 
     HELP: ClassVar[str] = (
@@ -34,10 +33,11 @@ class MatrixScreen(Screen[None]):
         Binding("c", "next_condition", "Next condition"),
         Binding("r", "reload", "Reload"),
     ]
+    WORKER_GROUP = "matrix"
+    LOADING = True
 
     def __init__(self, source: DashboardSource, run_id: str) -> None:
-        super().__init__()
-        self.source = source
+        super().__init__(source)
         self.run_id = run_id
         self.summary: dict[str, Any] = {}
         self.view: MatrixView | None = None
@@ -55,11 +55,7 @@ class MatrixScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.sub_title = f"Matrix {self.run_id}"
-        self.load_matrix()
-
-    def action_reload(self) -> None:
-        self.query_one("#loading").display = True
-        self.load_matrix()
+        self.load()
 
     def action_next_condition(self) -> None:
         if self.view and self.view.grids:
@@ -67,26 +63,20 @@ class MatrixScreen(Screen[None]):
             self._show_grid()
 
     @work(thread=True, exclusive=True, group="matrix", exit_on_error=False)
-    def load_matrix(self) -> tuple[dict[str, Any], MatrixView]:
+    def load(self) -> tuple[dict[str, Any], MatrixView]:
         summary = self.source.matrix(self.run_id)
         return summary, matrix_view(summary)
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group != "matrix":
-            return
-        if event.state == WorkerState.SUCCESS and event.worker.result is not None:
-            self.summary, self.view = event.worker.result
-            self.query_one("#loading").display = False
-            self.query_one("#run-title", Static).update(
-                Text(f"{self.view.title}\n{self.view.detail}"))
-            self.query_one("#run-notices", Static).update(Text("\n".join(self.view.notices)))
-            self.condition = min(self.condition, max(0, len(self.view.grids) - 1))
-            self._show_grid()
-        elif event.state == WorkerState.ERROR:
-            self.query_one("#loading").display = False
-            self.query_one("#run-notices", Static).update(
-                Text(f"Could not summarise the matrix: {event.worker.error}")
-            )
+    def show_result(self, result: tuple[dict[str, Any], MatrixView]) -> None:
+        self.summary, self.view = result
+        self.query_one("#run-title", Static).update(Text(f"{self.view.title}\n{self.view.detail}"))
+        self.query_one("#run-notices", Static).update(Text("\n".join(self.view.notices)))
+        self.condition = min(self.condition, max(0, len(self.view.grids) - 1))
+        self._show_grid()
+
+    def show_error(self, error: BaseException | None) -> None:
+        self.query_one("#run-notices", Static).update(
+            Text(f"Could not summarise the matrix: {error}"))
 
     def _show_grid(self) -> None:
         assert self.view is not None

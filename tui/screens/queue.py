@@ -8,18 +8,17 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Label, Static
-from textual.worker import Worker, WorkerState
 
 from tui.operations import QUEUE_COLUMNS, WORKER_COLUMNS, QueueView, queue_view
+from tui.screens._base import WorkerScreen
 from tui.source import DashboardSource
 from tui.widgets.tables import fill_table
 
 __all__ = ["QueueScreen"]
 
 
-class QueueScreen(Screen[None]):
+class QueueScreen(WorkerScreen):
     """The queue, read in a worker every ``refresh_seconds`` (0: only on r)."""
 
     HELP: ClassVar[str] = (
@@ -32,10 +31,10 @@ class QueueScreen(Screen[None]):
         Binding("escape", "app.pop_screen", "Back"),
         Binding("r", "reload", "Reload"),
     ]
+    WORKER_GROUP = "queue"
 
     def __init__(self, source: DashboardSource, *, refresh_seconds: float = 5.0) -> None:
-        super().__init__()
-        self.source = source
+        super().__init__(source)
         self.refresh_seconds = refresh_seconds
 
     def compose(self) -> ComposeResult:
@@ -51,38 +50,31 @@ class QueueScreen(Screen[None]):
         self.sub_title = "Queue"
         fill_table(self.query_one("#batches", DataTable), QUEUE_COLUMNS, [])
         fill_table(self.query_one("#workers", DataTable), WORKER_COLUMNS, [])
-        self.load_queue()
+        self.load()
         if self.refresh_seconds > 0:
-            self.set_interval(self.refresh_seconds, self.load_queue)
-
-    def action_reload(self) -> None:
-        self.load_queue()
+            self.set_interval(self.refresh_seconds, self.load)
 
     @work(thread=True, exclusive=True, group="queue", exit_on_error=False)
-    def load_queue(self) -> QueueView:
+    def load(self) -> QueueView:
         return queue_view(self.source.queue())
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group != "queue":
-            return
-        status = self.query_one("#queue-status", Static)
-        if event.state == WorkerState.SUCCESS and event.worker.result is not None:
-            view: QueueView = event.worker.result
-            status.update(Text(view.headline))
-            rows = []
-            for cells, state in zip(view.batch_rows, view.batch_states, strict=True):
-                row = [Text(c) for c in cells]
-                if state in ("stalled", "failed", "aborted"):
-                    row[4].stylize("bold red")
-                elif state == "running":
-                    row[4].stylize("green")
-                rows.append(row)
-            fill_table(self.query_one("#batches", DataTable), QUEUE_COLUMNS, rows)
-            workers = []
-            for cells in view.worker_rows:
-                row = [Text(c) for c in cells]
-                row[4].stylize("green" if cells[4] == "alive" else "bold red")
-                workers.append(row)
-            fill_table(self.query_one("#workers", DataTable), WORKER_COLUMNS, workers)
-        elif event.state == WorkerState.ERROR:
-            status.update(Text(f"Could not read the queue: {event.worker.error}"))
+    def show_result(self, view: QueueView) -> None:
+        self.query_one("#queue-status", Static).update(Text(view.headline))
+        rows = []
+        for cells, state in zip(view.batch_rows, view.batch_states, strict=True):
+            row = [Text(c) for c in cells]
+            if state in ("stalled", "failed", "aborted"):
+                row[4].stylize("bold red")
+            elif state == "running":
+                row[4].stylize("green")
+            rows.append(row)
+        fill_table(self.query_one("#batches", DataTable), QUEUE_COLUMNS, rows)
+        workers = []
+        for cells in view.worker_rows:
+            row = [Text(c) for c in cells]
+            row[4].stylize("green" if cells[4] == "alive" else "bold red")
+            workers.append(row)
+        fill_table(self.query_one("#workers", DataTable), WORKER_COLUMNS, workers)
+
+    def show_error(self, error: BaseException | None) -> None:
+        self.query_one("#queue-status", Static).update(Text(f"Could not read the queue: {error}"))

@@ -10,11 +10,11 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, LoadingIndicator, Static
 from textual.worker import Worker, WorkerState
 
 from tui.messages import HistoryRequested
+from tui.screens._base import WorkerScreen
 from tui.source import DashboardSource
 from tui.state import AGENT_COLUMNS, NOTE_MARK, AgentView, RunHeader, agent_views, run_header
 from tui.widgets.agent_detail import AgentDetail
@@ -23,7 +23,7 @@ from tui.widgets.tables import fill_table
 __all__ = ["RunScreen"]
 
 
-class RunScreen(Screen[None]):
+class RunScreen(WorkerScreen):
     """The profile of run ``run_id``, computed in a worker."""
 
     HELP: ClassVar[str] = (
@@ -40,10 +40,11 @@ class RunScreen(Screen[None]):
         Binding("a", "history", "History"),
         Binding("r", "reload", "Reload"),
     ]
+    WORKER_GROUP = "profile"
+    LOADING = True
 
     def __init__(self, source: DashboardSource, run_id: str, *, export_dir: Path) -> None:
-        super().__init__()
-        self.source = source
+        super().__init__(source)
         self.run_id = run_id
         self.export_dir = export_dir
         self.views: list[AgentView] = []
@@ -61,11 +62,7 @@ class RunScreen(Screen[None]):
     def on_mount(self) -> None:
         self.sub_title = f"Run {self.run_id}"
         fill_table(self.query_one("#agents", DataTable), AGENT_COLUMNS, [])
-        self.load_profile()
-
-    def action_reload(self) -> None:
-        self.query_one("#loading").display = True
-        self.load_profile()
+        self.load()
 
     def action_history(self) -> None:
         table = self.query_one("#agents", DataTable)
@@ -77,7 +74,7 @@ class RunScreen(Screen[None]):
         self.export_report(fmt)
 
     @work(thread=True, exclusive=True, group="profile", exit_on_error=False)
-    def load_profile(self) -> tuple[RunHeader, list[AgentView]]:
+    def load(self) -> tuple[RunHeader, list[AgentView]]:
         profile = self.source.profile(self.run_id)
         return run_header(profile), agent_views(profile)
 
@@ -85,26 +82,19 @@ class RunScreen(Screen[None]):
     def export_report(self, fmt: str) -> Path:
         return self.source.export(self.run_id, fmt, self.export_dir)
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        group = event.worker.group
-        if group == "profile":
-            if event.state == WorkerState.SUCCESS and event.worker.result is not None:
-                header, views = event.worker.result
-                self._show(header, views)
-            elif event.state == WorkerState.ERROR:
-                self.query_one("#loading").display = False
-                self.query_one("#run-notices", Static).update(
-                    Text(f"Could not build the profile: {event.worker.error}")
-                )
-        elif group == "export":
+    def show_error(self, error: BaseException | None) -> None:
+        self.query_one("#run-notices", Static).update(Text(f"Could not build the profile: {error}"))
+
+    def other_worker_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "export":
             if event.state == WorkerState.SUCCESS:
                 self.notify(f"Wrote the report to {event.worker.result}", title="Exported")
             elif event.state == WorkerState.ERROR:
                 self.notify(f"Could not export the report: {event.worker.error}", severity="error")
 
-    def _show(self, header: RunHeader, views: list[AgentView]) -> None:
+    def show_result(self, result: tuple[RunHeader, list[AgentView]]) -> None:
+        header, views = result
         self.views = views
-        self.query_one("#loading").display = False
         self.query_one("#run-title", Static).update(Text(f"{header.title}\n{header.detail}"))
         notices = self.query_one("#run-notices", Static)
         notices.update(Text("\n".join(header.notices)))

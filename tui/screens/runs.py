@@ -9,11 +9,10 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
-from textual.worker import Worker, WorkerState
 
 from tui.messages import CompareRequested, HistoryRequested
+from tui.screens._base import WorkerScreen
 from tui.source import DashboardSource
 from tui.state import RunRow, run_rows
 from tui.widgets.runs_table import RunsTable
@@ -21,7 +20,7 @@ from tui.widgets.runs_table import RunsTable
 __all__ = ["RunsScreen"]
 
 
-class RunsScreen(Screen[None]):
+class RunsScreen(WorkerScreen):
     """Runs newest first; Enter opens one (the table posts :class:`RunsTable.Chosen`)."""
 
     HELP: ClassVar[str] = (
@@ -36,10 +35,10 @@ class RunsScreen(Screen[None]):
         Binding("a", "history", "History"),
         Binding("r", "refresh", "Refresh"),
     ]
+    WORKER_GROUP = "runs"
 
     def __init__(self, source: DashboardSource, *, refresh_seconds: float = 5.0) -> None:
-        super().__init__()
-        self.source = source
+        super().__init__(source)
         self.refresh_seconds = refresh_seconds
 
     def compose(self) -> ComposeResult:
@@ -50,12 +49,12 @@ class RunsScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.sub_title = "Runs"
-        self.load_runs()
+        self.load()
         if self.refresh_seconds > 0:
-            self.set_interval(self.refresh_seconds, self.load_runs)
+            self.set_interval(self.refresh_seconds, self.load)
 
     def action_refresh(self) -> None:
-        self.load_runs()
+        self.load()
 
     def action_mark(self) -> None:
         """Mark the highlighted run for comparison (again: unmark it); two at most."""
@@ -93,7 +92,7 @@ class RunsScreen(Screen[None]):
         self.post_message(HistoryRequested(run.agents[0]))
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
-    def load_runs(self) -> list[RunRow]:
+    def load(self) -> list[RunRow]:
         return run_rows(self.source.runs())
 
     def _show_status(self) -> None:
@@ -106,16 +105,12 @@ class RunsScreen(Screen[None]):
             text += " · marked for comparison: " + ", ".join(table.marked)
         self.query_one("#runs-status", Static).update(Text(text))
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group != "runs":
-            return
-        if event.state == WorkerState.SUCCESS:
-            rows: list[RunRow] = event.worker.result or []
-            table = self.query_one(RunsTable)
-            keys = {r.key for r in rows}
-            table.runs = tuple(rows)
-            table.marked = tuple(k for k in table.marked if k in keys)
-            self._show_status()
-        elif event.state == WorkerState.ERROR:
-            self.query_one("#runs-status", Static).update(
-                Text(f"Could not read the runs: {event.worker.error}"))
+    def show_result(self, rows: list[RunRow]) -> None:
+        table = self.query_one(RunsTable)
+        keys = {r.key for r in rows}
+        table.runs = tuple(rows)
+        table.marked = tuple(k for k in table.marked if k in keys)
+        self._show_status()
+
+    def show_error(self, error: BaseException | None) -> None:
+        self.query_one("#runs-status", Static).update(Text(f"Could not read the runs: {error}"))

@@ -8,11 +8,10 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
-from textual.worker import Worker, WorkerState
 
 from tui.operations import SCHEDULE_COLUMNS, ScheduleView, schedule_view
+from tui.screens._base import WorkerScreen
 from tui.source import DashboardSource, NoSchedule
 from tui.widgets.runs_table import RunsTable
 from tui.widgets.tables import fill_table
@@ -20,7 +19,7 @@ from tui.widgets.tables import fill_table
 __all__ = ["ScheduleScreen"]
 
 
-class ScheduleScreen(Screen[None]):
+class ScheduleScreen(WorkerScreen):
     """The schedule, read in a worker (the harness hands the dashboard how to read it)."""
 
     HELP: ClassVar[str] = (
@@ -34,10 +33,10 @@ class ScheduleScreen(Screen[None]):
         Binding("escape", "app.pop_screen", "Back"),
         Binding("r", "reload", "Reload"),
     ]
+    WORKER_GROUP = "schedule"
 
     def __init__(self, source: DashboardSource) -> None:
-        super().__init__()
-        self.source = source
+        super().__init__(source)
         self.view: ScheduleView | None = None
 
     def compose(self) -> ComposeResult:
@@ -51,10 +50,7 @@ class ScheduleScreen(Screen[None]):
     def on_mount(self) -> None:
         self.sub_title = "Schedule"
         fill_table(self.query_one("#schedule", DataTable), SCHEDULE_COLUMNS, [])
-        self.load_schedule()
-
-    def action_reload(self) -> None:
-        self.load_schedule()
+        self.load()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter opens the highlighted job's last run."""
@@ -77,24 +73,19 @@ class ScheduleScreen(Screen[None]):
             self._show_detail(event.cursor_row)
 
     @work(thread=True, exclusive=True, group="schedule", exit_on_error=False)
-    def load_schedule(self) -> ScheduleView:
+    def load(self) -> ScheduleView:
         return schedule_view(self.source.schedule())
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group != "schedule":
-            return
-        title = self.query_one("#schedule-title", Static)
-        if event.state == WorkerState.SUCCESS and event.worker.result is not None:
-            view: ScheduleView = event.worker.result
-            self.view = view
-            title.update(Text(view.title))
-            self.query_one("#schedule-notes", Static).update(Text("\n".join(view.notes)))
-            table = self.query_one("#schedule", DataTable)
-            fill_table(table, SCHEDULE_COLUMNS, [[Text(c) for c in r] for r in view.rows],
-                       list(view.keys))
-            self._show_detail(table.cursor_row)
-            table.focus()
-        elif event.state == WorkerState.ERROR:
-            error = event.worker.error
-            prefix = "No schedule" if isinstance(error, NoSchedule) else "Could not read the schedule"
-            title.update(Text(f"{prefix}: {error}"))
+    def show_result(self, view: ScheduleView) -> None:
+        self.view = view
+        self.query_one("#schedule-title", Static).update(Text(view.title))
+        self.query_one("#schedule-notes", Static).update(Text("\n".join(view.notes)))
+        table = self.query_one("#schedule", DataTable)
+        fill_table(table, SCHEDULE_COLUMNS, [[Text(c) for c in r] for r in view.rows],
+                   list(view.keys))
+        self._show_detail(table.cursor_row)
+        table.focus()
+
+    def show_error(self, error: BaseException | None) -> None:
+        prefix = "No schedule" if isinstance(error, NoSchedule) else "Could not read the schedule"
+        self.query_one("#schedule-title", Static).update(Text(f"{prefix}: {error}"))
