@@ -61,6 +61,15 @@ ERROR_CODES: tuple[str, ...] = (
 
 Number = int | float
 
+_SCALARS = frozenset((int, float, str, bool, type(None)))
+"""Exact types that are never mappings: :func:`_is_mapping` skips the ABC check for them."""
+
+
+def _is_mapping(value: Any) -> bool:
+    """``isinstance(value, Mapping)``, answered without the ABC check for a dict or a scalar."""
+    kind = type(value)
+    return kind is dict or (kind not in _SCALARS and isinstance(value, Mapping))
+
 
 def spec_from_truth(truth: Mapping[str, Any], name: str = "item") -> GameSpec:
     """Rebuild the game from the actions, payoff matrix and anchor stored in an item.
@@ -107,10 +116,12 @@ def parse_action(answer: Any) -> tuple[Number | None, str]:
     Accepts an int, a finite float (integral floats become ints), a numeric string, or a
     mapping with an ``"action"`` key (the ``submit_action`` arguments).
     """
-    if isinstance(answer, Mapping):
+    if _is_mapping(answer):
         answer = answer.get("action", answer.get("answer"))
     if answer is None:
         return None, "none"
+    if type(answer) is int:  # the usual answer, as the isinstance checks below would take it
+        return answer, "ok"
     if isinstance(answer, bool):
         return None, "invalid"
     if isinstance(answer, int):
@@ -138,6 +149,12 @@ def parse_action(answer: Any) -> tuple[Number | None, str]:
 def _signal(value: Number | None, idr: Sequence[Action]) -> tuple[list[int], str]:
     if value is None:
         return [], "none"
+    # (a parsed value is never NaN, so list.count's identity shortcut changes nothing)
+    count = idr.count(value)
+    if count == 0:
+        return [], "unmatched"
+    if count == 1:
+        return [idr.index(value)], "resolved"
     matches = [k for k, a in enumerate(idr) if a == value]
     if not matches:
         return matches, "unmatched"
@@ -163,7 +180,7 @@ def read_belief(stated: Any) -> dict[str, Any]:
                            "source": None}
     if stated is None:
         return out
-    if not isinstance(stated, Mapping):
+    if not _is_mapping(stated):
         out["point"] = _number(stated)
         out["source"] = "point" if out["point"] is not None else None
         return out
@@ -226,7 +243,7 @@ def score_reply(
     a boolean ``mentalizing`` (or ``opponent_models_me`` / ``spurious_recursion``) flag.
     """
     mentalizing: bool | None = None
-    if isinstance(action, Mapping):
+    if _is_mapping(action):
         for key in ("mentalizing", "opponent_models_me", "spurious_recursion"):
             if isinstance(action.get(key), bool):
                 mentalizing = action[key]

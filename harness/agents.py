@@ -91,7 +91,8 @@ class ChatBackend(Protocol):
 
 def answer_tool_name(item: Item) -> str:
     """The answer tool an item asks for: its own (``meta["answer_tool"]``) or submit_answer."""
-    name = item.meta.get("answer_tool") if isinstance(item.meta, Mapping) else None
+    meta = item.meta
+    name = meta.get("answer_tool") if type(meta) is dict or isinstance(meta, Mapping) else None
     return name if isinstance(name, str) and name else ANSWER_TOOL
 
 
@@ -117,10 +118,17 @@ _PIECES: dict[tuple[Any, ...], _AnswerPieces] = {}
 _PIECES_MAX = 4096
 
 
+_PLAIN = frozenset((str, int, bool, type(None)))
+"""Value types whose equality, with the type, means sameness (no float's sign, no contents)."""
+
+
 def _spec_key(spec: Mapping[str, Any]) -> tuple[Any, ...]:
     """A hashable key equal only for answer specs that build the same pieces: scalars with
     their types (``50`` and ``50.0`` stay apart) and a float's sign (``0.0`` and ``-0.0``
     too), lists of scalars as tuples; hashing it raises TypeError for anything deeper."""
+    types = tuple(map(type, spec.values()))
+    if _PLAIN.issuperset(types):  # the usual spec (kind, min, max): its items and their types
+        return ("plain", tuple(spec.items()), types)  # never equal to a key built below
     return tuple(
         (k, tuple(map(_typed, v)) if isinstance(v, list | tuple) else _typed(v))
         for k, v in spec.items()
@@ -230,7 +238,10 @@ class ChatAgent:
         att = Attempt(provider={"models": [], "finish_reasons": [], "attempts": 0, "cached": 0})
         messages: list[dict[str, Any]] = []
         system = [self.system_prompt or ""]
-        task_system = item.meta.get("system_prompt") if isinstance(item.meta, Mapping) else None
+        meta = item.meta
+        task_system = (
+            meta.get("system_prompt") if type(meta) is dict or isinstance(meta, Mapping) else None
+        )
         if isinstance(task_system, str) and task_system:
             system.append(task_system)  # the task's own instructions (e.g. the paper's prompts)
         if any(system):
@@ -300,11 +311,12 @@ class ChatAgent:
         att.tokens_in += reply.tokens_in
         att.tokens_out += reply.tokens_out
         att.latency_s += reply.latency_s
-        att.provider["models"].append(reply.model)
-        att.provider["finish_reasons"].append(reply.finish_reason)
-        att.provider["attempts"] += reply.attempts
-        att.provider["cached"] += int(reply.cached)
-        att.provider.setdefault("turns", []).append(
+        provider = att.provider
+        provider["models"].append(reply.model)
+        provider["finish_reasons"].append(reply.finish_reason)
+        provider["attempts"] += reply.attempts
+        provider["cached"] += int(reply.cached)
+        provider.setdefault("turns", []).append(
             {
                 "model": reply.model,
                 "finish_reason": reply.finish_reason,
@@ -335,8 +347,11 @@ class ChatAgent:
         while True:
             message = await self.turn(messages, att, tools=tools, fmt=fmt)
             calls = message.get("tool_calls") or []
-            other = [c for c in calls if (c.get("function") or {}).get("name") != tool]
-            if calls and len(other) == len(calls):
+            raw: list[dict[str, Any]] = []  # the calls of the answer tool
+            other: list[dict[str, Any]] = []  # the rest
+            for c in calls:
+                (raw if (c.get("function") or {}).get("name") == tool else other).append(c)
+            if calls and not raw:
                 # Only non-answer tool calls (e.g. query_opponent_history): answer them, go on.
                 for call in other:
                     fn = call.get("function") or {}
@@ -349,7 +364,6 @@ class ChatAgent:
                     return ParsedAnswer(None, None, None, f"turn cap of {MAX_TURNS} reached")
                 continue
             if calls:
-                raw = [c for c in calls if (c.get("function") or {}).get("name") == tool]
                 att.raw_text = (raw[0].get("function") or {}).get("arguments")
             return parse_reply(message, item.answer, tool)
 

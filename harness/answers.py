@@ -10,6 +10,7 @@ Everything here is pure: it builds request pieces and parses replies; it does no
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -153,10 +154,14 @@ _NORMALISE = re.compile(r"[\s_\-]+")
 _ARTICLES = re.compile(r"^(the|a|an)\s+")
 
 
+@functools.lru_cache(maxsize=4096)  # the choices of every item of a run, normalised again and again
 def _norm(text: str) -> str:
     text = text.strip().strip(".,;:!?\"'`*").lower()
     text = _ARTICLES.sub("", text)
     return _NORMALISE.sub(" ", text).strip()
+
+
+_DIGITS = re.compile(r"-?\d+")
 
 
 def coerce(value: Any, spec: Mapping[str, Any]) -> tuple[Any, str | None]:
@@ -178,15 +183,20 @@ def coerce(value: Any, spec: Mapping[str, Any]) -> tuple[Any, str | None]:
             return mentioned[0], None
         return None, f"expected {describe(spec)}, got {value!r}"
     if kind == "integer":
-        if isinstance(value, bool):
-            return None, f"expected {describe(spec)}, got {value!r}"
-        digits = re.findall(r"-?\d+", value) if isinstance(value, str) else []
-        if isinstance(value, int | float) and float(value).is_integer():
+        if type(value) is int:  # the usual answers, taken as the checks below would take them
+            number = value
+        elif type(value) is str and value.isascii() and value.isdigit():
             number = int(value)
-        elif len(digits) == 1:
-            number = int(digits[0])
-        else:
+        elif isinstance(value, bool):
             return None, f"expected {describe(spec)}, got {value!r}"
+        else:
+            digits = _DIGITS.findall(value) if isinstance(value, str) else []
+            if isinstance(value, int | float) and float(value).is_integer():
+                number = int(value)
+            elif len(digits) == 1:
+                number = int(digits[0])
+            else:
+                return None, f"expected {describe(spec)}, got {value!r}"
         lo, hi = spec.get("min"), spec.get("max")
         if (lo is not None and number < lo) or (hi is not None and number > hi):
             return None, f"{number} is outside {lo}..{hi}"
@@ -230,10 +240,12 @@ def _confidence(raw: Any) -> float | None:
 
 
 def _from_object(obj: Any, spec: Mapping[str, Any], via: str) -> ParsedAnswer | None:
-    if not isinstance(obj, Mapping):
+    if type(obj) is not dict and not isinstance(obj, Mapping):
         return None
-    key = next((k for k in ANSWER_FIELDS if k in obj), None)
-    if key is None:
+    for key in ANSWER_FIELDS:  # the first one the object has
+        if key in obj:
+            break
+    else:
         return None
     value, problem = coerce(obj[key], spec)
     return ParsedAnswer(
@@ -253,9 +265,9 @@ def parse_reply(
     content, then the last line of free text. Never raises on a malformed reply: it returns
     ``answer=None`` with the problem."""
     calls = message.get("tool_calls")
-    for call in calls if isinstance(calls, list) else []:
-        fn = call.get("function") if isinstance(call, Mapping) else None
-        if not isinstance(fn, Mapping) or fn.get("name") != tool:
+    for call in calls if isinstance(calls, list) else ():
+        fn = call.get("function") if type(call) is dict or isinstance(call, Mapping) else None
+        if (type(fn) is not dict and not isinstance(fn, Mapping)) or fn.get("name") != tool:
             continue
         args = fn.get("arguments")
         try:

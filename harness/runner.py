@@ -322,13 +322,13 @@ def score_attempt(run_id: str, agent: str, item: Item, att: Attempt) -> TrialRec
     if att.error or att.not_applicable:
         return rec
     result = families.score(item, att.answer)
-    details = dict(result.details)
+    score = result.to_dict()  # with its own copy of the details
     if att.parse_problem and att.answer is None:
-        details["parse_problem"] = att.parse_problem
+        score["details"]["parse_problem"] = att.parse_problem
     rec.correct = result.correct
     rec.score_value = result.value
     rec.primary_error = result.primary_error
-    rec.score = result.to_dict() | {"details": details}
+    rec.score = score
     return rec
 
 

@@ -39,6 +39,7 @@ POLICIES = ("oracle", "random", "depth-capped:N", "reality-leak", "not-reality")
 
 _STRIP = " \t\r\n\"'`*.,;:!?()[]{}<>"
 _ARTICLES = ("the ", "a ", "an ")
+_SPACES = re.compile(r"[\s_]+")
 
 
 def normalize_answer(value: Any) -> str:
@@ -47,7 +48,7 @@ def normalize_answer(value: Any) -> str:
     if type(value) is str and value.isalpha() and value.islower():
         return value  # already normal (every generated container name)
     text = str(value).strip().lower().strip(_STRIP)
-    text = re.sub(r"[\s_]+", " ", text)
+    text = _SPACES.sub(" ", text)
     for article in _ARTICLES:
         if text.startswith(article):
             text = text[len(article) :]
@@ -146,14 +147,15 @@ def score(item: Item, answer: Any) -> Score:
     """Score one answer: correct iff the normalised answer equals the normalised truth."""
     codes, primary = error_codes(item, answer)
     correct = primary is None
+    given = normalize_answer(answer)
     details: dict[str, Any] = {
-        "answer": normalize_answer(answer),
+        "answer": given,
         "expected": normalize_answer(item.truth["answer"]),
     }
     own = item.truth.get("self_belief")
     if own is not None and item.answer.get("kind") == "choice":
         # R2-self: did the answer give away the answerer's own belief (privileged access)?
-        details["is_own_belief"] = normalize_answer(answer) == normalize_answer(own)
+        details["is_own_belief"] = given == normalize_answer(own)
     return Score(
         correct=correct,
         value=1.0 if correct else 0.0,
