@@ -1,8 +1,10 @@
-"""The base of the screens that read what they show in a worker: the worker of group
-``WORKER_GROUP`` ends in :meth:`WorkerScreen.show_result` or :meth:`WorkerScreen.show_error`."""
+"""The base of the screens that read what they show in a worker: :meth:`WorkerScreen.load`
+runs the screen's ``read`` in a thread worker of group ``WORKER_GROUP``, which ends in its
+``show_result`` or ``show_error``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from textual.screen import Screen
@@ -14,26 +16,28 @@ __all__ = ["WorkerScreen"]
 
 
 class WorkerScreen(Screen[None]):
-    """A screen over ``source`` whose :meth:`load` (a ``@work`` method of group ``WORKER_GROUP``)
-    reads its view; with ``LOADING`` its ``#loading`` indicator is hidden when the worker ends
-    and shown again on reload. Other workers' events go to :meth:`other_worker_changed`."""
+    """A screen over ``source`` that reads its view in a thread worker: a subclass gives
+    ``WORKER_GROUP`` and three methods, ``read()`` (runs in the worker, returns the view),
+    ``show_result(view)`` and ``show_error(error)`` (run on the app's thread). With ``LOADING``
+    its ``#loading`` indicator is hidden when the worker ends and shown again on reload. Other
+    workers' events go to :meth:`other_worker_changed`."""
 
     WORKER_GROUP: ClassVar[str]
     LOADING: ClassVar[bool] = False
+
+    read: Callable[[], Any]
+    show_result: Callable[[Any], None]
+    show_error: Callable[[BaseException | None], None]
 
     def __init__(self, source: DashboardSource) -> None:
         super().__init__()
         self.source = source
 
-    def load(self) -> object:
-        """Start the worker (a subclass decorates it with ``@work(group=WORKER_GROUP)``)."""
-        raise NotImplementedError
-
-    def show_result(self, result: Any) -> None:
-        raise NotImplementedError
-
-    def show_error(self, error: BaseException | None) -> None:
-        raise NotImplementedError
+    def load(self) -> None:
+        """Read the view again, in a worker that replaces any still running."""
+        self.run_worker(
+            self.read, thread=True, exclusive=True, group=self.WORKER_GROUP, exit_on_error=False
+        )
 
     def other_worker_changed(self, event: Worker.StateChanged) -> None:
         """A worker of another group changed state; by default nothing happens."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, LoadingIndicator, Static
@@ -56,8 +55,7 @@ class CompareScreen(WorkerScreen):
         fill_table(self.query_one("#compare", DataTable), COMPARE_COLUMNS, [])
         self.load()
 
-    @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
-    def load(self) -> CompareView:
+    def read(self) -> CompareView:
         cmp: dict[str, Any] = self.source.compare(self.run_a, self.run_b)
         return compare_view(cmp)
 

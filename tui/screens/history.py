@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, LoadingIndicator, Static
@@ -56,8 +55,7 @@ class HistoryScreen(WorkerScreen):
         fill_table(self.query_one("#points", DataTable), POINT_COLUMNS, [])
         self.load()
 
-    @work(thread=True, exclusive=True, group="history", exit_on_error=False)
-    def load(self) -> HistoryView:
+    def read(self) -> HistoryView:
         return history_view(self.source.history(self.agent))
 
     def show_error(self, error: BaseException | None) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, Static
@@ -54,8 +53,7 @@ class LedgerScreen(WorkerScreen):
         self.query_one(VerifyBanner).show_message("Verifying the ledger…")
         self.load()
 
-    @work(thread=True, exclusive=True, group="ledger", exit_on_error=False)
-    def load(self) -> LedgerView:
+    def read(self) -> LedgerView:
         snap = self.source.ledger_snapshot()
         return ledger_view(snap.predictions, snap.verification, snap.now)
 

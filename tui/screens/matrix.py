@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, LoadingIndicator, Static
@@ -62,8 +61,7 @@ class MatrixScreen(WorkerScreen):
             self.condition = (self.condition + 1) % len(self.view.grids)
             self._show_grid()
 
-    @work(thread=True, exclusive=True, group="matrix", exit_on_error=False)
-    def load(self) -> tuple[dict[str, Any], MatrixView]:
+    def read(self) -> tuple[dict[str, Any], MatrixView]:
         summary = self.source.matrix(self.run_id)
         return summary, matrix_view(summary)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, Label, Static
@@ -54,8 +53,7 @@ class QueueScreen(WorkerScreen):
         if self.refresh_seconds > 0:
             self.set_interval(self.refresh_seconds, self.load)
 
-    @work(thread=True, exclusive=True, group="queue", exit_on_error=False)
-    def load(self) -> QueueView:
+    def read(self) -> QueueView:
         return queue_view(self.source.queue())
 
     def show_result(self, view: QueueView) -> None:

@@ -73,8 +73,7 @@ class RunScreen(WorkerScreen):
         self.notify(f"Exporting the {fmt} report…", timeout=2)
         self.export_report(fmt)
 
-    @work(thread=True, exclusive=True, group="profile", exit_on_error=False)
-    def load(self) -> tuple[RunHeader, list[AgentView]]:
+    def read(self) -> tuple[RunHeader, list[AgentView]]:
         profile = self.source.profile(self.run_id)
         return run_header(profile), agent_views(profile)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Header, Static
@@ -91,8 +90,7 @@ class RunsScreen(WorkerScreen):
             return
         self.post_message(HistoryRequested(run.agents[0]))
 
-    @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
-    def load(self) -> list[RunRow]:
+    def read(self) -> list[RunRow]:
         return run_rows(self.source.runs())
 
     def _show_status(self) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, Static
@@ -72,8 +71,7 @@ class ScheduleScreen(WorkerScreen):
         if event.data_table.id == "schedule":
             self._show_detail(event.cursor_row)
 
-    @work(thread=True, exclusive=True, group="schedule", exit_on_error=False)
-    def load(self) -> ScheduleView:
+    def read(self) -> ScheduleView:
         return schedule_view(self.source.schedule())
 
     def show_result(self, view: ScheduleView) -> None:
