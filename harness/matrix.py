@@ -66,7 +66,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -102,7 +102,7 @@ from harness.runner import NullProgress, ProgressSink
 from harness.runs import create_run
 from harness.settings import Settings
 from harness.workspace import SeedPolicy
-from ledger.client import Prediction, record_answer
+from ledger.client import Prediction, record_answer, record_answers
 from ledger.errors import RevealRejected
 from ledger.predictions import Ledger, RevealResult
 from ledger.protocol import provenance, response_hash
@@ -706,7 +706,7 @@ async def _run_matrix(
     # `concurrency` bounds the model requests in flight; enough items are in flight to fill
     # it even when each is at its narrowest step (one own answer per agent).
     requests = asyncio.Semaphore(max(1, concurrency))
-    sem = asyncio.Semaphore(max(1, -(-concurrency // len(names))))
+    sem = asyncio.Semaphore(max(1, ITEMS_PER_SLOT * -(-concurrency // len(names))))
     # The ledger's writes run in threads, off the event loop, and the ledger groups the
     # writes of concurrent threads into one transaction (group commit).
     writer = ThreadPoolExecutor(LEDGER_THREADS, thread_name_prefix="matrix-ledger")
@@ -767,6 +767,7 @@ async def _run_matrix(
                 store.transition_run, run_id, "running", unless=("running", "complete")
             )
     failed = 0
+    item_writer = _ItemWriter(store) if store is not None else None
 
     async def run_item(item: Item) -> None:
         nonlocal failed
@@ -775,9 +776,9 @@ async def _run_matrix(
         if store is None:
             outcomes[item.id] = outcome
             return
-        assert run_id is not None
+        assert run_id is not None and item_writer is not None
         pitems, trials = outcome_trials(run_id, item, outcome, samples, observations)
-        results = await asyncio.to_thread(_store_trials, store, pitems, trials)
+        results = await item_writer.write(pitems, trials)
         for trial, stored in zip(trials, results, strict=True):
             if isinstance(stored, Exception):
                 failed += 1
@@ -883,33 +884,45 @@ async def _run_matrix(
         errors = dict.fromkeys(names, 0)
         sources: dict[str, str | None] = dict.fromkeys(names)
 
-        async def record(t: str, answer: str, ref: str, raw: str) -> None:
-            answers[t].append(answer)
-            source = provenance("matrix", ref, response_hash(raw), target=t)
+        async def record(t: str, got: Sequence[tuple[str, str, str]]) -> None:
+            """Record the target's answers, each (answer, request ref, raw reply), in order,
+            against every prediction about it: one ledger request for all of them."""
+            answers[t].extend(answer for answer, _, _ in got)
             about = [pred for (_, tt, _), pred in preds.items() if tt == t]
-            await in_ledger(record_answer, about, answer, source)
+            await in_ledger(record_answers, about, [
+                (answer, provenance("matrix", ref, response_hash(raw), target=t))
+                for answer, ref, raw in got
+            ])
 
-        async def sample(t: str, k: int) -> None:
+        async def sample(t: str, k: int) -> tuple[str, str, str] | None:
             reply, answer = await answer_of(agents[t], item, "sample", k)
             if reply.error is not None:
                 errors[t] += 1
-                return
+                return None
             assert answer is not None
             raw = reply.raw if reply.raw is not None else answer
-            await record(t, answer, f"matrix:{item.id}:{t}:{k}", raw)
+            return answer, f"matrix:{item.id}:{t}:{k}", raw
 
         asked: list[tuple[str, int]] = []
+        recorded: list[Awaitable[None]] = []
         for t in names:
             known: tuple[str, ...] = ()
             if matrix_items.is_failure(item) and failure_trials and t in failure_trials:
                 known = matrix_items.failure_answers(item, failure_trials[t])
             if known:
                 sources[t] = "trials"
-                for k, answer in enumerate(known):
-                    await record(t, answer, f"trial:{item.meta['source']}:{t}:{k}", answer)
+                recorded.append(record(t, [
+                    (answer, f"trial:{item.meta['source']}:{t}:{k}", answer)
+                    for k, answer in enumerate(known)
+                ]))
             else:
                 asked.extend((t, k) for k in range(samples))
-        await asyncio.gather(*(sample(t, k) for t, k in asked))
+        got = await asyncio.gather(*(sample(t, k) for t, k in asked))
+        for t in names:
+            mine = [g for (tt, _), g in zip(asked, got, strict=True) if tt == t and g is not None]
+            if mine:
+                recorded.append(record(t, mine))
+        await asyncio.gather(*recorded)
         # 4. reveal and score.
         answered = [key for key, pred in preds.items() if pred.answers]
         revealed = dict(zip(answered, await asyncio.gather(
@@ -1049,8 +1062,12 @@ def _settle(
     return settle_status(store, run_id, done=done, others_pending=others_pending)
 
 
-LEDGER_THREADS = 16
-"""Threads making a matrix's ledger writes (the ledger groups concurrent ones)."""
+LEDGER_THREADS = 48
+"""Threads making a matrix's ledger writes: the ledger groups the writes of concurrent
+threads into one transaction, so more threads make fewer, larger transactions."""
+ITEMS_PER_SLOT = 2
+"""Items in flight per request slot and agent: an item waiting on the ledger or the store
+holds no request, so twice the items keep the requests in flight near the limit."""
 
 
 def _reveal(pred: Prediction) -> tuple[RevealResult, str]:
@@ -1068,6 +1085,58 @@ def _store_trials(
     store.add_items(pitems)
     with store.trial_group_writer() as write:
         return write(trials)
+
+
+_Group = tuple[Sequence[Item], Sequence[TrialRecord], "asyncio.Future[list[TrialOutcome]]"]
+
+
+class _ItemWriter:
+    """Stores finished items' trials with group commit, on the event loop's side: while one
+    group is being written (in a thread), the items finishing meanwhile wait, and the next
+    write takes all of them (their prediction items, then their trials, each kind in one
+    transaction). Each caller returns once its own trials are committed, with one outcome per
+    trial, as :func:`_store_trials` gives them. A matrix run writes an item every few
+    milliseconds: a transaction each would collide with the ledger's on the same database."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self._pending: list[_Group] = []
+        self._flushing: asyncio.Task[None] | None = None
+
+    async def write(
+        self, pitems: Sequence[Item], trials: Sequence[TrialRecord]
+    ) -> list[TrialOutcome]:
+        future: asyncio.Future[list[TrialOutcome]] = asyncio.get_running_loop().create_future()
+        self._pending.append((pitems, trials, future))
+        if self._flushing is None:
+            self._flushing = asyncio.ensure_future(self._flush())
+        return await future
+
+    async def _flush(self) -> None:
+        try:
+            while self._pending:
+                groups, self._pending = self._pending, []
+                try:
+                    results = await asyncio.to_thread(
+                        _store_trials,
+                        self.store,
+                        [it for pitems, _, _ in groups for it in pitems],
+                        [t for _, trials, _ in groups for t in trials],
+                    )
+                except BaseException as exc:
+                    for _, _, future in groups:
+                        if not future.done():
+                            future.set_exception(exc)
+                    if not isinstance(exc, Exception):
+                        raise
+                    continue
+                start = 0
+                for _, trials, future in groups:
+                    if not future.done():
+                        future.set_result(results[start : start + len(trials)])
+                    start += len(trials)
+        finally:
+            self._flushing = None
 
 
 def _run_done(

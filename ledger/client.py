@@ -46,15 +46,17 @@ from ledger.protocol import (
     response_hash,
 )
 
-__all__ = ["LedgerClient", "Prediction", "PredictionBlock", "record_answer"]
+__all__ = ["LedgerClient", "Prediction", "PredictionBlock", "record_answer", "record_answers"]
 
 
 @runtime_checkable
 class _ObservesMany(Protocol):
-    """A ledger that records one answer against several predictions in one transaction."""
+    """A ledger that records answers against several predictions in one transaction."""
 
-    def observe_many(
-        self, predictions: Sequence[str], answer: str, provenance: Mapping[str, Any]
+    def observe_answers(
+        self,
+        predictions: Sequence[str],
+        answers: Sequence[tuple[str, Mapping[str, Any]]],
     ) -> object: ...
 
 
@@ -264,8 +266,17 @@ def record_answer(predictions: Sequence[Prediction], answer: str, source: Mappin
     """Record one answer of a target against every prediction in ``predictions`` (predictions
     of that target's answer to the same query, by any predictors, on one ledger), with its
     provenance: as :meth:`Prediction.record` for each, but in one transaction when the
-    ledger can (:meth:`~ledger.predictions.Ledger.observe_many`). Each is committed first."""
-    if not predictions:
+    ledger can (:meth:`~ledger.predictions.Ledger.observe_answers`). Each is committed first."""
+    record_answers(predictions, [(answer, source)])
+
+
+def record_answers(
+    predictions: Sequence[Prediction], answers: Sequence[tuple[str, Mapping[str, Any]]]
+) -> None:
+    """Record several answers of a target (each with its provenance, in order) against every
+    prediction in ``predictions``, as :func:`record_answer` does for one: in one transaction
+    when the ledger can. Each prediction is committed first."""
+    if not predictions or not answers:
         return
     ledger = predictions[0].client.ledger
     if any(p.client.ledger is not ledger for p in predictions):
@@ -273,9 +284,11 @@ def record_answer(predictions: Sequence[Prediction], answer: str, source: Mappin
     for p in predictions:
         p.commit()
     if isinstance(ledger, _ObservesMany):
-        ledger.observe_many([p.id for p in predictions], answer, source)
+        ledger.observe_answers([p.id for p in predictions], list(answers))
     else:
+        for answer, source in answers:
+            for p in predictions:
+                ledger.observe(p.id, answer, source)
+    for answer, _ in answers:
         for p in predictions:
-            ledger.observe(p.id, answer, source)
-    for p in predictions:
-        p.answers.append(answer)
+            p.answers.append(answer)

@@ -788,19 +788,39 @@ class Ledger:
         query asked once, its answer owed to every prediction of it) in one transaction: an
         ``observe`` entry per prediction, in the order given, each as :meth:`observe` records
         it. All or nothing: refused (nothing recorded) if any of them is refused."""
-        if not isinstance(answer, str):
-            raise InputError("expected the answer as text", where="answer")
-        wrong = check_provenance(provenance)
-        if wrong is not None:
-            raise InputError(wrong, where="provenance")
+        return self.observe_answers(predictions, [(answer, provenance)])
+
+    def observe_answers(
+        self,
+        predictions: Sequence[str],
+        answers: Sequence[tuple[str, Mapping[str, Any]]],
+    ) -> list[Entry]:
+        """Record several answers of the target (each with its provenance) against every
+        prediction in ``predictions``, in one transaction: for each answer in turn, an
+        ``observe`` entry per prediction, as :meth:`observe_many` records it. All or nothing:
+        refused (nothing recorded) if any prediction is refused."""
+        recorded: list[tuple[str, dict[str, Any]]] = []
+        for i, pair in enumerate(answers):
+            if not isinstance(pair, tuple) or len(pair) != 2:
+                raise InputError("expected (answer, provenance)", where=f"answers[{i}]")
+            answer, source = pair
+            if not isinstance(answer, str):
+                raise InputError("expected the answer as text", where="answer")
+            wrong = check_provenance(source)
+            if wrong is not None:
+                raise InputError(wrong, where="provenance")
+            recorded.append((answer, dict(source)))
         ids = list(predictions)
         if len(set(ids)) != len(ids):
             raise InputError("a prediction is named twice", where="predictions")
-        source = dict(provenance)
 
         def build(cur: _Cursor, now: str) -> tuple[list[Spec], Any]:
             self._check_taking_answers(cur, ids, now)
-            return [("observe", pid, {"answer": answer, "provenance": source}) for pid in ids], None
+            return [
+                ("observe", pid, {"answer": answer, "provenance": source})
+                for answer, source in recorded
+                for pid in ids
+            ], None
 
         entries, _ = self._append(build)
         return entries

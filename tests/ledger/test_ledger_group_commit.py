@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from ledger import open_ledger
-from ledger.client import record_answer
+from ledger.client import record_answer, record_answers
 from ledger.errors import LedgerStateError
 from ledger.predictions import Ledger
 from ledger.protocol import provenance
-from mindledger.errors import NotFoundError
+from mindledger.errors import InputError, NotFoundError
 
 OP = provenance("operator", "test-request")
 
@@ -23,8 +23,8 @@ def _ledger(tmp_path: Path) -> Ledger:
     return open_ledger(tmp_path / "home", f"sqlite:///{tmp_path / 'l.db'}")
 
 
-def test_concurrent_threads_share_transactions_and_leave_one_chain(tmp_path: Path) -> None:
-    led = _ledger(tmp_path)
+def _count_groups(led: Ledger) -> list[int]:
+    """From now on, the number of requests in each of ``led``'s transactions."""
     groups: list[int] = []
     real = led._append_group
 
@@ -33,6 +33,12 @@ def test_concurrent_threads_share_transactions_and_leave_one_chain(tmp_path: Pat
         return real(builds)
 
     led._append_group = counted  # type: ignore[method-assign]
+    return groups
+
+
+def test_concurrent_threads_share_transactions_and_leave_one_chain(tmp_path: Path) -> None:
+    led = _ledger(tmp_path)
+    groups = _count_groups(led)
     start = threading.Barrier(8)
 
     def writer(me: int) -> None:
@@ -95,6 +101,40 @@ def test_one_answer_against_every_prediction_of_a_target(tmp_path: Path) -> None
     with pytest.raises(NotFoundError):
         led.observe_many([preds[1].id, "sha256:" + "1" * 64], "x", OP)
     assert led.count("observe") == 6
+    assert led.verify() == []
+    led.close()
+    led.engine.dispose()
+
+
+def test_several_answers_against_every_prediction_in_one_transaction(tmp_path: Path) -> None:
+    led = _ledger(tmp_path)
+    preds = [led.client(n).predict("t", "q", {"x": 0.6, "y": 0.4}) for n in ("a", "b")]
+    for p in preds:
+        p.commit()
+    groups = _count_groups(led)
+    sources = [provenance("matrix", f"req-{k}", target="t") for k in range(3)]
+    record_answers(preds, list(zip(["x", "y", "x"], sources, strict=True)))
+    assert groups == [1]  # one request, one transaction
+    observed = [e for e in led.entries() if e.kind == "observe"]
+    # answer-major: each answer against every prediction, in the order given
+    assert [(e.subject, e.payload["answer"]) for e in observed] == [
+        (preds[0].id, "x"), (preds[1].id, "x"), (preds[0].id, "y"), (preds[1].id, "y"),
+        (preds[0].id, "x"), (preds[1].id, "x"),
+    ]
+    assert [e.payload["provenance"]["request"] for e in observed[::2]] == [
+        "req-0", "req-1", "req-2"]
+    assert all(p.answers == ["x", "y", "x"] for p in preds)
+    assert all(led.prediction(p.id).observed == ["x", "y", "x"] for p in preds)
+    # a malformed pair or provenance is refused before anything is written
+    with pytest.raises(InputError, match=r"answers\[1\]"):
+        led.observe_answers([preds[0].id], [("x", OP), "y"])  # type: ignore[list-item]
+    with pytest.raises(InputError, match="provenance"):
+        led.observe_answers([preds[0].id], [("x", OP), ("y", {"by": "nobody"})])
+    # all or nothing: a revealed prediction refuses every answer for every prediction
+    preds[0].reveal()
+    with pytest.raises(LedgerStateError, match="refused after the reveal"):
+        record_answers(preds, [("y", OP), ("y", OP)])
+    assert led.count("observe") == 6 and preds[1].answers == ["x", "y", "x"]
     assert led.verify() == []
     led.close()
     led.engine.dispose()
