@@ -26,6 +26,10 @@ The file is ``mindledger.toml`` in the working directory, else ``$MINDLEDGER_HOM
     cron = "0 3 * * *"
     ablate = { mybot = ["tom"] }           # ablation variants added to mybot's nightly run
 
+    [schedule.matrix]                      # the prediction matrix beside the nightly suite
+    items = 20                             # (see harness.schedule_config for every key)
+    conditions = ["zero-shot", "observe:3"]
+
 Secrets are never read from the file: only the *name* of the environment variable holding a key.
 """
 
@@ -45,6 +49,7 @@ from urllib.parse import urlsplit
 import platformdirs
 
 from harness.notify_config import NotifyConfig, parse_notify
+from harness.schedule_config import MatrixSchedule, parse_matrix_schedule
 from ledger.db import mask
 from mindledger.errors import ConfigError
 from mindledger.secrets import scrub, strip_credentials
@@ -288,6 +293,8 @@ class Settings:
     """Declared agents by name."""
     schedule_ablations: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Modules ablated in each agent's nightly run (``[schedule] ablate``), by agent."""
+    schedule_matrix: MatrixSchedule = field(default_factory=MatrixSchedule)
+    """The prediction matrix run beside each nightly suite run (``[schedule.matrix]``)."""
     notify: NotifyConfig = field(default_factory=NotifyConfig)
     """Where a flagged regression is announced (``[notify]``: webhook and/or command)."""
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -319,7 +326,7 @@ class Settings:
                 out["agents"] = {n: a.public_dict() for n, a in sorted(value.items())}
             elif f.name == "schedule_ablations":
                 out[f.name] = {n: list(m) for n, m in sorted(value.items())}
-            elif f.name == "notify":
+            elif f.name in ("notify", "schedule_matrix"):
                 out[f.name] = value.public_dict()
             else:
                 out[f.name] = _plain(value)
@@ -330,7 +337,7 @@ class Settings:
 SCALAR_FIELDS = {
     f.name: f
     for f in fields(Settings)
-    if f.name not in ("agents", "schedule_ablations", "notify", "sources")
+    if f.name not in ("agents", "schedule_ablations", "schedule_matrix", "notify", "sources")
 }
 
 
@@ -694,11 +701,13 @@ def _switch(value: Any, *, source: str, key: str) -> ModuleSwitch:
 
 def _schedule_table(
     table: Any, agents: Mapping[str, AgentConfig], *, source: str
-) -> tuple[str | None, dict[str, tuple[str, ...]]]:
-    """The ``[schedule]`` table: its cron expression (None if not given) and the modules
-    ablated in each agent's nightly run, each checked against the agent's modules."""
+) -> tuple[str | None, dict[str, tuple[str, ...]], MatrixSchedule]:
+    """The ``[schedule]`` table: its cron expression (None if not given), the modules
+    ablated in each agent's nightly run, each checked against the agent's modules, and the
+    nightly matrix (``[schedule.matrix]``)."""
     cron: str | None = None
     ablations: dict[str, tuple[str, ...]] = {}
+    matrix = MatrixSchedule()
     for k, v in table.items():
         if k == "cron":
             if not isinstance(v, str):
@@ -728,9 +737,13 @@ def _schedule_table(
                             key=where,
                         )
                 ablations[name] = tuple(dict.fromkeys(modules))
+        elif k == "matrix":
+            matrix = parse_matrix_schedule(v, source=source)
         else:
-            raise ConfigError("unknown key (known: cron, ablate)", file=source, key=f"schedule.{k}")
-    return cron, ablations
+            raise ConfigError(
+                "unknown key (known: cron, ablate, matrix)", file=source, key=f"schedule.{k}"
+            )
+    return cron, ablations, matrix
 
 
 def find_config_file(
@@ -771,6 +784,7 @@ def load_settings(
     sources: dict[str, str] = {name: "default" for name in SCALAR_FIELDS}
     agents: dict[str, AgentConfig] = {}
     schedule_ablations: dict[str, tuple[str, ...]] = {}
+    schedule_matrix = MatrixSchedule()
     notify = NotifyConfig()
 
     path = find_config_file(config_path, cwd)
@@ -795,7 +809,9 @@ def load_settings(
                 known = ", ".join(sorted([*SCALAR_FIELDS, "agents", "notify"]))
                 raise ConfigError(f"unknown key (known keys: {known})", file=source, key=key)
         if isinstance(data.get("schedule"), Mapping):
-            cron, schedule_ablations = _schedule_table(data["schedule"], agents, source=source)
+            cron, schedule_ablations, schedule_matrix = _schedule_table(
+                data["schedule"], agents, source=source
+            )
             if cron is not None:
                 values["schedule"] = _coerce("schedule", cron, source=source, from_text=False)
                 sources["schedule"] = source
@@ -821,8 +837,8 @@ def load_settings(
                 key=f"agents.{name}.control",
             )
     settings = Settings(
-        **values, agents=agents, schedule_ablations=schedule_ablations, notify=notify,
-        sources=sources,
+        **values, agents=agents, schedule_ablations=schedule_ablations,
+        schedule_matrix=schedule_matrix, notify=notify, sources=sources,
     )
     _check_ranges(settings)
     return settings

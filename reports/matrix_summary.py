@@ -704,6 +704,12 @@ def agent_skill(matrix: Mapping[str, Any], agent: str) -> dict[str, Any]:
     value, with its interval), ``others`` the mean of its S over the other targets, and
     ``targets`` its S per target with each cell's interval and Holm-adjusted p."""
     run = matrix.get("run")
+    if agent not in matrix.get("agents", ()):
+        return {
+            "available": False,
+            "matrix_run": run,
+            "reason": f"{agent} did not take part in matrix run {run}",
+        }
     if matrix.get("not_divergent"):
         reason = str(matrix["not_divergent"])
         return {
@@ -719,12 +725,6 @@ def agent_skill(matrix: Mapping[str, Any], agent: str) -> dict[str, Any]:
                      "reason": reason},
             "others": {"value": None, "n_targets": 0, "reason": reason},
             "targets": {},
-        }
-    if agent not in matrix.get("agents", ()):
-        return {
-            "available": False,
-            "matrix_run": run,
-            "reason": f"{agent} did not take part in matrix run {run}",
         }
     rows = {c["target"]: c for c in matrix["cells"] if c["predictor"] == agent}
     targets = {t: _estimate(rows[t], t) for t in matrix["agents"] if t in rows}

@@ -7,7 +7,8 @@ restart. Three kinds of job:
 * ``nightly:AGENT`` — the nightly suite of each declared agent (``settings.schedule``, a cron
   expression in UTC) with the ablation variants ``[schedule] ablate`` names for it (read when
   the job runs: a changed list changes no job), then the prediction matrix over the suite
-  run's agents but its ablation variants (a matrix run whose params name the suite run it
+  run's agents but its ablation variants, as ``[schedule.matrix]`` says (piloted when at
+  least two agents take part; a matrix run whose params name the suite run it
   ``accompanies``: the suite's profile takes each agent's skill S from it). A job already stored with the same trigger and arguments is kept as it is,
   so a restart does not move its next run time: runs missed while the daemon was down are
   *coalesced* into one (``coalesce=True``) if the latest is within ``misfire_grace_time``;
@@ -29,6 +30,7 @@ import datetime as dt
 import logging
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from apscheduler.executors.pool import ThreadPoolExecutor
@@ -42,14 +44,13 @@ from sqlalchemy.engine import Engine
 
 from harness.build import plan_agents
 from harness.matrix import (
-    ZERO_SHOT,
     create_matrix_run,
     execute_matrix_run,
     matrix_agents,
     plan_matrix_run,
 )
-from harness.matrix_items import DEFAULT_KINDS
 from harness.runs import create_run, execute_stored_run
+from harness.schedule_config import MatrixSchedule
 from harness.settings import Settings
 from ledger.predictions import Ledger
 from ledger.store import Store
@@ -75,12 +76,10 @@ EXPIRE_JOB = "expire-predictions"
 
 
 class DaemonContext:
-    """What the scheduled jobs run against: the settings, the store and the ledger;
-    ``matrix_items`` and ``matrix_samples`` size the nightly matrix (items, and K: samples of
-    each target on each item, 10 as seed 002 §15.2 asks); with ``matrix_pilot`` a pilot over
-    ``matrix_candidates`` candidates of ``matrix_kinds`` chooses the items (else the
-    arbitrary-choice items of the seed, unfiltered); ``matrix_conditions`` are the prediction
-    conditions."""
+    """What the scheduled jobs run against: the settings, the store and the ledger. The
+    nightly matrix is run as ``[schedule.matrix]`` says (:class:`MatrixSchedule`);
+    ``matrix_items``, ``matrix_samples``, ``matrix_pilot``, ``matrix_kinds``,
+    ``matrix_candidates`` and ``matrix_conditions`` override its keys (None: the setting)."""
 
     def __init__(
         self,
@@ -88,22 +87,28 @@ class DaemonContext:
         store: Store,
         ledger: Ledger | None = None,
         *,
-        matrix_items: int = 10,
-        matrix_samples: int = 10,
-        matrix_pilot: bool = False,
-        matrix_kinds: Sequence[str] = DEFAULT_KINDS,
+        matrix_items: int | None = None,
+        matrix_samples: int | None = None,
+        matrix_pilot: bool | None = None,
+        matrix_kinds: Sequence[str] | None = None,
         matrix_candidates: int | None = None,
-        matrix_conditions: Sequence[str] = (ZERO_SHOT,),
+        matrix_conditions: Sequence[str] | None = None,
     ):
         self.settings = settings
         self.store = store
         self.ledger = ledger
-        self.matrix_items = matrix_items
-        self.matrix_samples = matrix_samples
-        self.matrix_pilot = matrix_pilot
-        self.matrix_kinds = tuple(matrix_kinds)
-        self.matrix_candidates = matrix_candidates
-        self.matrix_conditions = tuple(matrix_conditions)
+        base = settings.schedule_matrix
+        overrides: dict[str, Any] = {
+            "items": matrix_items,
+            "samples": matrix_samples,
+            "pilot": matrix_pilot,
+            "kinds": None if matrix_kinds is None else tuple(matrix_kinds),
+            "candidates": matrix_candidates,
+            "conditions": None if matrix_conditions is None else tuple(matrix_conditions),
+        }
+        self.matrix: MatrixSchedule = replace(
+            base, **{k: v for k, v in overrides.items() if v is not None}
+        )
 
     def plan_run(
         self,
@@ -143,6 +148,9 @@ class DaemonContext:
         if self.ledger is None:
             log.warning("no prediction ledger: no matrix beside run %s", suite_run)
             return None
+        if not self.matrix.enabled:
+            log.info("[schedule.matrix] enabled = false: no matrix beside run %s", suite_run)
+            return None
         # ablation variants measure a module's credit in the suite: not matrix seats (each seat
         # adds a row and a column of predictions)
         seats = [ra for ra in self.store.run_agents(suite_run) if ra.role != "ablation"]
@@ -150,30 +158,37 @@ class DaemonContext:
         if not planned:
             log.info("no agent of run %s can take part in the matrix", suite_run)
             return None
-        if self.matrix_pilot:
+        m = self.matrix
+        if m.pilots(len(planned)):
             run_id, _, record = plan_matrix_run(
                 self.store,
                 self.settings,
                 planned=planned,
-                n_items=self.matrix_items,
-                samples=self.matrix_samples,
-                kinds=self.matrix_kinds,
-                n_candidates=self.matrix_candidates,
+                n_items=m.items,
+                samples=m.samples,
+                kinds=m.kinds,
+                n_candidates=m.candidates,
                 held_out=True,
                 accompanies=suite_run,
-                conditions=self.matrix_conditions,
+                conditions=m.conditions,
+                second_order=m.second_order,
             )
             log.info("matrix pilot beside run %s: %s", suite_run, record.verdict)
         else:
+            if m.pilot is None:
+                log.info("one agent takes part in the matrix beside run %s: no pilot (it keeps "
+                         "items the targets disagree on); the seed's arbitrary-choice items, "
+                         "unfiltered", suite_run)
             run_id, _ = create_matrix_run(
                 self.store,
                 self.settings,
                 planned=planned,
-                n_items=self.matrix_items,
-                samples=self.matrix_samples,
+                n_items=m.items,
+                samples=m.samples,
                 held_out=True,
                 accompanies=suite_run,
-                conditions=self.matrix_conditions,
+                conditions=m.conditions,
+                second_order=m.second_order,
             )
         log.info("scheduled matrix run %s beside run %s", run_id, suite_run)
         execute_matrix_run(self.store, self.settings, self.ledger, run_id)

@@ -1,0 +1,156 @@
+"""The ``[schedule.matrix]`` table of the settings: the prediction matrix the nightly job runs
+beside each scheduled suite run (seed 002 §15.2, B7–B9), on a held-out seed, over the run's
+agents (its ablation variants apart).
+
+::
+
+    [schedule.matrix]
+    enabled = true            # run the matrix beside the nightly suite (needs the ledger)
+    items = 20                # items the matrix keeps
+    samples = 10              # K: each target's samples per item
+    pilot = "auto"            # "auto": pilot when at least two agents take part; true; false
+    kinds = ["arbitrary", "preference", "open", "nesttom", "games", "failure"]
+    candidates = 100          # candidates the pilot puts through every target (default 5 × items)
+    conditions = ["zero-shot", "observe:3", "simulate"]
+    second_order = false      # also P predicting Q's prediction of T (B9)
+
+Without a pilot (one agent, or ``pilot = false``) the matrix takes the seed's arbitrary-choice
+items unfiltered, and its record says so. Parsed by :func:`parse_matrix_schedule` (called by
+:func:`harness.settings.load_settings`); used by :class:`harness.daemon.scheduler.DaemonContext`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mindledger.errors import ConfigError
+
+__all__ = ["KNOWN_KINDS", "MatrixSchedule", "parse_matrix_schedule"]
+
+KNOWN_KINDS = ("arbitrary", "preference", "open", "nesttom", "games", "failure")
+"""The pilot's candidate kinds (:data:`harness.matrix_items.DEFAULT_KINDS`, which a test keeps
+equal to this)."""
+KEYS = ("candidates", "conditions", "enabled", "items", "kinds", "pilot", "samples",
+        "second_order")
+
+
+@dataclass(frozen=True)
+class MatrixSchedule:
+    """How the nightly matrix is run."""
+
+    enabled: bool = True
+    """Run the matrix beside each nightly suite run."""
+    items: int = 20
+    """Items the matrix keeps (after the pilot)."""
+    samples: int = 10
+    """K: each target's samples on each item (seed 002 §15.2 asks for 10)."""
+    pilot: bool | None = None
+    """Pilot the candidates (None: when at least two agents take part — the pilot keeps items
+    on which the targets disagree, which one target cannot)."""
+    kinds: tuple[str, ...] = KNOWN_KINDS
+    """Candidate kinds the pilot draws."""
+    candidates: int | None = None
+    """Candidates the pilot puts through every target (None: 5 × items)."""
+    conditions: tuple[str, ...] = ("zero-shot",)
+    """Prediction conditions (zero-shot, simulate, observe:M)."""
+    second_order: bool = False
+    """Also second-order prediction (B9)."""
+
+    def pilots(self, n_agents: int) -> bool:
+        """Whether a matrix over ``n_agents`` agents is piloted."""
+        return self.pilot if self.pilot is not None else n_agents >= 2
+
+    def public_dict(self) -> dict[str, Any]:
+        return {
+            "enabled": self.enabled,
+            "items": self.items,
+            "samples": self.samples,
+            "pilot": "auto" if self.pilot is None else self.pilot,
+            "kinds": list(self.kinds),
+            "candidates": self.candidates,
+            "conditions": list(self.conditions),
+            "second_order": self.second_order,
+        }
+
+
+def _bool(value: Any, *, source: str, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"expected true or false, got {value!r}", file=source, key=key)
+    return value
+
+
+def _count(value: Any, *, source: str, key: str, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ConfigError(
+            f"expected a whole number of at least {least}, got {value!r}", file=source, key=key
+        )
+    return value
+
+
+def _names(value: Any, *, source: str, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise ConfigError("expected a non-empty list of strings", file=source, key=key)
+    return tuple(dict.fromkeys(value))
+
+
+def _condition(name: str, *, source: str, key: str) -> str:
+    if name in ("zero-shot", "simulate"):
+        return name
+    head, _, count = name.partition(":")
+    if head == "observe" and count.isdigit() and int(count) >= 0:
+        return f"observe:{int(count)}"
+    raise ConfigError(
+        f"unknown condition {name!r} (expected zero-shot, simulate or observe:M)",
+        file=source, key=key,
+    )
+
+
+def parse_matrix_schedule(table: Any, *, source: str) -> MatrixSchedule:
+    """The ``[schedule.matrix]`` table, every key checked (ConfigError names the key)."""
+    if not isinstance(table, Mapping):
+        raise ConfigError("expected a table", file=source, key="schedule.matrix")
+    values: dict[str, Any] = {}
+    for k, v in table.items():
+        key = f"schedule.matrix.{k}"
+        if k in ("enabled", "second_order"):
+            values[k] = _bool(v, source=source, key=key)
+        elif k == "items":
+            values[k] = _count(v, source=source, key=key, least=1)
+        elif k == "samples":
+            values[k] = _count(v, source=source, key=key, least=2)
+        elif k == "candidates":
+            values[k] = _count(v, source=source, key=key, least=1)
+        elif k == "pilot":
+            if v == "auto":
+                values[k] = None
+            elif isinstance(v, bool):
+                values[k] = v
+            else:
+                raise ConfigError(
+                    f'expected "auto", true or false, got {v!r}', file=source, key=key
+                )
+        elif k == "kinds":
+            kinds = _names(v, source=source, key=key)
+            unknown = [x for x in kinds if x not in KNOWN_KINDS]
+            if unknown:
+                raise ConfigError(
+                    f"unknown kind {unknown[0]!r} (known: {', '.join(KNOWN_KINDS)})",
+                    file=source, key=key,
+                )
+            values[k] = kinds
+        elif k == "conditions":
+            values[k] = tuple(dict.fromkeys(
+                _condition(c, source=source, key=key) for c in _names(v, source=source, key=key)
+            ))
+        else:
+            raise ConfigError(f"unknown key (known: {', '.join(KEYS)})", file=source, key=key)
+    schedule = MatrixSchedule(**values)
+    if schedule.second_order and "zero-shot" not in schedule.conditions:
+        raise ConfigError(
+            "second-order prediction needs the zero-shot condition (its ground truth is the "
+            "other predictor's zero-shot prediction)",
+            file=source, key="schedule.matrix.second_order",
+        )
+    return schedule
