@@ -279,9 +279,14 @@ class Proxy:
         qhash: str,
         pid: str | None,
     ) -> Response:
-        headers = {"content-type": "application/json"}
+        # the target's declared headers and body fields go with every request to it, as
+        # they do from the harness's own adapter (settings refuse credential headers and the
+        # fields the caller's request sets, such as messages)
+        headers = {**cfg.headers, "content-type": "application/json"}
         if cfg.api_key_env and os.environ.get(cfg.api_key_env):
             headers["authorization"] = f"Bearer {os.environ[cfg.api_key_env]}"
+        if cfg.extra_body:
+            body = {**body, **cfg.extra_body}
         if cfg.model:
             body = {**body, "model": cfg.model}
         url = (cfg.endpoint or "").rstrip("/") + "/chat/completions"

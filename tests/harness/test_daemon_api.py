@@ -740,3 +740,33 @@ def test_a_token_over_its_rate_is_told_to_wait(db_url: str, tmp_path: Path) -> N
             assert c.get("/health").status_code == 200  # no token, no limit
     finally:
         daemon.close()
+
+
+def test_the_proxy_sends_the_targets_declared_headers_and_body_fields(
+    db_url: str, tmp_path: Path
+) -> None:
+    """A target declared with ``headers`` and ``extra_body`` gets them through the query proxy
+    as it does from the harness's own adapter (real sockets, the fake server's log)."""
+    with FakeOpenAI(answer="7") as fake:
+        settings = make_settings(tmp_path / "home", db_url, fake.base_url, prediction_share=0.0)
+        dusk = replace(settings.agents["dusk"], headers={"X-Team": "research"},
+                       extra_body={"top_k": 1})
+        settings = replace(settings, agents={**settings.agents, "dusk": dusk})
+        daemon = build_daemon(settings, scheduler=False)
+        token = create_token(daemon.engine, "piper")
+        try:
+            with BackgroundServer(daemon.app) as server:
+                r = httpx.post(
+                    server.url + "/proxy/dusk/v1/chat/completions",
+                    json={"model": "x", "messages": [{"role": "user", "content": "q"}],
+                          "temperature": 0.3},
+                    headers={"Authorization": f"Bearer {token}"},
+                    timeout=10,
+                )
+        finally:
+            daemon.close()
+        assert r.status_code == 200, r.text
+        (call,) = fake.log
+    assert call.headers is not None and call.headers.get("x-team") == "research"
+    assert call.body is not None
+    assert (call.body["top_k"], call.body["model"], call.body["temperature"]) == (1, "m", 0.3)
