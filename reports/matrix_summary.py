@@ -756,6 +756,32 @@ def agent_skill(matrix: Mapping[str, Any], agent: str) -> dict[str, Any]:
         "self": own,
         "others": others,
         "targets": targets,
+        "second_order": _second_order_skill(matrix, agent),
+    }
+
+
+def _second_order_skill(matrix: Mapping[str, Any], agent: str) -> dict[str, Any]:
+    """The agent's second-order prediction (B9) as P, over all its (Q, T) cells: how much
+    closer than the uniform distribution its predictions of the other predictors' committed
+    distributions came (brier(uniform) − brier, with its interval), or why there is none."""
+    section = matrix.get("second_order")
+    if not section:
+        return {"value": None, "reason": "the matrix ran without second-order prediction"}
+    row = (section.get("by_predictor") or {}).get(agent)
+    if row is None:
+        return {"value": None, "reason": f"no second-order cells of {agent} (one agent only?)"}
+    vs = row["vs_uniform"]
+    return {
+        "value": vs.get("value"),
+        "ci": vs.get("ci"),
+        "n": vs.get("n"),
+        "p_holm": vs.get("p_holm"),
+        "n_cells": row.get("n_cells"),
+        "brier": row.get("brier"),
+        "reason": vs.get("reason"),
+        "definition": "brier(uniform) - brier(prediction) against the other predictors' "
+        "committed distributions, mean over the agent's (Q, T) cells per item, paired over "
+        "items; > 0: better than the uniform distribution",
     }
 
 
@@ -828,6 +854,26 @@ def second_order_section(
         cells, holm_adjust([row["vs_uniform"]["p"] for row in cells]), strict=True
     ):
         row["vs_uniform"]["p_holm"] = p_holm
+    by_predictor: dict[str, dict[str, Any]] = {}
+    for n, p in enumerate(names):
+        mine = [per[k] for k in triples if k[0] == p]
+        brier = _per_item_mean([f["brier"] for f in mine])
+        uniform = _per_item_mean([f["uniform_brier"] for f in mine])
+        by_predictor[p] = {
+            "n_cells": len(mine),
+            "brier": mean_estimate(
+                brier, np.random.default_rng([stats_seed, 8, n]), n_boot=n_boot
+            ).to_dict(),
+            "vs_uniform": paired_contrast(
+                uniform, brier, np.random.default_rng([stats_seed, 9, n]), n_boot=n_boot
+            ).to_dict(),
+        }
+    for row, p_holm in zip(
+        by_predictor.values(),
+        holm_adjust([row["vs_uniform"]["p"] for row in by_predictor.values()]),
+        strict=True,
+    ):
+        row["vs_uniform"]["p_holm"] = p_holm
     return {
         "scoring": SECOND_ORDER_SCORING,
         "per_item": len(triples),
@@ -837,7 +883,23 @@ def second_order_section(
             "against it only after Q's prediction is revealed"
         ),
         "cells": cells,
+        "by_predictor": by_predictor,
+        "by_predictor_definition": (
+            "each predictor P over all its (Q, T) cells: per item, the mean over the cells "
+            "scored on it of brier (and of the uniform distribution's brier); vs_uniform is "
+            "brier(uniform) - brier(P) paired over items (item bootstrap, sign-flip test, Holm "
+            "over the predictors)"
+        ),
     }
+
+
+def _per_item_mean(figures: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """Per item id, the mean of the values ``figures`` (one mapping per cell) hold for it."""
+    sums: dict[str, list[float]] = {}
+    for f in figures:
+        for item_id, value in f.items():
+            sums.setdefault(item_id, []).append(value)
+    return {i: math.fsum(v) / len(v) for i, v in sums.items()}
 
 
 def _item_records(

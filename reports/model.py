@@ -113,6 +113,18 @@ class SkillEstimate(_Frozen):
     reason: str | None = None
 
 
+class SecondOrderSkill(_Frozen):
+    """The agent's second-order prediction (seed 002 B9) as predictor P, over all its (Q, T)
+    cells: brier(uniform) − brier of its predictions of Q's committed distribution for T."""
+
+    value: float | None = Field(None, description="> 0: closer than the uniform distribution")
+    ci: Interval | None = Field(None, description="95% item-bootstrap interval")
+    n: int | None = Field(None, description="items")
+    p_holm: float | None = Field(None, description="sign-flip test, Holm over predictors")
+    n_cells: int | None = Field(None, description="(Q, T) cells pooled")
+    reason: str | None = None
+
+
 class Skill(_Frozen):
     """Agent-prediction skill S (seed 002 §15.2, §18.1) of the agent as a predictor, from the
     matrix run that accompanies this run, or why it is not measured. The headline ``value``
@@ -132,6 +144,8 @@ class Skill(_Frozen):
         None, description="the mean of S over the other targets of the matrix")
     targets: dict[str, SkillEstimate] = Field(
         default_factory=dict, description="S per target, the agent itself included")
+    second_order: SecondOrderSkill | None = Field(
+        None, description="second-order prediction (B9), when the matrix ran it")
 
 
 class Contrast(_Frozen):

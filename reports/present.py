@@ -363,7 +363,9 @@ def _valid_text(valid: bool | None) -> str:
 def _skill_text(a: AgentProfile, with_ci: bool) -> str:
     """S predicting a fresh copy of itself, with its interval and n, then the mean over the
     other targets: ``self 0.812 [0.601, 0.950] n=40 · others 0.310 (2 targets)``; compact:
-    ``self 0.812 · others 0.310``. Not measured (no matrix run): ``not measured: why``."""
+    ``self 0.812 · others 0.310``; with second-order prediction (B9) its gain over the uniform
+    distribution follows: ``· 2nd-order +0.041 [+0.012, +0.070] vs uniform``. Not measured (no
+    matrix run): ``not measured: why``."""
     s = a.agent_prediction_skill
     if not s.available:
         return f"{NOT_MEASURED}: {s.reason}" if with_ci and s.reason else NOT_MEASURED
@@ -381,16 +383,30 @@ def _skill_text(a: AgentProfile, with_ci: bool) -> str:
                 own += f" n={s.n}"
             if s.status == "not_estimable" or ci is None:
                 own += no_interval({"reason": s.reason})
+    parts = [own]
     others = s.others
-    if others is None or not others.n_targets:
-        return own
-    mean = number(others.value)
-    if mean is None:
-        tail = f"others {NOT_ESTIMABLE}" + (f" ({others.reason})" if with_ci and others.reason
-                                           else "")
-    else:
-        tail = f"others {mean:.3f}" + (f" ({others.n_targets} targets)" if with_ci else "")
-    return f"{own} · {tail}"
+    if others is not None and others.n_targets:
+        mean = number(others.value)
+        if mean is None:
+            parts.append(f"others {NOT_ESTIMABLE}" + (
+                f" ({others.reason})" if with_ci and others.reason else ""))
+        else:
+            parts.append(f"others {mean:.3f}" + (
+                f" ({others.n_targets} targets)" if with_ci else ""))
+    second = s.second_order
+    if second is not None and second.n_cells:
+        value = number(second.value)
+        if value is None:
+            parts.append(f"2nd-order {NOT_ESTIMABLE}")
+        else:
+            text = f"2nd-order {value:+.3f}"
+            if with_ci:
+                ci = second.ci
+                if ci is not None and all(number(x) is not None for x in ci):
+                    text += f" [{number(ci[0]):+.3f}, {number(ci[1]):+.3f}]"
+                text += " vs uniform"
+            parts.append(text)
+    return " · ".join(parts)
 
 
 def agent_headline(name: str, a: AgentProfile, *, with_ci: bool = True) -> Headline:

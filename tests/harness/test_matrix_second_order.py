@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from harness.agents import ReferenceAgent
@@ -28,6 +29,7 @@ from harness.workspace import Workspace
 from ledger import open_ledger
 from mindledger.errors import ConfigError, UserError
 from reports.matrix import SECOND_ORDER_PENALTY, distribution_scores
+from reports.matrix_summary import agent_skill
 
 
 def _db(tmp_path: Path) -> str:
@@ -91,6 +93,24 @@ async def test_clairvoyant_reproduces_q_and_random_scores_worse(tmp_path: Path) 
     assert seer["vs_uniform"]["p_holm"] < 0.05 and "sign-flip" in seer["vs_uniform"]["test"]
     assert so_cell(result, "random", "clairvoyant", "habit")["brier"]["value"] > 0.1
     assert so_cell(result, "random", "habit", "random")["brier"]["value"] == pytest.approx(0.0)
+    # each predictor over all its (Q, T) cells, per item: the clairvoyant beats the uniform
+    # distribution by the uniform's mean brier; random and habit predict uniformly (gain 0)
+    pooled = section["by_predictor"]
+    assert set(pooled) == set(agents) and pooled["clairvoyant"]["n_cells"] == 6
+    uniform_brier = np.mean([
+        so_cell(result, "clairvoyant", q, t)["vs_uniform"]["value"]
+        for q in ("random", "habit") for t in agents
+    ])
+    assert pooled["clairvoyant"]["vs_uniform"]["value"] == pytest.approx(uniform_brier)
+    assert pooled["clairvoyant"]["vs_uniform"]["ci"][0] > 0
+    assert pooled["clairvoyant"]["vs_uniform"]["p_holm"] < 0.05
+    for name in ("random", "habit"):
+        assert pooled[name]["vs_uniform"]["value"] == pytest.approx(0.0, abs=1e-12)
+    skill = agent_skill(result, "clairvoyant")["second_order"]
+    assert skill["value"] == pooled["clairvoyant"]["vs_uniform"]["value"] and skill["n"] == 12
+    no_second = agent_skill({k: v for k, v in result.items() if k != "second_order"}, "random")
+    assert no_second["second_order"]["value"] is None
+    assert "without second-order" in no_second["second_order"]["reason"]
 
     # the chain: each second-order commit comes before Q's first-order commit about T on that
     # item (so before Q's reveal), and its observation, Q's committed top-1, after Q's reveal
@@ -219,3 +239,23 @@ def test_an_unparsed_second_order_prediction_gets_the_penalty() -> None:
     assert SECOND_ORDER_PENALTY["brier"] == max(
         distribution_scores({"a": 1.0}, {"b": 1.0})["brier"], 2.0
     )
+
+
+def test_the_headline_shows_second_order_beside_s() -> None:
+    from types import SimpleNamespace
+
+    from reports.model import Skill
+    from reports.present import _skill_text
+
+    base = {"available": True, "value": 0.5, "ci": [0.2, 0.8], "n": 30, "status": "estimated",
+            "interval": "hierarchical-bootstrap-95"}
+    second = {"value": 0.041, "ci": [0.012, 0.07], "n": 30, "n_cells": 2}
+    agent = SimpleNamespace(agent_prediction_skill=Skill.model_validate(
+        {**base, "second_order": second}))
+    assert _skill_text(agent, True) == (  # type: ignore[arg-type]
+        "self 0.500 [0.200, 0.800] n=30 · 2nd-order +0.041 [+0.012, +0.070] vs uniform")
+    assert _skill_text(agent, False) == "self 0.500 · 2nd-order +0.041"  # type: ignore[arg-type]
+    # a matrix without second-order prediction: nothing is added
+    plain = SimpleNamespace(agent_prediction_skill=Skill.model_validate(
+        {**base, "second_order": {"value": None, "reason": "the matrix ran without it"}}))
+    assert _skill_text(plain, True) == "self 0.500 [0.200, 0.800] n=30"  # type: ignore[arg-type]
