@@ -33,6 +33,7 @@ __all__ = [
     "Figure",
     "MatrixCell",
     "SkillGrid",
+    "depth_cells",
     "heatmap_png",
     "matrix_cells",
     "render_matrix_csv",
@@ -92,6 +93,8 @@ class MatrixCell:
     rejected: int
     not_divergent: bool
     """The run's pilot found its items not divergent: S is not reported."""
+    depth: str | None = None
+    """The belief depth of the items the cell is restricted to (``by_depth``); None: all."""
 
     @property
     def is_self(self) -> bool:
@@ -113,31 +116,46 @@ def _conditions(summary: Mapping[str, Any]) -> list[str]:
     return [str(c) for c in summary.get("conditions") or [summary.get("condition", ZERO_SHOT)]]
 
 
+def _cell(row: Mapping[str, Any], condition: str, *, not_divergent: bool,
+          depth: str | None = None) -> MatrixCell:
+    sk = row.get("skill") or {}
+    ceiling = sk.get("ceiling")
+    return MatrixCell(
+        condition=condition, predictor=str(row["predictor"]), target=str(row["target"]),
+        n=int(row.get("n") or 0), log_score=Figure.of(row.get("log_score")),
+        brier=Figure.of(row.get("brier")),
+        top1_accuracy=Figure.of(row.get("top1_accuracy")), skill=Figure.of(sk),
+        base=sk.get("base"), base_kind=sk.get("base_kind"),
+        ceiling=ceiling.get("value") if isinstance(ceiling, Mapping) else ceiling,
+        test=sk.get("test"), p=sk.get("p"), p_holm=sk.get("p_holm"),
+        predictor_errors=int(row.get("predictor_errors") or 0),
+        unparsed=int(row.get("unparsed") or 0), unscored=int(row.get("unscored") or 0),
+        rejected=int(row.get("rejected") or 0), not_divergent=not_divergent, depth=depth,
+    )  # fmt: skip
+
+
 def matrix_cells(summary: Mapping[str, Any]) -> list[MatrixCell]:
     """Every cell of every condition, condition by condition in the run's order."""
     by_condition = summary.get("by_condition") or {}
-    divergent = not summary.get("not_divergent")
+    not_divergent = bool(summary.get("not_divergent"))
     primary = summary.get("condition", ZERO_SHOT)
     out = []
     for c in _conditions(summary):
         rows = by_condition[c]["cells"] if c in by_condition else (
             summary.get("cells", []) if c == primary else [])
-        for row in rows:
-            sk = row.get("skill") or {}
-            ceiling = sk.get("ceiling")
-            out.append(MatrixCell(
-                condition=c, predictor=str(row["predictor"]), target=str(row["target"]),
-                n=int(row.get("n") or 0), log_score=Figure.of(row.get("log_score")),
-                brier=Figure.of(row.get("brier")),
-                top1_accuracy=Figure.of(row.get("top1_accuracy")), skill=Figure.of(sk),
-                base=sk.get("base"), base_kind=sk.get("base_kind"),
-                ceiling=ceiling.get("value") if isinstance(ceiling, Mapping) else ceiling,
-                test=sk.get("test"), p=sk.get("p"), p_holm=sk.get("p_holm"),
-                predictor_errors=int(row.get("predictor_errors") or 0),
-                unparsed=int(row.get("unparsed") or 0), unscored=int(row.get("unscored") or 0),
-                rejected=int(row.get("rejected") or 0), not_divergent=not divergent,
-            ))  # fmt: skip
+        out += [_cell(row, c, not_divergent=not_divergent) for row in rows]
     return out
+
+
+def depth_cells(summary: Mapping[str, Any]) -> list[MatrixCell]:
+    """The primary condition's cells restricted to the items of each belief depth
+    (``by_depth``: NestToM items), depth by depth."""
+    primary = str(summary.get("condition", ZERO_SHOT))
+    return [
+        _cell(row, primary, not_divergent=False, depth=str(entry["depth"]))
+        for entry in summary.get("by_depth") or ()
+        for row in entry["cells"]
+    ]
 
 
 @dataclass(frozen=True)
@@ -310,6 +328,17 @@ def render_matrix_html(summary: Mapping[str, Any], *, figures: bool = True) -> s
              c.base_kind or MISSING, _num(c.p, ".3g"), _num(c.p_holm, ".3g")]
             for c in matrix_cells(summary)]
     parts += ["<h2>Every cell</h2>", _table(CELL_HEAD, rows)]
+    by_depth = depth_cells(summary)
+    if by_depth:
+        depths = list(dict.fromkeys(str(c.depth) for c in by_depth))
+        pairs = list(dict.fromkeys((c.predictor, c.target) for c in by_depth))
+        at = {(c.predictor, c.target, c.depth): c for c in by_depth}
+        depth_rows = [[f"{p} → {t}" + (" (self)" if p == t else ""),
+                       *(f"{_figure_text(at[p, t, d].skill)} (n = {at[p, t, d].n})"
+                         for d in depths)]
+                      for p, t in pairs]
+        parts += ["<h2>Skill S by belief depth (NestToM items)</h2>",
+                  _table(("predictor → target", *depths), depth_rows)]
     adv = summary.get("self_advantage") or {}
     if adv:
         head = ("target", "log score", "Brier", "top-1", "skill S")
@@ -370,9 +399,10 @@ CSV_COLUMNS = (
     "run", "condition", "predictor", "target", "self", "n",
     *(f"{m}_{k}" for m in METRICS for k in ("value", "lo", "hi", "status", "reason")),
     "interval", "base", "base_kind", "ceiling", "test", "p", "p_holm",
-    "predictor_errors", "unparsed", "unscored", "rejected", "not_divergent",
+    "predictor_errors", "unparsed", "unscored", "rejected", "not_divergent", "depth",
 )  # fmt: skip
-"""One row per cell and condition: every figure with its interval, n, the test and its p."""
+"""One row per cell and condition: every figure with its interval, n, the test and its p;
+then the primary condition's cells by belief depth (``depth`` set; empty on the others)."""
 
 
 def render_matrix_csv(summary: Mapping[str, Any]) -> str:
@@ -385,7 +415,7 @@ def render_matrix_csv(summary: Mapping[str, Any]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
-    for c in matrix_cells(summary):
+    for c in [*matrix_cells(summary), *depth_cells(summary)]:
         figs: list[str] = []
         for m in METRICS:
             f = c.figure(m)
@@ -395,5 +425,6 @@ def render_matrix_csv(summary: Mapping[str, Any]) -> str:
             *figs, c.skill.interval or c.log_score.interval or "", num(c.base),
             c.base_kind or "", num(c.ceiling), c.test or "", num(c.p), num(c.p_holm),
             c.predictor_errors, c.unparsed, c.unscored, c.rejected, int(c.not_divergent),
+            c.depth or "",
         ])  # fmt: skip
     return buf.getvalue()

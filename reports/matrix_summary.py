@@ -340,7 +340,9 @@ def summarise_outcomes(
     ``by_condition`` has every condition's cells and self-advantages, ``learning_curve`` each
     cell's slope over m (zero-shot is m = 0, ``observe:m``; with two values of m or more) and
     ``simulate_contrast`` each cell's simulate − zero-shot difference
-    (:mod:`reports.matrix`), in log score and top-1 match, paired over items."""
+    (:mod:`reports.matrix`), in log score and top-1 match, paired over items. When items carry
+    a belief depth (NestToM items), ``by_depth`` has each depth's cells
+    (:func:`depth_section`)."""
     conditions = check_conditions(conditions)
     primary = ZERO_SHOT if ZERO_SHOT in conditions else conditions[0]
     collected = {c: _collect(names, items, outcomes, c) for c in conditions}
@@ -360,6 +362,11 @@ def summarise_outcomes(
             names, cells, target_answers, out["cells"], seats, n_boot=n_boot,
             stats_seed=stats_seed,
         )
+    by_depth = depth_section(
+        names, items, samples, outcomes, primary, n_boot=n_boot, stats_seed=stats_seed
+    )
+    if by_depth:
+        out["by_depth"] = by_depth
     if len(conditions) == 1:
         return out
     by_condition: dict[str, Any] = {}
@@ -402,6 +409,40 @@ def summarise_outcomes(
         out["learning_curve"] = curve
     if contrast:
         out["simulate_contrast"] = contrast
+    return out
+
+
+def _depth_order(label: str) -> tuple[int, str]:
+    digits = "".join(ch for ch in label.split("-")[0] if ch.isdigit())
+    return (int(digits) if digits else 99, label)
+
+
+def depth_section(
+    names: Sequence[str],
+    items: Sequence[Item],
+    samples: int,
+    outcomes: Mapping[str, ItemOutcome],
+    condition: str,
+    *,
+    n_boot: int = 2000,
+    stats_seed: int = 0,
+) -> list[dict[str, Any]]:
+    """Skill by the depth of the belief the items ask about (seed 002 §15.2: R1/R2/R3 items;
+    the NestToM items of the pilot carry their depth, ``R2-self`` and ``R3-loop`` apart): per
+    depth, every (P, T) cell of ``condition`` on those items alone, with the same statistics
+    as the whole matrix (Holm within the depth). Empty when no item has a depth. Pure."""
+    labels = sorted(
+        {str(d) for it in items if (d := it.meta.get("depth")) is not None}, key=_depth_order
+    )
+    out: list[dict[str, Any]] = []
+    for k, label in enumerate(labels):
+        subset = [it for it in items if str(it.meta.get("depth")) == label]
+        cells, target_answers, target_errors = _collect(names, subset, outcomes, condition)
+        summary = _summarise(
+            names, subset, samples, cells, target_answers, target_errors, n_boot,
+            stats_seed + 1000 * (k + 1),
+        )
+        out.append({"depth": label, "n_items": len(subset), "cells": summary["cells"]})
     return out
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import click
@@ -81,14 +81,21 @@ def _print_pilot(console: Console, result: dict[str, Any]) -> None:
             f"{k} {v.get('kept')}/{v.get('candidates')}" for k, v in kinds.items()))
 
 
+def _pair_table(title: str, columns: Sequence[str]) -> Table:
+    """A table of (predictor → target) rows and right-aligned ``columns``."""
+    table = Table(title=title)
+    table.add_column("predictor → target", no_wrap=True)
+    for col in columns:
+        table.add_column(col, justify="right")
+    return table
+
+
 def _print_conditions(console: Console, result: dict[str, Any]) -> None:
     by_condition = result.get("by_condition")
     if not by_condition:
         return
-    table = Table(title="Per condition: top-1 match and log score [95% interval]")
-    table.add_column("predictor → target", no_wrap=True)
-    for c in by_condition:
-        table.add_column(c, justify="right")
+    table = _pair_table("Per condition: top-1 match and log score [95% interval]",
+                        list(by_condition))
     rows: dict[tuple[str, str], list[str]] = {}
     for entry in by_condition.values():
         for cell in entry["cells"]:
@@ -191,6 +198,25 @@ def print_matrix(console: Console, result: dict[str, Any]) -> None:
     if errors:
         console.print(f"target API errors (samples dropped): {errors}")
     _print_conditions(console, result)
+    _print_depths(console, result)
+
+
+def _print_depths(console: Console, result: dict[str, Any]) -> None:
+    by_depth = result.get("by_depth")
+    if not by_depth:
+        return
+    table = _pair_table(
+        "Skill S by belief depth (NestToM items) [95% hierarchical bootstrap]",
+        [f"{entry['depth']} ({entry['n_items']} items)" for entry in by_depth],
+    )
+    pairs = [(c["predictor"], c["target"]) for c in by_depth[0]["cells"]]
+    for p, t in pairs:
+        table.add_row(f"{p} → {t}", *(
+            _with_ci(next(c for c in entry["cells"]
+                          if c["predictor"] == p and c["target"] == t)["skill"])
+            for entry in by_depth
+        ))
+    console.print(table)
 
 
 def report_matrix(

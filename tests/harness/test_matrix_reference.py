@@ -166,3 +166,40 @@ async def test_a_clairvoyant_needs_reference_targets(tmp_path: Path) -> None:
     await chat.aclose()
     led.close()
     led.engine.dispose()
+
+
+async def test_skill_by_depth_splits_the_cells_by_the_items_belief_depth(tmp_path: Path) -> None:
+    from harness import matrix_items
+
+    led = open_ledger(tmp_path / "home", _db(tmp_path))
+    agents = {n: ReferenceAgent(n, policy, seed=5) for n, policy in (
+        ("habit", "habit"), ("mirror", "projection"), ("dice", "random"))}
+    items = matrix_items.candidates(7, {"nesttom": 16, "arbitrary": 4})
+    result = await run_matrix(agents, items, led, samples=3, n_boot=200, stats_seed=1)
+    by_depth = result["by_depth"]
+    labels = [d["depth"] for d in by_depth]
+    assert labels == sorted(labels, key=lambda x: (int(x[1]), x)) and "R2-self" in labels
+    depth_of = {it.id: it.meta.get("depth") for it in items}
+    assert sum(d["n_items"] for d in by_depth) == sum(v is not None for v in depth_of.values())
+    for p in agents:
+        for t in agents:
+            whole = cell(result, p, t)
+            parts = [next(c for c in d["cells"] if c["predictor"] == p and c["target"] == t)
+                     for d in by_depth]
+            # the arbitrary items have no depth: the depths' cells cover the NestToM items only
+            assert sum(c["n"] for c in parts) == whole["n"] - 4
+            assert all("value" in c["skill"] and "status" in c["skill"] for c in parts)
+    # every format carries them: CSV rows with their depth, a table in the HTML page
+    import csv
+    import io
+
+    from reports.matrix_render import render_matrix_csv, render_matrix_html
+
+    rows = list(csv.DictReader(io.StringIO(render_matrix_csv(result))))
+    assert [r["depth"] for r in rows[: len(agents) ** 2]] == [""] * len(agents) ** 2
+    deep = [r for r in rows if r["depth"]]
+    assert len(deep) == len(by_depth) * len(agents) ** 2
+    assert {r["depth"] for r in deep} == set(labels)
+    assert "Skill S by belief depth" in render_matrix_html(result, figures=False)
+    led.close()
+    led.engine.dispose()
