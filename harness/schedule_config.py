@@ -34,6 +34,10 @@ KNOWN_KINDS = ("arbitrary", "preference", "open", "nesttom", "games", "failure")
 equal to this)."""
 KEYS = ("candidates", "conditions", "enabled", "items", "kinds", "pilot", "samples",
         "second_order")
+LIMITS = {"items": (1, 10_000), "samples": (2, 100), "candidates": (1, 100_000)}
+"""The range of each count (inclusive): K ≥ 2 gives the test-retest ceiling."""
+MAX_OBSERVED = 100
+"""The most past answers an ``observe:M`` condition shows."""
 
 
 @dataclass(frozen=True)
@@ -81,10 +85,11 @@ def _bool(value: Any, *, source: str, key: str) -> bool:
     return value
 
 
-def _count(value: Any, *, source: str, key: str, least: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+def _count(value: Any, *, source: str, key: str, least: int, most: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
         raise ConfigError(
-            f"expected a whole number of at least {least}, got {value!r}", file=source, key=key
+            f"expected a whole number from {least} to {most:,}, got {value!r}",
+            file=source, key=key,
         )
     return value
 
@@ -99,10 +104,11 @@ def _condition(name: str, *, source: str, key: str) -> str:
     if name in ("zero-shot", "simulate"):
         return name
     head, _, count = name.partition(":")
-    if head == "observe" and count.isdigit() and int(count) >= 0:
+    if head == "observe" and count.isdigit() and 1 <= int(count) <= MAX_OBSERVED:
         return f"observe:{int(count)}"
     raise ConfigError(
-        f"unknown condition {name!r} (expected zero-shot, simulate or observe:M)",
+        f"unknown condition {name!r} (expected zero-shot, simulate or observe:M with M from 1 "
+        f"to {MAX_OBSERVED})",
         file=source, key=key,
     )
 
@@ -116,12 +122,9 @@ def parse_matrix_schedule(table: Any, *, source: str) -> MatrixSchedule:
         key = f"schedule.matrix.{k}"
         if k in ("enabled", "second_order"):
             values[k] = _bool(v, source=source, key=key)
-        elif k == "items":
-            values[k] = _count(v, source=source, key=key, least=1)
-        elif k == "samples":
-            values[k] = _count(v, source=source, key=key, least=2)
-        elif k == "candidates":
-            values[k] = _count(v, source=source, key=key, least=1)
+        elif k in LIMITS:
+            least, most = LIMITS[k]
+            values[k] = _count(v, source=source, key=key, least=least, most=most)
         elif k == "pilot":
             if v == "auto":
                 values[k] = None

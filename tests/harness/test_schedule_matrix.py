@@ -66,8 +66,11 @@ def test_the_defaults_pilot_when_two_agents_take_part(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("body", "key", "says"),
     [
-        ("items = 0", "schedule.matrix.items", "at least 1"),
-        ("samples = 1", "schedule.matrix.samples", "at least 2"),
+        ("items = 0", "schedule.matrix.items", "from 1 to 10,000"),
+        ("items = 20000", "schedule.matrix.items", "from 1 to 10,000"),
+        ("samples = 1", "schedule.matrix.samples", "from 2 to 100"),
+        ("candidates = -5", "schedule.matrix.candidates", "from 1 to 100,000"),
+        ('conditions = ["observe:0"]', "schedule.matrix.conditions", "M from 1 to 100"),
         ("items = true", "schedule.matrix.items", "whole number"),
         ('pilot = "sometimes"', "schedule.matrix.pilot", '"auto", true or false'),
         ('enabled = "yes"', "schedule.matrix.enabled", "true or false"),
