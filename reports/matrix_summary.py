@@ -15,7 +15,9 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -497,10 +499,35 @@ def _summarise(
     n_boot: int = 2000,
     stats_seed: int = 0,
 ) -> dict[str, Any]:
+    with ThreadPoolExecutor(STATS_THREADS) as pool:
+        return _summarise_with(
+            pool, names, items, samples, cells, target_answers, target_errors, n_boot,
+            stats_seed,
+        )
+
+
+STATS_THREADS = max(1, min(4, os.cpu_count() or 1))
+"""Threads computing a summary's bootstraps: each cell's and each target's resampling is
+independent (its own seeded generator, so the figures do not depend on the threads) and
+spends its time in numpy, which releases the GIL."""
+
+
+def _summarise_with(
+    pool: ThreadPoolExecutor,
+    names: Sequence[str],
+    items: Sequence[Item],
+    samples: int,
+    cells: Mapping[tuple[str, str], _Cell],
+    target_answers: Mapping[tuple[str, str], list[str]],
+    target_errors: Mapping[str, int],
+    n_boot: int,
+    stats_seed: int,
+) -> dict[str, Any]:
     out_cells: list[dict[str, Any]] = []
     by_pair: dict[tuple[str, str], dict[str, Any]] = {}
     item_records: dict[tuple[str, str], list[ItemRecord]] = {}
     aggregates: dict[tuple[str, str], dict[str, Any]] = {}
+    statistics: list[tuple[dict[str, Any], Future[Any]]] = []
     for (p, t), cell in cells.items():
         item_records[p, t] = _item_records(cell, t, names, target_answers)
         records = [
@@ -524,15 +551,28 @@ def _summarise(
             "rejected": cell.rejected,
         }
         aggregates[p, t] = copy.deepcopy(agg)  # the row's nested dicts are updated below
-        stats = cell_statistics(
+        statistics.append((row, pool.submit(
+            cell_statistics,
             item_records[p, t],
             np.random.default_rng([stats_seed, 1, names.index(p), names.index(t)]),
             n_boot=n_boot,
             aggregated=aggregates[p, t],
-        )
-        _merge_statistics(row, stats.to_dict())
+        )))
         out_cells.append(row)
         by_pair[p, t] = row
+    advantages = {
+        t: pool.submit(
+            self_advantage,
+            t,
+            {p: item_records[p, t] for p in names},
+            np.random.default_rng([stats_seed, 2, names.index(t)]),
+            n_boot=n_boot,
+            aggregated={p: aggregates[p, t] for p in names},
+        )
+        for t in names
+    }
+    for row, stats in statistics:
+        _merge_statistics(row, stats.result().to_dict())
     for row, p_holm in zip(
         out_cells, holm_adjust([row["skill"]["p"] for row in out_cells]), strict=True
     ):
@@ -572,13 +612,7 @@ def _summarise(
                 mean_other = _mean([v for v in other_vs if v is not None])
                 assert mean_other is not None
                 entry[metric] = {"value": own_v - mean_other, "self": own_v, "others": mean_other}
-        paired = self_advantage(
-            t,
-            {p: item_records[p, t] for p in names},
-            np.random.default_rng([stats_seed, 2, names.index(t)]),
-            n_boot=n_boot,
-            aggregated={p: aggregates[p, t] for p in names},
-        )
+        paired = advantages[t].result()
         for metric in METRICS:
             _merge_self_advantage(entry[metric], paired[metric].to_dict())
         self_adv[t] = entry

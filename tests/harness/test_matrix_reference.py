@@ -203,3 +203,28 @@ async def test_skill_by_depth_splits_the_cells_by_the_items_belief_depth(tmp_pat
     assert "Skill S by belief depth" in render_matrix_html(result, figures=False)
     led.close()
     led.engine.dispose()
+
+
+async def test_the_summary_does_not_depend_on_its_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each cell's and target's bootstrap has its own seeded generator: computing them in
+    parallel gives the very same figures as one after the other."""
+    import json
+
+    import reports.matrix_summary as summary
+
+    agents = {n: ReferenceAgent(n, policy, seed=5) for n, policy in (
+        ("habit", "habit"), ("mirror", "projection"), ("dice", "random"))}
+    items = make_items(4, 30)
+    results = []
+    for threads in (1, 4):
+        monkeypatch.setattr(summary, "STATS_THREADS", threads)
+        led = open_ledger(tmp_path / f"home{threads}", f"sqlite:///{tmp_path / f'{threads}.db'}")
+        results.append(await run_matrix(agents, items, led, samples=4, n_boot=300,
+                                        stats_seed=2))
+        led.close()
+        led.engine.dispose()
+    one, many = (json.dumps(r, sort_keys=True, default=str) for r in results)
+    assert one == many
+    assert any(c["skill"]["ci"] for c in results[0]["cells"])  # intervals were computed
