@@ -489,6 +489,12 @@ def _merge_self_advantage(entry: dict[str, Any], paired: Mapping[str, Any]) -> N
             entry["reason"] = paired["reason"]
 
 
+STATS_THREADS = max(1, min(4, os.cpu_count() or 1))
+"""Threads computing a summary's bootstraps: each cell's and each target's resampling is
+independent (its own seeded generator, so the figures do not depend on the threads) and
+spends its time in numpy, which releases the GIL."""
+
+
 def _summarise(
     names: Sequence[str],
     items: Sequence[Item],
@@ -500,160 +506,137 @@ def _summarise(
     stats_seed: int = 0,
 ) -> dict[str, Any]:
     with ThreadPoolExecutor(STATS_THREADS) as pool:
-        return _summarise_with(
-            pool, names, items, samples, cells, target_answers, target_errors, n_boot,
-            stats_seed,
-        )
-
-
-STATS_THREADS = max(1, min(4, os.cpu_count() or 1))
-"""Threads computing a summary's bootstraps: each cell's and each target's resampling is
-independent (its own seeded generator, so the figures do not depend on the threads) and
-spends its time in numpy, which releases the GIL."""
-
-
-def _summarise_with(
-    pool: ThreadPoolExecutor,
-    names: Sequence[str],
-    items: Sequence[Item],
-    samples: int,
-    cells: Mapping[tuple[str, str], _Cell],
-    target_answers: Mapping[tuple[str, str], list[str]],
-    target_errors: Mapping[str, int],
-    n_boot: int,
-    stats_seed: int,
-) -> dict[str, Any]:
-    out_cells: list[dict[str, Any]] = []
-    by_pair: dict[tuple[str, str], dict[str, Any]] = {}
-    item_records: dict[tuple[str, str], list[ItemRecord]] = {}
-    aggregates: dict[tuple[str, str], dict[str, Any]] = {}
-    statistics: list[tuple[dict[str, Any], Future[Any]]] = []
-    for (p, t), cell in cells.items():
-        item_records[p, t] = _item_records(cell, t, names, target_answers)
-        records = [
-            ScoreRecord(
-                r.scores,
-                r.observed,
-                own_answer=r.own_answer,
-                population=_population(t, iid, names, target_answers),
-            )
-            for iid, r in cell.records
-        ]
-        agg = aggregate(records)
-        row = {
-            "predictor": p,
-            "target": t,
-            "self": p == t,
-            **agg,
-            "predictor_errors": cell.predictor_errors,
-            "unparsed": cell.unparsed,
-            "unscored": cell.unscored,
-            "rejected": cell.rejected,
-        }
-        aggregates[p, t] = copy.deepcopy(agg)  # the row's nested dicts are updated below
-        statistics.append((row, pool.submit(
-            cell_statistics,
-            item_records[p, t],
-            np.random.default_rng([stats_seed, 1, names.index(p), names.index(t)]),
-            n_boot=n_boot,
-            aggregated=aggregates[p, t],
-        )))
-        out_cells.append(row)
-        by_pair[p, t] = row
-    advantages = {
-        t: pool.submit(
-            self_advantage,
-            t,
-            {p: item_records[p, t] for p in names},
-            np.random.default_rng([stats_seed, 2, names.index(t)]),
-            n_boot=n_boot,
-            aggregated={p: aggregates[p, t] for p in names},
-        )
-        for t in names
-    }
-    for row, stats in statistics:
-        _merge_statistics(row, stats.result().to_dict())
-    for row, p_holm in zip(
-        out_cells, holm_adjust([row["skill"]["p"] for row in out_cells]), strict=True
-    ):
-        row["skill"]["p_holm"] = p_holm
-
-    def value(row: dict[str, Any], metric: str) -> float | None:
-        v = row[metric]["value"]
-        return None if v is None else float(v)
-
-    self_adv: dict[str, dict[str, Any]] = {}
-    for t in names:
-        others = [p for p in names if p != t]
-        entry: dict[str, Any] = {}
-        for metric, key in (
-            ("log_score", "log_score"),
-            ("brier", "brier"),
-            ("top1_accuracy", "top1_accuracy"),
-            ("skill", "skill"),
-        ):
-            own_v = value(by_pair[t, t], key)
-            other_vs = [value(by_pair[p, t], key) for p in others]
-            if not others:
-                entry[metric] = {"value": None, "reason": "no other predictor of this target"}
-            elif own_v is None:
-                entry[metric] = {
-                    "value": None,
-                    "reason": f"{t} predicting itself has no {metric}: "
-                    + str(by_pair[t, t][key].get("reason")),
-                }
-            elif any(v is None for v in other_vs):
-                missing = [p for p, v in zip(others, other_vs, strict=True) if v is None]
-                entry[metric] = {
-                    "value": None,
-                    "reason": f"no {metric} for {', '.join(missing)} predicting {t}",
-                }
-            else:
-                mean_other = _mean([v for v in other_vs if v is not None])
-                assert mean_other is not None
-                entry[metric] = {"value": own_v - mean_other, "self": own_v, "others": mean_other}
-        paired = advantages[t].result()
-        for metric in METRICS:
-            _merge_self_advantage(entry[metric], paired[metric].to_dict())
-        self_adv[t] = entry
-    tests = [(t, m) for t in names for m in METRICS]
-    for (t, m), p_holm in zip(
-        tests, holm_adjust([self_adv[t][m].get("p") for t, m in tests]), strict=True
-    ):
-        self_adv[t][m]["p_holm"] = p_holm
-
-    per_item = []
-    for item in items:
-        modes: dict[str, list[str]] = {}
-        for t in names:
-            answers = target_answers.get((t, item.id))
-            if answers:
-                counts: dict[str, int] = {}
-                for a in answers:
-                    counts[a] = counts.get(a, 0) + 1
-                best = max(counts.values())
-                modes[t] = sorted(a for a, c in counts.items() if c == best)
-        per_item.append(
-            {
-                "id": item.id,
-                "prompt": item.prompt,
-                "answers": {t: target_answers.get((t, item.id), []) for t in names},
-                "distinct_modes": len({m[0] for m in modes.values()}),
+        out_cells: list[dict[str, Any]] = []
+        by_pair: dict[tuple[str, str], dict[str, Any]] = {}
+        item_records: dict[tuple[str, str], list[ItemRecord]] = {}
+        aggregates: dict[tuple[str, str], dict[str, Any]] = {}
+        statistics: list[tuple[dict[str, Any], Future[Any]]] = []
+        for (p, t), cell in cells.items():
+            item_records[p, t] = _item_records(cell, t, names, target_answers)
+            records = [
+                ScoreRecord(
+                    r.scores,
+                    r.observed,
+                    own_answer=r.own_answer,
+                    population=_population(t, iid, names, target_answers),
+                )
+                for iid, r in cell.records
+            ]
+            agg = aggregate(records)
+            row = {
+                "predictor": p,
+                "target": t,
+                "self": p == t,
+                **agg,
+                "predictor_errors": cell.predictor_errors,
+                "unparsed": cell.unparsed,
+                "unscored": cell.unscored,
+                "rejected": cell.rejected,
             }
-        )
-    return {
-        "agents": list(names),
-        "n_items": len(items),
-        "samples": samples,
-        "cells": out_cells,
-        "self_advantage": self_adv,
-        "target_errors": dict(target_errors),
-        "items": per_item,
-        "notes": (
-            "self_advantage = metric(T predicting T) - mean metric(others predicting T); for "
-            "brier lower is better, so a negative brier self-advantage favours self-prediction"
-        ),
-    }
+            aggregates[p, t] = copy.deepcopy(agg)  # the row's nested dicts are updated below
+            statistics.append((row, pool.submit(
+                cell_statistics,
+                item_records[p, t],
+                np.random.default_rng([stats_seed, 1, names.index(p), names.index(t)]),
+                n_boot=n_boot,
+                aggregated=aggregates[p, t],
+            )))
+            out_cells.append(row)
+            by_pair[p, t] = row
+        advantages = {
+            t: pool.submit(
+                self_advantage,
+                t,
+                {p: item_records[p, t] for p in names},
+                np.random.default_rng([stats_seed, 2, names.index(t)]),
+                n_boot=n_boot,
+                aggregated={p: aggregates[p, t] for p in names},
+            )
+            for t in names
+        }
+        for row, stats in statistics:
+            _merge_statistics(row, stats.result().to_dict())
+        for row, p_holm in zip(
+            out_cells, holm_adjust([row["skill"]["p"] for row in out_cells]), strict=True
+        ):
+            row["skill"]["p_holm"] = p_holm
+
+        def value(row: dict[str, Any], metric: str) -> float | None:
+            v = row[metric]["value"]
+            return None if v is None else float(v)
+
+        self_adv: dict[str, dict[str, Any]] = {}
+        for t in names:
+            others = [p for p in names if p != t]
+            entry: dict[str, Any] = {}
+            for metric, key in (
+                ("log_score", "log_score"),
+                ("brier", "brier"),
+                ("top1_accuracy", "top1_accuracy"),
+                ("skill", "skill"),
+            ):
+                own_v = value(by_pair[t, t], key)
+                other_vs = [value(by_pair[p, t], key) for p in others]
+                if not others:
+                    entry[metric] = {"value": None, "reason": "no other predictor of this target"}
+                elif own_v is None:
+                    entry[metric] = {
+                        "value": None,
+                        "reason": f"{t} predicting itself has no {metric}: "
+                        + str(by_pair[t, t][key].get("reason")),
+                    }
+                elif any(v is None for v in other_vs):
+                    missing = [p for p, v in zip(others, other_vs, strict=True) if v is None]
+                    entry[metric] = {
+                        "value": None,
+                        "reason": f"no {metric} for {', '.join(missing)} predicting {t}",
+                    }
+                else:
+                    mean_other = _mean([v for v in other_vs if v is not None])
+                    assert mean_other is not None
+                    entry[metric] = {"value": own_v - mean_other, "self": own_v, "others": mean_other}
+            paired = advantages[t].result()
+            for metric in METRICS:
+                _merge_self_advantage(entry[metric], paired[metric].to_dict())
+            self_adv[t] = entry
+        tests = [(t, m) for t in names for m in METRICS]
+        for (t, m), p_holm in zip(
+            tests, holm_adjust([self_adv[t][m].get("p") for t, m in tests]), strict=True
+        ):
+            self_adv[t][m]["p_holm"] = p_holm
+
+        per_item = []
+        for item in items:
+            modes: dict[str, list[str]] = {}
+            for t in names:
+                answers = target_answers.get((t, item.id))
+                if answers:
+                    counts: dict[str, int] = {}
+                    for a in answers:
+                        counts[a] = counts.get(a, 0) + 1
+                    best = max(counts.values())
+                    modes[t] = sorted(a for a, c in counts.items() if c == best)
+            per_item.append(
+                {
+                    "id": item.id,
+                    "prompt": item.prompt,
+                    "answers": {t: target_answers.get((t, item.id), []) for t in names},
+                    "distinct_modes": len({m[0] for m in modes.values()}),
+                }
+            )
+        return {
+            "agents": list(names),
+            "n_items": len(items),
+            "samples": samples,
+            "cells": out_cells,
+            "self_advantage": self_adv,
+            "target_errors": dict(target_errors),
+            "items": per_item,
+            "notes": (
+                "self_advantage = metric(T predicting T) - mean metric(others predicting T); for "
+                "brier lower is better, so a negative brier self-advantage favours self-prediction"
+            ),
+        }
 
 
 # -- stored matrix runs ------------------------------------------------------------------------
