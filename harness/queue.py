@@ -53,7 +53,13 @@ from procrastinate.jobs import Status
 from procrastinate.schema import SchemaManager
 from sqlalchemy.exc import ArgumentError
 
-from harness.execution import LocalModelSource, PendingWork, model_at, settle_run
+from harness.execution import (
+    LocalModelSource,
+    PendingWork,
+    model_at,
+    settle_run,
+    settle_status,
+)
 from harness.execution import execute_batch as run_batch
 from harness.matrix import MatrixBatchResult, is_matrix_run, missing_matrix_items
 from harness.matrix import execute_matrix_batch as run_matrix_batch
@@ -301,8 +307,15 @@ def finish_if_done(
 
     No pair missing: the run becomes ``complete`` (only the first caller writes). Pairs missing
     and no batch of the run queued or running (``dsn`` given): ``incomplete``, so that
-    `mindledger enqueue` can finish it. Returns the status written, if any."""
-    return settle_run(store, run_id, others_pending=_others_pending(dsn, run_id, exclude_job))
+    `mindledger enqueue` can finish it. A matrix run is done when every item has every trial,
+    its predictions' included (:func:`harness.matrix.missing_matrix_items`), not only its
+    targets' on the run's items. Returns the status written, if any."""
+    pending = _others_pending(dsn, run_id, exclude_job)
+    if is_matrix_run(store, run_id):
+        return settle_status(
+            store, run_id, done=not missing_matrix_items(store, run_id), others_pending=pending
+        )
+    return settle_run(store, run_id, others_pending=pending)
 
 
 # -- executing a batch ------------------------------------------------------------------------

@@ -227,3 +227,34 @@ def test_the_profile_takes_s_self_and_others_from_the_matrix_beside_the_run(
     words = {h.agent: h.skill for h in headlines(profile)}
     assert words["ref:habit"].startswith("self ") and " · others " in words["ref:habit"]
     assert words["ref:oracle"].startswith("not measured: ref:oracle did not take part")
+
+
+def test_a_matrix_run_missing_a_prediction_trial_is_not_marked_complete(
+    workspace: Workspace,
+) -> None:
+    """The queue's sweep (and a failed batch's bookkeeping) settle a run by its missing
+    trials: for a matrix run those include the prediction trials, not only the targets' on
+    the run's items."""
+    import sqlalchemy as sa
+
+    from harness.queue import finish_if_done
+
+    ws = workspace
+    run_id, _ = plan(ws)
+    execute_matrix_run(ws.store, ws.settings, ws.ledger, run_id, n_boot=50)
+    assert ws.store.get_run(run_id).status == "complete"
+    # one prediction trial lost, the run not marked (as if its writer died in between)
+    with ws.engine.begin() as conn:
+        (item_id, agent) = conn.execute(sa.text(
+            "SELECT item_id, agent FROM trials WHERE run_id = :r AND score_json LIKE "
+            "'%\"role\":\"prediction\"%' LIMIT 1"), {"r": run_id}).one()
+        conn.execute(sa.text("DELETE FROM trials WHERE run_id = :r AND item_id = :i AND "
+                             "agent = :a"), {"r": run_id, "i": item_id, "a": agent})
+        conn.execute(sa.text("UPDATE runs SET status = 'running' WHERE id = :r"), {"r": run_id})
+    assert run_id in ws.store.complete_but_unmarked_runs()  # every target trial is there
+    assert finish_if_done(ws.store, run_id) is None
+    assert ws.store.get_run(run_id).status == "running"
+    # resuming runs the item again; then the bookkeeping marks it
+    execute_matrix_run(ws.store, ws.settings, ws.ledger, run_id, n_boot=50)
+    assert ws.store.get_run(run_id).status == "complete"
+    assert finish_if_done(ws.store, run_id) is None  # already complete: nothing written
