@@ -400,9 +400,18 @@ CSV_COLUMNS = (
     *(f"{m}_{k}" for m in METRICS for k in ("value", "lo", "hi", "status", "reason")),
     "interval", "base", "base_kind", "ceiling", "test", "p", "p_holm",
     "predictor_errors", "unparsed", "unscored", "rejected", "not_divergent", "depth",
+    "about", "vs_uniform_value", "vs_uniform_lo", "vs_uniform_hi",
 )  # fmt: skip
 """One row per cell and condition: every figure with its interval, n, the test and its p;
-then the primary condition's cells by belief depth (``depth`` set; empty on the others)."""
+then the primary condition's cells by belief depth (``depth`` set; empty on the others); then
+the second-order cells (condition ``second-order``: P predicting the distribution ``about``
+commits for ``target``; log score, Brier and top-1 against that distribution, no S, and the
+gain over the uniform distribution with its test in ``test``/``p``/``p_holm``)."""
+
+SECOND_ORDER_NO_SKILL = (
+    "second-order prediction has no S: it is scored against the committed distribution of the "
+    "predictor it is about (see vs_uniform)"
+)
 
 
 def render_matrix_csv(summary: Mapping[str, Any]) -> str:
@@ -425,6 +434,21 @@ def render_matrix_csv(summary: Mapping[str, Any]) -> str:
             *figs, c.skill.interval or c.log_score.interval or "", num(c.base),
             c.base_kind or "", num(c.ceiling), c.test or "", num(c.p), num(c.p_holm),
             c.predictor_errors, c.unparsed, c.unscored, c.rejected, int(c.not_divergent),
-            c.depth or "",
+            c.depth or "", "", "", "", "",
+        ])  # fmt: skip
+    for row in (summary.get("second_order") or {}).get("cells", ()):
+        figs = []
+        for key in ("log_score", "brier", "top1_match"):
+            f = Figure.of(row.get(key))
+            figs += [num(f.value), num(f.lo), num(f.hi), f.status or "", f.reason or ""]
+        figs += ["", "", "", "not_estimable", SECOND_ORDER_NO_SKILL]
+        vs = Figure.of(row.get("vs_uniform"))
+        raw = row.get("vs_uniform") or {}
+        w.writerow([
+            summary.get("run") or "", "second-order", row["predictor"], row["target"], 0,
+            row.get("n", 0), *figs, Figure.of(row.get("brier")).interval or "", "", "", "",
+            raw.get("test") or "", num(raw.get("p")), num(raw.get("p_holm")),
+            row.get("predictor_errors", 0), row.get("unparsed", 0), row.get("unscored", 0), 0,
+            0, "", row["about"], num(vs.value), num(vs.lo), num(vs.hi),
         ])  # fmt: skip
     return buf.getvalue()

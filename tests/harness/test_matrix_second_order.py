@@ -108,6 +108,23 @@ async def test_clairvoyant_reproduces_q_and_random_scores_worse(tmp_path: Path) 
         assert pooled[name]["vs_uniform"]["value"] == pytest.approx(0.0, abs=1e-12)
     skill = agent_skill(result, "clairvoyant")["second_order"]
     assert skill["value"] == pooled["clairvoyant"]["vs_uniform"]["value"] and skill["n"] == 12
+    # the CSV carries every second-order cell, with Q in `about` and no S
+    import csv
+    import io
+
+    from reports.matrix_render import CSV_COLUMNS, render_matrix_csv
+
+    rows = list(csv.DictReader(io.StringIO(render_matrix_csv(result))))
+    assert tuple(rows[0]) == CSV_COLUMNS
+    second_rows = [r for r in rows if r["condition"] == "second-order"]
+    assert len(second_rows) == len(section["cells"])
+    seen = next(r for r in second_rows if (r["predictor"], r["about"], r["target"]) == (
+        "clairvoyant", "habit", "habit"))
+    assert float(seen["vs_uniform_value"]) == pytest.approx(seer["vs_uniform"]["value"])
+    assert float(seen["brier_value"]) == pytest.approx(0.0, abs=1e-12)
+    assert seen["skill_value"] == "" and seen["skill_status"] == "not_estimable"
+    assert float(seen["p_holm"]) == pytest.approx(seer["vs_uniform"]["p_holm"])
+    assert all(r["about"] == "" for r in rows if r["condition"] != "second-order")
     no_second = agent_skill({k: v for k, v in result.items() if k != "second_order"}, "random")
     assert no_second["second_order"]["value"] is None
     assert "without second-order" in no_second["second_order"]["reason"]
