@@ -158,6 +158,7 @@ __all__ = [
     "make_items",
     "matrix_agents",
     "matrix_params",
+    "matrix_run_done",
     "missing_matrix_items",
     "outcome_trials",
     "pilot_candidates",
@@ -1025,10 +1026,7 @@ async def _run_matrix(
     if store is None:
         return _Ran(outcomes, len(todo), None)
     assert run_id is not None
-    status = await asyncio.to_thread(
-        _settle, store, run_id, names, samples, conditions, observations, second_order,
-        others_pending,
-    )
+    status = await asyncio.to_thread(_settle, store, run_id, others_pending)
     return _Ran(outcomes, len(todo), status)
 
 
@@ -1044,21 +1042,13 @@ class _Ran:
     """The run status the completion bookkeeping wrote, if any."""
 
 
-def _settle(
-    store: Store,
-    run_id: str,
-    names: Sequence[str],
-    samples: int,
-    conditions: Sequence[str],
-    observations: Observations,
-    second_order: bool,
-    others_pending: PendingWork | None,
-) -> str | None:
+def _settle(store: Store, run_id: str, others_pending: PendingWork | None) -> str | None:
     """A matrix run's completion bookkeeping (as :func:`harness.execution.settle_run` for a
-    suite run): every trial of every item stored, ``complete`` (only the first caller writes);
-    else ``incomplete`` when ``others_pending()`` says no other batch of it is queued or
-    running (None: that cannot be known, nothing is written). Returns the status written."""
-    done = _run_done(store, run_id, names, samples, conditions, observations, second_order)
+    suite run): every trial of every item stored (:func:`matrix_run_done`), ``complete``
+    (only the first caller writes); else ``incomplete`` when ``others_pending()`` says no other
+    batch of it is queued or running (None: that cannot be known, nothing is written). Returns
+    the status written."""
+    done = matrix_run_done(store, run_id)
     return settle_status(store, run_id, done=done, others_pending=others_pending)
 
 
@@ -1137,28 +1127,6 @@ class _ItemWriter:
                     start += len(trials)
         finally:
             self._flushing = None
-
-
-def _run_done(
-    store: Store,
-    run_id: str,
-    names: Sequence[str],
-    samples: int,
-    conditions: Sequence[str],
-    observations: Observations,
-    second_order: bool = False,
-) -> bool:
-    """Whether every item of the stored run has every trial (an exposure item, each target's
-    answer)."""
-    done = store.done_pairs(run_id)
-    exposure = set(matrix_params(store, run_id).get("exposure") or ())
-    return all(
-        all((t, it.id) in done for t in names)
-        if it.id in exposure
-        else _item_done(it, names, samples, done, conditions, observations,
-                                 second_order=second_order)
-        for it in store.run_items(run_id)
-    )
 
 
 def _interrupt_run(store: Store, run_id: str) -> None:
@@ -1535,6 +1503,20 @@ def missing_matrix_items(store: Store, run_id: str) -> list[str]:
     """Ids of the matrix run's items (not its exposure items) without every trial, in the
     run's order: what is left to execute. With an exposure item unanswered, every item (the
     ids of its ``observe:m`` predictions depend on those answers)."""
+    return _missing(store, run_id)[1]
+
+
+def matrix_run_done(store: Store, run_id: str) -> bool:
+    """Whether the stored matrix run has every trial: each target's answer to every exposure
+    item, and every item's — its targets', its predictions' (every condition) and, with
+    second order, its second-order predictions'."""
+    exposed, missing = _missing(store, run_id)
+    return exposed and not missing
+
+
+def _missing(store: Store, run_id: str) -> tuple[bool, list[str]]:
+    """(whether every target answered every exposure item, :func:`missing_matrix_items`),
+    from what the run has stored."""
     params = matrix_params(store, run_id)
     names = [ra.name for ra in store.run_agents(run_id)]
     exposure_ids = list(params.get("exposure") or ())
@@ -1544,14 +1526,14 @@ def missing_matrix_items(store: Store, run_id: str) -> list[str]:
     items = [it for it in stored if it.id not in set(exposure_ids)]
     done = store.done_pairs(run_id)
     if any((t, e.id) not in done for t in names for e in exposure):
-        return [it.id for it in items]
+        return False, [it.id for it in items]
     observations = _observations(
         exposure, _stored_exposure(store, run_id, set(exposure_ids)), names
     )
     samples = int(params["samples"])
     conditions = check_conditions(params.get("conditions") or (ZERO_SHOT,))
     second_order = bool(params.get("second_order"))
-    return [
+    return True, [
         it.id for it in items
         if not _item_done(it, names, samples, done, conditions, observations,
                           second_order=second_order)

@@ -61,7 +61,12 @@ from harness.execution import (
     settle_status,
 )
 from harness.execution import execute_batch as run_batch
-from harness.matrix import MatrixBatchResult, is_matrix_run, missing_matrix_items
+from harness.matrix import (
+    MatrixBatchResult,
+    is_matrix_run,
+    matrix_run_done,
+    missing_matrix_items,
+)
 from harness.matrix import execute_matrix_batch as run_matrix_batch
 from harness.runner import RunSummary
 from harness.settings import Settings
@@ -308,13 +313,12 @@ def finish_if_done(
     No pair missing: the run becomes ``complete`` (only the first caller writes). Pairs missing
     and no batch of the run queued or running (``dsn`` given): ``incomplete``, so that
     `mindledger enqueue` can finish it. A matrix run is done when every item has every trial,
-    its predictions' included (:func:`harness.matrix.missing_matrix_items`), not only its
+    its predictions' included (:func:`harness.matrix.matrix_run_done`), not only its
     targets' on the run's items. Returns the status written, if any."""
     pending = _others_pending(dsn, run_id, exclude_job)
     if is_matrix_run(store, run_id):
-        return settle_status(
-            store, run_id, done=not missing_matrix_items(store, run_id), others_pending=pending
-        )
+        return settle_status(store, run_id, done=matrix_run_done(store, run_id),
+                             others_pending=pending)
     return settle_run(store, run_id, others_pending=pending)
 
 
