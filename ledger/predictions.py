@@ -767,19 +767,7 @@ class Ledger:
         who asked the target, which request, the hash of the raw response). Only whoever
         asked the target records its answer: the proxy, the matrix, the runner, or an
         operator. Refused for an unknown id, after the reveal and after the deadline."""
-        if not isinstance(answer, str):
-            raise InputError("expected the answer as text", where="answer")
-        wrong = check_provenance(provenance)
-        if wrong is not None:
-            raise InputError(wrong, where="provenance")
-        source = dict(provenance)
-
-        def build(cur: _Cursor, now: str) -> tuple[list[Spec], Any]:
-            self._check_taking_answers(cur, [prediction], now)
-            return [("observe", prediction, {"answer": answer, "provenance": source})], None
-
-        entries, _ = self._append(build)
-        return entries[-1]
+        return self.observe_answers([prediction], [(answer, provenance)])[-1]
 
     def observe_many(
         self, predictions: Sequence[str], answer: str, provenance: Mapping[str, Any]
