@@ -30,6 +30,7 @@ from ledger.store import Store
 from mindledger.disclosure import shown_seed
 from mindledger.errors import UserError
 from mindledger.items import Item
+from nesttom import DEPTHS
 from reports.matrix import (
     METRICS,
     SECOND_ORDER_METRICS,
@@ -415,8 +416,9 @@ def summarise_outcomes(
 
 
 def _depth_order(label: str) -> tuple[int, str]:
-    digits = "".join(ch for ch in label.split("-")[0] if ch.isdigit())
-    return (int(digits) if digits else 99, label)
+    """NestToM's order of its depths (R0 … R5, R2-self after R2, R3-loop after R3); a label
+    it does not know goes last."""
+    return (DEPTHS.index(label) if label in DEPTHS else len(DEPTHS), label)
 
 
 def depth_section(
