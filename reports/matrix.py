@@ -21,7 +21,11 @@ estimate. (The engine draws every replicate at once and, since the figures depen
 resampled samples only through their counts, draws those counts from their exact law: the same
 distribution, see "the resampling engine" below.) Recentring is needed because resampling the
 K samples makes a resampled mode noisier than the observed one, which shifts top-1 match, the baselines and the ceiling down in every replicate (by several points at
-K = 6), and an uncentred interval could miss its own point estimate. As in :mod:`reports._estimates`, a figure on fewer than
+K = 6), and an uncentred interval could miss its own point estimate. S's base is the larger of
+two estimated baselines, and a maximum is not smooth where they are equal: when the bootstrap
+cannot tell which baseline is larger (their difference's interval reaches zero), S's interval is
+the hull of the plug-in's interval and S's intervals with either baseline as the base
+(:func:`_skill_interval`). As in :mod:`reports._estimates`, a figure on fewer than
 :data:`~reports._estimates.MIN_N` items keeps its value but gets no interval and no test
 (``status: "not_estimable"`` with the reason), and a bootstrap whose replicates have no spread
 gives no interval rather than a zero-width one. S has no interval either when its point value
@@ -53,7 +57,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -598,9 +602,13 @@ def _replicate_mean(values: FloatArray, n: int) -> FloatArray:
 
 
 def _skill(acc: FloatArray, pop: FloatArray, proj: FloatArray, ceil: FloatArray) -> FloatArray:
-    base = np.fmax(pop, proj)
+    return _ratio(acc, np.fmax(pop, proj), ceil)
+
+
+def _ratio(acc: FloatArray, base: FloatArray, ceil: FloatArray) -> FloatArray:
+    """``(acc − base) / (ceil − base)``, NaN where the ceiling is not above the base."""
     denom = ceil - base
-    out = np.full(acc.shape, math.nan)
+    out = np.full(np.broadcast_shapes(acc.shape, base.shape, ceil.shape), math.nan)
     np.divide(acc - base, denom, out=out, where=denom > 0)
     return out
 
@@ -623,14 +631,31 @@ def _bootstrap(
         return out
 
     acc = mean("acc")
+    pop_mean = _replicate_mean(pop, n)[None, :]
+    proj_mean = _replicate_mean(st["proj"][:, row], n)
+    ceil_mean = _replicate_mean(st["ceil"][row], n)[None, :]
     return {
         "log": mean("log"),
         "brier": mean("brier"),
         "acc": acc,
-        "skill": _skill(acc, _replicate_mean(pop, n)[None, :],
-                        _replicate_mean(st["proj"][:, row], n),
-                        _replicate_mean(st["ceil"][row], n)[None, :]),
+        "pop": np.broadcast_to(pop_mean, acc.shape),
+        "proj": proj_mean,
+        "ceil": np.broadcast_to(ceil_mean, acc.shape),
+        "skill": _skill(acc, pop_mean, proj_mean, ceil_mean),
     }
+
+
+def _undefined_reason(share: float) -> str:
+    return (f"in {share:.1%} of bootstrap replicates the ceiling is not above the base, so S "
+            "has no interval that keeps its coverage")
+
+
+def _recentred(value: float, replicates: FloatArray) -> FloatArray:
+    """``replicates`` shifted so that the median of the finite ones is ``value``."""
+    finite = replicates[np.isfinite(replicates)]
+    shift = float(np.median(finite)) - value if finite.size else 0.0
+    out: FloatArray = replicates - shift
+    return out
 
 
 def _interval(
@@ -641,18 +666,84 @@ def _interval(
         return Estimate(None, n)
     undefined = float(np.isnan(replicates).mean()) if replicates.size else 1.0
     if undefined > (UNDEFINED_SHARE if undefined_ok else 0.0):
-        return Estimate(
-            value,
-            n,
-            reason=f"in {undefined:.1%} of bootstrap replicates the ceiling is not above the "
-            "base, so S has no interval that keeps its coverage",
-        )
-    finite = replicates[np.isfinite(replicates)]
-    shift = float(np.median(finite)) - value if finite.size else 0.0
-    lo, hi, _ = percentile_interval(replicates - shift)
+        return Estimate(value, n, reason=_undefined_reason(undefined))
+    lo, hi, _ = percentile_interval(_recentred(value, replicates))
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo <= 1e-12 * max(1.0, abs(hi)):
         return Estimate(value, n, reason=NO_BOOTSTRAP_SPREAD)
     return Estimate(value, n, lo, hi, INTERVAL)
+
+
+def _skill_terms(agg: Mapping[str, Any]) -> dict[str, Any]:
+    """S's terms from :func:`ledger.scoring.aggregate`'s figures."""
+    sk = agg["skill"]
+    return {"acc": agg["top1_accuracy"]["value"], "population": sk["population_baseline"]["value"],
+            "projection": sk["projection_baseline"]["value"], "ceiling": sk["ceiling"]["value"]}
+
+
+def _base_candidates(
+    reps: Mapping[str, FloatArray], terms: Mapping[str, Any], n: int
+) -> list[tuple[float, FloatArray]] | None:
+    """What S's interval must allow for, as (point S, replicates of S): the plug-in (base the
+    larger baseline, in each replicate that replicate's larger) and S with each candidate base.
+
+    S's base is the larger of two estimated baselines, and a maximum is not smooth where the
+    two are equal: near a tie the plug-in is biased low (the larger of two noisy estimates is
+    larger than the larger of their means) and its own replicates do not show it, so their
+    percentile interval covers the truth less often than it says (87% [83%, 90%] of 400 runs
+    for a predictor of its own answer on the reference agents, 50 items;
+    ``bench/bench_matrix_calibration.py``). So each baseline whose difference from the other
+    has a bootstrap interval reaching zero (the data cannot tell which is larger) is a
+    candidate base; a replicate's S with a candidate uses that replicate's baseline. When one
+    baseline is clearly the larger, or only one is known, the plug-in is all there is. None
+    when S is undefined."""
+    pop, proj = terms["population"], terms["projection"]
+    acc, ceil = terms["acc"], terms["ceiling"]
+    known = [b for b in (pop, proj) if b is not None]
+    if acc is None or ceil is None or not known or ceil <= max(known):
+        return None
+    plug_in = ((acc - max(known)) / (ceil - max(known)), reps["skill"])
+    if pop is None or proj is None:
+        return [plug_in]
+    diff = _interval(reps["pop"] - reps["proj"], pop - proj, n)
+    if diff.lo is not None and diff.hi is not None:
+        d_lo, d_hi = diff.lo, diff.hi
+    elif diff.reason == NO_BOOTSTRAP_SPREAD:  # the same difference in every replicate
+        d_lo = d_hi = pop - proj
+    else:  # a baseline unknown in some replicates: which is larger is not known
+        d_lo, d_hi = -math.inf, math.inf
+    if d_lo > 0 or d_hi < 0:
+        return [plug_in]
+    return [plug_in, *(
+        ((acc - base) / (ceil - base), _ratio(reps["acc"], base_reps, reps["ceil"]))
+        for base, base_reps in ((pop, reps["pop"]), (proj, reps["proj"]))
+    )]
+
+
+def _hull(value: float | None, n: int, options: Iterable[tuple[float, FloatArray]]) -> Estimate:
+    """The hull of the percentile intervals of every (point, replicates) option around
+    ``value``; an option without spread counts as its point; no interval when any option has
+    too many undefined replicates, or none has spread."""
+    lo, hi, spread = math.inf, -math.inf, False
+    for point, replicates in options:
+        est = _interval(replicates, point, n, undefined_ok=True)
+        if est.lo is None or est.hi is None:
+            if est.reason != NO_BOOTSTRAP_SPREAD:
+                return Estimate(value, n, reason=est.reason)
+            lo, hi = min(lo, point), max(hi, point)
+            continue
+        lo, hi, spread = min(lo, est.lo), max(hi, est.hi), True
+    if not spread:
+        return Estimate(value, n, reason=NO_BOOTSTRAP_SPREAD)
+    return Estimate(value, n, lo, hi, INTERVAL)
+
+
+def _skill_interval(reps: Mapping[str, FloatArray], value: float | None,
+                    terms: Mapping[str, Any], n: int) -> Estimate:
+    """S's interval: the hull of the intervals of :func:`_base_candidates`."""
+    candidates = _base_candidates(reps, terms, n)
+    if candidates is None:
+        return _interval(reps["skill"], value, n, undefined_ok=True)
+    return _hull(value, n, candidates)
 
 
 # -- a cell ----------------------------------------------------------------------------------
@@ -723,7 +814,8 @@ def cell_statistics(
             "log_score": _interval(reps["log"][0], values["log_score"], n),
             "brier": _interval(reps["brier"][0], values["brier"], n),
             "top1_accuracy": _interval(reps["acc"][0], values["top1_accuracy"], n),
-            "skill": _interval(reps["skill"][0], values["skill"], n, undefined_ok=True),
+            "skill": _skill_interval({k: v[0] for k, v in reps.items()}, values["skill"],
+                                     _skill_terms(agg), n),
         }
         ests = {m: e if e.value is not None else Estimate(None, n, reason=agg[m].get("reason"))
                 for m, e in ests.items()}
@@ -815,7 +907,11 @@ def self_advantage(
                                    None, not_estimable_reason(n, "paired items"))
             continue
         r = reps[rep_key[m]]
-        est = _interval(r[0] - r[1:].mean(axis=0), value, n, undefined_ok=m == "skill")
+        if m == "skill":
+            est = _skill_advantage_interval(reps, value, [_skill_terms(aggs[p]) for p in order],
+                                            n)
+        else:
+            est = _interval(r[0] - r[1:].mean(axis=0), value, n)
         if m == "skill":
             diffs = _numerators(recs[target], kinds[target]) - np.mean(
                 [_numerators(recs[p], kinds[p]) for p in others], axis=0)
@@ -830,6 +926,36 @@ def self_advantage(
         out[m] = SelfAdvantage(m, value, float(own), mean_other, n, est.lo, est.hi, est.interval,
                                test, p, est.reason)
     return out
+
+
+def _skill_advantage_interval(reps: Mapping[str, FloatArray], value: float,
+                              terms: Sequence[Mapping[str, Any]], n: int) -> Estimate:
+    """The interval of S(T→T) − the mean of S(P→T) over the others (rows of ``reps`` in that
+    order), allowing every predictor's candidates (:func:`_base_candidates`): each
+    candidate's replicates are recentred on its point, and the interval runs from the 2.5th
+    percentile of the smallest difference any choice of bases gives in a replicate to the 97.5th
+    of the largest (an envelope: one pass per predictor, however many predictors there are),
+    widened to the plug-in's interval where that reaches further."""
+    rows = [{k: v[j] for k, v in reps.items()} for j in range(len(terms))]
+    candidates = [_base_candidates(row, t, n) for row, t in zip(rows, terms, strict=True)]
+    r = reps["skill"]
+    plug_in = _interval(r[0] - r[1:].mean(axis=0), value, n, undefined_ok=True)
+    if plug_in.lo is None or plug_in.hi is None or any(c is None for c in candidates):
+        return plug_in
+    low, high = [], []
+    for options in candidates:
+        assert options is not None
+        centred = np.array([_recentred(point, replicates) for point, replicates in options])
+        low.append(centred.min(axis=0))  # NaN where any option is undefined
+        high.append(centred.max(axis=0))
+    lo_reps = low[0] - np.mean(high[1:], axis=0)
+    hi_reps = high[0] - np.mean(low[1:], axis=0)
+    undefined = float(np.isnan(lo_reps).mean())
+    if undefined > UNDEFINED_SHARE:
+        return Estimate(value, n, reason=_undefined_reason(undefined))
+    lo, _, _ = percentile_interval(lo_reps)
+    _, hi, _ = percentile_interval(hi_reps)
+    return Estimate(value, n, min(lo, plug_in.lo), max(hi, plug_in.hi), INTERVAL)
 
 
 def holm_adjust(pvalues: Sequence[float | None]) -> list[float | None]:

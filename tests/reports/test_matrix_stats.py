@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -14,10 +15,15 @@ from reports._estimates import MIN_N
 from reports.matrix import (
     NO_BOOTSTRAP_SPREAD,
     ItemRecord,
+    _aggregate,
+    _bootstrap,
+    _interval,
     _population_match,
     _prepare,
+    _ratio,
     _retest,
     _row_stats,
+    _skill_terms,
     cell_statistics,
     holm_adjust,
     self_advantage,
@@ -118,6 +124,82 @@ def test_self_advantage_is_paired_and_tested() -> None:
     assert log.p is not None and log.p < 0.01 and log.n == 40
     none = self_advantage("t", {"t": own}, np.random.default_rng(0))
     assert none["brier"].reason == "no other predictor of this target"
+
+
+def _near_tie(seed: int, n: int = 40) -> list[ItemRecord]:
+    """A predictor whose two baselines are about equally good: its own answer and the
+    population's one answer are drawn from the same distribution, flatter than the target's."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        p, q = [0.7, 0.2, 0.1], [0.4, 0.3, 0.3]
+        obs = "".join(rng.choice(list("abc"), p=p, size=6))
+        own = str(rng.choice(list("abc"), p=q))
+        population = str(rng.choice(list("abc"), p=q))
+        guess = str(rng.choice(list("abc"), p=[0.5, 0.3, 0.2]))
+        out.append(rec(i, obs, {"a": 0.5, "b": 0.3, "c": 0.2}, top1=guess, own=own,
+                       population=population))
+    return out
+
+
+def test_s_interval_allows_either_baseline_when_the_data_cannot_tell_them_apart() -> None:
+    records = _near_tie(11)
+    stats = cell_statistics(records, np.random.default_rng(2), n_boot=500)
+    # the same replicates as the cell's (its generator's first draws are the bootstrap's)
+    reps = {k: v[0] for k, v in _bootstrap([[r] for r in records], np.random.default_rng(2),
+                                           500).items()}
+    terms = _skill_terms(_aggregate(records))
+    plug_in = _interval(reps["skill"], stats.skill.value, len(records), undefined_ok=True)
+    with_each = [
+        _interval(_ratio(reps["acc"], reps[key], reps["ceil"]),
+                  (terms["acc"] - terms[base]) / (terms["ceiling"] - terms[base]),
+                  len(records), undefined_ok=True)
+        for key, base in (("pop", "population"), ("proj", "projection"))
+    ]
+    diff = _interval(reps["pop"] - reps["proj"], terms["population"] - terms["projection"],
+                     len(records))
+    assert diff.lo is not None and diff.hi is not None and diff.lo < 0 < diff.hi
+    s = stats.skill
+    assert s.lo is not None and s.hi is not None and plug_in.lo is not None
+    # the hull of the plug-in's interval and the interval with either baseline as the base
+    assert s.lo == min(e.lo for e in (plug_in, *with_each) if e.lo is not None)
+    assert s.hi == max(e.hi for e in (plug_in, *with_each) if e.hi is not None)
+    assert all(s.lo <= e.lo and s.hi >= e.hi for e in with_each if e.lo is not None
+               and e.hi is not None)
+    assert s.value == stats.to_dict()["skill"]["value"]
+
+
+def test_s_interval_is_the_plug_ins_when_one_baseline_is_clearly_larger() -> None:
+    # the predictor's own answer is never the target's: the population is the base throughout
+    rng = np.random.default_rng(5)
+    records = []
+    for i in range(40):
+        obs = "".join(rng.choice(list("ab"), p=[0.7, 0.3], size=6))
+        records.append(rec(i, obs + "z", {"a": 0.6, "b": 0.4}, top1=str(rng.choice(["a", "b"])),
+                           own="q", population="aab"))
+    stats = cell_statistics(records, np.random.default_rng(3), n_boot=500)
+    reps = _bootstrap([[r] for r in records], np.random.default_rng(3), 500)
+    plug_in = _interval(reps["skill"][0], stats.skill.value, 40, undefined_ok=True)
+    assert stats.base_kind == "population"
+    assert (stats.skill.lo, stats.skill.hi) == (plug_in.lo, plug_in.hi)
+
+
+def test_self_advantage_in_s_allows_every_predictors_candidate_bases() -> None:
+    rng = np.random.default_rng(6)
+    own, other = [], []
+    for i, r in enumerate(_near_tie(12)):
+        own.append(rec(i, "".join(r.observed), {"a": 0.7, "b": 0.2, "c": 0.1},
+                       population="".join(r.population)))
+        other.append(replace(r, top1=str(rng.choice(list("abc")))))
+    adv = self_advantage("t", {"t": own, "u": other}, np.random.default_rng(0), n_boot=500)
+    reps = _bootstrap([[a, b] for a, b in zip(own, other, strict=True)],
+                      np.random.default_rng(0), 500)
+    sk = adv["skill"]
+    assert sk.value is not None and sk.lo is not None and sk.hi is not None
+    plug_in = _interval(reps["skill"][0] - reps["skill"][1], sk.value, 40, undefined_ok=True)
+    assert plug_in.lo is not None and plug_in.hi is not None
+    assert sk.lo <= min(plug_in.lo, sk.value) and sk.hi >= max(plug_in.hi, sk.value)
+    assert sk.hi - sk.lo > plug_in.hi - plug_in.lo
 
 
 def test_holm_is_monotone_and_skips_untested() -> None:
