@@ -151,10 +151,12 @@ def print_matrix(console: Console, result: dict[str, Any]) -> None:
             justify="left" if col in ("predictor → target", "notes") else "right",
             no_wrap=col == "predictor → target",
         )
+    footnotes: dict[str, int] = {}  # a reason → its number (long reasons would wrap the table)
     for c in result["cells"]:
         notes = []
         if c["skill"].get("reason"):
-            notes.append("S: " + c["skill"]["reason"])
+            number = footnotes.setdefault(c["skill"]["reason"], len(footnotes) + 1)
+            notes.append(f"S: see {number}")
         for key in ("predictor_errors", "unparsed", "unscored", "rejected"):
             if c[key]:
                 notes.append(f"{key.replace('_', ' ')}: {c[key]}")
@@ -170,6 +172,8 @@ def print_matrix(console: Console, result: dict[str, Any]) -> None:
             "; ".join(notes),
         )
     console.print(table)
+    for reason, number in footnotes.items():
+        console.print(f"  {number}. S: {reason}", markup=False, highlight=False)
     adv = Table(
         title="Self-advantage: T predicting T minus others predicting T "
         "[95% interval] (sign-flip p, Holm)"

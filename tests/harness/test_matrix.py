@@ -373,6 +373,11 @@ def test_cli_matrix_json(tmp_path: Path) -> None:
     temperatures = [(entry.body or {}).get("temperature") for entry in server.log]
     assert set(temperatures[:first]) == {0.0} and set(temperatures[first:]) == {0.9}
     assert "a → ref:random" in table.stdout
+    # a cell's reason for S is a numbered note under the table, not a column wrapped to
+    # a dozen lines
+    marks = re.findall(r"S: see (\d+)", table.stdout)
+    notes = re.findall(r"^ +(\d+)\. S: \S", table.stdout, re.MULTILINE)
+    assert marks and sorted(set(marks)) == sorted(notes), table.stdout
     led = open_ledger(tmp_path / "home", _db(tmp_path))
     assert len([e for e in led.entries() if e.kind == "commit"]) == 2 * 4 * 2  # two runs
     assert led.verify() == []
