@@ -119,7 +119,9 @@ class Calibration:
 
     @property
     def coverage(self) -> float:
-        return sum(self.covered) / len(self.covered)
+        """The share of the intervals given that cover the truth (a run without an interval
+        claims nothing)."""
+        return sum(self.covered) / max(len(self.covered), 1)
 
     def share(self, lo: float, hi: float) -> float:
         return sum(lo <= v <= hi for v in self.values) / len(self.values)
@@ -153,7 +155,6 @@ def calibrate(
             cal.truths.append(truths[p])
             if s.lo is None or s.hi is None:
                 cal.no_interval += 1
-                cal.covered.append(False)
                 continue
             cal.covered.append(s.lo <= truths[p] <= s.hi)
             cal.upper.append(s.hi)
@@ -175,12 +176,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{args.replications} replications over {args.item_sets} item sets of {args.items} "
           f"items, K = {args.samples}, {args.boot} bootstrap replicates ({took:.1f} s)")
     for p, cal in result.items():
+        if not cal.covered:
+            print(f"\n{p}: no run gave S an interval ({cal.no_interval} runs; mean S "
+                  f"{statistics.fmean(cal.values):+.4f}, true {statistics.fmean(cal.truths):+.4f})")
+            continue
         lo, hi = wilson_interval(sum(cal.covered), len(cal.covered))
         print(f"\n{p} ({AGENTS[p]} → {TARGET}): true S {statistics.fmean(cal.truths):+.4f}; "
               f"estimates mean {statistics.fmean(cal.values):+.4f}, sd "
               f"{statistics.stdev(cal.values):.4f}, bias {cal.bias:+.4f}")
         print(f"  95% interval covers the truth: {cal.coverage:.1%} "
-              f"[{lo:.1%}, {hi:.1%}] (goal 95%; {cal.no_interval} without an interval)")
+              f"[{lo:.1%}, {hi:.1%}] of {len(cal.covered)} (goal 95%; "
+              f"{cal.no_interval} runs without an interval)")
         for label, b_lo, b_hi in BANDS[p]:
             print(f"  {label}: {cal.share(b_lo, b_hi):.1%} of runs")
         if p == "dice":

@@ -210,6 +210,23 @@ def t_quantile(df: float, level: float = 0.95) -> float:
     return float(sps.t.ppf(0.5 + level / 2.0, df))
 
 
+@functools.lru_cache(maxsize=4096)
+def expanded_level(n: int, level: float = 0.95) -> float:
+    """The percentile level that makes a bootstrap percentile interval over ``n`` independent
+    units as wide as a ``level`` t interval: Hesterberg's *expanded percentile interval* (2015,
+    "What teachers should know about the bootstrap", *Amer. Statist.* 69(4), §5.3). Percentile
+    intervals are too narrow in small samples (the bootstrap's variance is the plug-in's, with
+    divisor n, and it uses normal, not t, tails); this widens them by ``sqrt(n / (n − 1)) ·
+    t_{n−1} / z``: ``2 Φ(sqrt(n / (n − 1)) · t_{n−1}((1 + level) / 2)) − 1``. About 0.983 at
+    n = 10, 0.968 at 20, 0.958 at 50, ``level`` in the limit; ``level`` when n < 2."""
+    if n < 2:
+        return level
+    from scipy import stats as sps
+
+    z = math.sqrt(n / (n - 1)) * t_quantile(n - 1, level)
+    return float(2.0 * sps.norm.cdf(z) - 1.0)
+
+
 # -- differences of proportions, exact and permutation tests --------------------------------
 
 

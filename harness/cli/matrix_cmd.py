@@ -258,7 +258,9 @@ def report_matrix(
     help="Reference agent: random, habit, clairvoyant or projection (repeatable; a "
     "clairvoyant needs reference targets only).",
 )
-@click.option("--items", "n_items", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--items", "n_items", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Items in the matrix (at most; the pilot may keep fewer). S gets an "
+              "interval from 20 items, the other figures from 10.")
 @click.option(
     "--samples",
     type=click.IntRange(min=1),

@@ -14,6 +14,7 @@ from ledger.scoring import aggregate, retest_agreement, top1_match
 from reports._estimates import MIN_N
 from reports.matrix import (
     NO_BOOTSTRAP_SPREAD,
+    SKILL_MIN_N,
     ItemRecord,
     _aggregate,
     _bootstrap,
@@ -94,6 +95,36 @@ def test_too_few_items_get_no_interval() -> None:
     assert stats.log_score.value is not None and stats.log_score.lo is None
     assert "at least 10" in (stats.log_score.reason or "")
     assert stats.p is None
+
+
+def test_s_needs_more_items_than_the_other_figures_for_an_interval() -> None:
+    rng = np.random.default_rng(8)
+    records = []
+    for i in range(SKILL_MIN_N - 1):
+        obs = "".join(rng.choice(list("abc"), p=[0.7, 0.2, 0.1], size=6))
+        records.append(rec(i, obs, {"a": 0.6, "b": 0.3, "c": 0.1}, own="b", population="ccab"))
+    few = cell_statistics(records, np.random.default_rng(1), n_boot=300)
+    assert few.skill.value is not None and few.skill.lo is None
+    assert f"from {SKILL_MIN_N} items, not {SKILL_MIN_N - 1}" in (few.skill.reason or "")
+    assert few.top1_accuracy.lo is not None and few.p is not None  # the test of S = 0 stays
+    obs = "".join(rng.choice(list("abc"), p=[0.7, 0.2, 0.1], size=6))
+    records.append(rec(SKILL_MIN_N, obs, {"a": 0.6, "b": 0.3, "c": 0.1}, own="b",
+                       population="ccab"))
+    enough = cell_statistics(records, np.random.default_rng(1), n_boot=300)
+    assert enough.skill.lo is not None and enough.skill.reason is None
+
+
+def test_intervals_stay_within_what_a_figure_can_be() -> None:
+    # the predictor names the target's mode on every item but one: top-1 accuracy near 1,
+    # where recentred replicates reach past 1
+    rng = np.random.default_rng(3)
+    records = [rec(i, "aaaab" if i else "bbbba", {"a": 0.9, "b": 0.1}, top1="a", own="b",
+                   population=str(rng.choice(["a", "b"]))) for i in range(20)]
+    stats = cell_statistics(records, np.random.default_rng(0), n_boot=500)
+    top1 = stats.top1_accuracy
+    assert top1.hi is not None and top1.lo is not None and top1.lo < top1.value <= top1.hi <= 1
+    assert stats.brier.lo is not None and stats.brier.lo >= 0
+    assert stats.log_score.hi is not None and stats.log_score.hi <= 0
 
 
 def test_the_cell_test_is_exact_for_small_n() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -15,6 +16,7 @@ from reports._stats import (
     d50_replicates,
     degradation_slope,
     ece,
+    expanded_level,
     fit_logistic_grouped,
     holm,
     logistic_batch,
@@ -297,3 +299,16 @@ def test_degradation_slope_controls_for_length() -> None:
     assert sep.status == "not_estimable" and sep.reason
     const = degradation_slope(depth, y, np.full(6000, 12.0))
     assert const.covariates == ("depth",) and any("constant" in n for n in const.notes)
+
+
+def test_the_expanded_percentile_level_matches_a_t_intervals_width() -> None:
+    # Hesterberg (2015): z' = sqrt(n / (n - 1)) * t_{n-1, 0.975}; level 2 Phi(z') - 1
+    from scipy import stats as sps
+
+    for n in (3, 10, 20, 50, 200):
+        z = math.sqrt(n / (n - 1)) * sps.t.ppf(0.975, n - 1)
+        assert expanded_level(n) == pytest.approx(2 * sps.norm.cdf(z) - 1, abs=1e-12)
+    levels = [expanded_level(n) for n in range(2, 400)]
+    assert all(a > b for a, b in itertools.pairwise(levels))
+    assert 0.95 < levels[-1] < 0.951 and expanded_level(10) == pytest.approx(0.9829, abs=1e-4)
+    assert expanded_level(1) == 0.95

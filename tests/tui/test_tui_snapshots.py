@@ -221,7 +221,7 @@ def matrix_app(fixed_secrets: None, tmp_path: Path) -> Iterator[DashboardApp]:
         "db_url": f"sqlite:///{tmp_path / 'm.db'}", "home": str(tmp_path / "home")})
     ws = Workspace.open(settings)
     planned = plan_agents(settings, agents=(), references=policies, no_control=True)
-    run_id, _ = create_matrix_run(ws.store, settings, planned=planned, n_items=12, samples=3,
+    run_id, _ = create_matrix_run(ws.store, settings, planned=planned, n_items=20, samples=3,
                                   seed=11, conditions=("zero-shot",), run_id="matrix-1")
     items = list(ws.store.run_items(run_id))
     agents = {f"ref:{p}": ReferenceAgent(f"ref:{p}", p, seed=11) for p in policies}
