@@ -214,7 +214,7 @@ def t_quantile(df: float, level: float = 0.95) -> float:
 def expanded_level(n: int, level: float = 0.95) -> float:
     """The percentile level that makes a bootstrap percentile interval over ``n`` independent
     units as wide as a ``level`` t interval: Hesterberg's *expanded percentile interval* (2015,
-    "What teachers should know about the bootstrap", *Amer. Statist.* 69(4), §5.3). Percentile
+    "What teachers should know about the bootstrap", *Amer. Statist.* 69(4)). Percentile
     intervals are too narrow in small samples (the bootstrap's variance is the plug-in's, with
     divisor n, and it uses normal, not t, tails); this widens them by ``sqrt(n / (n − 1)) ·
     t_{n−1} / z``: ``2 Φ(sqrt(n / (n − 1)) · t_{n−1}((1 + level) / 2)) − 1``. About 0.983 at
