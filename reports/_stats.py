@@ -49,6 +49,7 @@ import math
 import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -210,6 +211,20 @@ def t_quantile(df: float, level: float = 0.95) -> float:
     return float(sps.t.ppf(0.5 + level / 2.0, df))
 
 
+def _t_quantile_series(df: int, p: float) -> float:
+    """Student's t quantile by its Cornish–Fisher expansion in 1/df (Abramowitz & Stegun
+    26.7.5, four terms): within 2e-5 of the exact value at p = 0.975 from df = 9 on, and
+    without importing scipy.stats (half a second, once per process)."""
+    z = NormalDist().inv_cdf(p)
+    g = (
+        (z**3 + z) / 4,
+        (5 * z**5 + 16 * z**3 + 3 * z) / 96,
+        (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
+        (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160,
+    )
+    return float(z + sum(gi / df ** (i + 1) for i, gi in enumerate(g)))
+
+
 @functools.lru_cache(maxsize=4096)
 def expanded_level(n: int, level: float = 0.95) -> float:
     """The percentile level that makes a bootstrap percentile interval over ``n`` independent
@@ -221,10 +236,9 @@ def expanded_level(n: int, level: float = 0.95) -> float:
     n = 10, 0.968 at 20, 0.958 at 50, ``level`` in the limit; ``level`` when n < 2."""
     if n < 2:
         return level
-    from scipy import stats as sps
-
-    z = math.sqrt(n / (n - 1)) * t_quantile(n - 1, level)
-    return float(2.0 * sps.norm.cdf(z) - 1.0)
+    df = n - 1
+    t = t_quantile(df, level) if df < 9 else _t_quantile_series(df, 0.5 + level / 2.0)
+    return 2.0 * NormalDist().cdf(math.sqrt(n / df) * t) - 1.0
 
 
 # -- differences of proportions, exact and permutation tests --------------------------------
