@@ -556,89 +556,91 @@ def _summarise(
             )
             for t in names
         }
-        for row, stats in statistics:
-            _merge_statistics(row, stats.result().to_dict())
-        for row, p_holm in zip(
-            out_cells, holm_adjust([row["skill"]["p"] for row in out_cells]), strict=True
+        cell_stats = [(row, stats.result()) for row, stats in statistics]
+        paired_by_target = {t: advantage.result() for t, advantage in advantages.items()}
+    for row, stats in cell_stats:
+        _merge_statistics(row, stats.to_dict())
+    for row, p_holm in zip(
+        out_cells, holm_adjust([row["skill"]["p"] for row in out_cells]), strict=True
+    ):
+        row["skill"]["p_holm"] = p_holm
+
+    def value(row: dict[str, Any], metric: str) -> float | None:
+        v = row[metric]["value"]
+        return None if v is None else float(v)
+
+    self_adv: dict[str, dict[str, Any]] = {}
+    for t in names:
+        others = [p for p in names if p != t]
+        entry: dict[str, Any] = {}
+        for metric, key in (
+            ("log_score", "log_score"),
+            ("brier", "brier"),
+            ("top1_accuracy", "top1_accuracy"),
+            ("skill", "skill"),
         ):
-            row["skill"]["p_holm"] = p_holm
-
-        def value(row: dict[str, Any], metric: str) -> float | None:
-            v = row[metric]["value"]
-            return None if v is None else float(v)
-
-        self_adv: dict[str, dict[str, Any]] = {}
-        for t in names:
-            others = [p for p in names if p != t]
-            entry: dict[str, Any] = {}
-            for metric, key in (
-                ("log_score", "log_score"),
-                ("brier", "brier"),
-                ("top1_accuracy", "top1_accuracy"),
-                ("skill", "skill"),
-            ):
-                own_v = value(by_pair[t, t], key)
-                other_vs = [value(by_pair[p, t], key) for p in others]
-                if not others:
-                    entry[metric] = {"value": None, "reason": "no other predictor of this target"}
-                elif own_v is None:
-                    entry[metric] = {
-                        "value": None,
-                        "reason": f"{t} predicting itself has no {metric}: "
-                        + str(by_pair[t, t][key].get("reason")),
-                    }
-                elif any(v is None for v in other_vs):
-                    missing = [p for p, v in zip(others, other_vs, strict=True) if v is None]
-                    entry[metric] = {
-                        "value": None,
-                        "reason": f"no {metric} for {', '.join(missing)} predicting {t}",
-                    }
-                else:
-                    mean_other = _mean([v for v in other_vs if v is not None])
-                    assert mean_other is not None
-                    entry[metric] = {"value": own_v - mean_other, "self": own_v, "others": mean_other}
-            paired = advantages[t].result()
-            for metric in METRICS:
-                _merge_self_advantage(entry[metric], paired[metric].to_dict())
-            self_adv[t] = entry
-        tests = [(t, m) for t in names for m in METRICS]
-        for (t, m), p_holm in zip(
-            tests, holm_adjust([self_adv[t][m].get("p") for t, m in tests]), strict=True
-        ):
-            self_adv[t][m]["p_holm"] = p_holm
-
-        per_item = []
-        for item in items:
-            modes: dict[str, list[str]] = {}
-            for t in names:
-                answers = target_answers.get((t, item.id))
-                if answers:
-                    counts: dict[str, int] = {}
-                    for a in answers:
-                        counts[a] = counts.get(a, 0) + 1
-                    best = max(counts.values())
-                    modes[t] = sorted(a for a, c in counts.items() if c == best)
-            per_item.append(
-                {
-                    "id": item.id,
-                    "prompt": item.prompt,
-                    "answers": {t: target_answers.get((t, item.id), []) for t in names},
-                    "distinct_modes": len({m[0] for m in modes.values()}),
+            own_v = value(by_pair[t, t], key)
+            other_vs = [value(by_pair[p, t], key) for p in others]
+            if not others:
+                entry[metric] = {"value": None, "reason": "no other predictor of this target"}
+            elif own_v is None:
+                entry[metric] = {
+                    "value": None,
+                    "reason": f"{t} predicting itself has no {metric}: "
+                    + str(by_pair[t, t][key].get("reason")),
                 }
-            )
-        return {
-            "agents": list(names),
-            "n_items": len(items),
-            "samples": samples,
-            "cells": out_cells,
-            "self_advantage": self_adv,
-            "target_errors": dict(target_errors),
-            "items": per_item,
-            "notes": (
-                "self_advantage = metric(T predicting T) - mean metric(others predicting T); for "
-                "brier lower is better, so a negative brier self-advantage favours self-prediction"
-            ),
-        }
+            elif any(v is None for v in other_vs):
+                missing = [p for p, v in zip(others, other_vs, strict=True) if v is None]
+                entry[metric] = {
+                    "value": None,
+                    "reason": f"no {metric} for {', '.join(missing)} predicting {t}",
+                }
+            else:
+                mean_other = _mean([v for v in other_vs if v is not None])
+                assert mean_other is not None
+                entry[metric] = {"value": own_v - mean_other, "self": own_v, "others": mean_other}
+        paired = paired_by_target[t]
+        for metric in METRICS:
+            _merge_self_advantage(entry[metric], paired[metric].to_dict())
+        self_adv[t] = entry
+    tests = [(t, m) for t in names for m in METRICS]
+    for (t, m), p_holm in zip(
+        tests, holm_adjust([self_adv[t][m].get("p") for t, m in tests]), strict=True
+    ):
+        self_adv[t][m]["p_holm"] = p_holm
+
+    per_item = []
+    for item in items:
+        modes: dict[str, list[str]] = {}
+        for t in names:
+            answers = target_answers.get((t, item.id))
+            if answers:
+                counts: dict[str, int] = {}
+                for a in answers:
+                    counts[a] = counts.get(a, 0) + 1
+                best = max(counts.values())
+                modes[t] = sorted(a for a, c in counts.items() if c == best)
+        per_item.append(
+            {
+                "id": item.id,
+                "prompt": item.prompt,
+                "answers": {t: target_answers.get((t, item.id), []) for t in names},
+                "distinct_modes": len({m[0] for m in modes.values()}),
+            }
+        )
+    return {
+        "agents": list(names),
+        "n_items": len(items),
+        "samples": samples,
+        "cells": out_cells,
+        "self_advantage": self_adv,
+        "target_errors": dict(target_errors),
+        "items": per_item,
+        "notes": (
+            "self_advantage = metric(T predicting T) - mean metric(others predicting T); for "
+            "brier lower is better, so a negative brier self-advantage favours self-prediction"
+        ),
+    }
 
 
 # -- stored matrix runs ------------------------------------------------------------------------
