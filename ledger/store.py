@@ -191,6 +191,65 @@ class Store:
                 raise NotFoundError(f"no run with id {run_id!r} (see `mindledger runs`)")
             return run
 
+    def resolve_run(self, ref: str) -> str:
+        """The id of the run ``ref`` names: an id; ``latest`` (the newest run) or ``latest~N``
+        (the N-th before it); or the start of exactly one id (``20261203-0425``).
+
+        Raises NotFoundError (a user error) naming the newest runs when nothing matches, and
+        the matching ids when a prefix is ambiguous."""
+        ref = ref.strip()
+        runs = RunRow.__table__  # type: ignore[attr-defined]
+        newest = sa.select(runs.c.id).order_by(runs.c.created_at.desc(), runs.c.id.desc())
+        with self.engine.connect() as conn:
+            if ref == "latest" or ref.startswith("latest~"):
+                back = ref.removeprefix("latest").removeprefix("~") or "0"
+                if not back.isdigit() or len(back) > 6:
+                    raise NotFoundError(
+                        f"{ref!r} is not a run reference: write latest, or latest~N for the "
+                        "N-th run before the newest (latest~1)"
+                    )
+                row = conn.execute(newest.offset(int(back)).limit(1)).first()
+                if row is None:
+                    total = conn.execute(sa.select(sa.func.count()).select_from(runs)).scalar()
+                    raise NotFoundError(
+                        "no runs are stored yet (start one with `mindledger run` or "
+                        "`mindledger quickstart`)"
+                        if not total
+                        else f"{ref!r}: only one run is stored (`latest`)"
+                        if total == 1
+                        else f"{ref!r}: only {total} runs are stored (latest~{int(total) - 1} "
+                        "is the oldest)"
+                    )
+                return str(row[0])
+            if conn.execute(sa.select(runs.c.id).where(runs.c.id == ref)).first() is not None:
+                return ref
+            if ref:
+                like = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+                matches = [
+                    str(r[0])
+                    for r in conn.execute(
+                        newest.where(runs.c.id.like(like, escape="\\")).limit(6)
+                    )
+                ]
+                if len(matches) == 1:
+                    return matches[0]
+                if matches:
+                    shown = ", ".join(matches[:5]) + (", …" if len(matches) > 5 else "")
+                    raise NotFoundError(f"{ref!r} matches several runs ({shown}): give more of the id")
+            recent = [str(r[0]) for r in conn.execute(newest.limit(5))]
+        if not recent:
+            raise NotFoundError(f"no run with id {ref!r}: no runs are stored yet")
+        raise NotFoundError(
+            f"no run with id {ref!r} (newest: {', '.join(recent)}; `mindledger runs` lists them "
+            "all, and `latest` names the newest)"
+        )
+
+    def stored_agent_names(self) -> list[str]:
+        """Every agent name that takes part in a stored run, sorted."""
+        ra = RunAgentRow.__table__  # type: ignore[attr-defined]
+        with self.engine.connect() as conn:
+            return [str(r[0]) for r in conn.execute(sa.select(ra.c.agent).distinct().order_by(ra.c.agent))]
+
     def list_runs(self, limit: int = 50) -> list[RunRow]:
         with Session(self.engine) as s:
             stmt = select(RunRow).order_by(col(RunRow.created_at).desc()).limit(limit)

@@ -10,8 +10,16 @@ import click
 from harness.settings import Settings, load_settings
 from harness.workspace import Workspace
 from ledger.store import Store
+from mindledger.errors import NotFoundError
 
-__all__ = ["echo_json", "get_settings", "get_store", "get_workspace"]
+__all__ = [
+    "echo_json",
+    "get_settings",
+    "get_store",
+    "get_workspace",
+    "known_agent",
+    "resolve_run",
+]
 
 
 def get_settings(ctx: click.Context) -> Settings:
@@ -39,6 +47,30 @@ def get_workspace(ctx: click.Context) -> Workspace:
 def get_store(ctx: click.Context) -> Store:
     """A store over the configured database, migrated to the current schema."""
     return get_workspace(ctx).store
+
+
+def resolve_run(ctx: click.Context, ref: str) -> str:
+    """The id of the stored run ``ref`` names (an id, its unique start, ``latest`` or
+    ``latest~N``); a NotFoundError (exit 2) naming the newest runs when there is none."""
+    return get_store(ctx).resolve_run(ref)
+
+
+def known_agent(ctx: click.Context, name: str, *, what: str = "agent") -> str:
+    """``name`` if it names an agent this installation knows: declared in the settings, built
+    in (``local``), or taking part in a stored run (a ``ref:…`` reference agent, a control, a
+    variant). Else a NotFoundError (exit 2) that lists the known names, as ``run --agent``
+    refuses an unknown one."""
+    from harness.build import BUILTIN_AGENTS
+
+    settings = get_settings(ctx)
+    if name in settings.agents or name in BUILTIN_AGENTS:
+        return name
+    stored = get_store(ctx).stored_agent_names()
+    if name in stored:
+        return name
+    known = sorted({*settings.agents, *BUILTIN_AGENTS, *stored})
+    shown = ", ".join(known[:20]) + (f", … ({len(known) - 20} more)" if len(known) > 20 else "")
+    raise NotFoundError(f"no {what} named {name!r} (known: {shown or 'none'})")
 
 
 def echo_json(value: Any, *, indent: int | None = 2) -> None:
