@@ -38,6 +38,7 @@ from mindledger.items import Item
 
 __all__ = [
     "FINISHED_STATUSES",
+    "FailureCounts",
     "JudgementRecord",
     "RunAgent",
     "Store",
@@ -59,6 +60,28 @@ _TRIAL_COLUMNS = (
 
 def _json(value: Any) -> str:
     return canonical_json(value).decode("utf-8")
+
+
+@dataclass(frozen=True)
+class FailureCounts:
+    """One agent's trials in one run, and how many failed: API errors (status ``api_error``)
+    and unreadable answers (a scored trial without an answer) — what
+    :func:`reports.trials.outcome_of` calls ``error`` and ``unparsed``."""
+
+    trials: int
+    errors: int
+    unparsed: int
+    not_applicable: int
+
+    @property
+    def attempted(self) -> int:
+        """Trials that asked the agent something (all but ``not_applicable``)."""
+        return self.trials - self.not_applicable
+
+    @property
+    def failed(self) -> int:
+        """API errors and unreadable answers."""
+        return self.errors + self.unparsed
 
 
 @dataclass(frozen=True)
@@ -476,6 +499,33 @@ class Store:
                 d[status] = d.get(status, 0) + n
                 if correct:
                     d["correct"] += n
+        return out
+
+    def failure_counts(self, run_ids: Sequence[str]) -> dict[str, dict[str, FailureCounts]]:
+        """Per run of ``run_ids`` and agent with trials: its trials and failures, in one
+        aggregate query (no trial is read)."""
+        tr = TrialRow.__table__  # type: ignore[attr-defined]
+        error = tr.c.status == "api_error"
+        not_applicable = tr.c.status == "not_applicable"
+        unparsed = sa.and_(
+            tr.c.status.not_in(("api_error", "not_applicable")),
+            sa.or_(tr.c.answer_json.is_(None), tr.c.answer_json == "null"),
+        )
+
+        def count(condition: Any) -> Any:
+            return sa.func.sum(sa.case((condition, 1), else_=0))
+
+        out: dict[str, dict[str, FailureCounts]] = {}
+        with self.engine.connect() as conn:
+            for chunk in _chunks(run_ids, 500):
+                stmt = (
+                    sa.select(tr.c.run_id, tr.c.agent, sa.func.count(), count(error),
+                              count(unparsed), count(not_applicable))
+                    .where(tr.c.run_id.in_(chunk))
+                    .group_by(tr.c.run_id, tr.c.agent)
+                )  # fmt: skip
+                for run_id, agent, *numbers in conn.execute(stmt):
+                    out.setdefault(run_id, {})[agent] = FailureCounts(*map(int, numbers))
         return out
 
     # -- response cache -------------------------------------------------------------------

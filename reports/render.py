@@ -60,6 +60,7 @@ from reports.present import (
     proportion_text,
 )
 from reports.profile import Analysis, analyse
+from reports.trials import AgentExamples, TrialView, value_text, wrong_examples
 
 __all__ = [
     "CSV_COLUMNS",
@@ -654,10 +655,13 @@ def render_html(
     *,
     figures: Sequence[tuple[str, str, bytes]] | None = None,
     reveal_held_out: bool = False,
+    examples: Sequence[AgentExamples] = (),
 ) -> str:
     """The profile as ONE self-contained HTML file: tables plus every figure embedded as a
     base64 PNG (no external resources). ``figures`` reuses figures already drawn. A held-out
-    run's seed is printed only with ``reveal_held_out`` (operators)."""
+    run's seed is printed only with ``reveal_held_out`` (operators). ``examples``
+    (:func:`reports.trials.wrong_examples`) adds, per agent, a few wrong and failed trials per
+    cause, collapsed; never of a held-out run without ``reveal_held_out``."""
     if figures is None:
         from reports._plots import figures as draw
 
@@ -704,8 +708,48 @@ def render_html(
                  fmt_p(c["p"]), fmt_p(c["p_holm"])] for c in profile["contrasts"]]
         parts.append(_html_table(["agent", "contrast", "metric", "difference [PB]", "n", "p",
                                   "p (Holm)"], rows))
+    if examples and (reveal_held_out or not held_out_of(profile)):
+        parts.append(_examples_html(examples))
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _examples_html(examples: Sequence[AgentExamples]) -> str:
+    """Per agent, a collapsed section with a few of its wrong and failed trials per cause:
+    the question as the item put it, the reply and the answer read from it beside the expected
+    one (every text escaped)."""
+    pre = "<pre style='white-space:pre-wrap;margin:0;max-height:18rem;overflow:auto'>"
+    parts = ["<h2 id='examples'>Examples of wrong and failed answers</h2>"]
+    for agent in examples:
+        total = sum(c.count for c in agent.causes)
+        parts.append(
+            f"<details class='examples'><summary><b>{_h(agent.agent)}</b>: {total} wrong or "
+            f"failed trial(s), {len(agent.causes)} cause(s): "
+            + ", ".join(f"{_h(c.cause)} ({c.count})" for c in agent.causes)
+            + "</summary>"
+        )
+        for cause in agent.causes:
+            shown = len(cause.trials)
+            parts.append(f"<h3>{_h(cause.cause)} — {cause.count} trial(s) ({_h(cause.outcome)})"
+                         + (f", {shown} shown" if shown < cause.count else "") + "</h3>")
+            parts += [_example_html(t, pre) for t in cause.trials]
+        parts.append("</details>")
+    return "\n".join(parts)
+
+
+def _example_html(t: TrialView, pre: str) -> str:
+    def value(v: Any) -> str:
+        return _h(value_text(v))
+
+    where = " ".join(p for p in (t.family, t.label) if p)
+    detail = f"<p>{_h(t.detail)}</p>" if t.detail else ""
+    return (
+        f"<p>item <code>{_h(t.item_id)}</code> · {_h(where)}</p>{detail}"
+        f"<table><tr><th>question</th><td colspan='2'>{pre}{value(t.prompt)}</pre></td></tr>"
+        f"<tr><th></th><th>{_h(t.agent)}</th><th>expected</th></tr>"
+        f"<tr><th>reply</th><td>{pre}{value(t.raw_text)}</pre></td><td></td></tr>"
+        f"<tr><th>answer</th><td>{value(t.answer)}</td><td>{value(t.expected)}</td></tr></table>"
+    )
 
 
 def _md_to_html(lines: Sequence[str]) -> str:
@@ -883,7 +927,8 @@ def report(
     if fmt == "json":
         return render_json(profile, reveal_held_out=reveal)
     if fmt == "html":
-        return render_html(profile, reveal_held_out=reveal)
+        examples = wrong_examples(store, run_id, reveal_held_out=reveal)
+        return render_html(profile, reveal_held_out=reveal, examples=examples)
     if fmt == "md":
         return render_markdown(profile, figures_dir=figures_dir,
                                figures_link_prefix=figures_link_prefix, reveal_held_out=reveal)

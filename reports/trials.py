@@ -27,28 +27,42 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import sqlalchemy as sa
+from sqlmodel import Session, col, select
 
 from ledger.models import TrialRow
 from ledger.store import Store
 from mindledger import family as registry
 from mindledger.errors import NotFoundError, UserError
 from mindledger.items import Item
+from reports.present import MISSING
 
 __all__ = [
     "FAILURES",
     "OUTCOMES",
+    "AgentExamples",
     "AgentFailures",
     "Cause",
+    "CauseExamples",
+    "MessageBlock",
     "Outcome",
     "RunFailures",
     "TrialView",
+    "costs_text",
     "failure_summary",
     "list_trials",
+    "message_blocks",
     "one_trial",
     "outcome_of",
+    "outcome_text",
+    "printable",
+    "score_text",
+    "value_text",
+    "wrong_examples",
 ]
 
 Outcome = Literal["ok", "wrong", "unparsed", "error", "answered", "n/a"]
@@ -101,6 +115,8 @@ class TrialView:
     latency_s: float = 0.0
     raw_text: str | None = None
     """The last reply's text (or the answer tool's arguments) as the agent wrote it."""
+    prompt: str | None = None
+    """The item's prompt: its story and question, or its game (None: withheld)."""
     transcript: tuple[Mapping[str, Any], ...] = ()
     """Every message of the trial in order, exactly as sent and received (tool calls and all)."""
     score: Mapping[str, Any] = field(default_factory=dict)
@@ -133,6 +149,7 @@ class TrialView:
             "tokens_out": self.tokens_out,
             "latency_s": self.latency_s,
             "raw_text": self.raw_text,
+            "prompt": self.prompt,
             "transcript": [dict(m) for m in self.transcript],
             "score": dict(self.score),
             "provider": dict(self.provider),
@@ -152,19 +169,28 @@ def _load(text: str | None) -> Any:
 _KIND = re.compile(r"^([a-z_]+): ")
 
 
+def _kind(outcome: Outcome, error: str | None, primary_error: str | None) -> str | None:
+    """The cause of a trial in one word (:attr:`TrialView.cause`), from its stored columns."""
+    if outcome == "error":
+        m = _KIND.match(error or "")
+        return m.group(1) if m else "error"
+    if outcome == "unparsed":
+        return "unparsed"
+    if outcome == "wrong":
+        return primary_error or "wrong"
+    return None
+
+
 def _cause(row: TrialRow, outcome: Outcome, score: Mapping[str, Any]) -> tuple[str | None, str | None]:
     """(cause, detail) of a trial: see :attr:`TrialView.cause`."""
+    kind = _kind(outcome, row.error, row.primary_error)
     if outcome == "error":
-        message = row.error or "no reason recorded"
-        m = _KIND.match(message)
-        return (m.group(1) if m else "error"), message
+        return kind, row.error or "no reason recorded"
     if outcome == "unparsed":
         details = score.get("details") if isinstance(score, Mapping) else None
         problem = details.get("parse_problem") if isinstance(details, Mapping) else None
-        return "unparsed", str(problem) if problem else "no answer could be read from the reply"
-    if outcome == "wrong":
-        return row.primary_error or "wrong", None
-    return None, None
+        return kind, str(problem) if problem else "no answer could be read from the reply"
+    return kind, None
 
 
 def _label(item: Item | None) -> str:
@@ -235,6 +261,7 @@ def _view(
         tokens_out=row.tokens_out,
         latency_s=row.latency_s,
         raw_text=row.raw_text,
+        prompt=item.prompt if item is not None else None,
         transcript=tuple(transcript) if isinstance(transcript, list) else (),
         score=score if isinstance(score, Mapping) else {},
         provider=provider if isinstance(provider, Mapping) else {},
@@ -302,6 +329,11 @@ def one_trial(
     refused without ``reveal_held_out`` (its transcript is the item)."""
     run = store.get_run(run_id)
     _check_agent(store, run_id, agent)
+    if run.held_out and not reveal_held_out:  # before the item is looked up: not even its id
+        raise UserError(
+            f"run {run_id} is held out: its trials show its items, which regenerate from its "
+            "withheld seed; operators at the machine see them with --reveal-held-out"
+        )
     ids = store.run_item_ids(run_id)
     if item.isdigit() and 1 <= int(item) <= len(ids) and item not in ids:
         item_id = ids[int(item) - 1]
@@ -315,11 +347,6 @@ def one_trial(
                 else f"{item!r} matches {len(matches)} items of run {run_id}: give more of the id"
             )
         item_id = matches[0]
-    if run.held_out and not reveal_held_out:
-        raise UserError(
-            f"run {run_id} is held out: its trials show its items, which regenerate from its "
-            "withheld seed; operators at the machine see them with --reveal-held-out"
-        )
     rows = [r for r in store.trials(run_id, agent) if r.item_id == item_id]
     if not rows:
         raise NotFoundError(f"agent {agent!r} has no trial of item {item_id} in run {run_id} yet")
@@ -379,13 +406,20 @@ class RunFailures:
         return tuple(a for a in self.agents if a.attempted and a.failure_share > share)
 
 
-_VARYING = re.compile(r"'[^']*'|\"[^\"]*\"|\d+(?:\.\d+)?")
+_VARYING = re.compile(
+    r"(?<=one of: ).*?(?=, got |$)"  # an item's choices
+    r"|'[^']*'|\"[^\"]*\"|\d+(?:\.\d+)?"
+)
+
+_RUN_OF_MASKS = re.compile(r"…(?:, …)+")  # a list of quoted choices: "a", "b", "c"
 
 
 def _cause_key(message: str) -> str:
-    """What trials failing for the same reason share: the message with its quoted values and
-    numbers masked (``timed out after 120 s`` and ``… 121 s`` are one cause)."""
-    return _VARYING.sub("…", message)
+    """What trials failing for the same reason share: the message with its quoted values,
+    numbers and the item's list of choices masked (``timed out after 120 s`` and ``… 121 s``
+    are one cause; so are ``expected one of: jar, tin, got 'ok'`` and ``expected one of: box,
+    safe, got 'no'``)."""
+    return _RUN_OF_MASKS.sub("…", _VARYING.sub("…", message))
 
 
 def failure_summary(store: Store, run_id: str, *, reveal_held_out: bool = False) -> RunFailures:
@@ -429,3 +463,254 @@ def failure_summary(store: Store, run_id: str, *, reveal_held_out: bool = False)
             )
         )
     return RunFailures(run_id, tuple(agents))
+
+
+@dataclass(frozen=True)
+class CauseExamples:
+    """Trials of one agent that went wrong for one reason: how many, and the first few."""
+
+    cause: str
+    """:attr:`TrialView.cause`: the scorer's primary error, an API error's kind, ``unparsed``."""
+    outcome: Outcome
+    """``wrong``, ``unparsed`` or ``error``."""
+    count: int
+    trials: tuple[TrialView, ...]
+    """The first few such trials, in the order they were stored, each whole."""
+
+
+@dataclass(frozen=True)
+class AgentExamples:
+    """One agent's wrong and failed trials by cause, the most frequent cause first."""
+
+    agent: str
+    role: str
+    causes: tuple[CauseExamples, ...]
+
+
+_NOT_RIGHT: tuple[Outcome, ...] = ("wrong", *FAILURES)
+
+
+def wrong_examples(
+    store: Store,
+    run_id: str,
+    *,
+    per_cause: int = 3,
+    roles: Sequence[str] = ("agent",),
+    reveal_held_out: bool = False,
+) -> tuple[AgentExamples, ...]:
+    """Per agent of the run in one of ``roles`` (the agents under test), its wrong, unparsed
+    and failed trials grouped by cause (:attr:`TrialView.cause`), each cause with its count and
+    its first ``per_cause`` trials whole. Agents with none are left out; so is everything of a
+    held-out run without ``reveal_held_out`` (its trials show its items).
+
+    Cheap on a large run: one query reads the few small columns that decide a trial's cause, of
+    the trials that are not right, and only the examples are read whole."""
+    run = store.get_run(run_id)
+    if run.held_out and not reveal_held_out:
+        return ()
+    agents = [ra for ra in store.run_agents(run_id) if ra.role in roles]
+    if not agents:
+        return ()
+    tr = TrialRow.__table__  # type: ignore[attr-defined]
+    stmt = (
+        sa.select(tr.c.id, tr.c.agent, tr.c.status, tr.c.answer_json, tr.c.correct,
+                  tr.c.primary_error, tr.c.error)
+        .where(
+            tr.c.run_id == run_id,
+            tr.c.agent.in_([ra.name for ra in agents]),
+            sa.or_(tr.c.status == "api_error", tr.c.correct.is_(None), tr.c.correct == sa.false()),
+        )
+        .order_by(tr.c.id)
+    )  # fmt: skip
+    counts: Counter[tuple[str, Outcome, str]] = Counter()
+    chosen: dict[tuple[str, Outcome, str], list[int]] = {}
+    with store.engine.connect() as conn:
+        for trial_id, agent, status, answer_json, correct, primary_error, error in conn.execute(
+            stmt
+        ):
+            outcome = outcome_of(status, answer_json, correct)
+            if outcome not in _NOT_RIGHT:
+                continue
+            key = (agent, outcome, _kind(outcome, error, primary_error) or outcome)
+            counts[key] += 1
+            if len(ids := chosen.setdefault(key, [])) < per_cause:
+                ids.append(trial_id)
+    views = _views_by_id(store, [i for ids in chosen.values() for i in ids])
+    out: list[AgentExamples] = []
+    for ra in agents:
+        causes = [
+            CauseExamples(kind, outcome, n, tuple(views[i] for i in chosen[(agent, outcome, kind)]))
+            for (agent, outcome, kind), n in counts.items()
+            if agent == ra.name
+        ]
+        if causes:
+            causes.sort(key=lambda c: (-c.count, c.cause))
+            out.append(AgentExamples(ra.name, ra.role, tuple(causes)))
+    return tuple(out)
+
+
+def _views_by_id(store: Store, ids: Sequence[int]) -> dict[int, TrialView]:
+    """The trials with these row ids, whole, by id."""
+    if not ids:
+        return {}
+    with Session(store.engine) as s:
+        rows = list(s.exec(select(TrialRow).where(col(TrialRow.id).in_(ids))).all())
+    items = {it.id: it for it in store.items_by_id(sorted({r.item_id for r in rows}))}
+    return {
+        r.id: _view(r, items.get(r.item_id), position=None, withheld=False)
+        for r in rows
+        if r.id is not None
+    }
+
+
+# -- a trial as text -------------------------------------------------------------------------
+# What `mindledger trials --item` prints and the dashboard's transcript screen shows, worded
+# once: every text an agent wrote made safe for a terminal, answers as a person reads them.
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe for a terminal: control characters (an escape sequence in a reply could
+    rewrite the screen) shown as ``\\xNN``; line breaks and tabs kept."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def value_text(value: Any) -> str:
+    """An answer as a person reads it: text as itself, anything else as compact JSON, none as
+    :data:`MISSING`."""
+    if value is None:
+        return MISSING
+    if isinstance(value, str):
+        return printable(value)
+    return printable(json.dumps(value, ensure_ascii=False, sort_keys=True))
+
+
+def _pretty(value: Any) -> str:
+    """Tool-call arguments or any other structure as indented JSON (a string that is not JSON
+    as it is)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return printable(value)
+    return printable(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+@dataclass(frozen=True)
+class MessageBlock:
+    """One message of a transcript as text: ``title`` (its number, role and place),
+    ``body`` (its content as sent, its tool calls with their arguments indented)."""
+
+    title: str
+    role: str
+    body: str
+
+
+_PLACE_KEYS = ("round", "seat", "agent", "name")
+_SHOWN_KEYS = frozenset(("role", "content", "tool_calls", "tool_call_id", *_PLACE_KEYS))
+
+
+def _content(content: Any) -> list[str]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [printable(content)]
+    if isinstance(content, list):  # content parts
+        return [
+            printable(p["text"]) if isinstance(p, Mapping) and isinstance(p.get("text"), str)
+            else _pretty(p)
+            for p in content
+        ]  # fmt: skip
+    return [_pretty(content)]
+
+
+def _calls(calls: Any) -> list[str]:
+    lines = []
+    for call in calls if isinstance(calls, list) else [calls]:
+        if not isinstance(call, Mapping):
+            lines.append(f"→ {_pretty(call)}")
+            continue
+        fn = call.get("function") or {}
+        name = printable(str(fn.get("name", "?"))) if isinstance(fn, Mapping) else "?"
+        ident = f" ({printable(str(call['id']))})" if call.get("id") else ""
+        lines.append(f"→ calls {name}{ident} with")
+        arguments = fn.get("arguments", "") if isinstance(fn, Mapping) else fn
+        lines += ["  " + line for line in _pretty(arguments).splitlines()]
+    return lines
+
+
+def _message(n: int, message: Mapping[str, Any]) -> MessageBlock:
+    role = printable(str(message.get("role", "?")))
+    place = [f"{k} {printable(str(message[k]))}" for k in _PLACE_KEYS if message.get(k) is not None]
+    title = f"{n} · {role}" + (f" ({', '.join(place)})" if place else "")
+    if message.get("tool_call_id"):
+        title += f" · result of {printable(str(message['tool_call_id']))}"
+    lines = _content(message.get("content"))
+    if message.get("tool_calls"):
+        lines += _calls(message["tool_calls"])
+    lines += [f"{printable(str(k))}: {value_text(v)}" for k, v in message.items()
+              if k not in _SHOWN_KEYS]  # fmt: skip
+    return MessageBlock(title, role, "\n".join(lines) if lines else "(empty)")
+
+
+def message_blocks(transcript: Sequence[Mapping[str, Any]]) -> tuple[MessageBlock, ...]:
+    """Every message of a transcript in order, numbered from 1: each text as it was sent."""
+    return tuple(
+        _message(n, m) if isinstance(m, Mapping) else MessageBlock(f"{n} · ?", "?", _pretty(m))
+        for n, m in enumerate(transcript, 1)
+    )
+
+
+def outcome_text(view: TrialView) -> str:
+    """``wrong: reality_leak``, ``error: timeout — timeout: python3 timed out``, ``ok``."""
+    text: str = view.outcome
+    if view.cause and view.cause != view.outcome:
+        text += f": {printable(view.cause)}"
+    if view.detail:
+        text += f" — {printable(view.detail)}"
+    return text
+
+
+_SHOWN_DETAILS = frozenset(("answer", "expected", "parse_problem"))
+"""The scorer's details shown elsewhere (the answers, the outcome's detail)."""
+
+
+def score_text(score: Mapping[str, Any]) -> str:
+    """The scorer's record in a line: value, error codes, other details."""
+    parts = []
+    if score.get("value") is not None:
+        parts.append(f"value {value_text(score['value'])}")
+    codes = score.get("error_codes")
+    if codes:
+        parts.append("codes " + ", ".join(printable(str(c)) for c in codes))
+    details = score.get("details")
+    if isinstance(details, Mapping):
+        shown = {k: v for k, v in details.items() if k not in _SHOWN_DETAILS}
+        if shown:
+            parts.append("details " + value_text(shown))
+    return " · ".join(parts) or MISSING
+
+
+def costs_text(view: TrialView) -> str:
+    """Turns, tokens, latency, and what the endpoint said: requests sent (retries included),
+    answers from the response cache, models, finish reasons."""
+    p = view.provider
+    parts = [
+        f"{view.turns} turn{'' if view.turns == 1 else 's'}",
+        f"{view.tokens_in} tokens in, {view.tokens_out} out",
+        f"{view.latency_s:.2f} s",
+    ]
+    attempts = p.get("attempts")
+    if isinstance(attempts, int) and attempts > 0:
+        parts.append(f"{attempts} request{'' if attempts == 1 else 's'} sent")
+    cached = p.get("cached")
+    if isinstance(cached, int) and cached > 0:
+        parts.append(f"{cached} from the response cache")
+    models = sorted({printable(str(m)) for m in p.get("models") or () if m})
+    if models:
+        parts.append("model " + ", ".join(models))
+    finishes = [printable(str(f)) for f in p.get("finish_reasons") or () if f]
+    if finishes:
+        parts.append("finish " + ", ".join(finishes))
+    return " · ".join(parts)
