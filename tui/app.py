@@ -1,8 +1,9 @@
 """The dashboard App: owns navigation between the screens; the screens own their data.
 
-Runs is the root. Enter opens a run (its matrix for a matrix run); space marks runs and c
-compares two; a opens an agent's history; l, s and w open the prediction ledger, the schedule
-and the queue from anywhere; escape goes back; ? shows the current screen's keys.
+Runs is the root. Enter opens a run (its matrix for a matrix run); on a run, enter opens an
+agent's trials and, on a trial, its transcript; space marks runs and c compares two; a opens an
+agent's history; l, s and w open the prediction ledger, the schedule and the queue from
+anywhere; escape goes back; ? shows the current screen's keys.
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from reports.matrix_summary import SUITE as MATRIX_SUITE
-from tui.messages import CompareRequested, HistoryRequested
+from tui.messages import (
+    CompareRequested,
+    HistoryRequested,
+    TranscriptRequested,
+    TrialsRequested,
+)
 from tui.screens.compare import CompareScreen
 from tui.screens.help import HelpScreen, screen_keys
 from tui.screens.history import HistoryScreen
@@ -24,6 +30,8 @@ from tui.screens.queue import QueueScreen
 from tui.screens.run import RunScreen
 from tui.screens.runs import RunsScreen
 from tui.screens.schedule import ScheduleScreen
+from tui.screens.transcript import TranscriptScreen
+from tui.screens.trials import TrialsScreen
 from tui.source import DashboardSource
 from tui.widgets.runs_table import RunsTable
 
@@ -83,6 +91,15 @@ class DashboardApp(App[None]):
     def on_history_requested(self, message: HistoryRequested) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HistoryScreen(self.source, message.agent))
+
+    def on_trials_requested(self, message: TrialsRequested) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(TrialsScreen(self.source, message.run_id, message.agent))
+
+    def on_transcript_requested(self, message: TranscriptRequested) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(TranscriptScreen(self.source, message.run_id, message.agent,
+                                              message.item, message.position))
 
     def action_help(self) -> None:
         screen = self.screen

@@ -17,12 +17,14 @@ from ledger.db import Clock, utc_now
 from ledger.models import RunRow
 from ledger.predictions import Ledger
 from ledger.protocol import PredictionState
-from ledger.store import Store
+from ledger.store import FailureCounts, Store
 from mindledger.disclosure import shown_seed
 from mindledger.errors import NotFoundError
 from reports.history import AgentHistory
+from reports.trials import TrialView, list_trials, one_trial
 from tui.operations import QueueSnapshot, ScheduleSnapshot
 from tui.state import AgentCount, RunSummary
+from tui.trials_view import AgentTrials, item_positions
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -83,7 +85,8 @@ class DashboardSource:
     """Reads runs, profiles and the prediction ledger; writes exported reports.
 
     Nothing it hands the screens or writes holds a held-out run's seed: the runs carry None
-    for it, and profiles and reports are built without ``reveal_held_out``.
+    for it, and profiles, reports and trials are built without ``reveal_held_out`` (a held-out
+    run's trials come withheld, and none is shown whole).
 
     ``ledger`` opens the prediction ledger (it is called in a worker, so it may read the key
     file) and raises :class:`NoLedger` when there is none; ``n_boot`` and ``seed`` are the
@@ -145,6 +148,29 @@ class DashboardSource:
         from reports.history import agent_history
 
         return agent_history(self.store, agent, n_boot=self.n_boot, seed=self.seed)
+
+    def failures(self, run_id: str) -> dict[str, FailureCounts]:
+        """Per agent of the run with trials: its trials and how many failed (API errors and
+        unreadable answers), counted in the database (no trial is read)."""
+        return self.store.failure_counts([run_id]).get(run_id, {})
+
+    def trials(self, run_id: str, agent: str, outcome: str | None = None) -> AgentTrials:
+        """``agent``'s trials in the run (those with ``outcome`` only, if given), each with its
+        item's place in the run (see :func:`reports.trials.list_trials`)."""
+        views = list_trials(self.store, run_id, agent=agent, outcome=outcome,
+                            reveal_held_out=False)
+        return AgentTrials(
+            run_id,
+            agent,
+            self.store.get_run(run_id).held_out,
+            tuple(views),
+            item_positions(views, self.store.run_item_ids(run_id)),
+        )
+
+    def trial(self, run_id: str, agent: str, item: str) -> TrialView:
+        """One trial whole (see :func:`reports.trials.one_trial`; a held-out run's is
+        refused)."""
+        return one_trial(self.store, run_id, agent, item, reveal_held_out=False)
 
     def schedule(self) -> ScheduleSnapshot:
         """The daemon's schedule (raises :class:`NoSchedule` when none was handed in)."""

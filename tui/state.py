@@ -39,9 +39,11 @@ from reports.present import (
 if TYPE_CHECKING:  # types only: this module never touches the database
     from ledger.chain import Verification
     from ledger.protocol import PredictionState
+    from ledger.store import FailureCounts
 
 __all__ = [
     "AGENT_COLUMNS",
+    "COUNTING",
     "INVALID",
     "MISSING",
     "NOTE_MARK",
@@ -63,8 +65,10 @@ __all__ = [
     "RunSummary",
     "VerifyView",
     "accuracy_cell",
+    "agent_row",
     "agent_views",
     "calls_lines",
+    "failed_cell",
     "fmt_d50",
     "fmt_difference",
     "fmt_pct",
@@ -89,6 +93,7 @@ RUN_COLUMNS = (
 )  # fmt: skip
 AGENT_COLUMNS = (
     "Valid", "Agent", "Role", "D50", "Leakage resist.", "True-belief ctrl", "False-belief", "n",
+    "Failed",
 )  # fmt: skip
 PREDICTION_COLUMNS = (
     "Prediction", "Predictor", "Target", "Query", "State", "Observed", "Top-1", "Log score",
@@ -268,8 +273,9 @@ class AgentView:
     depth_rows: tuple[DepthRow, ...] = ()
     contrasts: tuple[ContrastRow, ...] = ()
     summary: tuple[str, ...] = field(default=())
-    """The agent's row of the summary table, in AGENT_COLUMNS order (cells no wider than
-    :data:`SUMMARY_CELL_WIDTH`: a reason moves to :attr:`notes`)."""
+    """The agent's row of the summary table from its profile, in AGENT_COLUMNS order up to n
+    (cells no wider than :data:`SUMMARY_CELL_WIDTH`: a reason moves to :attr:`notes`);
+    :func:`agent_row` adds its failures."""
     notes: tuple[str, ...] = ()
     """The reasons taken out of the summary cells: ``"piper D50: not estimable (…)"``."""
 
@@ -422,6 +428,27 @@ def agent_views(profile: Mapping[str, Any]) -> list[AgentView]:
             )
         )
     return out
+
+
+def failed_cell(failed: int, attempted: int) -> str:
+    """Failed trials (API errors and unreadable answers) over the trials that asked the agent
+    something: ``"3/26"``; :data:`MISSING` when none did."""
+    return f"{failed}/{attempted}" if attempted else MISSING
+
+
+COUNTING = "…"
+"""The failed cell while the failures are being counted."""
+
+
+def agent_row(
+    view: AgentView, failures: Mapping[str, FailureCounts] | None
+) -> tuple[str, ...]:
+    """The agent's row of the run screen's table, in AGENT_COLUMNS order: its profile's cells
+    and its failed trials (``failures`` per agent, None while they are being counted)."""
+    if failures is None:
+        return (*view.summary, COUNTING)
+    counts = failures.get(view.name)
+    return (*view.summary, failed_cell(counts.failed, counts.attempted) if counts else MISSING)
 
 
 # -- the prediction ledger ----------------------------------------------------------------

@@ -1,13 +1,17 @@
 """A seeded SQLite database for the dashboard tests: a synthetic run (an agent under test, its
 control, one ablation, and a reference whose profile is invalid), an empty running run, and a
-prediction ledger holding one prediction in each state, all on a frozen clock."""
+prediction ledger holding one prediction in each state, all on a frozen clock; held-out nightly
+runs for the snapshots; and a quick run whose trials are whole (transcripts, wrong, unparsed
+and failed trials) for the trials and transcript screens."""
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
+import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -172,3 +176,113 @@ def nightly(fixed_secrets: None, seeded: Seeded) -> Seeded:
         run.write(seeded.store, f"night-{night}", held_out=True, seed=1000 + night)
     seeded.clock.t = dt.datetime(2026, 3, 5, 12, tzinfo=dt.UTC)
     return seeded
+
+
+# -- a run whose trials are read: real items, answered through the chat agent -------------------
+
+TRIALS_RUN = "quick-1"
+TRIALS_ITEMS = 16
+"""The first items of the quick suite (seed 5): NestToM stories R0–R5, false and true belief."""
+
+
+class ScriptedBackend:
+    """A chat backend that answers each request with the next reply of its script (an
+    exception is raised instead)."""
+
+    def __init__(self, replies: list[Any]) -> None:
+        self.replies = list(replies)
+
+    async def chat(self, messages: list[dict[str, Any]], **_: Any) -> Any:
+        reply = self.replies.pop(0)
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _reply(content: str | None = None, answer: str | None = None, conf: float = 0.9) -> Any:
+    from harness.agents import ChatReply
+
+    if answer is None:
+        return ChatReply({"role": "assistant", "content": content}, "stop", "scripted-1", 410,
+                         12, 0.6)  # fmt: skip
+    call = {"id": "call_1", "type": "function", "function": {
+        "name": "submit_answer", "arguments": json.dumps({"answer": answer, "confidence": conf})}}
+    return ChatReply({"role": "assistant", "content": content, "tool_calls": [call]},
+                     "tool_calls", "scripted-1", 420, 24, 0.8)  # fmt: skip
+
+
+def _script(n: int, truth: Mapping[str, Any], choices: list[str]) -> list[Any]:
+    """piper's replies to item ``n``: mostly right; item 2 wrong (it answers where the object
+    really is), 3 unreadable twice, 4 a program that wrote no JSON, 5 right after a nudge,
+    6 wrong (another container), 11 a timeout."""
+    from mindledger.errors import AgentError
+
+    right, reality = truth["answer"], truth["reality"]
+    if n == 2:
+        return [_reply(f"It was moved last to the {reality}.", reality, 0.7)]
+    if n == 3:
+        return [_reply("Hmm, hard to say."), _reply("I cannot tell from the story.")]
+    if n == 4:
+        return [AgentError("python3 wrote no JSON reply", kind="malformed")]
+    if n == 5:
+        return [_reply("Let me think about who saw what."), _reply(None, right, 0.6)]
+    if n == 6:
+        return [_reply(None, next(c for c in choices if c not in (right, reality)), 0.55)]
+    if n == 11:
+        return [AgentError("request timed out after 120 s", kind="timeout")]
+    return [_reply(None, right)]
+
+
+def write_trials_run(store: Store, clock: FakeClock, run_id: str = TRIALS_RUN, *,
+                     held_out: bool = False) -> None:
+    """A quick run of piper (scripted) and its control (always right) on real items: each
+    trial goes through :class:`harness.agents.ChatAgent` and the runner's scoring, so its
+    transcript, answer, score and costs are what a real run stores. Item 2 (position) is
+    wrong, 3 unparsed, 4 an error, and so on (:func:`_script`)."""
+    import asyncio
+
+    from harness.agents import ChatAgent
+    from harness.runner import score_attempt
+    from harness.suites import get_suite
+
+    clock.t = dt.datetime(2026, 3, 5, 9, tzinfo=dt.UTC)
+    items = get_suite("quick").build(5)[:TRIALS_ITEMS]
+    store.create_run(run_id, suite="quick", seed=5, held_out=held_out, params={}, agents=[
+        RunAgent("piper", "agent", {"adapter": "openai"}),
+        RunAgent("piper-control", "control", {"adapter": "openai"}, "piper"),
+    ], items=items)  # fmt: skip
+    for n, item in enumerate(items, 1):
+        choices = list(item.answer["choices"])
+        for name, replies in (("piper", _script(n, item.truth, choices)),
+                              ("piper-control", [_reply(None, item.truth["answer"])])):
+            agent = ChatAgent(name, ScriptedBackend(replies),
+                              system_prompt=f"You are {name}. Read each story carefully.")
+            attempt = asyncio.run(agent.attempt(item))
+            assert store.record_trial(score_attempt(run_id, name, item, attempt))
+    store.set_run_status(run_id, "complete", finished=True)
+
+
+@pytest.fixture
+def with_trials(seeded: Seeded) -> Seeded:
+    """:func:`seeded` plus :func:`write_trials_run`'s run (``quick-1``)."""
+    write_trials_run(seeded.store, seeded.clock)
+    return seeded
+
+
+@pytest.fixture
+def nightly_with_trials(nightly: Seeded) -> Seeded:
+    """:func:`nightly` plus :func:`write_trials_run`'s run (``quick-1``), on the same frozen
+    clock."""
+    write_trials_run(nightly.store, nightly.clock)
+    nightly.clock.t = dt.datetime(2026, 3, 5, 12, tzinfo=dt.UTC)
+    return nightly
+
+
+@pytest.fixture
+def with_held_trials(with_trials: Seeded) -> Seeded:
+    """:func:`with_trials` plus the same run again as a held-out run, ``quick-held``."""
+    write_trials_run(with_trials.store, with_trials.clock, "quick-held", held_out=True)
+    return with_trials

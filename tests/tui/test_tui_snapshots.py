@@ -23,10 +23,10 @@ from harness.cli.dashboard_cmd import queue_reader, schedule_reader
 from harness.settings import AgentConfig, load_settings
 from tui import DashboardApp, DashboardSource
 from tui.operations import QueueBatch, QueueSnapshot, QueueWorker
-from tui.screens import CompareScreen, HistoryScreen, MatrixScreen, RunScreen
+from tui.screens import CompareScreen, HistoryScreen, MatrixScreen, RunScreen, TranscriptScreen
 from tui.widgets import RunsTable, VerifyBanner
 
-from .conftest import N_BOOT, SNAP_SIZE, Seeded
+from .conftest import N_BOOT, SNAP_SIZE, TRIALS_RUN, Seeded
 
 Snap = Callable[..., bool]
 
@@ -204,6 +204,48 @@ def test_queue_screen_with_a_stalled_batch(
         await until(pilot, lambda: rows(pilot, "#batches") == 5)
 
     assert snap_compare(app, terminal_size=SNAP_SIZE, run_before=run_before)
+
+
+# -- the drill-down: a run's agent → its trials → one transcript -------------------------------
+
+
+@pytest.fixture
+def trials_app(nightly_with_trials: Seeded, tmp_path: Path) -> DashboardApp:
+    return make_app(nightly_with_trials, tmp_path)
+
+
+async def _open_trials(pilot: Pilot[None]) -> None:
+    """From the runs screen, by keys: the newest run (quick-1), then its agent under test's
+    trials."""
+    await until(pilot, lambda: rows(pilot, "#runs") == 7)
+    await pilot.press("enter")
+    await until(pilot, lambda: rows(pilot, "#agents") == 2)
+    assert isinstance(pilot.app.screen, RunScreen) and pilot.app.screen.run_id == TRIALS_RUN
+    await pilot.press("enter")
+    await until(pilot, lambda: rows(pilot, "#trials") == 16)
+
+
+@pytest.mark.parametrize("width", [160, 80])
+def test_trials_screen(snap_compare: Snap, trials_app: DashboardApp, width: int) -> None:
+    """piper's 16 trials in quick-1: right, wrong (item 2, highlighted), unparsed, error."""
+    async def run_before(pilot: Pilot[None]) -> None:
+        await _open_trials(pilot)
+        await pilot.press("down")
+
+    assert snap_compare(trials_app, terminal_size=(width, SNAP_SIZE[1]), run_before=run_before)
+
+
+@pytest.mark.parametrize("width", [160, 80])
+def test_transcript_screen(snap_compare: Snap, trials_app: DashboardApp, width: int) -> None:
+    """The first wrong trial whole (item 2): the answer beside the expected one, the cause,
+    and its three messages, the answer's tool call indented."""
+    async def run_before(pilot: Pilot[None]) -> None:
+        await _open_trials(pilot)
+        await pilot.press("i", "enter")
+        await until(pilot, lambda: isinstance(pilot.app.screen, TranscriptScreen)
+                    and len(pilot.app.screen.query(".message")) == 3)
+
+    assert snap_compare(trials_app, terminal_size=(width, SNAP_SIZE[1]), run_before=run_before)
 
 
 # -- the matrix screen: a small matrix run of the reference agents ------------------------------

@@ -9,6 +9,8 @@ from tui.screens.queue import QueueScreen
 from tui.screens.run import RunScreen
 from tui.screens.runs import RunsScreen
 from tui.screens.schedule import ScheduleScreen
+from tui.screens.transcript import TranscriptScreen
+from tui.screens.trials import TrialsScreen
 
 __all__ = [
     "CompareScreen",
@@ -20,4 +22,6 @@ __all__ = [
     "RunScreen",
     "RunsScreen",
     "ScheduleScreen",
+    "TranscriptScreen",
+    "TrialsScreen",
 ]

@@ -16,8 +16,11 @@ HELP_TEXT = """\
 Every screen   q quit · ? this help · l prediction ledger · s schedule · w queue · escape back
 Runs           ↑/↓ move · enter open the run · space mark for comparison · c compare two runs
                a the agent's history · r refresh now (also every few seconds)
-Run            ↑/↓ choose an agent · m export Markdown · h export HTML · a the agent's history
-               r reload
+Run            ↑/↓ choose an agent · enter its trials · a its history · r reload
+               m export Markdown · h export HTML
+Trials         ↑/↓ move · enter the trial whole · r reload
+               show a all · e errors · u unparsed · i wrong answers
+Transcript     ↑/↓, page up/down, home, end scroll the messages · r reload
 Compare        ↑/↓ move (the line below shows the row in full) · r reload
 History        ↑/↓ choose a figure (the table below shows it run by run) · r reload
 Matrix run     arrows move between cells · c next condition · r reload

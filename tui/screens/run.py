@@ -1,5 +1,5 @@
-"""One run: each agent's profile (validity first), accuracy by depth, agent − control and
-ablation credit; exports the report to a file."""
+"""One run: each agent's profile (validity first) and failed trials, accuracy by depth, agent −
+control and ablation credit; opens an agent's trials; exports the report to a file."""
 
 from __future__ import annotations
 
@@ -13,10 +13,19 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, LoadingIndicator, Static
 from textual.worker import Worker, WorkerState
 
-from tui.messages import HistoryRequested
+from ledger.store import FailureCounts
+from tui.messages import HistoryRequested, TrialsRequested
 from tui.screens._base import WorkerScreen
 from tui.source import DashboardSource
-from tui.state import AGENT_COLUMNS, NOTE_MARK, AgentView, RunHeader, agent_views, run_header
+from tui.state import (
+    AGENT_COLUMNS,
+    NOTE_MARK,
+    AgentView,
+    RunHeader,
+    agent_row,
+    agent_views,
+    run_header,
+)
 from tui.widgets.agent_detail import AgentDetail
 from tui.widgets.tables import fill_table
 
@@ -28,13 +37,16 @@ class RunScreen(WorkerScreen):
 
     HELP: ClassVar[str] = (
         "Run: each agent's profile, validity first, then D50, leakage resistance, true-belief "
-        "control accuracy and false-belief accuracy; a cell cut short (†) is whole on the line "
-        "under the table. ↑/↓ choose an agent: its detail shows accuracy by depth, agent − "
-        "control and ablation credit. a opens the highlighted agent's history; m and h write "
-        "the report as Markdown or HTML to the export directory."
+        "control accuracy and false-belief accuracy, its trials (n) and its failed trials "
+        "(API errors and unreadable answers over the trials that asked it something); a cell "
+        "cut short (†) is whole on the line under the table. ↑/↓ choose an agent: its detail "
+        "shows accuracy by depth, agent − control and ablation credit. enter opens the "
+        "highlighted agent's trials (and from there one trial's transcript); a opens its "
+        "history; m and h write the report as Markdown or HTML to the export directory."
     )
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
+        Binding("enter", "trials", "Trials", priority=True),
         Binding("m", "export('md')", "Export .md"),
         Binding("h", "export('html')", "Export .html"),
         Binding("a", "history", "History"),
@@ -48,6 +60,8 @@ class RunScreen(WorkerScreen):
         self.run_id = run_id
         self.export_dir = export_dir
         self.views: list[AgentView] = []
+        self.failures: dict[str, FailureCounts] | None = None
+        """Failed trials per agent, counted apart from the profile (None until counted)."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -63,6 +77,21 @@ class RunScreen(WorkerScreen):
         self.sub_title = f"Run {self.run_id}"
         fill_table(self.query_one("#agents", DataTable), AGENT_COLUMNS, [])
         self.load()
+
+    def load(self) -> None:
+        """Build the profile, and count the failed trials in a worker of their own (one count
+        query, which neither waits for the profile nor keeps it waiting)."""
+        super().load()
+        self.count_failures()
+
+    @work(thread=True, group="failures", exclusive=True, exit_on_error=False)
+    def count_failures(self) -> dict[str, FailureCounts]:
+        return self.source.failures(self.run_id)
+
+    def action_trials(self) -> None:
+        table = self.query_one("#agents", DataTable)
+        if 0 <= table.cursor_row < len(self.views):
+            self.post_message(TrialsRequested(self.run_id, self.views[table.cursor_row].name))
 
     def action_history(self) -> None:
         table = self.query_one("#agents", DataTable)
@@ -85,7 +114,14 @@ class RunScreen(WorkerScreen):
         self.query_one("#run-notices", Static).update(Text(f"Could not build the profile: {error}"))
 
     def other_worker_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group == "export":
+        if event.worker.group == "failures":
+            if event.state == WorkerState.SUCCESS:
+                self.failures = event.worker.result
+                self._fill_agents()
+            elif event.state == WorkerState.ERROR:
+                self.notify(f"Could not count the failed trials: {event.worker.error}",
+                            severity="warning")
+        elif event.worker.group == "export":
             if event.state == WorkerState.SUCCESS:
                 self.notify(f"Wrote the report to {event.worker.result}", title="Exported")
             elif event.state == WorkerState.ERROR:
@@ -98,21 +134,28 @@ class RunScreen(WorkerScreen):
         notices = self.query_one("#run-notices", Static)
         notices.update(Text("\n".join(header.notices)))
         notices.set_class(any(n.startswith("INVALID") for n in header.notices), "-invalid")
+        notes = [f"{NOTE_MARK} {n}" for v in views for n in v.notes]
+        self.query_one("#agents-notes", Static).update(Text("\n".join(notes)))
+        self._fill_agents()
+        table = self.query_one("#agents", DataTable)
+        if views:
+            self.query_one(AgentDetail).agent = views[table.cursor_row]
+        table.focus()
+
+    def _fill_agents(self) -> None:
+        """The agents table from the profile's views and the failed trials, as far as each
+        has been read (the cursor stays on its row)."""
         table = self.query_one("#agents", DataTable)
         cursor = table.cursor_row
         rows = []
-        for v in views:
-            row = [Text(c) for c in v.summary]
+        for v in self.views:
+            row = [Text(c) for c in agent_row(v, self.failures)]
             if not v.valid:
                 row[0].stylize("bold red")
             rows.append(row)
-        fill_table(table, AGENT_COLUMNS, rows, [v.name for v in views])
-        notes = [f"{NOTE_MARK} {n}" for v in views for n in v.notes]
-        self.query_one("#agents-notes", Static).update(Text("\n".join(notes)))
-        if views:
-            table.move_cursor(row=min(cursor, len(views) - 1), animate=False)
-            self.query_one(AgentDetail).agent = views[table.cursor_row]
-        table.focus()
+        fill_table(table, AGENT_COLUMNS, rows, [v.name for v in self.views])
+        if self.views:
+            table.move_cursor(row=min(cursor, len(self.views) - 1), animate=False)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "agents" and 0 <= event.cursor_row < len(self.views):
