@@ -26,10 +26,10 @@ from harness.agents import CONTROL_SYSTEM_PROMPT
 from harness.families import check_policy
 from harness.settings import MODULES, AgentConfig, Settings
 from ledger.store import RunAgent, Store
-from mindledger.errors import ConfigError, UserError
+from mindledger.errors import ConfigError, InputError, UserError
 from mindledger.secrets import strip_credentials
 
-__all__ = ["BUILTIN_AGENTS", "AgentSpec", "built_agents", "plan_agents"]
+__all__ = ["BUILTIN_AGENTS", "CLI_OPTIONS", "AgentSpec", "PlanFields", "built_agents", "plan_agents"]
 
 LOCAL_SYSTEM_PROMPT = (
     "You are a careful reasoner about what other people know and believe. Keep track of who "
@@ -138,13 +138,28 @@ def _endpoint(name: str, spec: Mapping[str, Any], settings: Settings) -> str:
     return str(AgentSpec.from_json(name, spec).resolved(settings).endpoint)
 
 
-def _lookup(settings: Settings, name: str) -> AgentConfig:
+@dataclass(frozen=True)
+class PlanFields:
+    """What the caller of :func:`plan_agents` calls the names it was given, so that an error
+    names them as the person wrote them: the command line's options (:data:`CLI_OPTIONS`), or
+    the fields of an API request's body."""
+
+    agent: str = "--agent"
+    control: str = "--control"
+    reference: str = "--reference"
+    ablate: str = "--ablate"
+
+
+CLI_OPTIONS = PlanFields()
+
+
+def _lookup(settings: Settings, name: str, where: str) -> AgentConfig:
     if name in settings.agents:
         return settings.agents[name]
     if name in BUILTIN_AGENTS:
         return BUILTIN_AGENTS[name]
     known = ", ".join(sorted({*settings.agents, *BUILTIN_AGENTS}))
-    raise ConfigError(f"no agent named {name!r} (known: {known})", key="--agent")
+    raise ConfigError(f"no agent named {name!r} (known: {known})", key=where)
 
 
 def plan_agents(
@@ -156,9 +171,11 @@ def plan_agents(
     ablate: Sequence[str] = (),
     no_control: bool = False,
     temperature: float | None = None,
+    fields: PlanFields = CLI_OPTIONS,
 ) -> list[RunAgent]:
     """The agents of a run, with their roles and specs; ``temperature`` replaces the sampling
-    temperature of every agent named (and of their controls)."""
+    temperature of every agent named (and of their controls). An unknown name is refused
+    naming where it was given, as ``fields`` calls it (the error's ``key`` or ``where``)."""
     planned: list[RunAgent] = []
     names: set[str] = set()
 
@@ -168,11 +185,11 @@ def plan_agents(
         names.add(ra.name)
         planned.append(ra)
 
-    def lookup(name: str) -> AgentConfig:
-        cfg = _lookup(settings, name)
+    def lookup(name: str, where: str) -> AgentConfig:
+        cfg = _lookup(settings, name, where)
         return cfg if temperature is None else replace(cfg, temperature=temperature)
 
-    declared = {name: lookup(name) for name in agents}
+    declared = {name: lookup(name, fields.agent) for name in agents}
     own = {m for cfg in declared.values() for m in cfg.own_modules}
     for m in ablate:
         if m not in MODULES and m not in own:
@@ -181,9 +198,10 @@ def plan_agents(
                 for n, cfg in declared.items()
                 if cfg.own_modules
             )
-            raise UserError(
-                f"unknown module {m!r} for --ablate (expected one of the reference scaffold's: "
-                f"{', '.join(MODULES)}" + (f"; {theirs})" if theirs else ")")
+            raise InputError(
+                f"unknown module {m!r} (expected one of the reference scaffold's: "
+                f"{', '.join(MODULES)}" + (f"; {theirs})" if theirs else ")"),
+                where=fields.ablate,
             )
 
     for name in agents:
@@ -193,7 +211,9 @@ def plan_agents(
         if adapter_kind(cfg.adapter, agent=name).paired_with_control and not no_control:
             ctl_name = control if control and len(agents) == 1 else cfg.control
             if ctl_name:
-                ctl_cfg = lookup(ctl_name)
+                ctl_cfg = lookup(
+                    ctl_name, fields.control if ctl_name == control else f"agents.{name}.control"
+                )
                 check_applicable(ctl_cfg)
                 ctl = AgentSpec.of(ctl_cfg)
                 add(RunAgent(ctl_name, "control", ctl.to_json(), base_agent=name))
@@ -202,19 +222,23 @@ def plan_agents(
                 add(RunAgent(f"{name}-control", "control", ctl.to_json(), base_agent=name))
         for m in ablate:
             if m not in cfg.module_names:
-                raise UserError(
+                raise InputError(
                     f"agent {name!r} has no module {m!r} to ablate (it has "
-                    f"{list(cfg.module_names)})"
+                    f"{list(cfg.module_names)})",
+                    where=fields.ablate,
                 )
             variant = AgentSpec.of(cfg, ablated=m, **cfg.module_off(m))
             add(RunAgent(f"{name}-no-{m}", "ablation", variant.to_json(), base_agent=name))
     for policy in references:
-        check_policy(policy)
+        try:
+            check_policy(policy)
+        except UserError as exc:
+            raise InputError(str(exc), where=fields.reference) from None
         name = f"ref:{policy}"
         scripted = AgentSpec(AgentConfig(name, adapter="reference", policy=policy))
         add(RunAgent(name, "reference", scripted.to_json(defaults=False)))
     if not planned:
-        raise UserError("nothing to run: give --agent NAME and/or --reference POLICY")
+        raise UserError(f"nothing to run: give {fields.agent} and/or {fields.reference}")
     return planned
 
 

@@ -47,6 +47,7 @@ import contextlib
 import json
 import logging
 import math
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -60,7 +61,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from harness.build import plan_agents
+from harness.build import PlanFields, plan_agents
 from harness.daemon import tokens
 from harness.daemon.openapi import openapi_document
 from harness.daemon.proxy import Draw, Proxy, TransportFactory, system_draw
@@ -86,7 +87,7 @@ from ledger.models import RunRow
 from ledger.predictions import Ledger
 from ledger.protocol import is_digest, provenance, query_hash, response_hash
 from ledger.store import Store
-from mindledger.errors import InputError, NotFoundError, StorageError, UserError
+from mindledger.errors import ConfigError, InputError, NotFoundError, StorageError, UserError
 
 __all__ = ["create_app"]
 
@@ -96,6 +97,26 @@ RETRY_AFTER = 60
 """Seconds a client at its cap of open runs is told to wait (``Retry-After``)."""
 MAX_ABLATIONS = 8
 """Most modules one run request may ablate (each adds a variant running the whole suite)."""
+RUN_FIELDS = PlanFields(agent="agent", control="control", reference="references", ablate="ablate")
+"""The fields of ``POST /runs`` that name agents, as the run planner's errors name them."""
+
+
+def _plan_error(exc: UserError, *, agent: str | None) -> ApiError:
+    """A 400 for a run request the planner refused, naming the body's field at fault: the one
+    the error names, else ``agent`` (a declared agent that cannot run) or ``references``."""
+    named = None
+    if isinstance(exc, InputError):
+        named = exc.where
+    elif isinstance(exc, ConfigError):
+        named = exc.key
+    if named not in (RUN_FIELDS.agent, RUN_FIELDS.reference, RUN_FIELDS.ablate):
+        named = RUN_FIELDS.agent if agent else RUN_FIELDS.reference
+    return ApiError(400, "invalid_field", str(exc), field=named)
+
+
+_CLI_HINT = re.compile(r" \(see `mindledger [^`]*`\)$")
+"""The pointer to a command that some stored-data errors end with, for people at the command
+line; the API's answers leave it out."""
 
 
 class RateLimiter:
@@ -364,17 +385,11 @@ def create_app(
                 f"this token may request runs of {principal.agent!r} only",
                 field="agent",
             )
-        try:  # the request's agents and references, checked before anything else
-            plan_agents(settings, agents=(who,) if who else (), references=refs)
+        try:  # the request's agents, references and ablations, checked before anything else
+            plan_agents(settings, agents=(who,) if who else (), references=refs, ablate=ablate,
+                        fields=RUN_FIELDS)
         except UserError as exc:
-            raise ApiError(
-                400, "invalid_field", str(exc), field="agent" if who else "references"
-            ) from None
-        if ablate:
-            try:
-                plan_agents(settings, agents=(who,) if who else (), ablate=ablate)
-            except UserError as exc:
-                raise ApiError(400, "invalid_field", str(exc), field="ablate") from None
+            raise _plan_error(exc, agent=who) from None
         if scheduler is None or not scheduler.running:
             raise ApiError(503, "scheduler_off", "the scheduler is off (--no-scheduler)")
         sched = scheduler
@@ -403,9 +418,7 @@ def create_app(
                 )
             except UserError as exc:
                 release_run_request(engine, run_id)
-                raise ApiError(
-                    400, "invalid_field", str(exc), field="agent" if who else "references"
-                ) from None
+                raise _plan_error(exc, agent=who) from None
             except BaseException:
                 release_run_request(engine, run_id)
                 raise
@@ -628,7 +641,7 @@ def create_app(
 
     async def on_user_error(request: Request, exc: Exception) -> Response:
         if isinstance(exc, NotFoundError):
-            return error_response(404, "not_found", str(exc))
+            return error_response(404, "not_found", _CLI_HINT.sub("", str(exc)))
         if isinstance(exc, LedgerStateError):
             return error_response(
                 409, "conflict", str(exc), extra={"state": exc.state, "id": exc.prediction}

@@ -716,6 +716,36 @@ def test_unknown_ids_and_targets_are_404(env: Env) -> None:
     assert env.daemon.ledger.verify() == []
 
 
+def test_errors_name_the_body_field_and_never_a_command_line_flag(env: Env) -> None:
+    """Issue 23: the run planner is shared with the command line, which says --agent; through
+    the API a bad name is the body's field, and a 404 points at no command."""
+    operator = env.token_for(scope="operator")
+    known = "(known: bot, dusk, local, wren)"
+    bad: list[tuple[dict[str, Any], str, str]] = [
+        ({"agent": "cmdbto"}, "agent", f"agent: no agent named 'cmdbto' {known}"),
+        ({"references": ["psychic"]}, "references", "references: unknown reference agent "
+         "'psychic' (expected one of "),
+        # a good agent beside a bad reference: the reference is at fault
+        ({"agent": "dusk", "references": ["oracle", "psychic"]}, "references",
+         "references: unknown reference agent 'psychic'"),
+        ({"agent": "dusk", "ablate": ["magic"]}, "ablate", "ablate: unknown module 'magic' "
+         "(expected one of the reference scaffold's: "),
+    ]
+    with env.client(operator) as o:
+        for body, field, message in bad:
+            r = o.post("/runs", json={"suite": "quick", **body})
+            assert r.status_code == 400, r.text
+            err = r.json()["error"]
+            assert (err["code"], err["field"]) == ("invalid_field", field), body
+            assert err["message"].startswith(message), err
+            assert "--" not in err["message"], err
+        for path in ("/runs/cmdbto", "/runs/cmdbto/profile", "/predictions/pnothing"):
+            err = o.get(path).json()["error"]
+            assert err["code"] == "not_found" and err["message"].startswith("no "), path
+            assert "mindledger" not in err["message"], err
+        assert o.get("/runs").json()["runs"] == []  # nothing was stored
+
+
 def test_a_token_over_its_rate_is_told_to_wait(db_url: str, tmp_path: Path) -> None:
     from harness.daemon.api import RateLimiter
 

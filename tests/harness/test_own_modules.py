@@ -200,7 +200,7 @@ def test_an_unknown_module_names_both_kinds(tmp_path: Path) -> None:
     )
     with pytest.raises(
         UserError,
-        match=r"unknown module 'magic' for --ablate \(expected one of the reference scaffold's: "
+        match=r"--ablate: unknown module 'magic' \(expected one of the reference scaffold's: "
         r"perspective, witness_log, opponent_sim; mybot's own: tom\)",
     ):
         plan_agents(s, agents=("mybot",), ablate=("magic",))
