@@ -92,10 +92,10 @@ class RegressionRule:
     def describe(self) -> str:
         """The rule in one sentence, as the reports print it."""
         return (
-            f"a run's figure is flagged when it is below the pooled previous {self.window} runs "
-            f"of the same suite (at least {self.min_history}) by a one-sided test (Fisher exact "
-            f"for proportions, z from the 95% intervals otherwise) at level {self.alpha:g} per "
-            "run, Bonferroni over the figures tested on it"
+            f"a run's figure is flagged when it is below the pooled previous {self.window} "
+            f"run{_s(self.window)} of the same suite (at least {self.min_history}) by a one-sided "
+            "test (Fisher exact for proportions, z from the 95% intervals otherwise) at level "
+            f"{self.alpha:g} per run, Bonferroni over the figures tested on it"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -431,6 +431,11 @@ class _Test:
     what: str
 
 
+def _s(n: int) -> str:
+    """The plural ending for ``n`` of something: ``1 run``, ``0 runs``, ``3 runs``."""
+    return "" if n == 1 else "s"
+
+
 def _test(metric: Metric, fig: _Figure, prior: Sequence[_Figure], rule: RegressionRule
           ) -> _Test | str:
     """The one-sided test of ``fig`` against ``prior`` (already the window), or why not."""
@@ -441,29 +446,30 @@ def _test(metric: Metric, fig: _Figure, prior: Sequence[_Figure], rule: Regressi
             return "no k/n"
         usable = [f for f in prior if f.k is not None and f.n]
         if len(usable) < rule.min_history:
-            return f"history too short ({len(usable)} earlier runs; {rule.min_history} needed)"
+            return (f"history too short ({len(usable)} earlier run{_s(len(usable))}; "
+                    f"{rule.min_history} needed)")
         k0 = sum(f.k or 0 for f in usable)
         n0 = sum(f.n or 0 for f in usable)
         p = _fisher_less(fig.k, fig.n, k0, n0)
         return _Test(p, k0 / n0, len(usable),
-                     f"{fig.k}/{fig.n} against {k0}/{n0} over the previous {len(usable)} runs, "
-                     f"one-sided Fisher")
+                     f"{fig.k}/{fig.n} against {k0}/{n0} over the previous {len(usable)} "
+                     f"run{_s(len(usable))}, one-sided Fisher")
     se = _se(fig.ci)
     if se is None:
         return "no interval"
     usable2 = [(f.value, s) for f in prior
                if f.value is not None and (s := _se(f.ci)) is not None]
     if len(usable2) < rule.min_history:
-        return (f"history too short ({len(usable2)} earlier runs with an interval; "
-                f"{rule.min_history} needed)")
+        return (f"history too short ({len(usable2)} earlier run{_s(len(usable2))} with an "
+                f"interval; {rule.min_history} needed)")
     weights = [1.0 / (s * s) for _, s in usable2]
     mean = sum(w * v for w, (v, _) in zip(weights, usable2, strict=True)) / sum(weights)
     se0 = math.sqrt(1.0 / sum(weights))
     z = (fig.value - mean) / math.sqrt(se * se + se0 * se0)
     p = _phi(z) if metric.better == "higher" else _phi(-z)
     return _Test(p, mean, len(usable2),
-                 f"{fig.value:.3g} against {mean:.3g} over the previous {len(usable2)} runs, "
-                 f"one-sided z = {z:+.2f}")
+                 f"{fig.value:.3g} against {mean:.3g} over the previous {len(usable2)} "
+                 f"run{_s(len(usable2))}, one-sided z = {z:+.2f}")
 
 
 def history_of(

@@ -27,6 +27,7 @@ __all__ = [
     "render_history_html",
     "render_history_text",
     "sparkline",
+    "verdict",
 ]
 
 BARS = "▁▂▃▄▅▆▇█"
@@ -54,7 +55,9 @@ def sparkline(values: Sequence[float | None], flagged: Sequence[bool] = ()) -> s
     return "".join(out)
 
 
-def _verdict(p: HistoryPoint) -> str:
+def verdict(p: HistoryPoint) -> str:
+    """What the rule made of one run's figure: flagged with its reason, ok with its p, or why
+    it was not tested."""
     if p.flagged:
         return f"{FLAG}: {p.reason}"
     if p.tested:
@@ -75,7 +78,9 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 def render_history_text(history: AgentHistory) -> str:
     """A table per figure (run, created, held out, the figure as the profile words it, the
     verdict), headed by a sparkline of its values over the runs (``▼`` a flagged run)."""
-    lines = [f"History of {history.agent}: {len(history.runs)} runs", f"Rule: {history.rule.describe()}."]
+    n = len(history.runs)
+    lines = [f"History of {history.agent}: {n} run{'' if n == 1 else 's'}",
+             f"Rule: {history.rule.describe()}."]
     if not history.runs:
         lines.append("No finished run has this agent as the agent under test.")
         return "\n".join(lines) + "\n"
@@ -85,7 +90,7 @@ def render_history_text(history: AgentHistory) -> str:
         lines += ["", f"{m.title}  {sparkline(m.values(), flags)}"
                   + (f"  ({n_flag} flagged)" if n_flag else "")]
         rows = [[p.run_id, (p.created_at or "")[:16].replace("T", " "),
-                 "yes" if p.held_out else "", p.text, _verdict(p)] for p in m.points]
+                 "yes" if p.held_out else "", p.text, verdict(p)] for p in m.points]
         lines += _table(["run", "created (UTC)", HELD_OUT, "value", "verdict"], rows)
     flagged = history.regressions()
     lines.append("")
@@ -182,7 +187,7 @@ def render_history_html(history: AgentHistory) -> str:
         for p in m.points:
             cls = " class='flagged'" if p.flagged else ""
             cells = [p.run_id, p.created_at or "", "yes" if p.held_out else "", p.text,
-                     _verdict(p)]
+                     verdict(p)]
             rows.append(f"<tr{cls}>" + "".join(f"<td>{h(c)}</td>" for c in cells) + "</tr>")
         parts.append("<table><tr><th>run</th><th>created (UTC)</th><th>held-out</th>"
                      "<th>value</th><th>verdict</th></tr>" + "".join(rows) + "</table>")

@@ -42,6 +42,8 @@ def test_a_drop_is_flagged_only_after_enough_history(template: dict[str, Any]) -
     assert [p.tested for p in pts] == [False, False, False, True]
     assert pts[0].reason is not None and "history too short (0 earlier runs; 3 needed)" in \
         pts[0].reason
+    assert pts[1].reason is not None and "history too short (1 earlier run; 3 needed)" in \
+        pts[1].reason
     assert pts[3].flagged and pts[3].baseline == pytest.approx(108 / 120)
     m = sum(x.points[3].tested for x in history_of("agent", runs).metrics)
     assert pts[3].threshold == pytest.approx(DEFAULT_RULE.alpha / m)
@@ -105,6 +107,18 @@ def test_unknown_metrics_and_bad_rules_are_refused(template: dict[str, Any]) -> 
         history_of("agent", [template], metrics=["d51"])
     with pytest.raises(ValueError, match="min_history"):
         RegressionRule(window=2, min_history=3)
+
+
+def test_one_run_is_one_run_in_every_sentence(template: dict[str, Any]) -> None:
+    rule = RegressionRule(window=1, min_history=1)
+    assert "the pooled previous 1 run of the same suite" in rule.describe()
+    runs = [_run(template, 1, k=36), _run(template, 2, k=12)]
+    pts = history_of("agent", runs, metrics=["false_belief"], rule=rule).metric(
+        "false_belief").points
+    assert pts[1].tested and pts[1].reason is not None
+    assert "over the previous 1 run, one-sided Fisher" in pts[1].reason
+    text = render_history_text(history_of("agent", runs[:1], rule=rule))
+    assert text.startswith("History of agent: 1 run\n")
 
 
 def test_headline_figures_are_read_off_the_profile(template: dict[str, Any]) -> None:
