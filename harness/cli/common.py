@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any
 
 import click
@@ -55,22 +56,29 @@ def resolve_run(ctx: click.Context, ref: str) -> str:
     return get_store(ctx).resolve_run(ref)
 
 
-def known_agent(ctx: click.Context, name: str, *, what: str = "agent") -> str:
+def known_agent(
+    ctx: click.Context,
+    name: str,
+    *,
+    what: str = "agent",
+    also: Collection[str] = (),
+    hint: str = "",
+) -> str:
     """``name`` if it names an agent this installation knows: declared in the settings, built
-    in (``local``), or taking part in a stored run (a ``ref:…`` reference agent, a control, a
-    variant). Else a NotFoundError (exit 2) that lists the known names, as ``run --agent``
-    refuses an unknown one."""
+    in (``local``), taking part in a stored run (a ``ref:…`` reference agent, a control, a
+    variant), or one of ``also``. Else a NotFoundError (exit 2) that lists the known names, as
+    ``run --agent`` refuses an unknown one, followed by ``hint``."""
     from harness.build import BUILTIN_AGENTS
 
     settings = get_settings(ctx)
-    if name in settings.agents or name in BUILTIN_AGENTS:
+    if name in settings.agents or name in BUILTIN_AGENTS or name in also:
         return name
     stored = get_store(ctx).stored_agent_names()
     if name in stored:
         return name
-    known = sorted({*settings.agents, *BUILTIN_AGENTS, *stored})
+    known = sorted({*settings.agents, *BUILTIN_AGENTS, *stored, *also})
     shown = ", ".join(known[:20]) + (f", … ({len(known) - 20} more)" if len(known) > 20 else "")
-    raise NotFoundError(f"no {what} named {name!r} (known: {shown or 'none'})")
+    raise NotFoundError(f"no {what} named {name!r} (known: {shown or 'none'}){hint}")
 
 
 def echo_json(value: Any, *, indent: int | None = 2) -> None:

@@ -1,6 +1,7 @@
 """What every ``mindledger`` command has in common, beyond settings and the database (those are
 :mod:`harness.cli.common`): the ``--format table|json`` option of the listing commands, and
-help texts that end with their examples.
+help texts that end with their examples. Tables for people fit the terminal with
+:mod:`harness.cli.tables`.
 
 Light on imports on purpose: :mod:`harness.cli.main` uses it before any command is loaded, and
 ``mindledger --help`` must stay fast.
@@ -21,20 +22,49 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 OUTPUT_FORMATS = ("table", "json")
 """What a listing command prints: ``table`` for people (the default), ``json`` for scripts —
-one JSON document on stdout and nothing else there (notes and warnings go to stderr)."""
+one JSON document on stdout and nothing else there (notes and warnings go to stderr); and
+``csv`` where the data are rows (a header line, then one line per row)."""
 
 
-def format_option(what: str) -> Callable[[F], F]:
-    """The ``--format table|json`` option of a listing command (parameter ``fmt``); ``what``
-    says what the JSON document is, e.g. ``"an array of runs"``."""
-    return click.option(
+def format_option(what: str, *, csv: str | None = None) -> Callable[[F], F]:
+    """The ``--format table|json`` option of a command that prints data (parameter ``fmt``),
+    with ``csv`` too when ``csv`` says what its rows are; ``what`` says what the JSON document
+    is, e.g. ``"an array of runs"``. ``--json`` is a hidden alias of ``--format json`` (the
+    spelling some commands had first); whichever of the two comes last wins. An unknown format
+    is refused as every input error is: one line naming ``--format``, exit 2."""
+    formats = (*OUTPUT_FORMATS, "csv") if csv else OUTPUT_FORMATS
+
+    def check(ctx: click.Context, param: click.Parameter, value: str) -> str:
+        if value not in formats:  # one line naming the option, as every input error
+            from mindledger.errors import InputError
+
+            raise InputError(
+                f"expected {', '.join(formats[:-1])} or {formats[-1]}, got {value!r}",
+                where="--format",
+            )
+        return value
+
+    chosen = click.option(
         "--format",
         "fmt",
-        type=click.Choice(OUTPUT_FORMATS),
+        metavar="|".join(formats),
+        callback=check,
         default="table",
         show_default=True,
-        help=f"table for people; json for scripts: {what}, alone on stdout.",
+        help=f"table for people; json for scripts: {what}, alone on stdout"
+        + (f"; csv: {csv}." if csv else "."),
     )
+    alias = click.option(
+        "--json", "fmt", flag_value="json", hidden=True, help="Same as --format json."
+    )
+
+    def decorate(f: F) -> F:
+        own = getattr(f, "__click_params__", ())  # a command that declares its own --json
+        if any("--json" in p.opts for p in own):  # keeps it (doctor, for now)
+            return chosen(f)
+        return chosen(alias(f))
+
+    return decorate
 
 
 _EXAMPLES = re.compile(r"^\s*Examples?:\s*$")

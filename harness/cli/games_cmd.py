@@ -67,9 +67,8 @@ def games() -> None:
 
 @games.command(name="list")
 @format_option("an array of games (name, title, players, actions, anchor, kmax)")
-@click.option("--json", "as_json", is_flag=True, hidden=True, help="Same as --format json.")
 @_user_errors
-def list_games(fmt: str, as_json: bool) -> None:
+def list_games(fmt: str) -> None:
     """List the built-in games (the paper's four) with their IDR depth K_max.
 
     \b
@@ -92,7 +91,7 @@ def list_games(fmt: str, as_json: bool) -> None:
                 "kmax": verdict.kmax,
             }
         )
-    if as_json or fmt == "json":
+    if fmt == "json":
         _echo_json(rows)
         return
     for r in rows:

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from harness.cli.common import echo_json, get_settings, get_store
+from harness.cli.common import echo_json, get_settings, get_store, known_agent
 from harness.cli.conventions import format_option
 from mindledger.errors import InputError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from reports.history import AgentHistory
 
 __all__ = ["history"]
 
@@ -40,7 +46,9 @@ def _since(value: str | None) -> dt.date | dt.datetime | None:
               help="Show the runs created on or after DATE (YYYY-MM-DD or an ISO time, UTC); "
               "earlier runs still serve as the baseline of the first ones shown.")
 @click.option("--suite", default=None, help="Only this suite's runs.")
-@format_option("the agent's history: runs, figures per run, flags and the rule")
+@format_option("the agent's history: runs, figures per run, flags and the rule",
+               csv="one row per figure and run (metric, run_id, created_at, suite, held_out, "
+               "value, ci_low, ci_high, n, k, text, tested, flagged, baseline, p, reason)")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, writable=True),
               default=None, help="Also write an HTML trend report with a plot per figure.")
 @click.option("--notify", is_flag=True,
@@ -66,14 +74,16 @@ def history(ctx: click.Context, agent: str, metrics: tuple[str, ...], since: str
       mindledger history mybot
       mindledger history mybot --metric false_belief --metric d50 --since 2026-11-01
       mindledger history mybot --format json | jq '.flagged'
+      mindledger history mybot --format csv > mybot-history.csv
       mindledger history mybot --html trend.html
       mindledger history mybot --notify     # announce a regression of the latest run
     """
     from reports.history import agent_history
-    from reports.history_render import render_history_html, render_history_text
+    from reports.history_render import render_history_html
 
-    store = get_store(ctx)
     when = _since(since)
+    known_agent(ctx, agent)
+    store = get_store(ctx)
     full = agent_history(store, agent, metrics=metrics or None, suite=suite, n_boot=n_boot)
     shown = full.since(when) if when is not None else full
     if not full.runs:
@@ -86,8 +96,74 @@ def history(ctx: click.Context, agent: str, metrics: tuple[str, ...], since: str
         click.echo(f"wrote {html_out}", err=True)
     if fmt == "json":
         echo_json(shown.to_dict())
+    elif fmt == "csv":
+        click.echo(_csv(shown), nl=False)
     else:
-        click.echo(render_history_text(shown), nl=False)
+        from harness.cli.tables import stdout_console
+
+        _print_history(stdout_console(), shown)
+
+
+CSV_COLUMNS = ("metric", "run_id", "created_at", "suite", "held_out", "value", "ci_low",
+               "ci_high", "n", "k", "text", "tested", "flagged", "baseline", "p", "reason")
+
+
+def _csv(history: AgentHistory) -> str:
+    """``history --format csv``: a row per figure and run, oldest run first."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for m in history.metrics:
+        for p in m.points:
+            lo, hi = p.ci if p.ci is not None else (None, None)
+            writer.writerow(["" if v is None else v for v in (
+                m.key, p.run_id, p.created_at, p.suite, p.held_out, p.value, lo, hi, p.n, p.k,
+                p.text, p.tested, p.flagged, p.baseline, p.p, p.reason)])
+    return out.getvalue()
+
+
+def _print_history(console: Console, history: AgentHistory) -> None:
+    """A table per figure (run, created, held out, the figure as the profile words it, the
+    verdict) under its sparkline, fitted to the console's width (the creation time, which
+    starts the run's id, is left out first)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from harness.cli.tables import fit_table, note_dropped
+    from reports.history_render import HELD_OUT, sparkline, verdict
+
+    n = len(history.runs)
+    say = lambda text: console.print(text, markup=False, highlight=False)  # noqa: E731
+    say(f"History of {history.agent}: {n} run{'' if n == 1 else 's'}")
+    say(f"Rule: {history.rule.describe()}.")
+    if not history.runs:
+        say("No finished run has this agent as the agent under test.")
+        return
+    dropped: list[str] = []
+    for m in history.metrics:
+        flags = [p.flagged for p in m.points]
+        say("")
+        say(f"{m.title}  {sparkline(m.values(), flags)}"
+            + (f"  ({sum(flags)} flagged)" if any(flags) else ""))
+        table = Table()
+        for col in ("run", "created (UTC)", HELD_OUT, "value", "verdict"):
+            table.add_column(col, no_wrap=col == "run")
+        for p in m.points:
+            table.add_row(*(Text(c) for c in (
+                p.run_id, (p.created_at or "")[:16].replace("T", " "),
+                "yes" if p.held_out else "", p.text, verdict(p))))
+        dropped += [d for d in fit_table(table, console.width, drop=("created (UTC)", HELD_OUT))
+                    if d not in dropped]
+        console.print(table)
+    flagged = history.regressions()
+    say("")
+    say(f"{len(flagged)} flagged: " + "; ".join(f"{r.metric.key} on {r.point.run_id}"
+                                                 for r in flagged) if flagged
+        else "No run flagged.")
+    note_dropped(console, dropped)
 
 
 def _notify(ctx: click.Context, agent: str, history: object) -> None:

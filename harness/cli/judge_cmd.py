@@ -9,12 +9,12 @@ import click
 from rich.console import Console
 from rich.progress import TaskID
 
-from harness.cli.common import get_settings, get_store
+from harness.cli.common import get_settings, get_store, resolve_run
 from harness.cli.progress import progress_bars
 from harness.judging import JudgeCounts, judge_config, judge_stored_run
 from harness.settings import Settings
 from ledger.store import Store
-from mindledger.errors import MindledgerError
+from mindledger.errors import ConfigError, MindledgerError
 
 __all__ = ["JudgeBar", "describe_counts", "judge", "judge_after_run"]
 
@@ -115,12 +115,20 @@ def judge(run_id: str, judge_name: str | None) -> None:
     running it again (or after an interruption) only judges what is left.
 
     \b
-    Example:
+    RUN_ID is a run's id, the start of its id, latest or latest~N.
+
+    \b
+    Examples:
+      mindledger judge latest
       mindledger judge 20261130-031500-ab12cd --judge local
     """
     ctx = click.get_current_context()
     settings = get_settings(ctx)
-    judge_config(settings, judge_name)  # an unknown judge is named before the database opens
-    store = get_store(ctx)
-    store.get_run(run_id)
-    _judge(store, settings, run_id, judge_name, Console(stderr=True))
+    try:  # an unknown judge is named before the database opens
+        judge_config(settings, judge_name)
+    except ConfigError as exc:
+        if not judge_name or exc.key != "judge_agent":
+            raise
+        raise ConfigError(str(exc).removeprefix(f"{exc.key}: "), key="--judge") from None
+    run_id = resolve_run(ctx, run_id)
+    _judge(get_store(ctx), settings, run_id, judge_name, Console(stderr=True))

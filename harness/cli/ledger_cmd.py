@@ -341,7 +341,10 @@ def _report(ctx: click.Context, v: Verification, as_json: bool) -> None:
     help="Check an inclusion-proof bundle from `mindledger ledger prove` instead (offline; "
     "with --public-key, the head must be signed by that key).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
+@format_option(
+    "the full report (ok, ledger, entries, head_seq, head_hash, root, keys, predictions, calls, "
+    "signatures, failures); with --proof, ok and problems"
+)
 @click.pass_context
 def verify_cmd(
     ctx: click.Context,
@@ -351,7 +354,7 @@ def verify_cmd(
     full: bool,
     heads: tuple[str, ...],
     proof: str | None,
-    as_json: bool,
+    fmt: str,
 ) -> None:
     """Verify the ledger: every hash, link, reveal and signature, the Merkle tree, the heads
     it published, and every head given with --head. Exit 0 and one line when intact; exit 1
@@ -363,7 +366,9 @@ def verify_cmd(
       mindledger ledger verify --head head-2026-11-30.json     # nothing rewritten since
       mindledger ledger verify --file ledger.jsonl --public-key KEY --head head.json
       mindledger ledger verify --proof p871d2d04f.proof.json --public-key KEY
+      mindledger ledger verify --format json | jq '.failures'
     """
+    as_json = fmt == "json"
     if proof:
         _check_proof(ctx, Path(proof), public_key, as_json)
         return
@@ -492,7 +497,11 @@ def export_cmd(ctx: click.Context, out: str) -> None:
 @click.option("--predictor", default=None, help="Only this predictor's predictions.")
 @click.option("--target", default=None, help="Only predictions of this target.")
 @click.option("--id", "prediction_id", default=None, help="One prediction, in full.")
-@format_option("an object of predictions and summary (with --id, the one prediction)")
+@format_option(
+    "an object of predictions and summary (with --id, the one prediction)",
+    csv="one row per prediction (id, state, predictor, target, query, item, committed_at, "
+    "deadline, observed, log_score, brier, top1_match, reason, agent_signed, query_hash)",
+)
 @click.pass_context
 def show_cmd(
     ctx: click.Context,
@@ -514,6 +523,7 @@ def show_cmd(
     Examples:
       mindledger ledger show --predictor piper
       mindledger ledger show --format json | jq '.summary.log_score'
+      mindledger ledger show --predictor piper --format csv > piper.csv
       mindledger ledger show --id p871d2d04f1b8e14bd01f
     """
     led = _open(ctx)
@@ -522,15 +532,41 @@ def show_cmd(
         one = led.prediction(prediction_id).to_dict(now)
         if fmt == "json":
             echo_json(one)
+        elif fmt == "csv":
+            click.echo(_csv([one]), nl=False)
         else:
             _print_prediction(one)
         return
     shown = [s.to_dict(now) for s in led.predictions(predictor, target)]
+    if fmt == "csv":
+        click.echo(_csv(shown), nl=False)
+        return
     summary = led.summary(predictor, target)
     if fmt == "json":
         echo_json({"predictions": shown, "summary": summary})
         return
     _print_predictions(shown, summary)
+
+
+CSV_COLUMNS = ("id", "state", "predictor", "target", "query", "item", "committed_at",
+               "deadline", "observed", "log_score", "brier", "top1_match", "reason",
+               "agent_signed", "query_hash")
+
+
+def _csv(predictions: list[dict[str, Any]]) -> str:
+    """``ledger show --format csv``: a row per prediction; ``observed`` counts the answers."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for p in predictions:
+        scores = p.get("scores") or {}
+        row = {**p, **{k: scores.get(k) for k in ("log_score", "brier", "top1_match")},
+               "observed": len(p.get("observed") or ())}
+        writer.writerow(["" if row.get(k) is None else row[k] for k in CSV_COLUMNS])
+    return out.getvalue()
 
 
 def _score(scores: dict[str, Any] | None, key: str) -> str:
@@ -546,13 +582,6 @@ def _metric(block: Any) -> str:
     return f"{block['value']:.3f} (n={block.get('n', 0)})"
 
 
-def _console() -> Any:
-    from rich.console import Console
-
-    console = Console()
-    return console if console.is_terminal else Console(width=160)
-
-
 def _print_predictions(shown: list[dict[str, Any]], summary: dict[str, Any]) -> None:
     from rich.table import Table
     from rich.text import Text  # cells as plain text: a query's "[red]" is not markup
@@ -560,9 +589,11 @@ def _print_predictions(shown: list[dict[str, Any]], summary: dict[str, Any]) -> 
     if not shown:
         click.echo("no predictions (commit one with `mindledger ledger commit`)", err=True)
         return
+    from harness.cli.tables import print_table, stdout_console
+
     table = Table()
-    for col in ("id", "state", "predictor", "target", "query", "observed"):
-        table.add_column(col, overflow="fold" if col == "query" else "ellipsis")
+    for col in ("id", "state", "predictor → target", "query", "observed"):
+        table.add_column(col, no_wrap=col == "id", overflow="fold" if col == "query" else "ellipsis")
     for col in ("log score", "Brier", "top-1"):
         table.add_column(col, justify="right")
     for p in shown:
@@ -570,8 +601,7 @@ def _print_predictions(shown: list[dict[str, Any]], summary: dict[str, Any]) -> 
         cells = [
             p["id"],
             p["state"],
-            p["predictor"],
-            p["target"],
+            f"{p['predictor']} → {p['target']}",
             query if len(query) <= 60 else query[:59] + "…",
             str(len(p["observed"])),
             _score(p["scores"], "log_score"),
@@ -579,8 +609,8 @@ def _print_predictions(shown: list[dict[str, Any]], summary: dict[str, Any]) -> 
             _score(p["scores"], "top1_match"),
         ]
         table.add_row(*(Text(str(c)) for c in cells))
-    console = _console()
-    console.print(table)
+    console = stdout_console()
+    print_table(console, table, drop=("observed", "Brier", "top-1"))
     states = ", ".join(f"{n} {state}" for state, n in sorted(summary["states"].items()))
     console.print(
         f"{len(shown)} prediction(s): {states}. Over the {summary['n']} final one(s)"
@@ -594,6 +624,8 @@ def _print_predictions(shown: list[dict[str, Any]], summary: dict[str, Any]) -> 
 def _print_prediction(p: dict[str, Any]) -> None:
     from rich.table import Table
     from rich.text import Text
+
+    from harness.cli.tables import print_table, stdout_console
 
     table = Table(show_header=False)
     table.add_column("field", style="bold")
@@ -615,7 +647,7 @@ def _print_prediction(p: dict[str, Any]) -> None:
         elif isinstance(value, dict):
             value = ", ".join(f"{k}={v}" for k, v in sorted(value.items()))
         table.add_row(key, Text(str(value)))
-    _console().print(table, highlight=False)
+    print_table(stdout_console(), table)
 
 
 @ledger.command("register")

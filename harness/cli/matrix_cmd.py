@@ -13,8 +13,10 @@ from rich.progress import TaskID, TextColumn
 from rich.table import Table
 
 from harness.build import plan_agents
-from harness.cli.common import echo_json, get_settings, get_workspace
+from harness.cli.common import echo_json, get_settings, get_workspace, resolve_run
+from harness.cli.conventions import format_option
 from harness.cli.progress import progress_bars
+from harness.cli.tables import PIPED_WIDTH, fits, print_table, stdout_console
 from harness.matrix import (
     ZERO_SHOT,
     check_matrix_options,
@@ -84,7 +86,7 @@ def _print_pilot(console: Console, result: dict[str, Any]) -> None:
 def _pair_table(title: str, columns: Sequence[str]) -> Table:
     """A table of (predictor → target) rows and right-aligned ``columns``."""
     table = Table(title=title)
-    table.add_column("predictor → target", no_wrap=True)
+    table.add_column("predictor → target")
     for col in columns:
         table.add_column(col, justify="right")
     return table
@@ -104,7 +106,7 @@ def _print_conditions(console: Console, result: dict[str, Any]) -> None:
             )
     for (p, t), values in rows.items():
         table.add_row(f"{p} → {t}", *values)
-    console.print(table)
+    print_table(console, table)
     for key, title in (
         ("learning_curve", "Learning curve: slope per past answer shown (m)"),
         ("simulate_contrast", "Simulate − zero-shot"),
@@ -125,7 +127,7 @@ def _print_conditions(console: Console, result: dict[str, Any]) -> None:
                     for m in ("log_score", "top1_accuracy")
                 ),
             )
-        console.print(sub)
+        print_table(console, sub)
 
 
 def print_matrix(console: Console, result: dict[str, Any]) -> None:
@@ -146,11 +148,7 @@ def print_matrix(console: Console, result: dict[str, Any]) -> None:
     cols = ("predictor → target", "n", "log score", "Brier", "top-1", "skill S", "base",
             "p (Holm)", "notes")
     for col in cols:
-        table.add_column(
-            col,
-            justify="left" if col in ("predictor → target", "notes") else "right",
-            no_wrap=col == "predictor → target",
-        )
+        table.add_column(col, justify="left" if col in ("predictor → target", "notes") else "right")
     footnotes: dict[str, int] = {}  # a reason → its number (long reasons would wrap the table)
     for c in result["cells"]:
         notes = []
@@ -171,7 +169,7 @@ def print_matrix(console: Console, result: dict[str, Any]) -> None:
             _fmt(c["skill"].get("p_holm"), ".3g"),
             "; ".join(notes),
         )
-    console.print(table)
+    print_table(console, table, drop=("base", "p (Holm)", "Brier"))
     for reason, number in footnotes.items():
         console.print(f"  {number}. S: {reason}", markup=False, highlight=False)
     adv = Table(
@@ -189,7 +187,7 @@ def print_matrix(console: Console, result: dict[str, Any]) -> None:
                 for m in ("log_score", "brier", "top1_accuracy", "skill")
             ),
         )
-    console.print(adv)
+    print_table(console, adv, drop=("Brier",))
     reasons = {
         entry[m]["reason"]
         for entry in result["self_advantage"].values()
@@ -209,27 +207,37 @@ def _print_depths(console: Console, result: dict[str, Any]) -> None:
     by_depth = result.get("by_depth")
     if not by_depth:
         return
-    table = _pair_table(
-        "Skill S by belief depth (NestToM items) [95% hierarchical bootstrap]",
-        [f"{entry['depth']} ({entry['n_items']} items)" for entry in by_depth],
-    )
-    pairs = [(c["predictor"], c["target"]) for c in by_depth[0]["cells"]]
-    for p, t in pairs:
+    title = "Skill S by belief depth (NestToM items) [95% hierarchical bootstrap]"
+    start = 0
+    while start < len(by_depth):  # as many depths side by side as the width holds
+        end = len(by_depth)
+        while end > start + 1 and not fits(_depth_table(title, by_depth[start:end]),
+                                           console.width):
+            end -= 1
+        print_table(console, _depth_table(title, by_depth[start:end]))
+        title, start = "Skill S by belief depth (continued)", end
+
+
+def _depth_table(title: str, by_depth: Sequence[dict[str, Any]]) -> Table:
+    table = _pair_table(title, [f"{e['depth']} ({e['n_items']} items)" for e in by_depth])
+    for cell in by_depth[0]["cells"]:
+        p, t = cell["predictor"], cell["target"]
         table.add_row(f"{p} → {t}", *(
             _with_ci(next(c for c in entry["cells"]
                           if c["predictor"] == p and c["target"] == t)["skill"])
             for entry in by_depth
         ))
-    console.print(table)
+    return table
 
 
 def report_matrix(
     store: Store, run_id: str, fmt: str, *, n_boot: int = 2000, stats_seed: int = 0,
-    reveal_held_out: bool = False,
+    reveal_held_out: bool = False, width: int = PIPED_WIDTH,
 ) -> str:
     """A stored matrix run as `mindledger report` shows it, rebuilt from its stored trials: its
-    matrix as JSON (``json``), the tables `mindledger matrix` prints (``md``), one page with
-    the heatmap of S per condition (``html``) or one row per cell (``csv``)."""
+    matrix as JSON (``json``), the tables `mindledger matrix` prints (``md``, fitted to
+    ``width`` columns), one page with the heatmap of S per condition (``html``) or one row per
+    cell (``csv``)."""
     if fmt not in ("md", "json", "html", "csv"):
         raise UserError(
             f"run {run_id} is a matrix run: it renders as md, json, html or csv, not {fmt}"
@@ -243,7 +251,7 @@ def report_matrix(
         from reports.matrix_render import render_matrix_csv, render_matrix_html
 
         return render_matrix_html(result) if fmt == "html" else render_matrix_csv(result)
-    console = Console(file=io.StringIO(), width=160, color_system=None, force_terminal=False)
+    console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False)
     print_matrix(console, result)
     text: str = console.file.getvalue()  # type: ignore[attr-defined]
     return text
@@ -324,7 +332,8 @@ def report_matrix(
     "resume_id",
     default=None,
     metavar="RUN",
-    help="Finish a stored matrix run: only its items without every trial are run again.",
+    help="Finish a stored matrix run (its id, the id's start, latest or latest~N): only its "
+    "items without every trial are run again.",
 )
 @click.option(
     "--queue",
@@ -334,7 +343,10 @@ def report_matrix(
     "(PostgreSQL) instead of running them here (the pilot, if any, runs here first). With "
     "--resume, queue what the run still lacks.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the matrix as JSON.")
+@format_option(
+    "the matrix (cells, self_advantage, by_condition, by_depth, …, ledger_problems)",
+    csv="one row per cell, as `report RUN --format csv`",
+)
 @click.pass_context
 def matrix(
     ctx: click.Context,
@@ -352,7 +364,7 @@ def matrix(
     concurrency: int,
     resume_id: str | None,
     use_queue: bool,
-    as_json: bool,
+    fmt: str,
 ) -> None:
     """Cross-model prediction matrix: who predicts whom, scored through the ledger.
 
@@ -379,8 +391,8 @@ def matrix(
       mindledger matrix --agent a --agent b --kinds arbitrary,open --candidates 60
       mindledger matrix --agent a --agent b --conditions zero-shot,observe:3,simulate
       mindledger matrix --agent a --agent b --agent c --second-order
-      mindledger matrix --agent a --agent b --samples 5 --seed 11 --json
-      mindledger matrix --resume 20261130-031500-ab12cd
+      mindledger matrix --agent a --agent b --samples 5 --seed 11 --format json
+      mindledger matrix --resume latest
       mindledger matrix --agent a --agent b --no-pilot --queue   # then: mindledger worker
     """
     settings = get_settings(ctx)
@@ -396,8 +408,8 @@ def matrix(
                 "--resume takes no agent, seed or temperature options: the run's own are used"
             )
         workspace = get_workspace(ctx)
-        matrix_params(workspace.store, resume_id)  # a matrix run, or a user error
-        run_id = resume_id
+        run_id = resolve_run(ctx, resume_id)
+        matrix_params(workspace.store, run_id)  # a matrix run, or a user error
         err.print(f"resuming matrix run {run_id}")
     else:
         planned = plan_agents(
@@ -478,16 +490,21 @@ def matrix(
             progress=MatrixProgress(err),
         )
     except KeyboardInterrupt:
-        err.print(f"[yellow]Interrupted.[/] Continue with: mindledger matrix --resume {run_id}")
+        # main says "Interrupted." once, after this
+        err.print(f"matrix run {run_id} keeps every item finished: continue with "
+                  f"`mindledger matrix --resume {run_id}`", highlight=False)
         raise
     problems = ledger.verify()
     result = {**result, "ledger_problems": [str(p) for p in problems]}
-    if as_json:
+    if fmt == "json":
         echo_json(result)
         return
-    console = Console()
-    if not console.is_terminal:  # wide enough for the tables in a file or a pipe
-        console = Console(width=160)
+    if fmt == "csv":
+        from reports.matrix_render import render_matrix_csv
+
+        click.echo(render_matrix_csv(result), nl=False)
+        return
+    console = stdout_console()
     print_matrix(console, result)
     console.print(
         "ledger verifies" if not problems else f"LEDGER PROBLEMS: {result['ledger_problems']}"

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from harness.cli.common import echo_json, get_store
+from harness.cli.common import echo_json, get_store, resolve_run
 from ledger.store import Store
 
 __all__ = ["report"]
@@ -69,15 +69,16 @@ def report(
     n_boot: int,
 ) -> None:
     """Render a run's recursive-reasoning profile, or compare two runs. A held-out run's seed
-    is withheld ("seed withheld (held-out run)") unless --reveal-held-out.
+    is withheld ("seed withheld (held-out run)") unless --reveal-held-out. A run is named by
+    its id, the start of its id, latest (the newest run) or latest~N (the N-th before it).
 
     \b
     Examples:
-      mindledger report RUN_ID                       # Markdown on stdout
+      mindledger report latest                       # Markdown on stdout
       mindledger report RUN_ID --format html --out report.html
       mindledger report RUN_ID --format json | jq '.agents[].d50'
       mindledger report RUN_ID --format headline-csv > headline.csv
-      mindledger report --compare RUN_A RUN_B
+      mindledger report --compare latest~1 latest
     """
     from reports.render import compare, render_compare_markdown
     from reports.render import report as render_report
@@ -92,8 +93,8 @@ def report(
             raise click.UsageError("--compare renders as md or json")
         cmp = compare(
             store,
-            compare_ids[0],
-            compare_ids[1],
+            resolve_run(ctx, compare_ids[0]),
+            resolve_run(ctx, compare_ids[1]),
             seed=seed,
             n_boot=n_boot,
             reveal_held_out=reveal_held_out,
@@ -112,11 +113,14 @@ def report(
         _emit(render_compare_markdown(cmp), out)
         return
     assert run_id is not None
+    run_id = resolve_run(ctx, run_id)
     if store.get_run(run_id).suite == "matrix":  # a matrix run: its matrix, not a profile
         from harness.cli.matrix_cmd import report_matrix
+        from harness.cli.tables import PIPED_WIDTH, stdout_console
 
+        width = PIPED_WIDTH if out else stdout_console().width
         _emit(report_matrix(store, run_id, fmt, n_boot=n_boot, stats_seed=seed,
-                            reveal_held_out=reveal_held_out), out)
+                            reveal_held_out=reveal_held_out, width=width), out)
         return
     figures_dir = None
     prefix = ""

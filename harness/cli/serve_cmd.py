@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from harness.cli.common import echo_json, get_settings
+from harness.cli.common import echo_json, get_settings, get_store, known_agent
+from harness.cli.conventions import format_option
 from mindledger.errors import InputError, NotFoundError
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def serve(
     daemon.serve(bound_host, bound_port)
 
 
-_CREATE_OPTIONS = ("--scope", "--operator", "--label", "--expires", "--max-runs")
+_CREATE_OPTIONS = ("--scope", "--operator", "--label", "--expires", "--max-runs", "--new")
 
 
 @serve.command("token")
@@ -77,10 +78,14 @@ _CREATE_OPTIONS = ("--scope", "--operator", "--label", "--expires", "--max-runs"
     help="At most N runs requested with this token queued or running at once "
     "(default: the daemon's setting).",
 )
-@click.option("--list", "list_", is_flag=True, help="List the tokens (ids, never secrets).")
 @click.option(
-    "--format", "fmt", default=None, metavar="table|json", help="With --list: table or json."
+    "--new",
+    is_flag=True,
+    help="Make an agent token for a name this installation has not met yet (not declared, in "
+    "no stored run, with no token): an agent that only predicts through the API.",
 )
+@click.option("--list", "list_", is_flag=True, help="List the tokens (ids, never secrets).")
+@format_option("with --list, an array of tokens (never a token or its hash)")
 @click.option("--revoke", default=None, metavar="ID", help="Revoke the token with this id.")
 @click.pass_context
 def token(
@@ -91,20 +96,24 @@ def token(
     label: str | None,
     expires: str | None,
     max_runs: str | None,
+    new: bool,
     list_: bool,
-    fmt: str | None,
+    fmt: str,
     revoke: str | None,
 ) -> None:
     """Create an API token and print it, or list or revoke tokens.
 
     The token is printed once on stdout: the database keeps only its hash. Send it as
     'Authorization: Bearer <token>'. Each token also has a public id (tok_…) that is safe to
-    show; --list and --revoke use it.
+    show; --list and --revoke use it. AGENT must be an agent this installation knows (declared,
+    in a stored run, or with a token already), as a typo would make a token for nobody; --new
+    makes one for an agent it has not met yet.
 
     \b
     Examples:
       mindledger serve token mybot                     # an agent token for mybot
       mindledger serve token mybot --expires 90d --max-runs 1
+      mindledger serve token piper --new               # an agent that only predicts
       mindledger serve token --operator --label alice  # expires in 30 days
       mindledger serve token --operator --expires never
       mindledger serve token --list
@@ -130,15 +139,14 @@ def token(
         "--label": label is not None,
         "--expires": expires is not None,
         "--max-runs": max_runs is not None,
+        "--new": new,
     }
     creating = [name for name in _CREATE_OPTIONS if given[name]]
     # every check comes before the database is opened: bad input writes nothing
     if list_ and revoke is not None:
         raise InputError("give --list or --revoke, not both", where="--revoke")
-    if fmt is not None and not list_:
-        raise InputError("--format goes with --list", where="--format")
-    if fmt is not None and fmt not in ("table", "json"):
-        raise InputError(f"expected table or json, got {fmt!r}", where="--format")
+    if ctx.get_parameter_source("fmt") is not click.core.ParameterSource.DEFAULT and not list_:
+        raise InputError("goes with --list", where="--format")
     if list_ or revoke is not None:
         mode = "--list" if list_ else "--revoke"
         if agent is not None or creating:
@@ -147,7 +155,7 @@ def token(
         with Workspace.open(get_settings(ctx)) as workspace:
             engine = workspace.engine
             if list_:
-                _print_tokens(list_tokens(engine), fmt or "table", utc_now())
+                _print_tokens(list_tokens(engine), fmt, utc_now())
                 return
             assert revoke is not None
             try:
@@ -168,6 +176,8 @@ def token(
                 where="AGENT",
             )
         check_agent_name(agent, where="AGENT")
+    elif new:
+        raise InputError("goes with an agent token (AGENT), not an operator token", where="--new")
     elif agent is not None:
         raise InputError(
             f"an operator token names no agent; drop {agent!r} or use --label", where="AGENT"
@@ -177,6 +187,10 @@ def token(
     cap = None if max_runs is None else _parse_cap(max_runs)
     now = utc_now()
     expires_at = "default" if expires is None else parse_expiry(expires, now=now, where="--expires")
+    if agent is not None and not new:
+        holders = {t.agent for t in list_tokens(get_store(ctx).engine) if t.agent}
+        known_agent(ctx, agent, also=holders, hint="; --new makes a token for an agent "
+                    "this installation has not met yet")
     with Workspace.open(get_settings(ctx)) as workspace:
         engine = workspace.engine
         secret = create_token(
@@ -218,12 +232,13 @@ def _print_tokens(tokens: list[TokenInfo], fmt: str, now: str) -> None:
     if not tokens:
         click.echo("no tokens yet (make one with `mindledger serve token AGENT`)", err=True)
         return
-    from rich.console import Console
     from rich.table import Table
+
+    from harness.cli.tables import print_table, stdout_console
 
     table = Table()
     for col in ("id", "scope", "agent", "label", "created", "expires", "last used", "max runs"):
-        table.add_column(col)
+        table.add_column(col, no_wrap=col == "id")
     table.add_column("state")
     for t in tokens:
         table.add_row(
@@ -237,8 +252,7 @@ def _print_tokens(tokens: list[TokenInfo], fmt: str, now: str) -> None:
             "default" if t.max_queued_runs is None else str(t.max_queued_runs),
             t.state(now) + (f" {_minute(t.revoked_at)}" if t.revoked_at else ""),
         )
-    console = Console()
-    (console if console.is_terminal else Console(width=160)).print(table)
+    print_table(stdout_console(), table, drop=("last used", "created", "max runs", "label"))
 
 
 def _minute(stamp: str | None) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import click
 
-from harness.cli.common import get_settings, get_store
+from harness.cli.common import get_settings, get_store, resolve_run
 from harness.queue import STALLED_AFTER
 
 
@@ -113,6 +113,7 @@ def enqueue(run_id: str, batch_size: int | None, stalled_after: float) -> None:
     enqueueing again). So enqueueing again after an interruption, a crash or a failed batch
     finishes the run; a run whose trials are all stored is marked complete.
     Create the run first (e.g. `mindledger run ... --queue`); then start `mindledger worker`.
+    RUN_ID is a run's id, the start of its id, latest or latest~N.
 
     A matrix run (`mindledger matrix ... --queue`) is queued by items: a batch runs each of
     its items whole, every prediction about it committed to the ledger before any target is
@@ -128,6 +129,7 @@ def enqueue(run_id: str, batch_size: int | None, stalled_after: float) -> None:
     settings = get_settings(ctx)
     conninfo(settings)  # refuse SQLite before opening it
     store = get_store(ctx)
+    run_id = resolve_run(ctx, run_id)
     _log_to_stderr()
     done = enqueue_run(store, settings, run_id, batch_size=batch_size, stalled_after=stalled_after)
     if done.deferred or done.retried:

@@ -37,7 +37,9 @@ def test_help_lists_groups(tmp_path: Path) -> None:
 
 def test_config_show_layers(tmp_path: Path) -> None:
     (tmp_path / "mindledger.toml").write_text("concurrency = 5\ntimeout = 3.0\n")
-    show = lambda *a, env=None: json.loads(run([*a, "config", "show"], tmp_path, env).stdout)  # noqa: E731
+    show = lambda *a, env=None: json.loads(  # noqa: E731
+        run([*a, "config", "show", "--format", "json"], tmp_path, env).stdout
+    )
     assert show()["concurrency"] == 5
     assert show(env={"MINDLEDGER_CONCURRENCY": "6"})["concurrency"] == 6
     data = show("-o", "concurrency=7", env={"MINDLEDGER_CONCURRENCY": "6"})

@@ -119,7 +119,7 @@ def test_ledger_show_json_and_table(isolated_home: Path, capsys: pytest.CaptureF
 def test_token_list_json_names_no_secret(
     url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = cli(capsys, "--db", url, "serve", "token", "piper")
+    code, out, err = cli(capsys, "--db", url, "serve", "token", "piper", "--new")
     assert code == 0, err
     token = out.strip()
     listed = cli_json(capsys, "--db", url, "serve", "token", "--list")

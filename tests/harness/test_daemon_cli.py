@@ -38,7 +38,7 @@ def free_port() -> int:
 
 def test_serve_token_prints_a_token_once_and_stores_its_hash(tmp_path: Path) -> None:
     r = subprocess.run(
-        mindledger("serve", "token", "piper"),
+        mindledger("serve", "token", "piper", "--new"),
         cwd=tmp_path,
         env=env_for(tmp_path),
         capture_output=True,
@@ -152,7 +152,7 @@ def test_mindledger_serve_lets_no_call_dodge_its_prediction(tmp_path: Path) -> N
             assert r.returncode == 0, r.stderr
             return r.stdout.strip()
 
-        piper, mallory = token("piper"), token("mallory")
+        piper, mallory = token("piper", "--new"), token("mallory", "--new")
         proc = subprocess.Popen(
             mindledger("serve", "--port", str(port), "--no-scheduler"),
             cwd=tmp_path, env=env_for(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -238,7 +238,7 @@ def test_a_300_mb_body_gets_413_without_the_daemon_holding_it(tmp_path: Path) ->
     """Declared or not (chunked), a body past the limit is refused as it streams in: the
     daemon's peak resident memory grows by far less than 100 MB."""
     token = subprocess.run(
-        mindledger("serve", "token", "piper"), cwd=tmp_path, env=env_for(tmp_path),
+        mindledger("serve", "token", "piper", "--new"), cwd=tmp_path, env=env_for(tmp_path),
         capture_output=True, text=True, timeout=60, check=True,
     ).stdout.strip()  # fmt: skip
     auth = {"Authorization": f"Bearer {token}"}

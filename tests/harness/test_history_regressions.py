@@ -284,8 +284,9 @@ def test_history_cli_refuses_a_bad_date_and_prints_an_empty_history(
 ) -> None:
     from harness.cli.main import cli
 
-    cfg = tmp_path / "mindledger.toml"
-    cfg.write_text(f'db_url = "{sqlite_url}"\n', encoding="utf-8")
+    cfg = tmp_path / "mindledger.toml"  # bot is declared: known, with no run yet
+    cfg.write_text(f'db_url = "{sqlite_url}"\n[agents.bot]\nadapter = "reference"\n'
+                   'policy = "oracle"\n', encoding="utf-8")
     import subprocess
 
     bad = subprocess.run([sys.executable, "-m", "harness.cli", "--config", str(cfg), "history",

@@ -368,7 +368,8 @@ def cli(url: str, *args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, 
 def test_cli_makes_lists_and_revokes_tokens(
     sqlite_url: str, isolated_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = cli(sqlite_url, "piper", "--expires", "90d", "--max-runs", "1", capsys=capsys)
+    code, out, err = cli(sqlite_url, "piper", "--new", "--expires", "90d", "--max-runs", "1",
+                         capsys=capsys)
     assert code == 0, err
     token = out.strip()
     assert out == token + "\n" and token.startswith("mlt_")
