@@ -18,9 +18,10 @@ import asyncio
 import json
 import math
 import os
+import signal
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -36,6 +37,7 @@ from harness.answers import (
     parse_reply,
     response_format,
 )
+from harness.command_protocol import read_reply
 from harness.frozen_json import FrozenDict, FrozenList, freeze
 from harness.scaffold import Scaffold, WitnessLog
 from mindledger.canonical import canonical_json, content_hash
@@ -110,8 +112,6 @@ class _AnswerPieces:
     """The ``response_format`` (json mode)."""
     how: str
     """How to answer, appended to the answer turn's prompt."""
-    nudge: str
-    """The follow-up turn sent when a reply had no parseable answer."""
 
 
 _PIECES: dict[tuple[Any, ...], _AnswerPieces] = {}
@@ -156,7 +156,6 @@ def _answer_pieces(spec: Mapping[str, Any], mode: str, tool: str) -> _AnswerPiec
         tools=FrozenList([answer]) if answer is not None else None,
         fmt=freeze(response_format(spec)) if mode == "json" else None,
         how=instructions(spec, mode, tool),
-        nudge=nudge_message(spec, mode, tool),
     )
     if key is not None:
         if len(_PIECES) >= _PIECES_MAX:
@@ -262,8 +261,15 @@ class ChatAgent:
                 tools = [pieces.tool, *(dict(t) for t in item.tools)]
             parsed = await self._answer_loop(item, messages, att, tool, tools, pieces.fmt)
             if parsed.answer is None and att.turns < MAX_TURNS:
-                messages.append({"role": "user", "content": pieces.nudge})
+                # One nudge that says what was wrong; the calls it answers get a tool message
+                # first (a chat API refuses tool calls left unanswered).
+                _answer_calls(item, messages, tool, tools, f"not accepted: {parsed.problem}")
+                nudge = nudge_message(item.answer, self.mode, tool, parsed.problem)
+                messages.append({"role": "user", "content": nudge})
+                first = parsed.problem
                 parsed = await self._answer_loop(item, messages, att, tool, tools, pieces.fmt)
+                if parsed.problem and first and parsed.problem != first:
+                    parsed = replace(parsed, problem=f"{parsed.problem}; before the nudge: {first}")
         except AgentError as exc:
             att.error = scrub(f"{exc.kind}: {exc}")
             att.transcript = messages
@@ -353,25 +359,49 @@ class ChatAgent:
                 (raw if (c.get("function") or {}).get("name") == tool else other).append(c)
             if calls and not raw:
                 # Only non-answer tool calls (e.g. query_opponent_history): answer them, go on.
-                for call in other:
-                    fn = call.get("function") or {}
-                    name = fn.get("name", "")
-                    content = item.tool_results.get(name, f"unknown tool {name!r}")
-                    messages.append(
-                        {"role": "tool", "tool_call_id": call.get("id", ""), "content": content}
-                    )
+                _answer_calls(item, messages, tool, tools, "")
                 if att.turns >= MAX_TURNS:
-                    return ParsedAnswer(None, None, None, f"turn cap of {MAX_TURNS} reached")
+                    cap = f"the turn cap of {MAX_TURNS} was reached before {tool} was called"
+                    return ParsedAnswer(None, None, None, cap)
                 continue
             if calls:
                 att.raw_text = (raw[0].get("function") or {}).get("arguments")
             return parse_reply(message, item.answer, tool)
 
 
+def _answer_calls(
+    item: Item,
+    messages: list[dict[str, Any]],
+    tool: str,
+    tools: Sequence[Mapping[str, Any]] | None,
+    refusal: str,
+) -> None:
+    """Answer every tool call of the last message with a tool message: an item tool with its
+    result, the answer tool ``tool`` with ``refusal`` (why its answer was not accepted), any
+    other name with the tools there are."""
+    last = messages[-1]
+    if last.get("role") != "assistant":
+        return
+    for call in last.get("tool_calls") or ():
+        name = (call.get("function") or {}).get("name", "")
+        if name == tool:
+            content = refusal
+        elif name in item.tool_results:
+            content = item.tool_results[name]
+        else:
+            offered = [(t.get("function") or {}).get("name") for t in tools or ()]
+            there = ", ".join(str(n) for n in offered) if offered else "none on this turn"
+            content = f"unknown tool {name!r}; the tools are: {there}"
+        messages.append({"role": "tool", "tool_call_id": call.get("id") or "", "content": content})
+
+
 class CommandBackend:
     """The ``command`` adapter: runs a program per turn, the chat request as JSON on stdin, and
     reads a JSON reply on stdout: either ``{"message": {...}}``, an OpenAI chat completion
-    (``{"choices": [{"message": {...}}]}``), or ``{"content": "..."}``."""
+    (``{"choices": [{"message": {...}}]}``), or ``{"content": "..."}``. The protocol, both
+    schemas and what each failure becomes are in :mod:`harness.command_protocol` and
+    ``docs/command-agent.md``. At most ``concurrency`` runs of the program are under way at
+    once; each has ``timeout`` seconds and is killed after it."""
 
     def __init__(
         self,
@@ -383,6 +413,7 @@ class CommandBackend:
     ):
         self.command = list(command)
         self.timeout = timeout
+        self.concurrency = concurrency
         self.env = dict(env) if env else None
         """Variables set over the harness's environment for the program (None: it inherits)."""
         self._sem = asyncio.Semaphore(concurrency)
@@ -403,6 +434,7 @@ class CommandBackend:
             "temperature": temperature,
             "max_tokens": max_tokens,
         }
+        program = self.command[0]
         async with self._sem:
             start = time.perf_counter()
             try:
@@ -415,7 +447,7 @@ class CommandBackend:
                 )
             except OSError as exc:
                 raise AgentError(
-                    f"cannot run {self.command[0]}: {exc}", kind="connection"
+                    f"cannot start {program}: {exc.strerror or exc}", kind="connection"
                 ) from None
             try:
                 out, err = await asyncio.wait_for(
@@ -424,37 +456,35 @@ class CommandBackend:
             except TimeoutError:
                 proc.kill()
                 await proc.wait()
-                raise AgentError(f"{self.command[0]} timed out", kind="timeout") from None
+                raise AgentError(
+                    f"{program} did not reply within {self.timeout:g} s and was stopped",
+                    kind="timeout",
+                ) from None
             latency = time.perf_counter() - start
         if proc.returncode != 0:
-            tail = err.decode(errors="replace").strip().splitlines()[-1:] or [""]
-            raise AgentError(
-                f"{self.command[0]} exited with {proc.returncode}: {tail[0]}", kind="server_error"
-            )
-        try:
-            data = json.loads(out)
-        except json.JSONDecodeError:
-            raise AgentError(f"{self.command[0]} wrote no JSON reply", kind="malformed") from None
-        if isinstance(data, dict) and isinstance(data.get("message"), dict):
-            message = data["message"]
-        elif isinstance(data, dict) and data.get("choices"):
-            message = data["choices"][0].get("message") or {}
-        elif isinstance(data, dict) and isinstance(data.get("content"), str):
-            message = {"role": "assistant", "content": data["content"]}
-        else:
-            raise AgentError(
-                f"{self.command[0]} reply has no 'message', 'choices' or 'content'",
-                kind="malformed",
-            )
-        usage = data.get("usage") or {}
+            raise AgentError(_exit_message(program, proc.returncode, err), kind="server_error")
+        reply = read_reply(out, program)
         return ChatReply(
-            message=message,
-            finish_reason=None,
-            model=data.get("model"),
-            tokens_in=int(usage.get("prompt_tokens", 0)),
-            tokens_out=int(usage.get("completion_tokens", 0)),
+            message=reply.message,
+            finish_reason=reply.finish_reason,
+            model=reply.model,
+            tokens_in=reply.tokens_in,
+            tokens_out=reply.tokens_out,
             latency_s=latency,
         )
 
     async def aclose(self) -> None:
         return None
+
+
+def _exit_message(program: str, code: int | None, stderr: bytes) -> str:
+    """Why a run of ``program`` failed: its exit code (or signal) and its last stderr line."""
+    lines = stderr.decode(errors="replace").strip().splitlines()
+    said = f"; its last line on stderr: {lines[-1].strip()}" if lines else "; stderr was empty"
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"{program} was killed by {name}{said}"
+    return f"{program} exited with code {code}{said}"

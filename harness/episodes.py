@@ -203,7 +203,8 @@ async def _chat_round(agent: ChatAgent, item: Item, system: str, prompt: str) ->
         parsed = await _ask(agent, turn.messages, turn.part, spec, tool)
         if parsed.answer is None:
             _answer_tool_calls(turn.messages, parsed.problem or "no answer")
-            turn.messages.append({"role": "user", "content": nudge_message(spec, agent.mode, tool)})
+            nudge = nudge_message(spec, agent.mode, tool, parsed.problem)
+            turn.messages.append({"role": "user", "content": nudge})
             parsed = await _ask(agent, turn.messages, turn.part, spec, tool)
         turn.parsed = parsed
     except AgentError as exc:

@@ -1,6 +1,9 @@
 """The ``command`` kind: a chat agent whose every turn is a run of the declared program
 (:class:`~harness.agents.CommandBackend`), with the agent's ``env`` set over the harness's own
-environment (an own module's ``off.env`` switches it off). Its replies are not cached."""
+environment (an own module's ``off.env`` switches it off). Its replies are not cached. At most
+the agent's ``concurrency`` runs are under way at once, :data:`PROGRAMS_AT_ONCE` when it
+declares none (the global setting is sized for HTTP endpoints, not for processes). The protocol
+is in :mod:`harness.command_protocol` and ``docs/command-agent.md``."""
 
 from __future__ import annotations
 
@@ -11,7 +14,11 @@ from harness.agents import ChatAgent, CommandBackend
 from harness.settings import AgentConfig, Settings
 from mindledger.errors import ConfigError
 
-__all__ = ["COMMAND", "Command"]
+__all__ = ["COMMAND", "PROGRAMS_AT_ONCE", "Command"]
+
+PROGRAMS_AT_ONCE = 4
+"""Runs of a command agent's program under way at once when the agent declares no
+``concurrency``."""
 
 
 @dataclass(frozen=True)
@@ -31,7 +38,10 @@ class Command:
         if not config.command:
             raise ConfigError("the command adapter needs a command", key=f"agents.{config.name}")
         backend = CommandBackend(
-            config.command, timeout=context.settings.timeout, env=config.env or None
+            config.command,
+            timeout=context.settings.timeout,
+            concurrency=config.concurrency or PROGRAMS_AT_ONCE,
+            env=config.env or None,
         )
         return chat_agent(config, backend, auto_answer_mode="tools")
 

@@ -16,7 +16,9 @@ Replies come from an *answer function* (``dict`` request body → answer text, o
 assistant message as a ``dict``). The default, :func:`marker_answer`, answers the text found in a
 ``[[answer: …]]`` marker in the last user message, else ``"ok"``. A text answer is sent as a call of
 the requested (or first) tool when the request has ``tools``, as a JSON object when it asks for a
-``response_format`` of JSON, and is cut to ``max_tokens`` words with ``finish_reason="length"``.
+``response_format`` of JSON (both typed and keyed as the tool's or format's schema asks, with a
+confidence of 1 when it asks for one), and is cut to ``max_tokens`` words with
+``finish_reason="length"``.
 
 Every chat request is logged (:class:`LoggedRequest`) and counted (:meth:`FakeOpenAI.stats`), so a
 test can assert attempts, faults, successes per request (no duplicates) and the most requests
@@ -611,7 +613,9 @@ def _package(text: str, body: dict[str, Any]) -> tuple[dict[str, Any], str]:
             name = choice.get("function", {}).get("name", "submit_answer")
         else:
             name = (tools[0].get("function") or {}).get("name", "submit_answer")
-        arguments = text if _is_json_object(text) else json.dumps({"answer": text})
+        spec = next((t.get("function") or {} for t in tools
+                     if (t.get("function") or {}).get("name") == name), {})
+        arguments = _answer_object(text, spec.get("parameters"))
         call_id = "call_" + hashlib.sha256(arguments.encode()).hexdigest()[:12]
         message = {
             "role": "assistant",
@@ -627,7 +631,7 @@ def _package(text: str, body: dict[str, Any]) -> tuple[dict[str, Any], str]:
         return message, "tool_calls"
     fmt = body.get("response_format") or {}
     if isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema"):
-        text = text if _is_json_object(text) else json.dumps({"answer": text})
+        text = _answer_object(text, (fmt.get("json_schema") or {}).get("schema"))
     finish = "stop"
     limit = body.get("max_tokens") or body.get("max_completion_tokens")
     words = text.split()
@@ -635,6 +639,28 @@ def _package(text: str, body: dict[str, Any]) -> tuple[dict[str, Any], str]:
         text = " ".join(words[:limit])
         finish = "length"
     return {"role": "assistant", "content": text}, finish
+
+
+def _answer_object(text: str, schema: Any) -> str:
+    """``text`` as a model that follows ``schema`` (a tool's parameters, a response format's
+    schema) would send it: the text itself when it is a JSON object; else the text under the
+    schema's first required key other than ``confidence`` (``answer`` when it names none), a
+    number where that key's type is ``integer`` or ``number`` and the text is one, and
+    ``confidence`` 1 when the schema requires it."""
+    if _is_json_object(text):
+        return text
+    schema = schema if isinstance(schema, dict) else {}
+    required = [k for k in schema.get("required") or () if isinstance(k, str)]
+    key = next((k for k in required if k != "confidence"), "answer")
+    value: Any = text
+    kind = ((schema.get("properties") or {}).get(key) or {}).get("type")
+    if kind in ("integer", "number"):
+        with contextlib.suppress(ValueError):
+            value = int(text) if kind == "integer" else float(text)
+    args: dict[str, Any] = {key: value}
+    if "confidence" in required:
+        args["confidence"] = 1.0
+    return json.dumps(args)
 
 
 def _is_json_object(text: str) -> bool:
