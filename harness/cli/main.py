@@ -49,6 +49,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Run a suite against an agent, its control and reference agents.",
     ),
     "runs": ("harness.cli.runs_cmd", "runs", "List stored runs (table or JSON)."),
+    "trials": (
+        "harness.cli.trials_cmd",
+        "trials",
+        "A run's trials: list them, or show one whole (messages, reply, answer, expected).",
+    ),
     "judge": ("harness.cli.judge_cmd", "judge", "Judge the chains of thought of a run's games."),
     "quickstart": (
         "harness.cli.quickstart_cmd",

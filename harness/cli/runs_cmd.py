@@ -5,8 +5,14 @@ scripts; keys are only ever added):
 
 ``id``, ``suite``, ``status``, ``created_at``, ``finished_at`` (ISO 8601 UTC, null while
 unfinished), ``held_out`` (bool), ``seed`` (null for a held-out run unless
-``--reveal-held-out``), ``seed_withheld`` (bool), ``agents`` (``[{"name", "role"}]``),
-``trials`` (stored trials, every status), ``scored`` (trials with an answer scored).
+``--reveal-held-out``), ``seed_withheld`` (bool), ``agents`` (``[{"name", "role", "trials",
+"failed", "errors", "unparsed", "failure_share"}]``: the agent's stored trials, those that failed
+— API errors and unreadable answers, as ``mindledger trials RUN --status error,unparsed``
+lists them — and failed ÷ trials that asked it something, null before any did), ``trials``
+(stored trials, every status), ``scored`` (trials with an answer scored).
+
+The table's ``failed`` column names the agent with the largest failure share (``3/26 mybot``).
+Every figure comes from one aggregate query over the runs listed.
 """
 
 from __future__ import annotations
@@ -18,17 +24,44 @@ import click
 from harness.cli.common import echo_json, get_store
 from harness.cli.conventions import format_option
 from ledger.models import RunRow
-from ledger.store import Store
+from ledger.store import FailureCounts, Store
 from mindledger.disclosure import seed_cell, shown_seed
 
 __all__ = ["run_record", "runs"]
 
+NO_TRIALS = FailureCounts(0, 0, 0, 0)
 
-def run_record(store: Store, run: RunRow, *, reveal_held_out: bool = False) -> dict[str, Any]:
+NAME_WIDTH = 16
+"""Characters of the worst agent's name in the ``failed`` column (JSON has them whole)."""
+
+RUN_ID_WIDTH = 22
+"""A run id's usual length (``20261203-043516-13e847``): the table never breaks one that long."""
+
+
+def run_record(
+    store: Store,
+    run: RunRow,
+    *,
+    reveal_held_out: bool = False,
+    counts: dict[str, FailureCounts] | None = None,
+) -> dict[str, Any]:
     """One run as ``runs --format json`` prints it (a held-out run's seed withheld unless
-    ``reveal_held_out``)."""
-    counts = store.trial_counts(run.id)
+    ``reveal_held_out``). ``counts``: the run's :meth:`Store.failure_counts`, if read already."""
+    if counts is None:
+        counts = store.failure_counts([run.id]).get(run.id, {})
     seed = shown_seed(run.seed, held_out=run.held_out, reveal_held_out=reveal_held_out)
+    agents = []
+    for a in store.run_agents(run.id):
+        c = counts.get(a.name, NO_TRIALS)
+        agents.append({
+            "name": a.name,
+            "role": a.role,
+            "trials": c.trials,
+            "failed": c.failed,
+            "errors": c.errors,
+            "unparsed": c.unparsed,
+            "failure_share": c.failed / c.attempted if c.attempted else None,
+        })  # fmt: skip
     return {
         "id": run.id,
         "suite": run.suite,
@@ -38,32 +71,59 @@ def run_record(store: Store, run: RunRow, *, reveal_held_out: bool = False) -> d
         "held_out": run.held_out,
         "seed": seed,
         "seed_withheld": seed is None,
-        "agents": [{"name": a.name, "role": a.role} for a in store.run_agents(run.id)],
-        "trials": sum(v for c in counts.values() for k, v in c.items() if k != "correct"),
-        "scored": sum(c.get("ok", 0) for c in counts.values()),
+        "agents": agents,
+        "trials": sum(c.trials for c in counts.values()),
+        "scored": sum(c.trials - c.errors - c.not_applicable for c in counts.values()),
     }
 
 
-def _table(records: list[dict[str, Any]], runs: list[RunRow], reveal_held_out: bool) -> None:
-    from rich.console import Console
-    from rich.table import Table
+def _worst(counts: dict[str, FailureCounts]) -> str:
+    """The ``failed`` cell: the agent with the largest failure share, as ``3/26 mybot`` (``+2``:
+    two more agents failed some trials); ``none``; or nothing before any trial."""
+    failing = {name: c for name, c in counts.items() if c.failed}
+    if not failing:
+        return "none" if counts else ""
+    name, worst = max(failing.items(), key=lambda nc: (nc[1].failed / nc[1].attempted, nc[1].failed))
+    shown = name if len(name) <= NAME_WIDTH else name[: NAME_WIDTH - 1] + "…"
+    more = f" +{len(failing) - 1}" if len(failing) > 1 else ""
+    return f"{worst.failed}/{worst.attempted} {shown}{more}"
 
-    table = Table()
-    for col in ("run", "suite", "seed", "held out", "status", "created", "agents", "trials"):
-        table.add_column(col)
+
+def _table(
+    records: list[dict[str, Any]],
+    runs: list[RunRow],
+    counts: dict[str, dict[str, FailureCounts]],
+    reveal_held_out: bool,
+) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from harness.cli.tables import print_table, stdout_console
+
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
+    for col in ("run", "suite", "seed", "held out", "status", "created", "agents", "trials",
+                "failed"):  # fmt: skip
+        table.add_column(
+            col,
+            overflow="fold" if col in ("run", "failed") else "ellipsis",
+            no_wrap=col == "created",
+            min_width=RUN_ID_WIDTH if col == "run" else None,
+        )
     for r, run in zip(records, runs, strict=True):
-        table.add_row(
+        cells = (
             r["id"],
             r["suite"],
             seed_cell(run.seed, held_out=run.held_out, reveal_held_out=reveal_held_out),
             "yes" if r["held_out"] else "",
             r["status"],
-            r["created_at"][:19].replace("T", " "),
+            r["created_at"][:16].replace("T", " "),
             str(len(r["agents"])),
             str(r["trials"]),
+            _worst(counts.get(run.id, {})),
         )
-    console = Console()
-    (console if console.is_terminal else Console(width=140)).print(table)
+        table.add_row(*(Text(c) for c in cells))  # text, never markup
+    print_table(stdout_console(), table, drop=("held out", "agents", "seed", "suite", "created"))
 
 
 @click.command()
@@ -114,8 +174,12 @@ def runs(limit: int, verify_id: str | None, reveal_held_out: bool, fmt: str) -> 
             click.echo(f"all {len(items)} items of run {verify_id} regenerate bit for bit")
         return
     listed = store.list_runs(limit)
-    records = [run_record(store, r, reveal_held_out=reveal_held_out) for r in listed]
+    counts = store.failure_counts([r.id for r in listed])
+    records = [
+        run_record(store, r, reveal_held_out=reveal_held_out, counts=counts.get(r.id, {}))
+        for r in listed
+    ]
     if fmt == "json":
         echo_json(records)
         return
-    _table(records, listed, reveal_held_out)
+    _table(records, listed, counts, reveal_held_out)

@@ -22,6 +22,7 @@ from ledger.store import Store
 
 RUN_KEYS = {"id", "suite", "status", "created_at", "finished_at", "held_out", "seed",
             "seed_withheld", "agents", "trials", "scored"}  # fmt: skip
+AGENT_KEYS = {"name", "role", "trials", "failed", "errors", "unparsed", "failure_share"}
 TOKEN_KEYS = {"id", "scope", "agent", "label", "created_at", "expires_at", "revoked_at",
               "last_used_at", "max_queued_runs", "state"}  # fmt: skip
 DIST = '{"7": 0.6, "3": 0.4}'
@@ -66,8 +67,10 @@ def test_runs_json_lists_every_run_with_its_stored_figures(
     second, done = listed
     assert done["suite"] == "quick" and done["status"] == "complete" and done["finished_at"]
     assert done["seed"] == 4242 and done["seed_withheld"] is False and done["held_out"] is False
-    assert done["agents"] == [{"name": "ref:oracle", "role": "reference"},
-                              {"name": "ref:random", "role": "reference"}]  # fmt: skip
+    assert [(a["name"], a["role"]) for a in done["agents"]] == [
+        ("ref:oracle", "reference"), ("ref:random", "reference")]  # fmt: skip
+    assert all(set(a) == AGENT_KEYS and a["trials"] == n for a in done["agents"])
+    assert [a["failed"] for a in done["agents"]] == [0, 0]  # references never fail
     assert done["trials"] == 2 * n and 0 < done["scored"] <= 2 * n
     assert second["seed"] == 77 and second["trials"] == 0 and second["finished_at"] is None
     assert [r["id"] for r in cli_json(capsys, "--db", url, "runs", "--limit", "1")] == ["second"]
