@@ -155,6 +155,7 @@ def write_reports(
     """Write the run's Markdown (with its figures) and HTML reports into ``directory``, both
     from one ``profile`` (built here unless the caller has built it already)."""
     from reports import build_profile, render_html, render_markdown
+    from reports.trials import wrong_examples
 
     if profile is None:
         profile = build_profile(store, run_id)
@@ -169,5 +170,5 @@ def write_reports(
         encoding="utf-8",
     )
     html = directory / f"{run_id}.html"
-    html.write_text(render_html(profile), encoding="utf-8")
+    html.write_text(render_html(profile, examples=wrong_examples(store, run_id)), encoding="utf-8")
     return [md, html]

@@ -291,6 +291,22 @@ def test_a_held_out_run_lists_no_item_and_shows_no_trial(runs: Runs, cli: Cli) -
     assert code == 0 and items[0].prompt.splitlines()[-1] in out
 
 
+def test_the_reports_a_run_writes_show_its_wrong_answers(runs: Runs, tmp_path: Path) -> None:
+    """What quickstart writes: the HTML report ends with the agent's wrong and failed answers
+    by cause."""
+    from harness.cli.report_cmd import write_reports
+
+    store = Store(open_engine(runs.url))
+    try:
+        written = write_reports(store, runs.run_id, tmp_path)
+    finally:
+        store.engine.dispose()
+    html = next(p for p in written if p.suffix == ".html").read_text(encoding="utf-8")
+    section = html[html.index("Examples of wrong and failed answers"):]
+    assert "<summary><b>bot</b>" in section
+    assert all(f"<h3>{cause} — " in section for cause in ("server_error", "unparsed"))
+
+
 def test_statuses_offered_are_the_reports_outcomes() -> None:
     from reports.trials import OUTCOMES
 
