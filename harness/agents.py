@@ -290,7 +290,8 @@ class ChatAgent:
                 prompt = f"{prompt}\n\n{step.text}"
             else:
                 messages.append({"role": "user", "content": f"{prompt}\n\n{step.instruction}"})
-                await self.turn(messages, att, max_tokens=step.max_tokens)
+                # a step is capped like any turn of the agent's (the embedded model's are short)
+                await self.turn(messages, att, max_tokens=min(step.max_tokens, self.max_tokens))
                 prompt = step.then
         return prompt
 

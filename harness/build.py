@@ -24,6 +24,7 @@ from harness.adapters.kinds import Agent, BuildContext
 from harness.adapters.registry import adapter_kind, build_agent, check_applicable
 from harness.agents import CONTROL_SYSTEM_PROMPT
 from harness.families import check_policy
+from harness.local_model import ModelEndpoint
 from harness.settings import MODULES, AgentConfig, Settings
 from ledger.store import RunAgent, Store
 from mindledger.errors import ConfigError, InputError, UserError
@@ -266,7 +267,7 @@ async def built_agents(
     *,
     seed: int,
     store: Store | None = None,
-    local_base_url: str | None = None,
+    local_base_url: ModelEndpoint | None = None,
 ) -> AsyncIterator[list[Agent]]:
     """Instantiate the planned agents from their stored specs, each by its adapter kind (the
     response cache in ``store`` when the settings keep one); close their clients on exit."""

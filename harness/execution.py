@@ -29,6 +29,7 @@ from typing import TypeVar
 
 from harness.build import built_agents, concurrency_of, needs_local_model
 from harness.episodes import Seats, control_seats
+from harness.local_model import ModelEndpoint
 from harness.runner import ProgressSink, RunSummary, execute_run
 from harness.settings import Settings
 from ledger.store import RunAgent, Store
@@ -39,6 +40,7 @@ __all__ = [
     "BatchResult",
     "LocalModelSource",
     "PendingWork",
+    "embedded_model",
     "execute_batch",
     "model_at",
     "model_per_batch",
@@ -51,9 +53,9 @@ log = logging.getLogger("mindledger.execution")
 
 T = TypeVar("T")
 
-LocalModelSource = Callable[[], contextlib.AbstractContextManager[str]]
+LocalModelSource = Callable[[], contextlib.AbstractContextManager[ModelEndpoint]]
 """Gives the embedded model to one batch: calling it and entering what it returns gives the
-model's base URL; leaving releases it (stops it, or keeps it for the next batch). Both may
+model's base URL(s); leaving releases it (stops it, or keeps it for the next batch). Both may
 block; they are called in a thread, and only when an agent of the batch needs the model."""
 
 PendingWork = Callable[[], bool]
@@ -69,23 +71,28 @@ def nothing_pending() -> bool:
     return False
 
 
+@contextlib.contextmanager
+def embedded_model(settings: Settings) -> Iterator[ModelEndpoint]:
+    """The embedded model's servers as ``settings`` size them (``model_servers``,
+    ``model_threads``), their logs in the data directory; stopped on leaving, whatever
+    happens. Yields their base URLs."""
+    from harness.local_model import running_local_model  # deferred: starts processes
+
+    with running_local_model(
+        servers=settings.model_servers,
+        threads=settings.model_threads,
+        log_dir=settings.home / "logs",
+    ) as pool:
+        yield pool.base_urls
+
+
 def model_per_batch(settings: Settings) -> LocalModelSource:
     """Start the embedded model for the batch and stop it after, whatever happens."""
-
-    @contextlib.contextmanager
-    def started() -> Iterator[str]:
-        from harness.local_model import running_local_model  # deferred: starts processes
-
-        with running_local_model(
-            threads=settings.model_threads, log_dir=settings.home / "logs"
-        ) as srv:
-            yield str(srv.base_url)
-
-    return started
+    return lambda: embedded_model(settings)
 
 
-def model_at(base_url: str) -> LocalModelSource:
-    """An embedded model someone else runs at ``base_url``."""
+def model_at(base_url: ModelEndpoint) -> LocalModelSource:
+    """An embedded model someone else runs at ``base_url`` (one URL or several)."""
     return lambda: contextlib.nullcontext(base_url)
 
 
@@ -238,7 +245,9 @@ def _concurrency(planned: Collection[RunAgent], settings: Settings) -> dict[str,
 
 
 @contextlib.asynccontextmanager
-async def _local_model_url(source: LocalModelSource, *, needed: bool) -> AsyncIterator[str | None]:
+async def _local_model_url(
+    source: LocalModelSource, *, needed: bool
+) -> AsyncIterator[ModelEndpoint | None]:
     """The embedded model's URL for the batch (None when no agent needs it), entered and left
     in a thread. A model being started when the batch is cancelled is still stopped."""
     if not needed:

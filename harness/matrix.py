@@ -85,6 +85,7 @@ from harness.execution import (
     settle_status,
 )
 from harness.families import MATRIX_POLICIES
+from harness.local_model import ModelEndpoint
 from harness.matrix_base import (
     DIVERGENT,
     FAMILY,
@@ -1310,7 +1311,7 @@ def plan_matrix_run(
     accompanies: str | None = None,
     conditions: Sequence[str] = (ZERO_SHOT,),
     concurrency: int = 64,
-    local_base_url: str | None = None,
+    local_base_url: ModelEndpoint | None = None,
     second_order: bool = False,
 ) -> tuple[str, int, PilotRecord]:
     """Pilot the candidates through every agent of ``planned``, then store the matrix run on
@@ -1333,7 +1334,7 @@ def plan_matrix_run(
     used_seed = SeedPolicy.of(settings).draw_seed(held_out=held_out) if seed is None else seed
     trials = suite_trials(store, accompanies) if accompanies else None
 
-    async def go(base_url: str | None) -> tuple[list[Item], list[Item], PilotRecord]:
+    async def go(base_url: ModelEndpoint | None) -> tuple[list[Item], list[Item], PilotRecord]:
         async with built_agents(
             planned, settings, seed=used_seed, store=None, local_base_url=base_url
         ) as agents:
@@ -1382,7 +1383,7 @@ def execute_matrix_run(
     n_boot: int = 2000,
     stats_seed: int = 0,
     progress: ProgressSink | None = None,
-    local_base_url: str | None = None,
+    local_base_url: ModelEndpoint | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) a stored matrix run in this process, as one batch of all its items
     (:func:`execute_matrix_batch`; the embedded model started for it when an agent needs it,

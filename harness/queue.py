@@ -56,11 +56,13 @@ from sqlalchemy.exc import ArgumentError
 from harness.execution import (
     LocalModelSource,
     PendingWork,
+    embedded_model,
     model_at,
     settle_run,
     settle_status,
 )
 from harness.execution import execute_batch as run_batch
+from harness.local_model import ModelEndpoint
 from harness.matrix import (
     MatrixBatchResult,
     is_matrix_run,
@@ -178,7 +180,7 @@ class WorkerRuntime:
 
     store: Store
     settings: Settings
-    local_base_url: str | None = None
+    local_base_url: ModelEndpoint | None = None
     _stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _ledger: Ledger | None = None
@@ -193,20 +195,13 @@ class WorkerRuntime:
                 self._ledger = self._stack.enter_context(contextlib.closing(ws.new_ledger()))
             return self._ledger
 
-    def local_model_url(self) -> str:
+    def local_model_url(self) -> ModelEndpoint:
         with self._lock:
             if self.local_base_url is None:
-                from harness.local_model import running_local_model
-
-                srv = self._stack.enter_context(
-                    running_local_model(
-                        threads=self.settings.model_threads, log_dir=self.settings.home / "logs"
-                    )
-                )
-                self.local_base_url = str(srv.base_url)
+                self.local_base_url = self._stack.enter_context(embedded_model(self.settings))
             return self.local_base_url
 
-    def local_model(self) -> contextlib.AbstractContextManager[str]:
+    def local_model(self) -> contextlib.AbstractContextManager[ModelEndpoint]:
         """The worker's embedded model for one batch (a :data:`LocalModelSource`): started by
         the first batch that needs it, kept running until the worker ends."""
         return contextlib.nullcontext(self.local_model_url())
@@ -330,7 +325,7 @@ def _no_local_model() -> contextlib.AbstractContextManager[str]:
 
 
 def _batch_local_model(runtime: WorkerRuntime | None,
-                       local_base_url: str | None) -> LocalModelSource:
+                       local_base_url: ModelEndpoint | None) -> LocalModelSource:
     """The embedded model a batch uses: at ``local_base_url``, else the worker's, else none
     (an agent that needs it fails with a one-line error)."""
     if local_base_url is not None:
@@ -348,7 +343,7 @@ async def execute_batch(
     item_ids: Sequence[str],
     *,
     runtime: WorkerRuntime | None = None,
-    local_base_url: str | None = None,
+    local_base_url: ModelEndpoint | None = None,
     exclude_job: int | None = None,
 ) -> RunSummary | None:
     """Attempt the items of ``item_ids`` that ``agent`` has no trial for yet in ``run_id``;
@@ -393,7 +388,7 @@ async def execute_matrix_batch(
     item_ids: Sequence[str],
     *,
     runtime: WorkerRuntime | None = None,
-    local_base_url: str | None = None,
+    local_base_url: ModelEndpoint | None = None,
     exclude_job: int | None = None,
 ) -> MatrixBatchResult:
     """Run the items of ``item_ids`` that lack a trial in the matrix run ``run_id``; then do

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.execution import execute_batch, model_at, nothing_pending
+from harness.local_model import ModelEndpoint
 from harness.runner import ProgressSink, RunSummary
 from harness.settings import Settings
 from harness.suites import get_suite
@@ -105,7 +106,7 @@ async def execute_stored_run(
     run_id: str,
     *,
     progress: ProgressSink | None = None,
-    local_base_url: str | None = None,
+    local_base_url: ModelEndpoint | None = None,
 ) -> RunSummary:
     """Run every missing trial of a stored run, as one batch in this process
     (:func:`harness.execution.execute_batch`): the run ends ``complete`` when no trial is

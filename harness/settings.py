@@ -50,7 +50,6 @@ import platformdirs
 
 from harness.notify_config import NotifyConfig, parse_notify
 from harness.schedule_config import MatrixSchedule, parse_matrix_schedule
-from ledger.db import mask
 from mindledger.errors import ConfigError
 from mindledger.secrets import scrub, strip_credentials
 
@@ -259,6 +258,9 @@ class Settings:
     """Seconds before one model request times out."""
     max_retries: int = 5
     """Retries of a failed request (429, 5xx, timeouts, dropped connections)."""
+    max_failure_share: float = 0.2
+    """Share of an agent's trials that may end as errors or unreadable answers before
+    ``mindledger run`` (and ``quickstart``) exits 3, saying why."""
     cache: bool = True
     """Reuse stored answers to identical requests (turn off to draw fresh samples)."""
     seed: int | None = None
@@ -282,8 +284,11 @@ class Settings:
     request."""
     reveal_timeout: float = 86400.0
     """Seconds after a commit before an unrevealed prediction expires."""
-    model_threads: int = 2
-    """CPU threads for the embedded model server."""
+    model_threads: int = 1
+    """CPU threads per embedded model server process (more than 1 stalls when other programs
+    share the cores: see harness.local_model.LocalModelPool)."""
+    model_servers: int = 0
+    """Embedded model server processes; 0: one per usable CPU core (at most 8)."""
     judge_agent: str = "local"
     """Agent that reads game trials' chains of thought as the extraction judge (seed 000
     Appendix D; any declared agent, or ``local``, the embedded model)."""
@@ -317,6 +322,8 @@ class Settings:
 
     def public_dict(self) -> dict[str, Any]:
         """Every setting as plain data, with secrets masked (URLs lose their passwords)."""
+        from ledger.db import mask  # SQLAlchemy parses the URL: loaded when a URL is shown
+
         out: dict[str, Any] = {}
         for f in fields(self):
             if f.name == "sources":
@@ -902,6 +909,8 @@ RANGES: dict[str, tuple[float, float]] = {
     "api_rate_limit": (0.1, 100_000),
     "reveal_timeout": (1, 10 * 365 * 86_400),
     "model_threads": (1, 256),
+    "model_servers": (0, 64),
+    "max_failure_share": (0, 1),
     "api_port": (1, 65_535),
 }
 """The documented range of every numeric setting (inclusive): anything else, NaN and the

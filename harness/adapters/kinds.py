@@ -13,6 +13,7 @@ from typing import Protocol
 
 from harness.adapters.cache import ResponseStore
 from harness.agents import ChatAgent, ChatBackend, ReferenceAgent
+from harness.local_model import ModelEndpoint
 from harness.settings import AgentConfig, Settings
 
 __all__ = ["AdapterKind", "Agent", "BuildContext", "chat_agent"]
@@ -31,7 +32,7 @@ class BuildContext:
     """The run seed (reference agents draw from it)."""
     cache: ResponseStore | None = None
     """Where the response cache lives; None: no cache."""
-    local_base_url: str | None = None
+    local_base_url: ModelEndpoint | None = None
     """The embedded model server's URL, when it is running."""
 
 

@@ -252,7 +252,7 @@ class OpenAIChat:
         api_key: str | None = None,
         concurrency: int = 64,
         rate_limit: float | None = None,
-        timeout: float = 120.0,
+        timeout: float | None = 120.0,
         max_retries: int = 5,
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
@@ -264,8 +264,8 @@ class OpenAIChat:
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
-        if not timeout > 0:
-            raise ValueError("timeout must be positive")
+        if timeout is not None and not timeout > 0:
+            raise ValueError("timeout must be positive (or None for no timeout)")
         if max_retries < 0 or backoff_base < 0 or backoff_max < 0:
             raise ValueError("max_retries, backoff_base and backoff_max must not be negative")
         if rate_limit is not None and not rate_limit > 0:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from harness.adapters.balanced import BalancedBackend
 from harness.adapters.cache import CachedBackend
 from harness.adapters.chat import OpenAIBackend
 from harness.adapters.kinds import BuildContext, chat_agent
@@ -52,40 +53,48 @@ class OpenAICompatible:
         return config.concurrency or (4 if self.embedded else settings.concurrency)
 
     def build(self, config: AgentConfig, context: BuildContext) -> ChatAgent:
-        base_url = self._base_url(config, context)
-        client = OpenAIChat(
-            base_url,
-            config.model,
-            api_key=_api_key(config),
-            concurrency=self.concurrency(config, context.settings),
-            rate_limit=config.rate_limit,
-            timeout=context.settings.timeout,
-            max_retries=context.settings.max_retries,
-            headers=config.headers,
-            extra_body=config.extra_body,
-        )
-        backend: ChatBackend = OpenAIBackend(client)
+        urls = self._base_urls(config, context)
+        backends: list[ChatBackend] = [
+            OpenAIBackend(
+                OpenAIChat(
+                    url,
+                    config.model,
+                    api_key=_api_key(config),
+                    concurrency=self.concurrency(config, context.settings),
+                    rate_limit=config.rate_limit,
+                    # The embedded model is ours and only ever busy, never gone: a timeout
+                    # would cancel a generation it is still making and start it again.
+                    timeout=None if self.embedded else context.settings.timeout,
+                    max_retries=context.settings.max_retries,
+                    headers=config.headers,
+                    extra_body=config.extra_body,
+                )
+            )
+            for url in urls
+        ]
+        backend: ChatBackend = backends[0] if len(backends) == 1 else BalancedBackend(backends)
         if context.cache is not None:
             variant = {"headers": config.headers, "extra_body": config.extra_body}
             backend = CachedBackend(
                 backend,
                 context.cache,
-                endpoint=base_url,
+                endpoint=urls[0],
                 model=config.model,
                 variant={k: dict(v) for k, v in variant.items() if v} or None,
             )
         return chat_agent(config, backend, auto_answer_mode="json" if self.embedded else "tools")
 
-    def _base_url(self, config: AgentConfig, context: BuildContext) -> str:
+    def _base_urls(self, config: AgentConfig, context: BuildContext) -> tuple[str, ...]:
         if self.embedded:
             if not context.local_base_url:
                 raise UserError("the embedded model is not running")
-            return context.local_base_url
+            url = context.local_base_url
+            return (url,) if isinstance(url, str) else tuple(url)
         if not config.endpoint:
             raise ConfigError(
                 f"the {self.name} adapter needs an endpoint URL", key=f"agents.{config.name}"
             )
-        return config.endpoint
+        return (config.endpoint,)
 
 
 def _api_key(config: AgentConfig) -> str | None:

@@ -24,10 +24,13 @@ if not model_status()[0]:
     pytest.skip("embedded model not installed", allow_module_level=True)
 
 
-def test_server_answers_over_http_and_stops() -> None:
-    with running_local_model(threads=2) as server:
+def test_servers_answer_over_http_and_stop() -> None:
+    with running_local_model(servers=2, threads=1) as pool:
+        assert len(set(pool.base_urls)) == 2
+        for url in pool.base_urls:
+            assert httpx.get(url.removesuffix("/v1") + "/health", timeout=30).status_code == 200
         r = httpx.post(
-            server.base_url + "/chat/completions",
+            pool.base_urls[-1] + "/chat/completions",
             json={
                 "messages": [{"role": "user", "content": "Is the sky blue? Reply yes or no."}],
                 "max_tokens": 16,
@@ -44,8 +47,8 @@ def test_server_answers_over_http_and_stops() -> None:
         assert r.status_code == 200
         content = r.json()["choices"][0]["message"]["content"]
         assert '"answer"' in content  # constrained decoding honoured
-        proc = server.process
-    assert proc.poll() is not None  # stopped on exit
+        procs = [s.process for s in pool.servers]
+    assert all(p.poll() is not None for p in procs)  # every one stopped on exit
 
 
 def test_quickstart_end_to_end(tmp_path: Path) -> None:
@@ -80,3 +83,8 @@ def test_quickstart_end_to_end(tmp_path: Path) -> None:
     local = profile["agents"]["local"]
     assert ("marked INVALID" in out) == (local["valid"] is False)
     assert "mindledger dashboard" in out and "Connecting a real agent" in out
+    # stderr is not a terminal here: progress came as plain lines, the last saying it is done
+    lines = [line for line in r.stderr.splitlines() if line.startswith("progress ")]
+    assert len(lines) >= 3, r.stderr[-3000:]
+    assert lines[-1].startswith(f"progress {8 * n_items}/{8 * n_items} trials (100%)")
+    assert "done after" in lines[-1]
