@@ -9,6 +9,7 @@
     │   └── NotFoundError      a run, agent, item or prediction id that does not exist
     ├── StorageError           the database cannot be reached or is in a bad state (CLI exits 2)
     ├── AgentError             an agent endpoint failed (recorded on the trial, not raised to users)
+    ├── RunFailedError         a run finished, but too many of an agent's trials failed; exit 3
     └── ModelNotInstalledError the embedded model is missing; the message says how to install it
 
 Every package's errors hang from this tree (``ledger.errors``, ``games.VariantError``,
@@ -27,6 +28,7 @@ __all__ = [
     "MindledgerError",
     "ModelNotInstalledError",
     "NotFoundError",
+    "RunFailedError",
     "StorageError",
     "UserError",
     "readable",
@@ -102,6 +104,14 @@ class AgentError(MindledgerError):
         super().__init__(message)
         self.kind = kind
         self.status = status
+
+
+class RunFailedError(MindledgerError):
+    """A run finished and is stored, but more than the allowed share of some agent's trials
+    ended as errors or unreadable answers (setting ``max_failure_share``): the run's figures
+    say little about the agent. The CLI exits 3, apart from bad input (2) and Ctrl-C (130)."""
+
+    exit_code = 3
 
 
 class ModelNotInstalledError(MindledgerError):

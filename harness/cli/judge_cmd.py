@@ -7,36 +7,15 @@ import asyncio
 
 import click
 from rich.console import Console
-from rich.progress import TaskID
 
 from harness.cli.common import get_settings, get_store, resolve_run
-from harness.cli.progress import progress_bars
+from harness.cli.progress import CountProgress, progress_option
 from harness.judging import JudgeCounts, judge_config, judge_stored_run
 from harness.settings import Settings
 from ledger.store import Store
 from mindledger.errors import ConfigError, MindledgerError
 
-__all__ = ["JudgeBar", "describe_counts", "judge", "judge_after_run"]
-
-
-class JudgeBar:
-    """One progress bar for a judge pass; quiet when stderr is not a terminal."""
-
-    def __init__(self, console: Console, judge: str):
-        self.label = f"judge {judge}"
-        self.progress = progress_bars(console)
-        self.task: TaskID | None = None
-
-    def start(self, total: int, done: int) -> None:
-        self.task = self.progress.add_task(self.label, total=total, completed=done)
-        self.progress.start()
-
-    def advance(self) -> None:
-        if self.task is not None:
-            self.progress.advance(self.task)
-
-    def stop(self) -> None:
-        self.progress.stop()
+__all__ = ["describe_counts", "judge", "judge_after_run"]
 
 
 def describe_counts(counts: JudgeCounts) -> str:
@@ -63,11 +42,12 @@ def _judge(
     console: Console,
     *,
     quiet_without_games: bool = False,
+    progress_mode: str = "auto",
 ) -> JudgeCounts:
     name = judge_config(settings, judge_name).name
     counts = asyncio.run(
         judge_stored_run(
-            store, settings, run_id, judge=judge_name, progress=JudgeBar(console, name)
+            store, settings, run_id, judge=judge_name, progress=CountProgress(console, f"judge {name}", progress_mode),
         )
     )
     if quiet_without_games and not (counts.eligible or counts.no_reasoning):
@@ -103,7 +83,8 @@ def judge_after_run(store: Store, settings: Settings, run_id: str, console: Cons
     help="The judge: any declared agent, or 'local' (the embedded model). Default: the "
     "judge_agent setting (local unless set).",
 )
-def judge(run_id: str, judge_name: str | None) -> None:
+@progress_option
+def judge(run_id: str, judge_name: str | None, progress_mode: str) -> None:
     """Read the chains of thought of a run's game trials with the extraction judge.
 
     For every level-k game trial with reasoning text and no judgement by this judge, the
@@ -131,4 +112,7 @@ def judge(run_id: str, judge_name: str | None) -> None:
             raise
         raise ConfigError(str(exc).removeprefix(f"{exc.key}: "), key="--judge") from None
     run_id = resolve_run(ctx, run_id)
-    _judge(get_store(ctx), settings, run_id, judge_name, Console(stderr=True))
+    _judge(
+        get_store(ctx), settings, run_id, judge_name, Console(stderr=True, soft_wrap=True),
+        progress_mode=progress_mode,
+    )

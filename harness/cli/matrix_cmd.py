@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import TaskID, TextColumn
 from rich.table import Table
 
 from harness.build import plan_agents
 from harness.cli.common import echo_json, get_settings, get_workspace, resolve_run
 from harness.cli.conventions import format_option
-from harness.cli.progress import progress_bars
+from harness.cli.progress import TrialProgress, progress_option
 from harness.cli.tables import PIPED_WIDTH, fits, print_table, stdout_console
 from harness.matrix import (
     ZERO_SHOT,
@@ -32,31 +31,6 @@ from harness.workspace import SeedPolicy
 from ledger.store import Store
 from mindledger.disclosure import seed_phrase
 from mindledger.errors import UserError
-
-
-class MatrixProgress:
-    """A progress bar per agent (its target answers and its predictions, one trial each), with
-    rate and ETA; quiet when the console is not a terminal."""
-
-    def __init__(self, console: Console):
-        self.progress = progress_bars(console, TextColumn("errors {task.fields[errors]:>4}"))
-        self.tasks: dict[str, TaskID] = {}
-        self.errors: dict[str, int] = {}
-
-    def start(self, totals: Mapping[str, int], done: Mapping[str, int]) -> None:
-        for name, total in totals.items():
-            self.errors[name] = 0
-            self.tasks[name] = self.progress.add_task(
-                name, total=total, completed=done.get(name, 0), errors=0
-            )
-        self.progress.start()
-
-    def advance(self, agent: str, *, correct: bool | None, error: bool) -> None:
-        self.errors[agent] += int(error)
-        self.progress.update(self.tasks[agent], advance=1, errors=self.errors[agent])
-
-    def stop(self) -> None:
-        self.progress.stop()
 
 
 def _fmt(value: Any, spec: str = ".3f") -> str:
@@ -343,6 +317,7 @@ def report_matrix(
     "(PostgreSQL) instead of running them here (the pilot, if any, runs here first). With "
     "--resume, queue what the run still lacks.",
 )
+@progress_option
 @format_option(
     "the matrix (cells, self_advantage, by_condition, by_depth, …, ledger_problems)",
     csv="one row per cell, as `report RUN --format csv`",
@@ -364,6 +339,7 @@ def matrix(
     concurrency: int,
     resume_id: str | None,
     use_queue: bool,
+    progress_mode: str,
     fmt: str,
 ) -> None:
     """Cross-model prediction matrix: who predicts whom, scored through the ledger.
@@ -396,7 +372,7 @@ def matrix(
       mindledger matrix --agent a --agent b --no-pilot --queue   # then: mindledger worker
     """
     settings = get_settings(ctx)
-    err = Console(stderr=True)
+    err = Console(stderr=True, soft_wrap=True)
     if use_queue:
         from harness.queue import conninfo
 
@@ -487,7 +463,7 @@ def matrix(
             ledger,
             run_id,
             concurrency=concurrency,
-            progress=MatrixProgress(err),
+            progress=TrialProgress(err, progress_mode, accuracy=False),
         )
     except KeyboardInterrupt:
         # main says "Interrupted." once, after this

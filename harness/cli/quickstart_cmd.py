@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from harness.cli.common import get_settings, get_store
+from harness.cli.progress import progress_option
 
 __all__ = ["DASHBOARD_COMMAND", "README_SECTION", "explain_run", "quickstart"]
 
@@ -164,43 +165,68 @@ def explain_run(profile: Mapping[str, Any]) -> list[str]:
 
 @click.command()
 @click.option("--seed", type=int, default=None, help="Seed (default: drawn fresh).")
-def quickstart(seed: int | None) -> None:
+@progress_option
+def quickstart(seed: int | None, progress_mode: str) -> None:
     """Start the embedded model and run the quick suite end to end.
 
     Runs the `local` agent (SmolLM2-135M with the reference scaffold), its control, and the
     reference agents on the quick suite, stores everything in the configured database (SQLite
     in the data directory by default), writes the report next to it, and ends with a few
-    lines on what the run showed.
+    lines on what the run showed. Exits 3 (after saying why) when an agent's trials mostly
+    failed, as `mindledger run` does.
 
     \b
     Examples:
       mindledger quickstart
       mindledger quickstart --seed 12
+      mindledger quickstart --progress lines 2> quickstart.log
     """
     from rich.console import Console
 
     from harness.build import plan_agents
     from harness.cli.report_cmd import write_reports
-    from harness.cli.run_cmd import QUICKSTART_REFERENCES, _run, _stdout, print_summary
+    from harness.cli.run_cmd import (
+        QUICKSTART_REFERENCES,
+        _run,
+        check_failures,
+        print_summary,
+        summary_record,
+    )
+    from harness.cli.tables import stdout_console
+    from harness.local_model import server_count
     from harness.runs import create_run
     from reports import build_profile
+    from reports.trials import failure_summary
 
     ctx = click.get_current_context()
     settings = get_settings(ctx)
     store = get_store(ctx)
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # a log keeps its lines whole
     planned = plan_agents(settings, agents=("local",), references=QUICKSTART_REFERENCES)
     run_id, used_seed, n = create_run(store, settings, suite="quick", planned=planned, seed=seed)
-    console.print(f"run {run_id}: quick suite, seed {used_seed}, {n} items × {len(planned)} agents")
-    console.print("starting the embedded model (SmolLM2-135M-Instruct via llama.cpp on 127.0.0.1)…")
-    summary = _run(store, settings, run_id, console)
-    out = _stdout()
-    print_summary(out, store, run_id, summary)
+    console.print(
+        f"run {run_id}: quick suite, seed {used_seed}, {n} items × {len(planned)} agents",
+        highlight=False,
+    )
+    servers = server_count(settings.model_servers)
+    console.print(
+        "starting the embedded model (SmolLM2-135M-Instruct via llama.cpp on 127.0.0.1: "
+        f"{servers} server{'s' if servers != 1 else ''} of {settings.model_threads} "
+        f"thread{'s' if settings.model_threads != 1 else ''})…",
+        highlight=False,
+    )
+    summary = _run(store, settings, run_id, console, progress_mode)
+    out = stdout_console()
+    record = summary_record(
+        store, run_id, summary, failure_summary(store, run_id), settings.max_failure_share
+    )
+    print_summary(out, record)
     url = settings.database_url
     where = url.split("///")[-1] if url.startswith("sqlite") else "the database"
-    out.print(f"stored in {where} as run {run_id}")
+    out.print(f"stored in {where} as run {run_id}", highlight=False)
     profile = build_profile(store, run_id)
     for p in write_reports(store, run_id, settings.home / "reports", profile=profile):
-        out.print(f"report: {p}")
+        out.print(f"report: {p}", highlight=False)
     sys.stdout.flush()
     click.echo("\n" + "\n".join(explain_run(profile)))
+    check_failures(console, record)

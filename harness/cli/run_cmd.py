@@ -3,24 +3,31 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
+from rich import box
 from rich.console import Console
-from rich.progress import TaskID, TextColumn
 from rich.table import Table
+from rich.text import Text
 
 from harness.build import plan_agents
-from harness.cli.common import get_settings, get_store
-from harness.cli.progress import progress_bars
+from harness.cli.common import echo_json, get_settings, get_store, resolve_run
+from harness.cli.conventions import format_option
+from harness.cli.progress import TrialProgress, duration, progress_option
+from harness.cli.tables import print_table, stdout_console
 from harness.runner import RunSummary
 from harness.runs import create_run, execute_stored_run
 from harness.settings import Settings
 from harness.suites import SUITES, get_suite
 from harness.workspace import SeedPolicy
 from ledger.store import Store
-from mindledger.disclosure import seed_phrase
+from mindledger.disclosure import seed_phrase, shown_seed
+from mindledger.errors import RunFailedError, readable
+
+if TYPE_CHECKING:
+    from reports.trials import RunFailures
 
 QUICKSTART_REFERENCES = (
     "oracle",
@@ -32,91 +39,173 @@ QUICKSTART_REFERENCES = (
 )
 
 
-class RichProgress:
-    """A progress bar per agent, with rate and ETA; quiet when stderr is not a terminal."""
-
-    def __init__(self, console: Console):
-        self.console = console
-        self.progress = progress_bars(console, TextColumn("{task.fields[rate]:>8}"),
-                                      TextColumn("acc {task.fields[acc]:>5}"))
-        self.tasks: dict[str, TaskID] = {}
-        self.counts: dict[str, list[int]] = {}
-
-    def start(self, totals: Mapping[str, int], done: Mapping[str, int]) -> None:
-        for name, total in totals.items():
-            self.counts[name] = [0, 0]
-            self.tasks[name] = self.progress.add_task(
-                name, total=total, completed=done.get(name, 0), rate="", acc="-"
-            )
-        self.progress.start()
-
-    def advance(self, agent: str, *, correct: bool | None, error: bool) -> None:
-        c = self.counts[agent]
-        if not error:
-            c[0] += 1
-            c[1] += int(bool(correct))
-        task = self.tasks[agent]
-        self.progress.advance(task)
-        t = self.progress.tasks[task]
-        speed = t.speed
-        self.progress.update(
-            task,
-            rate=f"{speed:.1f}/s" if speed else "",
-            acc=f"{c[1] / c[0]:.0%}" if c[0] else "-",
-        )
-
-    def stop(self) -> None:
-        self.progress.stop()
-
-
-def print_summary(console: Console, store: Store, run_id: str, summary: RunSummary | None) -> None:
+def summary_record(
+    store: Store, run_id: str, summary: RunSummary | None, failures: RunFailures, share: float
+) -> dict[str, Any]:
+    """The run's closing summary as ``run --format json`` prints it: the run, per agent its
+    trials, answers scored and right, failures (API errors and unreadable answers) and their
+    causes, and whether the run failed (an agent's failure share over ``share``)."""
     run = store.get_run(run_id)
     counts = store.trial_counts(run_id)
-    roles = {ra.name: ra.role for ra in store.run_agents(run_id)}
-    n_items = len(store.run_items(run_id))
-    table = Table(
-        title=f"run {run_id} · suite {run.suite} · "
-        f"{seed_phrase(run.seed, held_out=run.held_out)} · {run.status}"
-    )
-    for col in ("agent", "role", "trials", "scored", "correct", "accuracy", "api errors", "n/a"):
-        table.add_column(
-            col, justify="left" if col in ("agent", "role") else "right", no_wrap=col == "agent"
-        )
-    for name in roles:
-        c = counts.get(name, {"ok": 0, "api_error": 0, "not_applicable": 0, "correct": 0})
+    n_items = len(store.run_item_ids(run_id))
+    agents = []
+    for af in failures.agents:
+        c = counts.get(af.agent, {})
         scored = c.get("ok", 0)
-        acc = f"{c['correct'] / scored:.1%}" if scored else "n/a"
-        stored = scored + c.get("api_error", 0) + c.get("not_applicable", 0)
+        agents.append({
+            "name": af.agent,
+            "role": af.role,
+            "items": n_items,
+            "trials": sum(af.counts.values()),
+            "scored": scored,
+            "correct": c.get("correct", 0),
+            "accuracy": c.get("correct", 0) / scored if scored else None,
+            "errors": af.counts.get("error", 0),
+            "unparsed": af.counts.get("unparsed", 0),
+            "not_applicable": af.counts.get("n/a", 0),
+            "failed": af.failed,
+            "failure_share": af.failure_share if af.attempted else None,
+            "causes": [
+                {"status": c.outcome, "kind": c.kind, "count": c.count, "example": c.example,
+                 "item": c.example_item}
+                for c in af.causes
+            ],
+        })
+    over = failures.over(share)
+    return {
+        "run": {
+            "id": run.id,
+            "suite": run.suite,
+            "status": run.status,
+            "seed": shown_seed(run.seed, held_out=run.held_out),
+            "held_out": run.held_out,
+        },
+        "agents": agents,
+        "attempted": summary.attempted if summary else 0,
+        "skipped": summary.skipped if summary else 0,
+        "wall_s": round(summary.wall_s, 3) if summary else 0.0,
+        "max_failure_share": share,
+        "failed_agents": [a.agent for a in over],
+        "exit_code": RunFailedError.exit_code if over else 0,
+    }
+
+
+def print_summary(console: Console, record: dict[str, Any]) -> None:
+    """The closing table of a run: per agent its trials, right answers and failures."""
+    run = record["run"]
+    seed = "seed withheld (held-out run)" if run["held_out"] and run["seed"] is None else (
+        f"seed {run['seed']}"
+    )
+    table = Table(
+        title=f"run {run['id']} · {run['suite']} · {seed} · {run['status']}",
+        box=box.SIMPLE_HEAD,
+    )
+    table.add_column("agent", overflow="fold")
+    table.add_column("role")
+    for col in ("trials", "correct", "accuracy", "failed", "n/a"):
+        table.add_column(col, justify="right")
+    for a in record["agents"]:
+        failed = f"{a['failed']}" if not a["failed"] else (
+            f"{a['failed']} ({a['failure_share']:.0%})"
+        )
         table.add_row(
-            name,
-            roles[name],
-            f"{stored}/{n_items}",
-            str(scored),
-            str(c["correct"]),
-            acc,
-            str(c.get("api_error", 0)),
-            str(c.get("not_applicable", 0)),
+            a["name"],
+            a["role"],
+            f"{a['trials']}/{a['items']}",
+            f"{a['correct']}/{a['scored']}",
+            "n/a" if a["accuracy"] is None else f"{a['accuracy']:.1%}",
+            Text(failed, style="bold red" if a["name"] in record["failed_agents"] else ""),
+            str(a["not_applicable"]),
         )
-    console.print(table)
-    if summary is not None:
+    print_table(console, table, drop=("n/a", "role", "correct"))
+    if record["attempted"] or record["skipped"]:
         console.print(
-            f"{summary.attempted} trial(s) attempted in {summary.wall_s:.1f} s"
-            + (f"; {summary.skipped} already stored" if summary.skipped else "")
+            f"{record['attempted']} trial{'s' if record['attempted'] != 1 else ''} attempted "
+            f"in {duration(record['wall_s'])}"
+            + (f"; {record['skipped']} already stored" if record["skipped"] else ""),
+            highlight=False,
         )
 
 
-def _stdout() -> Console:
-    """Standard output; wide enough for the tables when it is not a terminal."""
-    console = Console()
-    return console if console.is_terminal else Console(width=140)
+def check_failures(console: Console, record: dict[str, Any]) -> None:
+    """Say loudly which agents failed over the allowed share and why (each cause with its
+    count and one example, then the command that lists them), and raise RunFailedError;
+    nothing when no agent did."""
+    failed = [a for a in record["agents"] if a["name"] in record["failed_agents"]]
+    if not failed:
+        return
+    run_id = record["run"]["id"]
+    share = record["max_failure_share"]
+    for a in failed:
+        console.print(
+            f"[bold red]{a['name']}[/]: {a['failed']} of its {a['trials'] - a['not_applicable']} "
+            f"trials failed ({a['failure_share']:.0%}; a run may lose {share:.0%}, setting "
+            "max_failure_share):",
+            highlight=False,
+        )
+        for cause in a["causes"][:5]:
+            example = str(cause["example"]).removeprefix(f"{cause['kind']}: ")
+            console.print(
+                f"  {cause['count']:>5} × {cause['kind']}: {readable(example, 300)}",
+                highlight=False,
+                markup=False,
+            )
+        if len(a["causes"]) > 5:
+            console.print(f"  … and {len(a['causes']) - 5} more causes", highlight=False)
+        console.print(
+            f"  see them: mindledger trials {run_id} --agent {a['name']} --status error,unparsed",
+            highlight=False,
+            markup=False,
+        )
+    names = " and ".join(
+        [", ".join(a["name"] for a in failed[:-1]), failed[-1]["name"]] if len(failed) > 1
+        else [failed[0]["name"]]
+    )
+    raise RunFailedError(
+        f"run {run_id} is stored, but {names} failed on more than {share:.0%} of "
+        f"{'its' if len(failed) == 1 else 'their'} trials (exit code {RunFailedError.exit_code})"
+    )
 
 
-def _run(store: Store, settings: Settings, run_id: str, console: Console) -> RunSummary:
-    progress = RichProgress(console)
+def finish(
+    store: Store,
+    settings: Settings,
+    run_id: str,
+    summary: RunSummary | None,
+    *,
+    fmt: str = "table",
+    out: Console | None = None,
+    err: Console | None = None,
+) -> dict[str, Any]:
+    """The end of a run: its summary on stdout (a table, or JSON with ``fmt="json"``), then,
+    when an agent failed over ``max_failure_share``, its causes on stderr and RunFailedError.
+    Returns the summary record."""
+    from reports.trials import failure_summary
+
+    failures = failure_summary(store, run_id)
+    record = summary_record(store, run_id, summary, failures, settings.max_failure_share)
+    if fmt == "json":
+        echo_json(record)
+    else:
+        print_summary(out or stdout_console(), record)
+    check_failures(err or Console(stderr=True, soft_wrap=True), record)
+    return record
+
+
+def _run(
+    store: Store, settings: Settings, run_id: str, console: Console, progress_mode: str = "auto"
+) -> RunSummary:
+    progress = TrialProgress(console, progress_mode)
     try:
         summary = asyncio.run(execute_stored_run(store, settings, run_id, progress=progress))
     except KeyboardInterrupt:
-        console.print(f"[yellow]Interrupted.[/] Continue with: mindledger run --resume {run_id}")
+        # main says "Interrupted." once, after this
+        console.print(
+            f"run {run_id} keeps every trial stored so far: continue with "
+            f"`mindledger run --resume {run_id}`",
+            highlight=False,
+            markup=False,
+        )
         raise
     return summary
 
@@ -188,8 +277,11 @@ def _run(store: Store, settings: Settings, run_id: str, console: Console) -> Run
     "resume_id",
     default=None,
     metavar="RUN_ID",
-    help="Continue an interrupted run: attempt only what has no stored trial.",
+    help="Continue an interrupted run: attempt only what has no stored trial (RUN_ID may be "
+    "latest, latest~N or the start of an id).",
 )
+@progress_option
+@format_option("the run's summary: per agent its trials, right answers, failures and causes")
 def run(
     suite: str,
     agents: tuple[str, ...],
@@ -202,6 +294,8 @@ def run(
     hitom_path: Path | None,
     use_queue: bool,
     resume_id: str | None,
+    progress_mode: str,
+    fmt: str,
 ) -> None:
     """Run a suite against agents, their controls and reference agents.
 
@@ -228,14 +322,13 @@ def run(
         from harness.queue import conninfo
 
         conninfo(settings)  # PostgreSQL only: say so before anything is stored
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # a log keeps its lines whole
     if resume_id:
         if agents or references or ablate or seed is not None:
             raise click.UsageError("--resume takes no other run options: the run's own are used")
         store = get_store(ctx)
-        run_id = resume_id
-        store.get_run(run_id)
-        console.print(f"resuming run {run_id}")
+        run_id = resolve_run(ctx, resume_id)
+        console.print(f"resuming run {run_id}", highlight=False)
     else:
         # every argument is checked before the database is opened (or created)
         get_suite(suite)
@@ -273,8 +366,10 @@ def run(
             "`mindledger worker` (any machine with this database URL)"
         )
         return
-    summary = _run(store, settings, run_id, console)
-    print_summary(_stdout(), store, run_id, summary)
-    from harness.cli.judge_cmd import judge_after_run  # the judge stage, when switched on
+    summary = _run(store, settings, run_id, console, progress_mode)
+    try:
+        finish(store, settings, run_id, summary, fmt=fmt, err=console)
+    finally:
+        from harness.cli.judge_cmd import judge_after_run  # the judge stage, when switched on
 
-    judge_after_run(store, settings, run_id, console)
+        judge_after_run(store, settings, run_id, console)

@@ -141,7 +141,7 @@ def test_games_list_and_doctor_json(isolated_home: Path, capsys: pytest.CaptureF
     code, out, _ = cli(capsys, "doctor", "--format", "json")
     checks = json.loads(out)
     assert [c["name"] for c in checks][:3] == ["python", "settings", "database"]
-    assert all(set(c) == {"name", "ok", "detail", "needed"} for c in checks)
+    assert all(set(c) == {"name", "ok", "detail", "needed", "probes"} for c in checks)
     assert code == (1 if any(c["needed"] and not c["ok"] for c in checks) else 0)
 
 

@@ -160,6 +160,7 @@ def test_credentials_in_an_endpoint_never_reach_output_or_storage(
     with FakeOpenAI() as fake:
         url = fake.base_url.replace("http://", "http://alice:hunter2@") + "?api_key=sk-secret1"
         (isolated_home.parent / "work" / "mindledger.toml").write_text(
+            "max_failure_share = 1.0\n"  # the fake's "ok" is no answer; the run still counts
             f'[agents.bot]\nadapter = "openai"\nendpoint = "{url}"\nmodel = "m"\n'
             'control = "bot-control"\n'
             f'[agents.bot-control]\nadapter = "openai"\nendpoint = "{url}"\nmodel = "m"\n'

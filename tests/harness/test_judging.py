@@ -236,6 +236,7 @@ def test_mindledger_run_with_a_judge_resolves_k_l(
     with FakeOpenAI(answer=_players(items)) as server:
         (isolated_home.parent / "work" / "mindledger.toml").write_text(
             'judge_agent = "judge"\njudge_after_run = true\n'
+            "max_failure_share = 1.0\n"  # the fake's belief answers are not read; games are
             f'[agents.bot]\nadapter = "openai"\nendpoint = "{server.base_url}"\n'
             'model = "m"\nanswer_mode = "tools"\n'
             f'[agents.judge]\nadapter = "openai"\nendpoint = "{server.base_url}"\n'
