@@ -192,7 +192,7 @@ class LineProgress:
         running = [a for a in self.totals if self.done.get(a, 0) < self.totals[a]]
         if final:
             parts.append(f"{'stopped' if running else 'done'} after {duration(elapsed)}")
-        else:
+        elif running:
             eta = self._eta(running, elapsed)
             if eta is not None:
                 parts.append(f"ETA {duration(eta)}")
