@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     print()
     print(f"{'':24} {'wall s':>8} {'finished':>9} {'local ok':>9} {'control ok':>11}")
     for o in (quiet, busy):
-        print(f"{o.label:24} {o.wall_s:8.1f} {str(o.finished):>9} "
+        print(f"{o.label:24} {o.wall_s:8.1f} {o.finished!s:>9} "
               f"{o.ok_trials.get('local', 0):>9} {o.ok_trials.get('local-control', 0):>11}")
     print()
     print(f"busy ÷ quiet = {ratio:.2f}× (goal ≤ {RATIO_GOAL:g}×): "
