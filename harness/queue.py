@@ -70,6 +70,7 @@ from harness.matrix import (
     missing_matrix_items,
 )
 from harness.matrix import execute_matrix_batch as run_matrix_batch
+from harness.progress import LineProgress
 from harness.runner import RunSummary
 from harness.settings import Settings
 from harness.workspace import SeedPolicy, Workspace
@@ -363,6 +364,8 @@ async def execute_batch(
         agents=(agent,),
         item_ids=item_ids,
         local_model=local_model,
+        # a worker's log shows a long batch moving, as `mindledger run` does on stderr
+        progress=LineProgress(emit=log.info, label=f"run {run_id} · {agent}:"),
         others_pending=_others_pending(_store_dsn(store), run_id, exclude_job),
         interrupt_on_failure=False,
     )

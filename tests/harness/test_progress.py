@@ -136,3 +136,14 @@ def test_run_with_stderr_in_a_file_leaves_progress_lines(
     _code, out, err = run_main(capsys, "run", "--agent", "bot", "--no-control", "--seed", "3",
                               "--progress", "none")
     assert not [line for line in err.splitlines() if line.startswith("progress ")]
+
+
+def test_lines_can_go_to_a_log_instead_of_a_file() -> None:
+    """A queue worker's batches log their progress (harness.queue)."""
+    logged: list[str] = []
+    p = LineProgress(emit=logged.append, label="run r · a:", ticker=False)
+    p.start({"a": 2}, {})
+    p.advance("a")
+    p.stop()
+    assert logged[0] == "run r · a: 0/2 trials (0%) · 0 errors"
+    assert logged[-1].startswith("run r · a: 1/2 trials (50%)")
