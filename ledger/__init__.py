@@ -15,60 +15,97 @@ entry that was changed, removed, reordered, forged or cut off. See ``docs/ledger
     p.scores
 """
 
-from ledger import models as models  # registers the tables
-from ledger._receipts import CommitReceipt, RevealResult
-from ledger.chain import (
-    GENESIS_HASH,
-    PROBLEMS,
-    Entry,
-    Failure,
-    Verification,
-    Witness,
-    entry_hash,
-    verify_entries,
-)
-from ledger.client import LedgerClient, Prediction
-from ledger.db import open_engine, utc_now
-from ledger.errors import (
-    LedgerIntegrityError,
-    LedgerKeyError,
-    LedgerStateError,
-    RevealRejected,
-)
-from ledger.keys import (
-    generate_key,
-    load_or_create_service_key,
-    parse_public_key,
-    public_key_hex,
-)
-from ledger.models import LedgerEntryRow
-from ledger.predictions import Ledger, open_ledger, verify_export
-from ledger.protocol import (
-    PredictionState,
-    commit_message,
-    commitment,
-    new_salt,
-    prediction_body,
-    prediction_id,
-)
-from ledger.scoring import (
-    EPSILON,
-    MAX_ANSWERS,
-    Metric,
-    ScoreRecord,
-    aggregate,
-    brier_score,
-    expected_calibration_error,
-    log_score,
-    modal_answers,
-    normalised_skill,
-    penalty_log_score,
-    penalty_scores,
-    retest_agreement,
-    score_prediction,
-    top1_match,
-)
-from ledger.store import RunAgent, Store, TrialRecord
+import typing
+
+if typing.TYPE_CHECKING:
+    from ledger._receipts import CommitReceipt, RevealResult
+    from ledger.chain import (
+        GENESIS_HASH,
+        PROBLEMS,
+        Entry,
+        Failure,
+        Verification,
+        Witness,
+        entry_hash,
+        verify_entries,
+    )
+    from ledger.client import LedgerClient, Prediction
+    from ledger.db import open_engine, utc_now
+    from ledger.errors import (
+        LedgerIntegrityError,
+        LedgerKeyError,
+        LedgerStateError,
+        RevealRejected,
+    )
+    from ledger.keys import (
+        generate_key,
+        load_or_create_service_key,
+        parse_public_key,
+        public_key_hex,
+    )
+    from ledger.models import LedgerEntryRow
+    from ledger.predictions import Ledger, open_ledger, verify_export
+    from ledger.protocol import (
+        PredictionState,
+        commit_message,
+        commitment,
+        new_salt,
+        prediction_body,
+        prediction_id,
+    )
+    from ledger.scoring import (
+        EPSILON,
+        MAX_ANSWERS,
+        Metric,
+        ScoreRecord,
+        aggregate,
+        brier_score,
+        expected_calibration_error,
+        log_score,
+        modal_answers,
+        normalised_skill,
+        penalty_log_score,
+        penalty_scores,
+        retest_agreement,
+        score_prediction,
+        top1_match,
+    )
+    from ledger.store import RunAgent, Store, TrialRecord
+else:
+    from mindledger.lazy import lazy_exports as _lazy_exports
+
+    __getattr__, __dir__ = _lazy_exports(
+        __name__,
+        {
+            "ledger._receipts": ("CommitReceipt", "RevealResult"),
+            "ledger.chain": (
+                "GENESIS_HASH", "PROBLEMS", "Entry", "Failure", "Verification", "Witness",
+                "entry_hash", "verify_entries",
+            ),
+            "ledger.client": ("LedgerClient", "Prediction"),
+            "ledger.db": ("open_engine", "utc_now"),
+            "ledger.errors": (
+                "LedgerIntegrityError", "LedgerKeyError", "LedgerStateError", "RevealRejected",
+            ),
+            "ledger.keys": (
+                "generate_key", "load_or_create_service_key", "parse_public_key",
+                "public_key_hex",
+            ),
+            "ledger.models": ("LedgerEntryRow",),
+            "ledger.predictions": ("Ledger", "open_ledger", "verify_export"),
+            "ledger.protocol": (
+                "PredictionState", "commit_message", "commitment", "new_salt", "prediction_body",
+                "prediction_id",
+            ),
+            "ledger.scoring": (
+                "EPSILON", "MAX_ANSWERS", "Metric", "ScoreRecord", "aggregate", "brier_score",
+                "expected_calibration_error", "log_score", "modal_answers", "normalised_skill",
+                "penalty_log_score", "penalty_scores", "retest_agreement", "score_prediction",
+                "top1_match",
+            ),
+            "ledger.store": ("RunAgent", "Store", "TrialRecord"),
+        },
+    )
 
 __all__ = [
     "EPSILON",

@@ -9,17 +9,19 @@ database migrated from empty equals the SQLModel models.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from alembic.operations import Operations
-from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import Connection, Engine
+
+if TYPE_CHECKING:
+    from alembic.operations import Operations  # imported to migrate: alembic takes 0.3 s
 
 __all__ = ["MIGRATIONS", "applied_migrations", "migrate", "pending_migrations"]
 
 MIGRATIONS_TABLE = "_migrations"
 
-Migration = tuple[str, Callable[[Operations], None]]
+Migration = tuple[str, Callable[["Operations"], None]]
 
 
 def m0001_runs_items_trials(op: Operations) -> None:
@@ -349,7 +351,12 @@ def _lock(conn: Connection) -> None:
 
 def migrate(engine: Engine, now: Callable[[], str]) -> list[str]:
     """Apply every pending migration, each in its own transaction under the migration lock;
-    return the names applied (by this call)."""
+    return the names applied (by this call). A database with none pending is only read."""
+    if not pending_migrations(engine):
+        return []
+    from alembic.operations import Operations
+    from alembic.runtime.migration import MigrationContext
+
     applied: list[str] = []
     for name, fn in MIGRATIONS:
         with engine.connect() as conn:

@@ -16,59 +16,100 @@ Statistics (pure; seeded generators only) live in :mod:`reports._stats`; which m
 gets (by its n and design) in :mod:`reports._estimates`.
 """
 
-from reports._data import RunData, load_run
-from reports._estimates import MIN_N, Contrast, Proportion, paired_binary, paired_values, proportion
-from reports._stats import (
-    Calibration,
-    ClusterBootstrap,
-    D50Result,
-    Interval,
-    SlopeResult,
-    bootstrap_pvalue,
-    cluster_bootstrap,
-    d50_estimate,
-    d50_replicates,
-    degradation_slope,
-    ece,
-    fisher_exact,
-    holm,
-    mcnemar_exact,
-    newcombe_interval,
-    newcombe_paired_interval,
-    paired_difference,
-    sign_flip_pvalue,
-    wilson_interval,
-)
-from reports.history import (
-    DEFAULT_RULE,
-    HEADLINE_METRICS,
-    AgentHistory,
-    HistoryPoint,
-    MetricHistory,
-    Regression,
-    RegressionRule,
-    agent_history,
-    history_of,
-)
-from reports.profile import (
-    PROFILE_SCHEMA,
-    TRUE_BELIEF_THRESHOLD,
-    Analysis,
-    analyse,
-    build_profile,
-    diagnose_references,
-    profile_from_data,
-)
-from reports.render import (
-    compare,
-    compare_runs,
-    render_compare_markdown,
-    render_csv,
-    render_html,
-    render_json,
-    render_markdown,
-    report,
-)
+import typing
+
+if typing.TYPE_CHECKING:
+    from reports._data import RunData, load_run
+    from reports._estimates import (
+        MIN_N,
+        Contrast,
+        Proportion,
+        paired_binary,
+        paired_values,
+        proportion,
+    )
+    from reports._stats import (
+        Calibration,
+        ClusterBootstrap,
+        D50Result,
+        Interval,
+        SlopeResult,
+        bootstrap_pvalue,
+        cluster_bootstrap,
+        d50_estimate,
+        d50_replicates,
+        degradation_slope,
+        ece,
+        fisher_exact,
+        holm,
+        mcnemar_exact,
+        newcombe_interval,
+        newcombe_paired_interval,
+        paired_difference,
+        sign_flip_pvalue,
+        wilson_interval,
+    )
+    from reports.history import (
+        DEFAULT_RULE,
+        HEADLINE_METRICS,
+        AgentHistory,
+        HistoryPoint,
+        MetricHistory,
+        Regression,
+        RegressionRule,
+        agent_history,
+        history_of,
+    )
+    from reports.profile import (
+        PROFILE_SCHEMA,
+        TRUE_BELIEF_THRESHOLD,
+        Analysis,
+        analyse,
+        build_profile,
+        diagnose_references,
+        profile_from_data,
+    )
+    from reports.render import (
+        compare,
+        compare_runs,
+        render_compare_markdown,
+        render_csv,
+        render_html,
+        render_json,
+        render_markdown,
+        report,
+    )
+else:
+    from mindledger.lazy import lazy_exports as _lazy_exports
+
+    __getattr__, __dir__ = _lazy_exports(
+        __name__,
+        {
+            "reports._data": ("RunData", "load_run"),
+            "reports._estimates": (
+                "MIN_N", "Contrast", "Proportion", "paired_binary", "paired_values", "proportion",
+            ),
+            "reports._stats": (
+                "Calibration", "ClusterBootstrap", "D50Result", "Interval", "SlopeResult",
+                "bootstrap_pvalue", "cluster_bootstrap", "d50_estimate", "d50_replicates",
+                "degradation_slope", "ece", "fisher_exact", "holm", "mcnemar_exact",
+                "newcombe_interval", "newcombe_paired_interval", "paired_difference",
+                "sign_flip_pvalue", "wilson_interval",
+            ),
+            "reports.history": (
+                "DEFAULT_RULE", "HEADLINE_METRICS", "AgentHistory", "HistoryPoint",
+                "MetricHistory", "Regression", "RegressionRule", "agent_history", "history_of",
+            ),
+            "reports.profile": (
+                "PROFILE_SCHEMA", "TRUE_BELIEF_THRESHOLD", "Analysis", "analyse", "build_profile",
+                "diagnose_references", "profile_from_data",
+            ),
+            "reports.render": (
+                "compare", "compare_runs", "render_compare_markdown", "render_csv", "render_html",
+                "render_json", "render_markdown", "report",
+            ),
+        },
+    )
 
 __all__ = [
     "DEFAULT_RULE",

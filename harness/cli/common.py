@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from harness.settings import Settings, load_settings
-from harness.workspace import Workspace
-from ledger.store import Store
 from mindledger.errors import NotFoundError
+
+if TYPE_CHECKING:  # the database is imported when a command opens it: `config` never does
+    from harness.workspace import Workspace
+    from ledger.store import Store
 
 __all__ = [
     "echo_json",
@@ -37,6 +39,8 @@ def get_settings(ctx: click.Context) -> Settings:
 def get_workspace(ctx: click.Context) -> Workspace:
     """The workspace of the configured settings: its database migrated to the current schema
     (opened once per command; its ledger opens on first use)."""
+    from harness.workspace import Workspace
+
     settings = get_settings(ctx)
     obj = ctx.find_root().obj
     if "workspace" not in obj:

@@ -15,3 +15,13 @@ def test_all_names_are_exported_once() -> None:
     # submodules imported in this session (by whichever test ran first) are attributes too
     submodules = {n for n, v in vars(reports).items() if isinstance(v, types.ModuleType)}
     assert public - submodules == set(reports.__all__)
+
+
+def test_names_are_their_modules_objects() -> None:
+    """``reports`` imports each name from its module when it is first used: the same object."""
+    from reports import build_profile, wilson_interval
+    from reports._stats import wilson_interval as of_stats
+    from reports.profile import build_profile as of_profile
+
+    assert (build_profile, wilson_interval) == (of_profile, of_stats)
+    assert set(reports.__all__) <= set(dir(reports))
