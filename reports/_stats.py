@@ -17,7 +17,7 @@ module holds the methods. All intervals are two-sided, 95% unless a ``level`` sa
   independent proportions (:func:`newcombe_interval`, statsmodels) and Newcombe's square-and-add
   interval for paired proportions (:func:`newcombe_paired_interval`).
 - **Exact and permutation tests**: the exact McNemar test for paired binary outcomes
-  (:func:`mcnemar_exact`, statsmodels), Fisher's exact test for two independent proportions
+  (:func:`mcnemar_exact`, scipy), Fisher's exact test for two independent proportions
   (:func:`fisher_exact`, scipy), and the sign-flip permutation test for paired differences over
   clusters (:func:`sign_flip_pvalue`: exact enumeration up to 2**16 sign patterns, else Monte
   Carlo with ``p = (1 + #{|T*| >= |T|}) / (B + 1)``, never below ``1 / (B + 1)``).
@@ -55,7 +55,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from reports._glm import LogitFit, logit_fit
+
 __all__ = [
+    "T975",
     "Z95",
     "Calibration",
     "ClusterBootstrap",
@@ -80,6 +83,7 @@ __all__ = [
     "mean_interval",
     "newcombe_interval",
     "newcombe_paired_interval",
+    "normal_quantile",
     "paired_difference",
     "percentile_interval",
     "permutation_pvalue",
@@ -200,21 +204,50 @@ def permutation_pvalue(observed: float, permuted: npt.ArrayLike) -> float:
     return float((1 + np.count_nonzero(extreme)) / (t.size + 1))
 
 
+T975 = (
+    12.706204736174694, 4.302652729749462, 3.1824463052837078, 2.7764451051977934,
+    2.5705818356363146, 2.4469118511449786, 2.364624251592784, 2.306004135204166,
+    2.262157162798205, 2.228138851986274, 2.200985160091639, 2.1788128296672284,
+    2.1603686564627913, 2.144786687917804, 2.131449545559776, 2.1199052992212546,
+    2.1098155778333156, 2.1009220402410382, 2.0930240544083087, 2.085963447265864,
+    2.0796138447276795, 2.0738730679040254, 2.0686576104190486, 2.0638985616280245,
+    2.0595385527532972, 2.0555294386428735, 2.0518305164802846, 2.0484071417952454,
+    2.045229642132703, 2.0422724563012378,
+)  # fmt: skip
+"""Student's t 97.5% quantiles on 1 to 30 degrees of freedom, as scipy computes them
+(``scipy.special.stdtrit(df, 0.975)``, what ``scipy.stats.t.ppf`` calls; a test checks every
+one): the 95% intervals of a run of a few dozen items need no SciPy, whose import takes longer
+than the rest of their report."""
+
+
+def normal_quantile(level: float = 0.95) -> float:
+    """The two-sided ``level`` quantile of the standard normal, as scipy's ``norm.ppf`` gives
+    it (:data:`Z95` for 95%, the same number)."""
+    if level == 0.95:
+        return Z95
+    from scipy.special import ndtri
+
+    return float(ndtri(0.5 + level / 2.0))
+
+
 @functools.lru_cache(maxsize=1024)
 def t_quantile(df: float, level: float = 0.95) -> float:
     """The two-sided ``level`` quantile of Student's t on ``df`` degrees of freedom (the normal
-    quantile for infinite ``df``)."""
-    from scipy import stats as sps
-
+    quantile for infinite ``df``): scipy.stats' ``t.ppf``, by the scipy.special function it
+    calls (from :data:`T975` where that holds it), without importing scipy.stats (a second)."""
     if not math.isfinite(df):
-        return float(sps.norm.ppf(0.5 + level / 2.0))
-    return float(sps.t.ppf(0.5 + level / 2.0, df))
+        return normal_quantile(level)
+    if level == 0.95 and 1 <= df <= len(T975) and float(df).is_integer():
+        return T975[int(df) - 1]
+    from scipy.special import stdtrit
+
+    return float(stdtrit(df, 0.5 + level / 2.0)) if df > 0 else math.nan
 
 
 def _t_quantile_series(df: int, p: float) -> float:
     """Student's t quantile by its Cornish–Fisher expansion in 1/df (Abramowitz & Stegun
     26.7.5, four terms): within 2e-5 of the exact value at p = 0.975 from df = 9 on, and
-    without importing scipy.stats (half a second, once per process)."""
+    without importing SciPy."""
     z = NormalDist().inv_cdf(p)
     g = (
         (z**3 + z) / 4,
@@ -293,13 +326,14 @@ def newcombe_interval(
 
 def mcnemar_exact(b: int, c: int) -> float:
     """The exact (conditional binomial) McNemar p-value for ``b`` and ``c`` discordant pairs:
-    ``min(1, 2·P(X <= min(b, c)))`` with ``X ~ Binomial(b + c, 1/2)`` (statsmodels). 1.0 when
-    there is no discordant pair."""
-    from statsmodels.stats.contingency_tables import mcnemar
+    ``min(1, 2·P(X <= min(b, c)))`` with ``X ~ Binomial(b + c, 1/2)``, by scipy's binomial
+    distribution as statsmodels' ``mcnemar(exact=True)`` computes it (without importing
+    statsmodels and pandas). 1.0 when there is no discordant pair."""
+    from scipy.stats import binom
 
     if b + c == 0:
         return 1.0
-    return float(min(1.0, mcnemar([[0, b], [c, 0]], exact=True).pvalue))
+    return float(min(1.0, binom.cdf(min(b, c), b + c, 0.5) * 2))
 
 
 def fisher_exact(k1: int, n1: int, k2: int, n2: int) -> float:
@@ -816,33 +850,18 @@ def paired_difference(
 def fit_logistic_grouped(
     x: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike
 ) -> tuple[float, float, bool]:
-    """Maximum-likelihood logistic regression of ``k`` of ``n`` successes on ``x`` (statsmodels
-    GLM, binomial family). Returns ``(intercept, slope, converged)``."""
-    from statsmodels.genmod.families import Binomial
-    from statsmodels.genmod.generalized_linear_model import GLM
-    from statsmodels.tools.sm_exceptions import (
-        ConvergenceWarning,
-        PerfectSeparationError,
-        PerfectSeparationWarning,
-    )
-
+    """Maximum-likelihood logistic regression of ``k`` of ``n`` successes on ``x`` (statsmodels'
+    GLM, binomial family, as :func:`reports._glm.logit_fit` computes it without importing
+    statsmodels). Returns ``(intercept, slope, converged)``."""
     xa = np.asarray(x, dtype=float)
     ka = np.asarray(k, dtype=float)
     na = np.asarray(n, dtype=float)
     keep = na > 0
     xa, ka, na = xa[keep], ka[keep], na[keep]
-    endog = np.column_stack([ka, na - ka])
-    exog = np.column_stack([np.ones_like(xa), xa])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        warnings.simplefilter("ignore", PerfectSeparationWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)
-        try:
-            res = GLM(endog, exog, family=Binomial()).fit(maxiter=100)
-        except PerfectSeparationError:
-            return (math.nan, math.nan, False)
-    params = np.asarray(res.params, dtype=float)
-    converged = bool(getattr(res, "converged", True)) and bool(np.all(np.isfinite(params)))
+    with np.errstate(all="ignore"):
+        fit = logit_fit(ka, na, np.column_stack([np.ones_like(xa), xa]))
+    params = fit.params
+    converged = fit.converged and bool(np.all(np.isfinite(params)))
     return (float(params[0]), float(params[1]), converged)
 
 
@@ -1276,23 +1295,17 @@ def degradation_slope(
     groups: Sequence[Hashable] | npt.ArrayLike | None = None,
     *,
     level: float = 0.95,
+    min_n: int = 0,
 ) -> SlopeResult:
     """Logistic-regression coefficient of correctness on depth, controlling for story length.
 
-    statsmodels GLM (binomial); the interval is a Wald interval with cluster-robust standard
-    errors over ``groups`` (e.g. story cells) when at least two groups are given. Length is
-    dropped, with a note, when it is missing or constant. Observations are aggregated to
-    (group, depth, length) cells first, which leaves the estimates unchanged.
+    statsmodels GLM (binomial; :func:`reports._glm.logit_fit` unless the errors are clustered);
+    the interval is a Wald interval with cluster-robust standard errors over ``groups`` (e.g.
+    story cells) when at least two groups are given. Length is dropped, with a note, when it is
+    missing or constant. Observations are aggregated to (group, depth, length) cells first,
+    which leaves the estimates unchanged. With fewer than ``min_n`` observations the fitted
+    coefficient and its standard error come without an interval or a test (``not_estimable``).
     """
-    from scipy import stats as sps
-    from statsmodels.genmod.families import Binomial
-    from statsmodels.genmod.generalized_linear_model import GLM
-    from statsmodels.tools.sm_exceptions import (
-        ConvergenceWarning,
-        PerfectSeparationError,
-        PerfectSeparationWarning,
-    )
-
     x = np.asarray(depth, dtype=float)
     y = np.asarray(correct, dtype=float)
     notes: list[str] = []
@@ -1355,34 +1368,69 @@ def degradation_slope(
         cg[j] = gg
     exog = cx[:, None] if ln is None else np.column_stack([cx, cl])
     exog = np.column_stack([np.ones(len(keys)), exog])
-    endog = np.column_stack([kk, nn - kk])
-    fit_kw: dict[str, Any] = {"maxiter": 100}
     if g is not None and n_groups >= 2:
         codes = {v: i for i, v in enumerate(dict.fromkeys(cg))}
-        fit_kw["cov_type"] = "cluster"
-        fit_kw["cov_kwds"] = {"groups": np.asarray([codes[v] for v in cg])}
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", PerfectSeparationWarning)
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)
-        try:
-            res = GLM(endog, exog, family=Binomial()).fit(**fit_kw)
-        except (PerfectSeparationError, PerfectSeparationWarning):
-            return fail("perfect separation: the coefficient is infinite")
-    params = np.asarray(res.params, dtype=float)
-    bse = np.asarray(res.bse, dtype=float)
-    if not getattr(res, "converged", True) or not np.all(np.isfinite(params)):
+        fit = _cluster_robust_logit(kk, nn, exog, np.asarray([codes[v] for v in cg]))
+    else:
+        with np.errstate(all="ignore"):
+            fit = logit_fit(kk, nn, exog)
+    if fit.separated:
+        return fail("perfect separation: the coefficient is infinite")
+    params, bse = fit.params, fit.bse
+    if not fit.converged or not np.all(np.isfinite(params)):
         return fail("the logistic fit did not converge")
     if abs(params[1]) > 20:
         return fail("quasi-separation: the depth coefficient diverges")
-    zq = float(sps.norm.ppf(0.5 + level / 2.0))
+    if n < min_n:
+        return SlopeResult(
+            "not_estimable", float(params[1]), None, float(bse[1]), None, n, n_groups,
+            covariates, interval, f"n = {n}: at least {min_n} are needed for an interval",
+            tuple(notes),
+        )
+    from scipy.special import ndtr  # what scipy.stats.norm.sf calls
+
+    zq = normal_quantile(level)
     terms = []
     for j, name in enumerate(covariates, start=1):
         c, e = float(params[j]), float(bse[j])
-        pj = float(2 * sps.norm.sf(abs(c / e))) if e > 0 else math.nan
+        pj = float(2 * ndtr(-abs(c / e))) if e > 0 else math.nan
         terms.append((name, c, c - zq * e, c + zq * e, e, pj))
     _, coef, lo, hi, se, p = terms[0]
     return SlopeResult(
         "estimated", coef, (lo, hi), se, p, n, n_groups, covariates,
         interval, None, tuple(notes), tuple(terms),
+    )
+
+
+def _cluster_robust_logit(
+    k: npt.ArrayLike, n: npt.ArrayLike, exog: FloatArray, groups: npt.NDArray[np.int64]
+) -> LogitFit:
+    """The binomial GLM of :func:`reports._glm.logit_fit` with cluster-robust standard errors
+    over ``groups`` (statsmodels); ``separated`` where statsmodels warns of perfect
+    separation, its other results then NaN."""
+    from statsmodels.genmod.families import Binomial
+    from statsmodels.genmod.generalized_linear_model import GLM
+    from statsmodels.tools.sm_exceptions import (
+        ConvergenceWarning,
+        PerfectSeparationError,
+        PerfectSeparationWarning,
+    )
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PerfectSeparationWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ka, na = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
+        try:
+            res = GLM(np.column_stack([ka, na - ka]), exog, family=Binomial()).fit(
+                maxiter=100, cov_type="cluster", cov_kwds={"groups": groups}
+            )
+        except (PerfectSeparationError, PerfectSeparationWarning):
+            nan = np.full(exog.shape[1], np.nan)
+            return LogitFit(nan, nan, False, True)
+    return LogitFit(
+        np.asarray(res.params, dtype=float),
+        np.asarray(res.bse, dtype=float),
+        bool(getattr(res, "converged", True)),
+        False,
     )

@@ -1040,11 +1040,11 @@ class Analysis:
         codes = self.ccode[m]
         clustered = np.unique(codes).size < codes.size
         res = degradation_slope(
-            it.depth_n[m], c.cor[m], it.length[m], codes if clustered else None, level=LEVEL
+            it.depth_n[m], c.cor[m], it.length[m], codes if clustered else None, level=LEVEL,
+            min_n=2 * MIN_N,
         ).to_dict()
-        if res["status"] == "estimated" and res["n"] < 2 * MIN_N:
-            res |= {"status": "not_estimable", "ci": None, "p": None, "terms": {},
-                    "reason": not_estimable_reason(res["n"], "false-belief items", 2 * MIN_N)}
+        if res["value"] is not None and res["n"] < 2 * MIN_N:  # a coefficient, no interval
+            res["reason"] = not_estimable_reason(res["n"], "false-belief items", 2 * MIN_N)
         res["interval"] = "wald-cluster-robust-95" if clustered else "wald-95"
         for term in res.get("terms", {}).values():
             term["interval"] = res["interval"]
