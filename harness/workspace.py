@@ -20,16 +20,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import Engine
 
 from harness.seeds import check_seed, draw_seed, is_held_out
 from harness.settings import Settings
 from ledger.db import open_engine
-from ledger.keys import KEY_FILE, load_or_create_service_key
-from ledger.predictions import WITNESS_DIR, Ledger
 from ledger.store import Store
-from ledger.tree import HEADS_FILE
+
+if TYPE_CHECKING:  # the ledger's modules (and its cryptography) load when it is first opened
+    from ledger.predictions import Ledger
 
 __all__ = ["SeedPolicy", "Workspace"]
 
@@ -81,12 +82,18 @@ class Workspace:
     @property
     def has_service_key(self) -> bool:
         """Whether the data directory holds a service key (anything was ever committed)."""
+        from ledger.keys import KEY_FILE
+
         return (self.settings.home / KEY_FILE).exists()
 
     def new_ledger(self, *, heads_file: bool = True) -> Ledger:
         """A fresh :class:`Ledger` over this engine (the caller closes it), signed with the
         data directory's service key (created if missing); ``heads_file`` false: signed heads
         are not kept, nor checked against the published ones."""
+        from ledger.keys import load_or_create_service_key
+        from ledger.predictions import WITNESS_DIR, Ledger
+        from ledger.tree import HEADS_FILE
+
         home = self.settings.home
         return Ledger(
             self.engine,

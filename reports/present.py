@@ -21,9 +21,10 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from reports.model import AgentProfile, RunProfile
+if TYPE_CHECKING:  # the profile's pydantic models: built when a profile is parsed, not before
+    from reports.model import AgentProfile, RunProfile
 
 __all__ = [
     "ABC_CONTRASTS",
@@ -431,6 +432,8 @@ def agent_headline(name: str, a: AgentProfile, *, with_ci: bool = True) -> Headl
 def headlines(profile: Mapping[str, Any] | RunProfile, *, with_ci: bool = True) -> list[Headline]:
     """Every agent's headline, agents under test first, then controls, ablations, references
     (by name within a role). Parses ``profile`` against the published schema."""
+    from reports.model import RunProfile
+
     prof = profile if isinstance(profile, RunProfile) else RunProfile.of(profile)
     order = sorted(prof.agents, key=lambda n: role_order(prof.agents[n].role, n))
     return [agent_headline(n, prof.agents[n], with_ci=with_ci) for n in order]

@@ -197,9 +197,6 @@ def queue_reader(store: Store, *, stalled_after: float | None = None) -> Callabl
     the batches queued, running (stalled when their worker sent no heartbeat for
     ``stalled_after`` seconds, as :func:`harness.queue.recover_stalled_work` judges them) and
     failed, and the workers. Not ``available`` unless the database is PostgreSQL."""
-    from harness.queue import STALLED_AFTER, TASKS
-
-    after = STALLED_AFTER if stalled_after is None else stalled_after
 
     def read() -> QueueSnapshot:
         backend = store.engine.url.get_backend_name()
@@ -207,6 +204,9 @@ def queue_reader(store: Store, *, stalled_after: float | None = None) -> Callabl
             name = {"sqlite": "SQLite"}.get(backend, backend)
             return QueueSnapshot(False, f"no queue: the database is {name} (queueing runs for "
                                  "workers needs PostgreSQL; see `mindledger enqueue --help`)")
+        from harness.queue import STALLED_AFTER, TASKS  # procrastinate: only with a queue
+
+        after = STALLED_AFTER if stalled_after is None else stalled_after
         with store.engine.connect() as conn:
             now = conn.execute(sa.text("SELECT now()")).scalar_one()
             if not conn.execute(sa.text("SELECT to_regclass('procrastinate_jobs') IS NOT NULL")

@@ -83,17 +83,17 @@ def _overhead(table: Table) -> int:
     return table._extra_width + pads
 
 
-def _comfortable(console: Console, table: Table, width: int) -> bool:
-    """Whether ``table`` gives each column, in ``width``, its longest word and :data:`COMFORT`
-    columns (or all it needs, if less)."""
-    ranges = [_range(console, table, c) for c in table.columns]
+def _comfortable(ranges: Sequence[tuple[int, int]], table: Table, width: int) -> bool:
+    """Whether ``table`` gives each column (of ``ranges``, from :func:`_range`), in ``width``,
+    its longest word and :data:`COMFORT` columns (or all it needs, if less)."""
     return sum(min(hi, max(lo, COMFORT)) for lo, hi in ranges) <= width - _overhead(table)
 
 
 def fits(table: Table, width: int) -> bool:
     """Whether ``table`` reads well in ``width`` columns with all its columns: each gets its
     longest word and :data:`COMFORT` columns (or all it needs, if less)."""
-    return _comfortable(Console(width=max(width, 1)), table, width)
+    console = Console(width=max(width, 1))
+    return _comfortable([_range(console, table, c) for c in table.columns], table, width)
 
 
 def fit_table(table: Table, width: int, *, drop: Sequence[str] = ()) -> list[str]:
@@ -104,15 +104,17 @@ def fit_table(table: Table, width: int, *, drop: Sequence[str] = ()) -> list[str
     each column gets its longest word and what is left is shared in proportion to what each
     needs to stand unwrapped. Returns the headers left out (none when the table fits)."""
     console = Console(width=max(width, 1))
+    measured = {id(c): _range(console, table, c) for c in table.columns}  # each cell once
     dropped: list[str] = []
     candidates = [d for d in drop if any(_header(c) == d for c in table.columns)]
-    while candidates and not _comfortable(console, table, width):
+    while candidates and not _comfortable([measured[id(c)] for c in table.columns], table,
+                                          width):
         name = candidates.pop(0)
         table.columns[:] = [c for c in table.columns if _header(c) != name]
         for index, column in enumerate(table.columns):
             column._index = index
         dropped.append(name)
-    ranges = [_range(console, table, c) for c in table.columns]
+    ranges = [measured[id(c)] for c in table.columns]
     room = width - _overhead(table)
     if sum(hi for _, hi in ranges) <= room:
         return dropped
