@@ -26,8 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from mindledger.errors import ModelNotInstalledError
 
 __all__ = [
@@ -210,6 +208,8 @@ def _ready(server: LocalModelServer) -> bool:
             f"the embedded model server exited with code {server.process.returncode}; "
             f"log {server.log_path}:\n{tail}"
         )
+    import httpx  # here, not at the top: `doctor` imports this module for model_status()
+
     try:
         return httpx.get(f"http://127.0.0.1:{server.port}/health", timeout=2).status_code == 200
     except httpx.HTTPError:

@@ -12,7 +12,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import click
-import httpx
 
 from harness.cli.common import echo_json, get_settings
 from harness.cli.conventions import format_option
@@ -147,6 +146,8 @@ def _agent_check(agent: AgentConfig) -> Check:
         return Check(
             name, bool(found), f"{exe} {'found' if found else 'not found or not executable'}"
         )
+    import httpx  # only an openai agent's endpoint is asked
+
     base = httpx.URL(agent.endpoint or "")
     url = base.copy_with(path=base.path.rstrip("/") + "/models")
     shown = scrub(str(agent.endpoint))
