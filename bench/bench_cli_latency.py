@@ -21,8 +21,10 @@ printed before and after, since every absolute time moves with it.
 
 Usage::
 
-    python bench/bench_cli_latency.py                  # about two minutes
+    python bench/bench_cli_latency.py                  # about four minutes
     python bench/bench_cli_latency.py --home /tmp/ml   # keep (or reuse) the data directory
+    git archive 349d05c | tar -x -C /tmp/then          # an earlier commit's source tree, ...
+    python bench/bench_cli_latency.py --against /tmp/then   # ... timed in turn with this one
 """
 
 from __future__ import annotations
@@ -170,41 +172,53 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--home", type=Path, default=None,
                     help="data directory to use (and keep); default: a temporary one")
     ap.add_argument("--only", default="", help="time only the commands whose name has this")
+    ap.add_argument("--against", type=Path, default=None, metavar="DIR",
+                    help="also time the source tree in DIR (e.g. `git archive REV | tar -x -C "
+                    "DIR`), in turn with this one, and print both")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="mindledger-latency-") as tmp:
         home = (args.home or Path(tmp) / "home").resolve()
         home.mkdir(parents=True, exist_ok=True)
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("MINDLEDGER_") and k != "PYTHONDONTWRITEBYTECODE"}
-        env |= {"MINDLEDGER_HOME": str(home), "PYTHONPYCACHEPREFIX": str(Path(tmp) / "pyc"),
-                "PYTHONPATH": os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(ROOT))
-                                              if p)}
-        quick, baseline = make_runs(home, env)
+        base = {k: v for k, v in os.environ.items()
+                if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")
+                and not k.startswith("MINDLEDGER_")}
+        base |= {"MINDLEDGER_HOME": str(home), "PYTHONPYCACHEPREFIX": str(Path(tmp) / "pyc")}
+        trees = {"now": {**base, "PYTHONPATH": str(ROOT)}}
+        if args.against:
+            trees["then"] = {**base, "PYTHONPATH": str(args.against.resolve())}
+        quick, baseline = make_runs(home, trees["now"])
         load = os.getloadavg()
         print(f"quick run {quick}, baseline run {baseline}; load average {load[0]:.2f} "
-              f"{load[1]:.2f} {load[2]:.2f}; min of {args.repeat} after a warm-up")
+              f"{load[1]:.2f} {load[2]:.2f}; min of {args.repeat} after a warm-up"
+              + (f"; then: {args.against}" if args.against else ""))
         pass_argv = (sys.executable, "-c", "pass")
-        rows = []
+        rows: list[tuple[Case, dict[str, float]]] = []
         floor = float("inf")
         for case in cases(quick, baseline):
             if args.only not in case.name:
                 continue
-            once(pass_argv, env, home, False)
-            once(case.argv, env, home, case.until_line)
-            best = float("inf")
+            once(pass_argv, base, home, False)
+            best = {}
+            for tree, env in trees.items():
+                once(case.argv, env, home, case.until_line)
+                best[tree] = float("inf")
             for _ in range(args.repeat):  # in turn with `python -c pass`, under the same load
-                floor = min(floor, once(pass_argv, env, home, False))
-                best = min(best, once(case.argv, env, home, case.until_line))
+                floor = min(floor, once(pass_argv, base, home, False))
+                for tree, env in trees.items():
+                    best[tree] = min(best[tree], once(case.argv, env, home, case.until_line))
             rows.append((case, best))
-        print(f"{'command':<34} {'min s':>6} {'÷ pass':>7} {'goal s':>7}  met?")
-        print(f"{'python -c pass':<34} {floor:6.3f} {1:7.1f} {'':>7}")
+        then = "then s  then÷now" if args.against else ""
+        print(f"{'command':<34} {'min s':>6} {'÷ pass':>7} {'goal s':>7}  met?  {then}")
+        print(f"{'python -c pass':<34} {floor:6.3f} {1:7.1f}")
         for case, best in rows:
             goal = "—" if case.goal is None else f"{case.goal:.1f}"
-            met = "" if case.goal is None else ("yes" if best <= case.goal else "NO")
-            print(f"{case.name:<34} {best:6.3f} {best / floor:7.1f} {goal:>7}  {met}")
+            met = "" if case.goal is None else ("yes" if best["now"] <= case.goal else "NO")
+            old = (f"{best['then']:6.3f} {best['then'] / best['now']:9.1f}"
+                   if "then" in best else "")
+            print(f"{case.name:<34} {best['now']:6.3f} {best['now'] / floor:7.1f} {goal:>7}  "
+                  f"{met:<4}  {old}")
         load = os.getloadavg()
         print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-
 
 if __name__ == "__main__":
     main()
