@@ -320,7 +320,9 @@ def test_cli_matrix_json(tmp_path: Path) -> None:
         schema = answer_schema(body)
         if schema["type"] == "object":
             choices = list(schema["properties"])
-            return json.dumps({"answer": {c: 1 / len(choices) for c in choices}})
+            # an answer object carries the confidence its schema requires
+            dist = {c: 1 / len(choices) for c in choices}
+            return json.dumps({"answer": dist, "confidence": 0.5})
         return str(schema["enum"][0])
 
     with FakeOpenAI(answer=answer) as server:
@@ -364,6 +366,7 @@ def test_cli_matrix_json(tmp_path: Path) -> None:
         )
     assert out["seed"] == 11 and out["agents"] == ["a", "ref:random"]
     assert len(out["cells"]) == 4 and all(c["n"] == 2 for c in out["cells"])
+    assert all(c["unparsed"] == c["predictor_errors"] == 0 for c in out["cells"]), out["cells"]
     assert out["ledger_problems"] == []
     # the agent always answers its first choice: test-retest agreement is 1
     aa = next(c for c in out["cells"] if c["predictor"] == "a" and c["target"] == "a")
