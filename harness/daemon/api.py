@@ -415,6 +415,7 @@ def create_app(
                     references=refs,
                     ablate=ablate,
                     run_id=run_id,
+                    fields=RUN_FIELDS,
                 )
             except UserError as exc:
                 release_run_request(engine, run_id)

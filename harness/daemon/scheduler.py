@@ -42,7 +42,7 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.engine import Engine
 
-from harness.build import plan_agents
+from harness.build import PlanFields, plan_agents
 from harness.matrix import (
     create_matrix_run,
     execute_matrix_run,
@@ -67,6 +67,11 @@ __all__ = [
 ]
 
 log = logging.getLogger("mindledger.daemon")
+
+SCHEDULE_FIELDS = PlanFields(
+    agent="agents", control="agents", reference="references", ablate="schedule.ablate"
+)
+"""How a scheduled run's errors name what they refuse: the configuration's keys."""
 
 JOBS_TABLE = "apscheduler_jobs"
 """The job store's table (created by APScheduler, next to mindledger's own tables)."""
@@ -118,10 +123,15 @@ class DaemonContext:
         references: Sequence[str] = (),
         ablate: Sequence[str] = (),
         run_id: str | None = None,
+        fields: PlanFields = SCHEDULE_FIELDS,
     ) -> str:
         """Plan and store a run on a held-out seed (as ``run_id``, default a new id), with an
-        ablation variant of each agent per module in ``ablate``; return its id."""
-        planned = plan_agents(self.settings, agents=agents, references=references, ablate=ablate)
+        ablation variant of each agent per module in ``ablate``; return its id. An unknown
+        name is refused naming where it came from as ``fields`` calls it (the configuration's
+        keys for a scheduled run, the request's fields for one the API asked for)."""
+        planned = plan_agents(
+            self.settings, agents=agents, references=references, ablate=ablate, fields=fields
+        )
         run_id, _, _ = create_run(
             self.store, self.settings, suite=suite, planned=planned, held_out=True, run_id=run_id
         )

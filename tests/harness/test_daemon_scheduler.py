@@ -284,3 +284,24 @@ def test_weekday_schedule_fires_monday_to_friday() -> None:
     for bad in ("30 2 * * 8", "30 2 * * 5-1", "30 2 * *", "30 2 * * mon/0"):
         with pytest.raises(ValueError):
             crontab(bad)
+
+
+def test_a_scheduled_run_names_the_configuration_key_it_refuses(
+    db_url: str, tmp_path: Path
+) -> None:
+    """A nightly run planned from the configuration names the configuration's key, not a
+    command-line flag, when a module or agent is unknown; nothing is stored."""
+    from harness.workspace import Workspace
+    from mindledger.errors import ConfigError, InputError
+
+    settings = settings_for(tmp_path, db_url)
+    ws = Workspace.open(settings)
+    ctx = DaemonContext(settings, ws.store)
+    with pytest.raises(InputError) as bad_module:
+        ctx.plan_run(suite="quick", references=["oracle"], ablate=["no-such-module"])
+    with pytest.raises(ConfigError) as bad_agent:
+        ctx.plan_run(suite="quick", agents=["nobody"])
+    assert str(bad_module.value).startswith("schedule.ablate: unknown module 'no-such-module'")
+    assert bad_agent.value.key == "agents" and "nobody" in str(bad_agent.value)
+    assert ws.store.list_runs() == []
+    ws.close()
