@@ -98,10 +98,13 @@ def test_two_workers_run_every_pair_once(pg_database: str, isolated_home: Path) 
     assert sum(err.count(" trial(s) in ") for _, err in logs) == n_batches
     # a complete run queues nothing
     assert enqueue_run(store, settings, run_id, batch_size=3) == Enqueued(0, 0, 0, complete=True)
-    again = _cli(pg_database, "enqueue", run_id)
+    again = _cli(pg_database, "enqueue", "latest")  # a run is named as everywhere else
     out, _ = again.communicate(timeout=60)
     assert again.returncode == 0
-    assert "is complete" in out
+    assert f"run {run_id} is complete" in out
+    unknown = _cli(pg_database, "enqueue", "nosuchrun")
+    _, err = unknown.communicate(timeout=60)
+    assert unknown.returncode == 2 and "nosuchrun" in err, err
 
 
 @pytest.mark.postgres
