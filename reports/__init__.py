@@ -49,6 +49,7 @@ if typing.TYPE_CHECKING:
         sign_flip_pvalue,
         wilson_interval,
     )
+    from reports.comparison import compare, compare_runs, render_compare_markdown
     from reports.history import (
         DEFAULT_RULE,
         HEADLINE_METRICS,
@@ -70,9 +71,6 @@ if typing.TYPE_CHECKING:
         profile_from_data,
     )
     from reports.render import (
-        compare,
-        compare_runs,
-        render_compare_markdown,
         render_csv,
         render_html,
         render_json,
@@ -104,9 +102,9 @@ else:
                 "PROFILE_SCHEMA", "TRUE_BELIEF_THRESHOLD", "Analysis", "analyse", "build_profile",
                 "diagnose_references", "profile_from_data",
             ),
+            "reports.comparison": ("compare", "compare_runs", "render_compare_markdown"),
             "reports.render": (
-                "compare", "compare_runs", "render_compare_markdown", "render_csv", "render_html",
-                "render_json", "render_markdown", "report",
+                "render_csv", "render_html", "render_json", "render_markdown", "report",
             ),
         },
     )

@@ -28,20 +28,26 @@ if TYPE_CHECKING:  # the profile's pydantic models: built when a profile is pars
 
 __all__ = [
     "ABC_CONTRASTS",
+    "CLEARLY_HIGHER",
+    "CLEARLY_LOWER",
     "FALSE_BELIEF_FIGURES",
+    "FIGURE_TITLES",
     "HEADLINE_COLUMNS",
     "INVALID",
     "MISSING",
     "NOT_ESTIMABLE",
     "NOT_MEASURED",
+    "NO_DETECTABLE_CHANGE",
     "Headline",
     "abc_contrast_rows",
     "agent_headline",
+    "change_verdict",
     "contrast_label",
     "d50_text",
     "depth_signals_lines",
     "depth_text",
     "difference_text",
+    "figure_title",
     "headlines",
     "marked_invalid",
     "no_interval",
@@ -50,6 +56,7 @@ __all__ = [
     "pct",
     "proportion_text",
     "role_order",
+    "validity_word",
 ]
 
 MISSING = "—"
@@ -437,3 +444,71 @@ def headlines(profile: Mapping[str, Any] | RunProfile, *, with_ci: bool = True) 
     prof = profile if isinstance(profile, RunProfile) else RunProfile.of(profile)
     order = sorted(prof.agents, key=lambda n: role_order(prof.agents[n].role, n))
     return [agent_headline(n, prof.agents[n], with_ci=with_ci) for n in order]
+
+
+# -- a figure's title, a change's verdict, validity in words --------------------------------
+
+
+FIGURE_TITLES: Mapping[str, str] = {
+    "false_belief_accuracy": "false-belief accuracy",
+    "true_belief_control_accuracy": "true-belief control accuracy",
+    "reality_check": "reality check (R0 accuracy)",
+    "d50": "D50 (levels)",
+    "leakage_resistance": "leakage resistance",
+    "applied_gap": "applied-ToM gap (belief − behaviour)",
+    "games_accuracy": "level-k games accuracy",
+    "log_score_c": "log score of C",
+    "abc_dissociation": "A/B/C dissociation",
+    "ece": "calibration error (ECE)",
+    "agent_prediction_skill": "skill S (self)",
+}
+"""The title of each figure of an agent's profile that is followed or compared between runs,
+by its key in the profile (and in ``mindledger report --compare --format json``)."""
+
+
+def figure_title(key: str) -> str:
+    """A profile figure's title: ``"d50"`` → ``"D50 (levels)"``;
+    ``"accuracy_by_depth.false.R1"`` → ``"accuracy at depth R1 (false belief)"``. An unknown
+    key reads as its words (``"some_figure"`` → ``"some figure"``)."""
+    if key in FIGURE_TITLES:
+        return FIGURE_TITLES[key]
+    if key.startswith("accuracy_by_depth."):
+        kind, _, depth = key.removeprefix("accuracy_by_depth.").partition(".")
+        if kind in ("false", "true") and depth:
+            return f"accuracy at depth {depth} ({kind} belief)"
+        return f"accuracy at depth {kind}"
+    return key.replace("_", " ").replace(".", " ")
+
+
+CLEARLY_HIGHER = "clearly higher"
+CLEARLY_LOWER = "clearly lower"
+NO_DETECTABLE_CHANGE = "no detectable change"
+
+
+def change_verdict(block: Any, *, alpha: float = 0.05) -> str:
+    """What a change between two runs shows, judged from its 95% interval and never from the
+    point estimate alone: ``clearly higher`` (the interval is above 0), ``clearly lower``
+    (below 0), ``no detectable change`` (it covers 0); ``not estimable`` without an interval.
+    A change whose interval excludes 0 but whose Holm-adjusted p (``p_holm``, across the
+    table it sits in) is not below ``alpha`` reads ``higher (not after Holm)``: one of many
+    intervals excluding 0 by chance is no clear change."""
+    d = _as_dict(block) or {}
+    ci = d.get("ci")
+    if d.get("status") == "not_estimable" or not isinstance(ci, Sequence) or len(ci) != 2:
+        return NOT_ESTIMABLE
+    lo, hi = (number(x) for x in ci)
+    if lo is None or hi is None:
+        return NOT_ESTIMABLE
+    if lo <= 0 <= hi:
+        return NO_DETECTABLE_CHANGE
+    direction = "higher" if lo > 0 else "lower"
+    p = number(d.get("p_holm"))
+    if p is not None and p >= alpha:
+        return f"{direction} (not after Holm)"
+    return CLEARLY_HIGHER if lo > 0 else CLEARLY_LOWER
+
+
+def validity_word(valid: bool | None) -> str:
+    """An agent's validity in one word: ``valid``, ``invalid`` (it failed the true-belief
+    controls or the R0 reality check) or ``unchecked`` (no control items answered)."""
+    return {True: "valid", False: "invalid", None: "unchecked"}[valid]

@@ -30,23 +30,14 @@ import numpy as np
 from ledger.store import Store
 from mindledger.disclosure import seed_phrase, shown_seed
 from reports._data import RunData, depth_sort_key, load_run
-from reports._disclosure import ScoreJsonRedactor, disclosed_profile, disclosed_run, held_out_of
-from reports._estimates import MIN_N, MetricSample, not_estimable_reason
-from reports._stats import (
-    bootstrap_pvalue,
-    fisher_exact,
-    holm,
-    newcombe_interval,
-    percentile_interval,
-)
+from reports._disclosure import ScoreJsonRedactor, disclosed_profile, held_out_of
+from reports._estimates import MIN_N
 from reports.matrix_summary import accompanying_summary
 from reports.model import AgentProfile
 from reports.present import (
     FALSE_BELIEF_FIGURES,
     HEADLINE_COLUMNS,
     MISSING,
-    NOT_ESTIMABLE,
-    NOT_MEASURED,
     abc_contrast_rows,
     agent_headline,
     contrast_label,
@@ -59,7 +50,7 @@ from reports.present import (
     p_text,
     proportion_text,
 )
-from reports.profile import Analysis, analyse
+from reports.profile import analyse
 from reports.trials import AgentExamples, TrialView, value_text, wrong_examples
 
 __all__ = [
@@ -935,234 +926,10 @@ def report(
     raise ValueError(f"unknown format {fmt!r} (md, html, json, csv, headline-csv)")
 
 
-# -- comparing two runs ----------------------------------------------------------------------
+# -- comparing two runs: reports.comparison (its names stay importable from here) -----------
 
-COMPARE_METRICS = (
-    ("false_belief_accuracy", True),
-    ("true_belief_control_accuracy", True),
-    ("reality_check", True),
-    ("d50", False),
-    ("leakage_resistance", True),
-    ("applied_gap", True),
-    ("games_accuracy", True),
-    ("log_score_c", False),
-    ("abc_dissociation", True),
-    ("ece", False),
+from reports.comparison import (  # noqa: E402
+    compare,
+    compare_runs,
+    render_compare_markdown,
 )
-
-
-def compare_runs(a: Analysis, b: Analysis, *, reveal_held_out: bool = False) -> dict[str, Any]:
-    """What changed from run ``a`` to run ``b`` for every agent present in both (pure).
-
-    The runs have different items, so the contrasts are unpaired. A proportion's change gets
-    Newcombe's hybrid score interval and Fisher's exact test (at the design-effect-adjusted
-    counts where trials share clusters); D50, ECE and the C log score get the percentile interval
-    of differences between the runs' independent bootstrap replicates and the percentile p-value
-    (never below 2/(B+1)). A change is not estimable when either run's own figure is not (too
-    few items for an interval). Agent-prediction skill S (each run's headline S) is shown for
-    both runs, its change with the square-and-add interval of the runs' own intervals (no
-    test), and a side where S was not measured with its reason instead of a number.
-    Differences are ``b − a``; p-values are Holm-adjusted across the table. A held-out run's seed is withheld from ``run_a``/``run_b`` unless ``reveal_held_out``.
-    """
-    pa, pb = a.profile, b.profile
-    names_a = list(pa["agents"])
-    names_b = list(pb["agents"])
-    common = [n for n in names_a if n in pb["agents"]]
-    notes = []
-    if pa["run"].get("suite") != pb["run"].get("suite"):
-        notes.append(f"the runs used different suites ({pa['run'].get('suite')} vs "
-                     f"{pb['run'].get('suite')}): differences mix agent and item changes")
-    if bool(pa["held_out"]) != bool(pb["held_out"]):
-        notes.append("one run used held-out seeds and the other did not")
-    agents: dict[str, Any] = {}
-    flat: list[dict[str, Any]] = []
-    for name in common:
-        ga, gb = pa["agents"][name], pb["agents"][name]
-        sa = a.metric_samples.get(name, {})
-        sb = b.metric_samples.get(name, {})
-        metrics: dict[str, Any] = {}
-        keys = [k for k, _ in COMPARE_METRICS] + sorted(
-            k for k in sa if k.startswith("accuracy_by_depth.") and k in sb
-        )
-        for key in keys:
-            if key in sa and key in sb:
-                d = _change(sa[key], sb[key])
-                metrics[key] = d
-                if d.get("p") is not None:
-                    flat.append(d)
-            elif key == "d50":
-                metrics[key] = {
-                    "a": (ga.get("d50") or {}).get("display"),
-                    "b": (gb.get("d50") or {}).get("display"),
-                    "difference": None,
-                    "reason": "D50 is not a point estimate in both runs",
-                }
-        spec_changes = {
-            k: [ga.get("spec", {}).get(k), gb.get("spec", {}).get(k)]
-            for k in set(ga.get("spec", {})) | set(gb.get("spec", {}))
-            if ga.get("spec", {}).get(k) != gb.get("spec", {}).get(k)
-        }
-        metrics["agent_prediction_skill"] = _skill_change(name, ga, gb)
-        agents[name] = {
-            "role": [ga.get("role"), gb.get("role")],
-            "valid": [ga.get("valid"), gb.get("valid")],
-            "spec_changes": spec_changes,
-            "metrics": metrics,
-        }
-    for d, ph in zip(flat, holm([d["p"] for d in flat]), strict=True):
-        d["p_holm"] = ph
-    return {
-        "schema": "mindledger.compare/1",
-        "run_a": disclosed_run(pa["run"], reveal_held_out=reveal_held_out),
-        "run_b": disclosed_run(pb["run"], reveal_held_out=reveal_held_out),
-        "direction": "b − a",
-        "interval": "proportions: Newcombe hybrid score interval and Fisher's exact test; D50, "
-        "ECE and log score: percentile interval of differences of independent bootstrap "
-        "replicates (95%) and the percentile p-value; Holm-adjusted across the table",
-        "agents": agents,
-        "only_in_a": [n for n in names_a if n not in pb["agents"]],
-        "only_in_b": [n for n in names_b if n not in pa["agents"]],
-        "notes": notes,
-    }
-
-
-def _skill_text(name: str, agent: Mapping[str, Any]) -> str:
-    """The agent's headline S as the profile words it (``not measured: why`` when it is not)."""
-    return agent_headline(name, AgentProfile.model_validate(agent)).skill
-
-
-def _skill_sample(skill: Mapping[str, Any]) -> MetricSample | None:
-    """The headline S (the agent predicting a fresh copy of itself) as a sample to compare;
-    None when it was not measured or has no value."""
-    value = number(skill.get("value"))
-    if not skill.get("available") or value is None:
-        return None
-    ci = skill.get("ci")
-    lo, hi = (number(x) for x in ci) if isinstance(ci, Sequence) and len(ci) == 2 else (None, None)
-    interval = (lo, hi) if lo is not None and hi is not None else None
-    estimable = skill.get("status") != "not_estimable" and interval is not None
-    return MetricSample(value, int(skill.get("n") or 0), estimable,
-                        ci=interval if estimable else None)
-
-
-def _skill_change(name: str, ga: Mapping[str, Any], gb: Mapping[str, Any]) -> dict[str, Any]:
-    """Agent-prediction skill S (the profile's headline, from the matrix run that accompanies
-    each run) in both runs: the change with the square-and-add interval of the runs' own
-    intervals (no test) where both are estimated; otherwise each side as the profile words it,
-    a not-measured side with its reason, and no difference."""
-    ska = ga.get("agent_prediction_skill") or {}
-    skb = gb.get("agent_prediction_skill") or {}
-    sa, sb = _skill_sample(ska), _skill_sample(skb)
-    if sa is None or sb is None:
-        why = []
-        for run, sk, smp in (("a", ska, sa), ("b", skb, sb)):
-            if smp is None:
-                kind = NOT_MEASURED if not sk.get("available") else NOT_ESTIMABLE
-                why.append(f"S {kind} in run {run}")
-        return {"a": _skill_text(name, ga), "b": _skill_text(name, gb), "difference": None,
-                "n_a": ska.get("n"), "n_b": skb.get("n"), "ci": None, "p": None,
-                "p_holm": None, "status": "not_estimable",
-                "reason": "; ".join(why) + " (no change to show)"}
-    if not (sa.estimable and sb.estimable):
-        small, sk = (("a", ska) if not sa.estimable else ("b", skb))
-        return {"a": sa.value, "b": sb.value, "difference": sb.value - sa.value,
-                "n_a": sa.n, "n_b": sb.n, "ci": None, "interval": None, "test": None,
-                "p": None, "p_holm": None, "status": "not_estimable",
-                "reason": f"in run {small}: S has no interval"
-                + (f" ({sk['reason']})" if sk.get("reason") else "")}
-    return _change(sa, sb)
-
-
-def _change(sa: MetricSample, sb: MetricSample) -> dict[str, Any]:
-    """One metric's change between two runs (b − a), by the method its kind allows."""
-    d: dict[str, Any] = {
-        "a": sa.value, "b": sb.value, "difference": sb.value - sa.value,
-        "n_a": sa.n, "n_b": sb.n, "ci": None, "interval": None, "test": None,
-        "p": None, "p_holm": None,
-    }
-    if not (sa.estimable and sb.estimable):
-        small = sa if not sa.estimable else sb
-        return d | {"status": "not_estimable",
-                    "reason": ("in run " + ("a" if small is sa else "b") + ": "
-                               + not_estimable_reason(small.n))}
-    if sa.k is not None and sb.k is not None and sa.n_eff and sb.n_eff:
-        lo, hi = newcombe_interval(sb.k, sb.n_eff, sa.k, sa.n_eff)
-        p = fisher_exact(round(sb.k), round(sb.n_eff), round(sa.k), round(sa.n_eff))
-        return d | {"ci": [lo, hi], "interval": "newcombe-95", "test": "Fisher exact",
-                    "p": p, "status": "estimated"}
-    if sa.ci is not None and sb.ci is not None and sa.replicates is None:
-        # MOVER (square-and-add) on the two runs' own intervals; no test
-        da, db = sa.value, sb.value
-        lo = (db - da) - math.hypot(db - sb.ci[0], sa.ci[1] - da)
-        hi = (db - da) + math.hypot(sb.ci[1] - db, da - sa.ci[0])
-        return d | {"ci": [lo, hi], "interval": "mover-95", "status": "estimated",
-                    "note": "interval only (square-and-add of the runs' own intervals); no test"}
-    if sa.replicates is None or sb.replicates is None:
-        return d | {"status": "not_estimable", "reason": "no replicates to compare"}
-    with np.errstate(invalid="ignore"):
-        diff = sb.replicates - sa.replicates
-    lo, hi, _ = percentile_interval(diff)
-    return d | {
-        "ci": [lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None],
-        "interval": "independent-bootstrap-95", "test": "bootstrap percentile",
-        "p": bootstrap_pvalue(diff), "status": "estimated",
-    }
-
-
-def compare(
-    store: Store,
-    run_a: str,
-    run_b: str,
-    *,
-    seed: int = 0,
-    n_boot: int = 2000,
-    reveal_held_out: bool = False,
-) -> dict[str, Any]:
-    """:func:`compare_runs` for two stored runs (independent bootstrap seeds per run), each
-    with the matrix run that accompanies it (for S); a held-out run's seed only with
-    ``reveal_held_out`` (operators)."""
-    reveal = reveal_held_out
-    ma = accompanying_summary(store, run_a, n_boot=n_boot, stats_seed=seed)
-    mb = accompanying_summary(store, run_b, n_boot=n_boot, stats_seed=seed + 1)
-    a = analyse(load_run(store, run_a), seed=seed, n_boot=n_boot, reveal_held_out=reveal,
-                matrix=ma)
-    b = analyse(load_run(store, run_b), seed=seed + 1, n_boot=n_boot, reveal_held_out=reveal,
-                matrix=mb)
-    return compare_runs(a, b, reveal_held_out=reveal)
-
-
-def render_compare_markdown(cmp: Mapping[str, Any]) -> str:
-    """The comparison as Markdown tables, one per agent. It names the runs by id and prints
-    no seed, so it needs no ``reveal_held_out``: :func:`compare` decided what ``cmp`` holds."""
-    ra, rb = cmp["run_a"], cmp["run_b"]
-    out = [f"# mindledger compare — `{ra['id']}` → `{rb['id']}`", "",
-           f"Differences are {cmp['direction']}; {cmp['interval']}.", ""]
-    for n in cmp.get("notes", []):
-        out += [f"> {n}", ""]
-    if cmp.get("only_in_a") or cmp.get("only_in_b"):
-        out += [f"Only in {ra['id']}: {', '.join(cmp['only_in_a']) or '—'}; only in "
-                f"{rb['id']}: {', '.join(cmp['only_in_b']) or '—'}.", ""]
-    pct_keys = {k for k, pct in COMPARE_METRICS if pct}
-    for name, ag in cmp["agents"].items():
-        out += [f"## {name}", ""]
-        if ag["valid"][0] != ag["valid"][1]:
-            out += [f"> validity changed: {ag['valid'][0]} → {ag['valid'][1]}", ""]
-        if ag["spec_changes"]:
-            out += ["Settings changed: " + "; ".join(
-                f"{k}: {v[0]!r} → {v[1]!r}" for k, v in sorted(ag["spec_changes"].items())), ""]
-        rows = []
-        for key, d in ag["metrics"].items():
-            pct = key in pct_keys or key.startswith("accuracy_by_depth.")
-            if d.get("difference") is None:
-                rows.append([key, str(d.get("a")), str(d.get("b")), d.get("reason", "—"),
-                             "—", "—", "—"])
-                continue
-
-            def v(x: Any, pct: bool = pct) -> str:
-                return _pct(x) if pct else _f(x, 3)
-
-            rows.append([key, v(d["a"]), v(d["b"]), fmt_diff(d, pct),
-                         f"{d['n_a']} / {d['n_b']}", fmt_p(d["p"]), fmt_p(d["p_holm"])])
-        out += [_table(["metric", ra["id"], rb["id"], "change [95%]", "n (a / b)", "p",
-                        "p (Holm)"], rows), ""]
-    return "\n".join(out) + "\n"

@@ -135,9 +135,9 @@ class DashboardSource:
         return summarise_run(self.store, run_id, n_boot=self.n_boot, stats_seed=self.seed)
 
     def compare(self, run_a: str, run_b: str) -> dict[str, Any]:
-        """What changed from ``run_a`` to ``run_b`` (see :func:`reports.render.compare`, the
+        """What changed from ``run_a`` to ``run_b`` (see :func:`reports.comparison.compare`, the
         comparison ``mindledger report --compare`` renders); no held-out seed in it."""
-        from reports.render import compare
+        from reports.comparison import compare
 
         return compare(self.store, run_a, run_b, seed=self.seed, n_boot=self.n_boot,
                        reveal_held_out=False)

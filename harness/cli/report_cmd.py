@@ -80,7 +80,7 @@ def report(
       mindledger report RUN_ID --format headline-csv > headline.csv
       mindledger report --compare latest~1 latest
     """
-    from reports.render import compare, render_compare_markdown
+    from reports.comparison import compare, render_compare_markdown
     from reports.render import report as render_report
 
     if compare_ids and run_id:

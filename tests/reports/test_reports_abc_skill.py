@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from reports._stats import holm
+from reports.comparison import compare_runs, render_compare_markdown
 from reports.model import RunProfile
 from reports.profile import Analysis, analyse
-from reports.render import compare_runs, render_compare_markdown, render_html, render_markdown
+from reports.render import render_html, render_markdown
 from reports.synthetic import SyntheticAgent, logistic_accuracy, synthetic_run
 
 N_BOOT = 200
@@ -100,9 +101,10 @@ def test_compare_shows_s_or_why_it_was_not_measured(
     assert s["b"].startswith("not measured: no matrix run accompanies this run")
     assert "S not measured in run b" in s["reason"]
     md = render_compare_markdown(cmp)
-    row = next(line for line in md.splitlines()
-               if line.startswith("| agent_prediction_skill |"))
-    assert "self 0.500" in row and "not measured: no matrix run accompanies" in row
+    row = next(line for line in md.splitlines() if line.startswith("| skill S (self) |"))
+    assert "self 0.500 [0.300, 0.700] n=40" in row
+    assert "not measured: no matrix run accompanies" in row
+    assert row.endswith("| — | not compared (S not measured in run B) | — |")
     # the control did not take part in the matrix: its reason, not a number, on both sides
     sc = cmp["agents"]["piper-control"]["metrics"]["agent_prediction_skill"]
     assert sc["a"].startswith("not measured: piper-control did not take part in matrix run")
@@ -119,6 +121,9 @@ def test_compare_gives_the_change_in_s_when_both_runs_measure_it(measured: Analy
     lo, hi = s["ci"]
     assert lo < 0.2 < hi and math.isfinite(lo) and math.isfinite(hi)
     md = render_compare_markdown(cmp)
-    row = next(line for line in md.splitlines()
-               if line.startswith("| agent_prediction_skill |"))
-    assert "| 0.500 | 0.700 | +0.20 [" in row and "| 40 / 40 |" in row
+    row = next(line for line in md.splitlines() if line.startswith("| skill S (self) |"))
+    cells = [c.strip() for c in row.strip().strip("|").split(" | ")]
+    assert cells[1].startswith("self 0.500 [0.300, 0.700] n=40")
+    assert cells[2].startswith("self 0.700 [0.500, 0.900] n=40")
+    assert cells[3] == f"+0.20 [{lo:+.2f}, {hi:+.2f}]"
+    assert cells[4] == s["verdict"] == ("no detectable change" if lo <= 0 else "clearly higher")

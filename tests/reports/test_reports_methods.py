@@ -27,8 +27,8 @@ from reports._stats import (
     sign_flip_pvalue,
     wilson_interval,
 )
+from reports.comparison import compare_runs
 from reports.profile import profile_from_data
-from reports.render import compare_runs
 from reports.synthetic import SyntheticAgent, logistic_accuracy, simulate, suite_design
 
 # -- exact tests and their floors ------------------------------------------------------------

@@ -104,7 +104,16 @@ def test_compare_shows_what_changed_with_intervals(tmp_path: Path) -> None:
     tb = m["true_belief_control_accuracy"]
     assert tb["ci"][0] < 0 < tb["ci"][1] or tb["difference"] == 0
     md = render_compare_markdown(cmp)
-    assert "# mindledger compare — `old` → `new`" in md and "false_belief_accuracy" in md
+    assert "# mindledger compare — `old` → `new`" in md
+    # worded as the profile: the title, each run's figure with its interval and n, the change
+    # and what its interval shows (a clear change also survives Holm across the table)
+    row = next(line for line in md.splitlines() if line.startswith("| false-belief accuracy |"))
+    cells = [c.strip() for c in row.strip().strip("|").split(" | ")]
+    assert re.fullmatch(r"\d+\.\d% \[\d+\.\d, \d+\.\d\] n=175", cells[1]), cells
+    assert cells[3].startswith("+") and " pts [+" in cells[3]
+    assert cells[4] == "clearly higher" == fb["verdict"]
+    assert tb["verdict"] in ("no detectable change", "not estimable")
+    assert not re.search(r"[a-z]+_[a-z]", md) and "True" not in md and "False" not in md
     json.dumps(cmp, allow_nan=False)
     with pytest.raises(Exception, match="no run with id"):
         compare(store, "old", "missing")

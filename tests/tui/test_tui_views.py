@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from reports.history import agent_history
-from tui.comparison import CHANGE_WIDTH, compare_view, metric_label
+from tui.comparison import CHANGE_WIDTH, VERDICT_WIDTH, compare_view
 from tui.history_view import SPARK_BLOCKS, history_view, sparkline
 from tui.operations import (
     QueueBatch,
@@ -43,10 +43,13 @@ def test_a_long_reason_leaves_the_cell_for_a_note(nightly: Seeded) -> None:
     assert views["piper"].notes == ()
 
 
-def _change(a: float, b: float, lo: float, hi: float, **kw: Any) -> dict[str, Any]:
-    return {"a": a, "b": b, "difference": b - a, "n_a": 56, "n_b": 56, "ci": [lo, hi],
+def _change(title: str, a: str, b: str, change: str, verdict: str, **kw: Any) -> dict[str, Any]:
+    """One figure as :func:`reports.comparison.compare_runs` words it."""
+    return {"a": 0.55, "b": 0.14, "difference": -0.41, "n_a": 56, "n_b": 56, "ci": [-0.53, -0.25],
             "interval": "newcombe-95", "test": "Fisher exact", "p": 0.001, "p_holm": 0.004,
-            "status": "estimated", **kw}
+            "status": "estimated", "title": title, "a_text": a, "b_text": b,
+            "a_compact": a.split(" [")[0], "b_compact": b.split(" [")[0],
+            "change_text": change, "verdict": verdict, **kw}
 
 
 def test_two_runs_compared() -> None:
@@ -56,33 +59,49 @@ def test_two_runs_compared() -> None:
         "only_in_a": [], "only_in_b": ["flat"],
         "agents": {"piper": {
             "role": ["agent", "agent"], "valid": [True, False],
-            "spec_changes": {"model": ["m1", "m2"]},
+            "validity": {"a": "valid", "b": "invalid", "text": "valid → invalid",
+                         "why": ["run B: INVALID: piper's true-belief control accuracy is 20%"]},
+            "spec_changes": {"model": ["m1", "m2"]}, "changes": ["model: m1 → m2"],
             "metrics": {
-                "false_belief_accuracy": _change(0.55, 0.14, -0.53, -0.25),
-                "accuracy_by_depth.false.R2": _change(0.5, 0.6, -0.1, 0.3),
+                "true_belief_control_accuracy": _change(
+                    "true-belief control accuracy", "55.0% [48.1, 61.7] n=56",
+                    "14.0% [9.1, 20.9] n=56", "-41.0 pts [-53.0, -25.0]", "clearly lower"),
+                "accuracy_by_depth.true.R2": _change(
+                    "accuracy at depth R2 (true belief)", "50.0% [30.1, 69.9] n=20",
+                    "60.0% [38.7, 78.1] n=20", "+10.0 pts [-19.0, +37.0]",
+                    "no detectable change"),
                 "d50": {"a": "2.73", "b": "< 1 (below the shallowest level tested)",
-                        "difference": None, "reason": "D50 is not a point estimate in both runs"},
-                "ece": {"a": 0.08, "b": 0.04, "difference": -0.04, "n_a": 9, "n_b": 9,
-                        "status": "not_estimable", "reason": "in run a: " + "x" * 60},
+                        "difference": None, "reason": "no point estimate in run b",
+                        "title": "D50 (levels)", "a_text": "2.73 [2.1, 3.3] n=175",
+                        "b_text": "INVALID (not counted: < 1 (below the shallowest level "
+                        "tested) n=175)", "a_compact": "2.73", "b_compact": "INVALID",
+                        "change_text": "—",
+                        "verdict": "not compared (no point estimate in run B)"},
+                "ece": _change("calibration error (ECE)", "0.080 n=9", "0.040 n=9",
+                               "-0.04 (no interval: " + "x" * 60 + ")", "not estimable",
+                               status="not_estimable", ci=None),
             },
         }},
     }  # fmt: skip
     view = compare_view(cmp)
     assert view.title == "Compare n1 (A, suite quick) → n2 (B, suite quick)"
-    assert view.notes[1:] == ("one run used held-out seeds", "Only in A: —; only in B: flat.",
-                              "piper: validity changed from True to False",
-                              "piper: model changed from 'm1' to 'm2'")  # fmt: skip
-    fb, depth, d50, ece = view.rows
-    assert fb.cells == ("piper", "false-belief accuracy", "55.0%", "14.0%",
-                        "-41.0 pts [-53.0, -25.0]", "56 / 56", "0.004")  # fmt: skip
-    assert fb.direction == -1 and depth.direction == 0
-    assert depth.cells[0] == "" and depth.cells[1] == "false-belief R2"
-    assert d50.cells[3] == "< 1 (below the shallo…" and d50.cells[5] == "—"
-    assert d50.detail.endswith("no change to show: D50 is not a point estimate in both runs")
+    assert view.notes[1:] == (
+        "one run used held-out seeds", "Only in A: —; only in B: flat.",
+        "piper: validity valid → invalid; run B: INVALID: piper's true-belief control accuracy "
+        "is 20%", "piper: changed model: m1 → m2")  # fmt: skip
+    tb, depth, d50, ece = view.rows
+    assert tb.cells == ("piper", "true-belief control accuracy", "55.0%", "14.0%",
+                        "-41.0 pts [-53.0, -25.0]", "clearly lower", "0.004")  # fmt: skip
+    assert tb.direction == -1 and depth.direction == 0
+    assert tb.detail == ("piper · true-belief control accuracy: A 55.0% [48.1, 61.7] n=56 → "
+                         "B 14.0% [9.1, 20.9] n=56; change -41.0 pts [-53.0, -25.0] "
+                         "(newcombe-95, Fisher exact), p 0.001, p (Holm) 0.004: clearly lower")
+    assert depth.cells[0] == "" and depth.cells[1] == "accuracy at depth R2 (true belief)"
+    assert d50.cells[2:4] == ("2.73", "INVALID") and d50.cells[4] == "—"
+    assert len(d50.cells[5]) == VERDICT_WIDTH and d50.cells[5].endswith("…")
+    assert d50.detail.endswith("tested) n=175): not compared (no point estimate in run B)")
     assert len(ece.cells[4]) == CHANGE_WIDTH and ece.cells[4].endswith("…")
     assert "x" * 60 in ece.detail  # the whole reason is on the detail line
-    assert metric_label("true_belief_control_accuracy") == "true-belief control accuracy"
-    assert metric_label("agent_prediction_skill") == "agent-prediction skill S"
 
 
 def test_until_text() -> None:

@@ -24,8 +24,10 @@ class CompareScreen(WorkerScreen):
     HELP: ClassVar[str] = (
         "Compare: every headline figure of each agent in both runs, the change B − A with its "
         "95% interval and test (Newcombe and Fisher for proportions, the bootstrap for D50, "
-        "ECE and log score), Holm-adjusted. Green: the interval is above 0; red: below. "
-        "↑/↓ move; the line under the table shows the highlighted row in full."
+        "ECE and log score), Holm-adjusted, and its verdict: clearly higher (green) or lower "
+        "(red) only when the interval excludes 0 and the change survives Holm. ↑/↓ move; "
+        "the line under the table shows the highlighted row in full, each run's figure with "
+        "its interval and n."
     )
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
@@ -72,7 +74,8 @@ class CompareScreen(WorkerScreen):
             cells = [Text(c) for c in r.cells]
             cells[0].stylize("bold")
             if r.direction:
-                cells[4].stylize("green" if r.direction > 0 else "red")
+                for cell in cells[4:6]:
+                    cell.stylize("green" if r.direction > 0 else "red")
             rows.append(cells)
         fill_table(table, COMPARE_COLUMNS, rows, [f"{r.agent}:{r.metric}" for r in view.rows])
         self._show_detail(table.cursor_row)
