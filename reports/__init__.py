@@ -7,6 +7,7 @@ Public API::
     compare(store, run_a, run_b) -> dict ; render_compare_markdown(cmp) -> str
     agent_history(store, agent, *, metrics=None, since=None) -> AgentHistory  # reports.history
     diagnose_references(profile) -> list[str]                      # [] when references look right
+    verdict(profile) -> Verdict                                    # what every report opens with
 
 ``seed`` is always the bootstrap's. A held-out run's own seed (and anything its items regenerate
 from) appears in no output unless the caller passes ``reveal_held_out=True``, which every entry
@@ -77,6 +78,7 @@ if typing.TYPE_CHECKING:
         render_markdown,
         report,
     )
+    from reports.verdict import Verdict, verdict
 else:
     from mindledger.lazy import lazy_exports as _lazy_exports
 
@@ -106,6 +108,7 @@ else:
             "reports.render": (
                 "render_csv", "render_html", "render_json", "render_markdown", "report",
             ),
+            "reports.verdict": ("Verdict", "verdict"),
         },
     )
 
@@ -129,6 +132,7 @@ __all__ = [
     "RegressionRule",
     "RunData",
     "SlopeResult",
+    "Verdict",
     "agent_history",
     "analyse",
     "bootstrap_pvalue",
@@ -160,5 +164,6 @@ __all__ = [
     "render_markdown",
     "report",
     "sign_flip_pvalue",
+    "verdict",
     "wilson_interval",
 ]

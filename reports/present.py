@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the profile's pydantic models: built when a profile is parsed, not before
@@ -39,6 +41,7 @@ __all__ = [
     "NOT_MEASURED",
     "NO_DETECTABLE_CHANGE",
     "Headline",
+    "SmallN",
     "abc_contrast_rows",
     "agent_headline",
     "change_verdict",
@@ -48,6 +51,7 @@ __all__ = [
     "depth_text",
     "difference_text",
     "figure_title",
+    "headline_columns",
     "headlines",
     "marked_invalid",
     "no_interval",
@@ -56,6 +60,8 @@ __all__ = [
     "pct",
     "proportion_text",
     "role_order",
+    "skill_measured",
+    "small_n_said_once",
     "validity_word",
 ]
 
@@ -89,11 +95,67 @@ def _ci_pct(ci: Any) -> str:
     return f" [{left}, {right}]"
 
 
+@dataclass
+class SmallN:
+    """The figures a section printed without an interval because their n is below the
+    minimum (:func:`small_n_said_once`): the minimum and each figure's n."""
+
+    minimum: int | None = None
+    ns: list[float] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return self.minimum is not None
+
+    def span(self) -> str:
+        """``"n = 7"``, ``"n = 1 to 7"``; ``""`` when no n was given."""
+        if not self.ns:
+            return ""
+        lo, hi = min(self.ns), max(self.ns)
+        return f"n = {lo:g}" if lo == hi else f"n = {lo:g} to {hi:g}"
+
+    def note(self) -> str:
+        """The one line a section says instead of a reason in every cell (``""`` when no
+        figure of the section lacked an interval for its size)."""
+        if not self:
+            return ""
+        span = self.span()
+        return (f"Intervals need n ≥ {self.minimum}: figures here printed without one rest on "
+                f"fewer items ({span})." if span else
+                f"Intervals need n ≥ {self.minimum}: figures here printed without one rest on "
+                "fewer items.")
+
+
+_SMALL_N: ContextVar[SmallN | None] = ContextVar("small_n", default=None)
+
+
+@contextmanager
+def small_n_said_once() -> Iterator[SmallN]:
+    """Within this block a figure that has no interval only because its n is below the
+    minimum is printed with its value and n alone (``"57.1% n=7"``), and the tally it yields
+    collects those figures, so that the section says it once (:meth:`SmallN.note`) instead
+    of ``"(no interval: n < 10)"`` in every cell. Any other reason is still printed."""
+    tally = SmallN()
+    token = _SMALL_N.set(tally)
+    try:
+        yield tally
+    finally:
+        _SMALL_N.reset(token)
+
+
 def no_interval(block: Mapping[str, Any]) -> str:
-    """``" (no interval: n < 10)"`` for the profile's small-n reason, else the reason given."""
+    """``" (no interval: n < 10)"`` for the profile's small-n reason, else the reason given;
+    ``""`` for the small-n reason inside :func:`small_n_said_once`, which counts it."""
     reason = str(block.get("reason") or "")
     m = re.search(r"at least (\d+) are needed", reason)
     if m:
+        tally = _SMALL_N.get()
+        if tally is not None:
+            tally.minimum = max(int(m.group(1)), tally.minimum or 0)
+            n = re.match(r"n = ([0-9.]+)", reason)
+            given = number(block.get("n"))
+            if n or given is not None:
+                tally.ns.append(float(n.group(1)) if n else float(given or 0))
+            return ""
         return f" (no interval: n < {m.group(1)})"
     return f" (no interval: {reason})" if reason else " (no interval)"
 
@@ -354,8 +416,25 @@ class Headline:
     skill: str
     true_belief: str
 
-    def cells(self) -> list[str]:
-        return [str(getattr(self, key)) for key, _ in HEADLINE_COLUMNS]
+    def cells(self, columns: Sequence[tuple[str, str]] = HEADLINE_COLUMNS) -> list[str]:
+        return [str(getattr(self, key)) for key, _ in columns]
+
+
+def skill_measured(profile: RunProfile) -> bool:
+    """Whether any agent of the run has agent-prediction skill S (a matrix run accompanies
+    it)."""
+    return any(a.agent_prediction_skill.available for a in profile.agents.values())
+
+
+def headline_columns(profile: Mapping[str, Any] | RunProfile) -> tuple[tuple[str, str], ...]:
+    """:data:`HEADLINE_COLUMNS` for this run: without skill S when no agent has it (no matrix
+    run accompanies the run: the verdict says once how to get it)."""
+    from reports.model import RunProfile
+
+    prof = profile if isinstance(profile, RunProfile) else RunProfile.of(profile)
+    if skill_measured(prof):
+        return HEADLINE_COLUMNS
+    return tuple(c for c in HEADLINE_COLUMNS if c[0] != "skill")
 
 
 def marked_invalid(text: str, *, compact: bool = False) -> str:

@@ -1678,6 +1678,7 @@ class Analysis:
                 "interval": "each metric names its interval and test",
                 "metrics": metrics,
             }
+            block["same_answers"] = self._same_answers(x, y)
             if agents_out[x]["valid"] is False or agents_out[y]["valid"] is False:
                 block["note"] = (
                     "at least one side failed the true-belief control rule; false-belief "
@@ -1711,6 +1712,17 @@ class Analysis:
                             "target": d,
                         }
                     )
+
+    def _same_answers(self, x: str, y: str) -> dict[str, int]:
+        """How many items both agents answered (ok trials) and on how many of them their
+        answers were the same: when every one is, every paired contrast is zero by
+        construction (a command agent's derived control that is the same program, a module
+        whose switch changes nothing)."""
+        cx, cy = self.cols[x], self.cols[y]
+        answers = self.data.trials.answer_json
+        shared = np.flatnonzero(cx.ok & cy.ok & (cx.rows >= 0) & (cy.rows >= 0))
+        same = sum(answers[cx.rows[i]] == answers[cy.rows[i]] for i in shared)
+        return {"shared": int(shared.size), "identical": int(same)}
 
     def _abc_family(self, agents_out: dict[str, Any]) -> int:
         """Holm over every agent's testable A − B and B − C contrasts (``games.abc.contrasts``):

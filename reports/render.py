@@ -4,8 +4,11 @@
 Every number is printed with its interval and n, and every table says which interval it shows
 (``W`` Wilson 95%, ``W-deff`` Wilson at the design-effect-adjusted n, ``NP`` Newcombe paired,
 ``t`` / ``Pt`` t intervals, ``CB`` cluster bootstrap 95%, ``PB`` paired bootstrap 95%, ``N``
-normal approximation 95%; the profile's ``intervals`` key has the full definitions). A figure
-whose n cannot carry a claim is printed with its value and n and "no interval: <reason>".
+normal approximation 95%; the profile's ``intervals`` key has the full definitions, and the
+report's last section the glossary). A figure whose n cannot carry a claim is printed with its
+value and n; each section says once that such figures have no interval and why
+(:func:`reports.present.small_n_said_once`). The report opens with the verdict
+(:mod:`reports.verdict`).
 
 A held-out run's seed (and anything its items regenerate from) is shown to operators only:
 every entry point takes ``reveal_held_out`` (default False) and, without it, says "seed withheld
@@ -21,6 +24,7 @@ import html
 import io
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,21 +41,26 @@ from reports.model import AgentProfile
 from reports.present import (
     FALSE_BELIEF_FIGURES,
     HEADLINE_COLUMNS,
+    INVALID,
     MISSING,
     abc_contrast_rows,
     agent_headline,
     contrast_label,
     depth_signals_lines,
     difference_text,
+    headline_columns,
     headlines,
     marked_invalid,
     no_interval,
     number,
     p_text,
     proportion_text,
+    role_order,
+    small_n_said_once,
 )
 from reports.profile import analyse
 from reports.trials import AgentExamples, TrialView, value_text, wrong_examples
+from reports.verdict import REFERENCES_HEADING, Verdict, contrast_note, verdict
 
 __all__ = [
     "CSV_COLUMNS",
@@ -82,6 +91,30 @@ TAGS = {
     "wald-95": "Wald",
     "wald-cluster-robust-95": "Wald-CR",
 }
+TAG_TITLES = {
+    "W": "Wilson 95% interval",
+    "W-deff": "Wilson 95% at the design-effect-adjusted n (trials that share a game cell)",
+    "W-strat": "Wilson 95% at the stratification-adjusted n (pooled over depth cells)",
+    "NP": "Newcombe's paired 95% interval, exact McNemar test",
+    "N2": "Newcombe's hybrid score 95% interval",
+    "Pt": "paired t 95% interval, sign-flip permutation test",
+    "t": "t 95% interval",
+    "CB": "cluster bootstrap 95% within the design's strata",
+    "PB": "paired bootstrap 95%, label-permutation test",
+    "IB": "independent bootstrap 95%",
+    "MOVER": "square-and-add (MOVER) 95% interval",
+    "N": "normal approximation 95%",
+    "Wald": "Wald 95% interval",
+    "Wald-CR": "Wald 95% interval, cluster-robust",
+}
+"""Each interval tag's meaning, the title an HTML reader sees on hovering over the tag (the
+glossary at the end of the report says it in full)."""
+_TAG_RE = re.compile(
+    r"(?<=[\]\d] )(" + "|".join(re.escape(t) for t in sorted(TAG_TITLES, key=len, reverse=True))
+    + r")(?=$|[\s,;.)])"
+)
+"""An interval tag where it follows a figure: after its interval or its n."""
+
 LEGEND = (
     "Intervals are 95%. W = Wilson (W-strat: at the stratification-adjusted n, for proportions "
     "pooled over the design's depth cells; W-deff: at the design-effect-adjusted n, for trials "
@@ -184,10 +217,57 @@ def _proxy_rows(proxy: Mapping[str, Any]) -> list[list[str]]:
 
 
 def _headline_rows(profile: Mapping[str, Any]) -> list[list[str]]:
-    return [h.cells() for h in headlines(profile)]
+    columns = headline_columns(profile)
+    return [h.cells(columns) for h in headlines(profile)]
 
 
 HEADLINE_HEAD = [title for _, title in HEADLINE_COLUMNS]
+
+
+def _headline_head(profile: Mapping[str, Any]) -> list[str]:
+    """The headline table's titles: skill S only when the run measured it."""
+    return [title for _, title in headline_columns(profile)]
+
+
+def _top_notices(profile: Mapping[str, Any]) -> list[str]:
+    """The profile's notices shown under the verdict: each INVALID agent's own notice is in
+    the verdict (worded once) and at the head of its section, not repeated at the top."""
+    return [str(n) for n in profile.get("notices", []) if not str(n).startswith(INVALID)]
+
+
+def _agent_order(profile: Mapping[str, Any]) -> list[str]:
+    """Agents under test first, then controls, ablation variants, references."""
+    agents = profile["agents"]
+    return sorted(agents, key=lambda n: role_order(str(agents[n].get("role")), n))
+
+
+def _agent_section(name: str, a: Mapping[str, Any]) -> list[str]:
+    """An agent's Markdown section; figures without an interval for their size are said to
+    be so once, under its title."""
+    with small_n_said_once() as tally:
+        lines = _agent_markdown(name, a)
+    if tally:
+        at = 2 + 2 * len(a.get("notices") or [])  # under its title and notices
+        lines[at:at] = [tally.note(), ""]
+    return lines
+
+
+def _verdict_markdown(v: Verdict) -> list[str]:
+    out = ["## Verdict", ""]
+    for a in v.agents:
+        out += [" ".join(a.sentences()), ""]
+    for o in v.others:
+        out += [o, ""]
+    if v.references:
+        out += [REFERENCES_HEADING, "", *(f"- {r.text}" for r in v.references), ""]
+    for n in v.notes:
+        out += [n, ""]
+    return out
+
+
+def _legend(profile: Mapping[str, Any]) -> str:
+    return (f"{LEGEND} Bootstrap: B={profile['intervals']['bootstrap_replicates']}, seed "
+            f"{profile['intervals']['bootstrap_seed']}.")
 
 
 def _depth_rows(a: Mapping[str, Any]) -> list[list[str]]:
@@ -399,21 +479,21 @@ def render_markdown(
     A held-out run's seed is printed only with ``reveal_held_out`` (operators)."""
     run = profile["run"]
     out: list[str] = [f"# mindledger profile — run `{run['id']}`", ""]
-    out += [f"> **{n}**" if n.startswith(("INVALID", "HELD-OUT", "UNCHECKED")) else f"> {n}"
-            for n in profile.get("notices", [])]
+    out += _verdict_markdown(verdict(profile))
+    out += [f"> **{n}**" if n.startswith(("HELD-OUT", "UNCHECKED")) else f"> {n}"
+            for n in _top_notices(profile)]
     out += [
         "",
         f"Suite `{run.get('suite')}`, {_seed_sentence(profile, reveal_held_out)}, status "
         f"{run.get('status')}; {run.get('n_items')} items, {run.get('n_trials')} trials.",
         "",
-        f"_{LEGEND} Bootstrap: B={profile['intervals']['bootstrap_replicates']}, seed "
-        f"{profile['intervals']['bootstrap_seed']}._",
-        "",
         "## Headline",
         "",
-        _table(HEADLINE_HEAD, _headline_rows(profile)),
-        "",
     ]
+    with small_n_said_once() as tally:
+        out += [_table(_headline_head(profile), _headline_rows(profile)), ""]
+    if tally:
+        out += [tally.note(), ""]
     figs: dict[str, str] = {}
     if figures_dir is not None:
         if figures is None:
@@ -430,11 +510,18 @@ def render_markdown(
     for key in ("headline", "depth_curves", "error_types", "reliability", "contrasts"):
         if key in figs:
             out += [figs[key], ""]
-    for name, a in profile["agents"].items():
-        out += _agent_markdown(name, a)
+    for name in _agent_order(profile):
+        out += _agent_section(name, profile["agents"][name])
     if (profile.get("proxy") or {}).get("agents"):
         out += ["## Query proxy", "", f"_{profile['proxy']['scope']}._", "",
                 _table(PROXY_HEAD, _proxy_rows(profile["proxy"])), ""]
+    out += _all_contrasts_markdown(profile)
+    out += ["## How to read the figures", "", _legend(profile), ""]
+    return "\n".join(out) + "\n"
+
+
+def _all_contrasts_markdown(profile: Mapping[str, Any]) -> list[str]:
+    out: list[str] = []
     if profile.get("contrasts"):
         out += ["## All contrasts (Holm-adjusted)", "",
                 f"Family: {profile['multiple_comparisons']['family']}; "
@@ -447,7 +534,7 @@ def render_markdown(
                          fmt_p(c["p"]), fmt_p(c["p_holm"])])
         out += [_table(["agent", "contrast", "metric", "difference [PB]", "n", "p", "p (Holm)"],
                        rows), ""]
-    return "\n".join(out) + "\n"
+    return out
 
 
 def _agent_markdown(name: str, a: Mapping[str, Any]) -> list[str]:
@@ -479,7 +566,7 @@ def _agent_markdown(name: str, a: Mapping[str, Any]) -> list[str]:
     out += _length_sweep_lines(a.get("length_sweep") or {})
     head, erows = _error_rows(a)
     if erows:
-        out += ["### Error types by depth (false belief; counts, no interval)", "",
+        out += ["### Error types by depth (false belief; counts)", "",
                 _table(head, erows), ""]
     ap = a.get("applied_gap") or {}
     if ap.get("available"):
@@ -553,7 +640,11 @@ def _agent_markdown(name: str, a: Mapping[str, Any]) -> list[str]:
             + (f"; {api['ok_without_score']} ok trials without a score counted as wrong"
                if api.get("ok_without_score") else "") + ".", ""]
     mc = a.get("minus_control") or {}
-    if mc.get("available"):
+    command = (a.get("spec") or {}).get("adapter") == "command"
+    zero = contrast_note(mc, agent=name, command=command)
+    if zero:
+        out += [f"Base-model subtraction ({mc['direction']}): {zero}", ""]
+    elif mc.get("available"):
         out += [f"### Base-model subtraction: {mc['direction']}", ""]
         if mc.get("note"):
             out += [f"> {mc['note']}", ""]
@@ -562,6 +653,10 @@ def _agent_markdown(name: str, a: Mapping[str, Any]) -> list[str]:
     else:
         out += [f"Base-model subtraction: {mc.get('reason', 'not available')}.", ""]
     for module, blk in (a.get("ablation_credit") or {}).items():
+        zero = contrast_note(blk, agent=name)
+        if zero:
+            out += [f"Ablation credit of {module} ({blk['direction']}): {zero}", ""]
+            continue
         out += [f"### Ablation credit: {module} ({blk['direction']})", ""]
         out += [_table(["metric", "full", "ablated", "credit [95%]", "n", "p", "p (Holm)"],
                        _contrast_rows(blk["metrics"], ("full", "ablated"))), ""]
@@ -625,6 +720,11 @@ padding:.6rem 1rem;margin:.6rem 0;font-weight:600}.info{background:#eef5fb;
 border-left:5px solid #00798c;padding:.6rem 1rem;margin:.6rem 0}
 .legend{color:#555;font-size:.85rem}figure{margin:1rem 0}img{max-width:100%;
 border:1px solid #eee}figcaption{color:#555;font-size:.85rem}
+.verdict{background:#fafafa;border:1px solid #ddd;padding:.2rem 1rem .4rem;margin:.6rem 0}
+.verdict h2{margin-top:.4rem}.verdict .agent{border-left:5px solid #888;padding-left:.6rem;
+font-size:1.02rem}.verdict .invalid{border-left-color:#d1495b}.verdict .valid{
+border-left-color:#2e8b57}.verdict ul{margin:.2rem 0}.verdict li.problem{color:#b00020;
+font-weight:600}.verdict .note{color:#555;font-size:.9rem}
 """
 
 
@@ -632,9 +732,16 @@ def _h(s: Any) -> str:
     return html.escape(str(s))
 
 
+def _abbr(escaped: str) -> str:
+    """Escaped text with each interval tag that follows a figure (``… n=420 W``, ``…] CB``)
+    wrapped in ``<abbr title=…>``: the method's name on hover."""
+    return _TAG_RE.sub(
+        lambda m: f"<abbr title='{_h(TAG_TITLES[m.group(1)])}'>{m.group(1)}</abbr>", escaped)
+
+
 def _html_table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     def cell(v: Any) -> str:
-        return _h(v).replace("**", "")
+        return _abbr(_h(v).replace("**", ""))
 
     h = "".join(f"<th>{_h(x)}</th>" for x in head)
     b = "".join("<tr>" + "".join(f"<td>{cell(c)}</td>" for c in r) + "</tr>" for r in rows)
@@ -664,26 +771,29 @@ def render_html(
         f"<title>mindledger profile — {_h(run['id'])}</title><style>{_CSS}</style></head><body>",
         f"<h1>mindledger profile — run <code>{_h(run['id'])}</code></h1>",
     ]
-    for n in profile.get("notices", []):
-        cls = "notice" if n.startswith(("INVALID", "UNCHECKED")) else "info"
+    parts.append(_verdict_html(verdict(profile)))
+    for n in _top_notices(profile):
+        cls = "notice" if n.startswith("UNCHECKED") else "info"
         parts.append(f"<div class='{cls}'>{_h(n)}</div>")
     parts.append(
         f"<p>Suite <code>{_h(run.get('suite'))}</code>, "
         f"{_h(_seed_sentence(profile, reveal_held_out))}, status {_h(run.get('status'))}; "
         f"{_h(run.get('n_items'))} items, {_h(run.get('n_trials'))} trials.</p>"
-        f"<p class='legend'>{_h(LEGEND)} Bootstrap: "
-        f"B={_h(profile['intervals']['bootstrap_replicates'])}, seed "
-        f"{_h(profile['intervals']['bootstrap_seed'])}.</p>"
     )
-    parts += ["<h2>Headline</h2>", _html_table(HEADLINE_HEAD, _headline_rows(profile))]
+    with small_n_said_once() as tally:
+        parts += ["<h2>Headline</h2>",
+                  _html_table(_headline_head(profile), _headline_rows(profile))]
+    if tally:
+        parts.append(f"<p class='legend'>{_h(tally.note())}</p>")
     for key, caption, png in figures:
         b64 = base64.b64encode(png).decode("ascii")
         parts.append(
             f"<figure id='fig-{key}'><img alt='{_h(caption)}' "
             f"src='data:image/png;base64,{b64}'><figcaption>{_h(caption)}</figcaption></figure>"
         )
-    md_agent = {name: _agent_markdown(name, a) for name, a in profile["agents"].items()}
-    for name, a in profile["agents"].items():
+    md_agent = {name: _agent_section(name, a) for name, a in profile["agents"].items()}
+    for name in _agent_order(profile):
+        a = profile["agents"][name]
         parts.append(f"<h2>{_h(name)} ({_h(a.get('role'))})</h2>")
         for n in a.get("notices", []):
             parts.append(f"<div class='notice'>{_h(n)}</div>")
@@ -693,6 +803,9 @@ def render_html(
                   _html_table(PROXY_HEAD, _proxy_rows(profile["proxy"]))]
     if profile.get("contrasts"):
         parts.append("<h2>All contrasts (Holm-adjusted)</h2>")
+        parts.append("<p class='legend'>" + _h(
+            f"Family: {profile['multiple_comparisons']['family']}; "
+            f"m = {profile['multiple_comparisons']['m']}.") + "</p>")
         rows = [[c["agent"], contrast_label(c["kind"], c.get("module"), c["metric"]),
                  c["metric"],
                  fmt_diff(c, not c["metric"].startswith(NOT_PCT_METRICS)), c["n"],
@@ -701,8 +814,34 @@ def render_html(
                                   "p (Holm)"], rows))
     if examples and (reveal_held_out or not held_out_of(profile)):
         parts.append(_examples_html(examples))
-    parts.append("</body></html>")
+    parts += ["<h2 id='glossary'>How to read the figures</h2>",
+              f"<p class='legend'>{_h(_legend(profile))}</p>", "</body></html>"]
     return "\n".join(parts)
+
+
+def _code(escaped: str) -> str:
+    """Escaped text with its `backquoted` names as ``<code>``."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+
+
+def _verdict_html(v: Verdict) -> str:
+    """The verdict, first on the page: each agent under test (INVALID in red, valid in
+    green), the other agents, the references, the notes."""
+    out = ["<section id='verdict' class='verdict'><h2>Verdict</h2>"]
+    for a in v.agents:
+        cls = {True: "valid", False: "invalid", None: "unchecked"}[a.valid]
+        out.append(f"<p class='agent {cls}' data-agent='{_h(a.agent)}'>"
+                   + _code(" ".join(_h(s) for s in a.sentences())) + "</p>")
+    out += [f"<p class='other'>{_code(_h(o))}</p>" for o in v.others]
+    if v.references:
+        items = "".join(
+            f"<li class='{'ok' if r.as_expected else 'problem' if r.as_expected is False else ''}'>"
+            f"{_h(r.text)}</li>" for r in v.references)
+        out.append(f"<p class='references'>{_h(REFERENCES_HEADING)}</p>"
+                   f"<ul class='references'>{items}</ul>")
+    out += [f"<p class='note'>{_code(_h(n))}</p>" for n in v.notes]
+    out.append("</section>")
+    return "".join(out)
 
 
 def _examples_html(examples: Sequence[AgentExamples]) -> str:
@@ -768,12 +907,12 @@ def _md_to_html(lines: Sequence[str]) -> str:
         elif line.startswith("- "):
             items = []
             while i < len(lines) and lines[i].startswith("- "):
-                items.append(f"<li>{_h(lines[i][2:])}</li>")
+                items.append(f"<li>{_abbr(_h(lines[i][2:]))}</li>")
                 i += 1
             out.append("<ul>" + "".join(items) + "</ul>")
             continue
         elif line.strip():
-            out.append(f"<p>{_h(line)}</p>")
+            out.append(f"<p>{_abbr(_h(line))}</p>")
         i += 1
     return "\n".join(out)
 
@@ -784,11 +923,13 @@ def _md_to_html(lines: Sequence[str]) -> str:
 def render_json(
     profile: Mapping[str, Any], *, indent: int | None = 2, reveal_held_out: bool = False
 ) -> str:
-    """The profile as strict JSON (no NaN: missing numbers are null with a reason). A held-out
+    """The profile as strict JSON (no NaN: missing numbers are null with a reason), with the
+    verdict every rendering opens with under ``verdict`` (a key the schema allows). A held-out
     run's ``run.seed`` is null with ``run.seed_withheld`` true unless ``reveal_held_out``
     (operators)."""
+    shown = disclosed_profile(profile, reveal_held_out=reveal_held_out)
     return json.dumps(
-        disclosed_profile(profile, reveal_held_out=reveal_held_out),
+        {**shown, "verdict": verdict(profile).to_json()},
         indent=indent, ensure_ascii=False, allow_nan=False,
     )
 

@@ -222,11 +222,18 @@ class RunHeader:
     title: str
     detail: str
     notices: tuple[str, ...]
+    """The profile-level notices but the INVALID ones: the verdict says each agent's validity
+    once, and the agent's detail says why in full."""
+    verdict: tuple[str, ...] = ()
+    """The verdict (:mod:`reports.verdict`), one paragraph a line, first on the run screen."""
+    invalid: tuple[bool, ...] = ()
+    """Per line of :attr:`verdict`: whether it is an INVALID agent's."""
 
 
 def run_header(profile: Mapping[str, Any]) -> RunHeader:
-    """The run's identity line, its counts and the profile-level notices (a held-out run's seed
-    withheld, whatever the profile holds)."""
+    """The run's identity line, its counts, its verdict and the profile-level notices (a
+    held-out run's seed withheld, whatever the profile holds)."""
+    from reports.verdict import verdict
     run = profile.get("run") or {}
     held_out = bool(profile.get("held_out") or run.get("held_out"))
     held = "held-out seeds" if held_out else "development seeds"
@@ -236,7 +243,16 @@ def run_header(profile: Mapping[str, Any]) -> RunHeader:
         f"{run.get('status', '?')} · {held} · {run.get('n_items', 0)} items · "
         f"{run.get('n_trials', 0)} trials · created {fmt_time(run.get('created_at'))}"
     )
-    return RunHeader(title, detail, tuple(str(n) for n in profile.get("notices") or ()))
+    v = verdict(profile)
+    lines = v.paragraphs()
+    invalid = [a.valid is False for a in v.agents]
+    return RunHeader(
+        title,
+        detail,
+        tuple(str(n) for n in profile.get("notices") or () if not str(n).startswith(INVALID)),
+        tuple(lines),
+        tuple(invalid + [False] * (len(lines) - len(invalid))),
+    )
 
 
 @dataclass(frozen=True)

@@ -77,3 +77,69 @@ def test_html_report_screenshot_shows_the_plots(
 
     assert near((31, 119, 180)) > 200
     assert near((209, 73, 91)) > 50
+
+
+FOLD = (1400, 900)
+"""The window a reviewer opens the report in: the verdict must be on it without scrolling."""
+
+LAYOUT_PROBE = (
+    "<script>addEventListener('load', () => {"
+    "const r = document.getElementById('verdict').getBoundingClientRect();"
+    "const b = document.body.dataset;"
+    "b.verdictTop = r.top; b.verdictBottom = r.bottom; b.viewportHeight = innerHeight;"
+    "b.firstAgent = document.querySelector('#verdict p.agent').dataset.agent;"
+    "})</script>"
+)
+"""Measures, once the page is laid out, where the verdict block is in the window."""
+
+
+def _chromium_cmd(chromium: str, profile_dir: Path, *args: str) -> list[str]:
+    return [
+        chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+        "--no-first-run", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--hide-scrollbars", "--disable-dev-shm-usage",
+        f"--user-data-dir={profile_dir}", f"--window-size={FOLD[0]},{FOLD[1]}", *args,
+    ]
+
+
+def test_the_verdict_is_above_the_fold_at_1400_by_900(
+    stored_profile: dict[str, Any], tmp_path: Path
+) -> None:
+    """Chromium lays the report out in a 1400×900 window: the verdict block starts near the
+    top and ends inside the window, it leads with the agent under test, and the screenshot
+    shows its valid agent's green mark in the first screen."""
+    import re
+
+    from matplotlib.image import imread
+
+    chromium = _chromium()
+    html = render_html(stored_profile)
+    assert html.index("id='verdict'") < html.index("<h2>Headline</h2>")
+    page = tmp_path / "report.html"
+    page.write_text(html.replace("</body>", LAYOUT_PROBE + "</body>"), encoding="utf-8")
+    proc = subprocess.run(
+        _chromium_cmd(chromium, tmp_path / "dom-profile", "--dump-dom", page.as_uri()),
+        capture_output=True, text=True, timeout=120,
+    )
+    body = re.search(r"<body[^>]*>", proc.stdout)
+    assert body, f"no DOM; chromium said:\n{proc.stderr[-2000:]}"
+    measured = dict(re.findall(r'data-([a-z-]+)="([^"]*)"', body.group(0)))
+    assert measured.get("first-agent") == "piper", measured
+    top, bottom = float(measured["verdict-top"]), float(measured["verdict-bottom"])
+    fold = min(float(measured["viewport-height"]), FOLD[1])
+    assert 0 < top < 150 and bottom <= fold, measured
+    # and in the screenshot of the same window: the verdict's green mark (a valid agent) is
+    # on the first screen, the INVALID red of the notices nowhere above it
+    shot = tmp_path / "fold.png"
+    subprocess.run(
+        _chromium_cmd(chromium, tmp_path / "shot-profile", f"--screenshot={shot}",
+                      page.as_uri()),
+        capture_output=True, text=True, timeout=120,
+    )
+    img = imread(shot)
+    assert img.shape[:2] == (FOLD[1], FOLD[0])
+    rgb = np.rint(np.asarray(img[..., :3]) * 255).astype(np.int64)
+    green = np.all(np.abs(rgb - np.asarray((46, 139, 87))) < 20, axis=2)
+    rows = np.flatnonzero(green.sum(axis=1) >= 3)
+    assert rows.size >= 20, "the verdict's mark for the valid agent is not on the first screen"
+    assert rows.min() >= top - 1 and rows.max() <= bottom + 1

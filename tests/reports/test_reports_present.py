@@ -18,7 +18,13 @@ import pytest
 
 from reports import profile_from_data
 from reports.model import PROFILE_SCHEMA, SCHEMA_FILE, RunProfile, json_schema
-from reports.present import HEADLINE_COLUMNS, INVALID, headlines
+from reports.present import (
+    HEADLINE_COLUMNS,
+    INVALID,
+    headline_columns,
+    headlines,
+    small_n_said_once,
+)
 from reports.render import render_headline_csv, render_html, render_markdown
 from reports.simulation import study_agents
 from reports.synthetic import SyntheticAgent, logistic_accuracy, simulate, suite_design
@@ -142,11 +148,11 @@ class _Tables(HTMLParser):
             self._cell.append(data)
 
 
-def _html_headline(page: str) -> dict[str, list[str]]:
+def _html_headline(page: str, profile: dict[str, Any]) -> dict[str, list[str]]:
     parser = _Tables()
     parser.feed(page.split("<h2>Headline</h2>", 1)[1])
     table = parser.tables[0]
-    assert table[0] == [title for _, title in HEADLINE_COLUMNS]
+    assert table[0] == [title for _, title in headline_columns(profile)]
     return {row[0]: row for row in table[1:]}
 
 
@@ -163,14 +169,23 @@ def test_markdown_html_csv_and_dashboard_show_the_same_headline(
 ) -> None:
     profile = profiles[design]
     expected = {h.agent: h.cells() for h in headlines(profile)}
+    # a report's headline table leaves out S when no matrix measured it and says once, under
+    # the table, what has no interval for its size; a CSV row stands on its own and says all
+    columns = headline_columns(profile)
+    assert [k for k, _ in columns] == [k for k, _ in HEADLINE_COLUMNS if k != "skill"]
+    with small_n_said_once():
+        said_once = {h.agent: h.cells(columns) for h in headlines(profile)}
+    if design == "quick":
+        assert all("no interval" in " ".join(c) for c in expected.values())
+        assert not any("no interval" in " ".join(c) for c in said_once.values())
     md = _markdown_headline(render_markdown(profile))
-    page = _html_headline(render_html(profile, figures=[]))
+    page = _html_headline(render_html(profile, figures=[]), profile)
     table = _csv_headline(render_headline_csv(profile))
     views = {v.name: v for v in agent_views(profile)}
     assert set(expected) == set(md) == set(page) == set(table) == set(views)
     for name, cells in expected.items():
-        assert md[name] == cells, name
-        assert page[name] == cells, name
+        assert md[name] == said_once[name], name
+        assert page[name] == said_once[name], name
         assert table[name] == cells, name
         v = views[name]
         figures = dict(zip((k for k, _ in HEADLINE_COLUMNS), cells, strict=True))
@@ -193,7 +208,7 @@ def test_an_invalid_agents_false_belief_figures_appear_only_marked(
     assert row[2] == INVALID
     for cell in row[3:6]:  # D50, false-belief accuracy, leakage resistance
         assert cell.startswith(f"{INVALID} (not counted: "), cell
-    assert _html_headline(page)["not-reality"][3:6] == row[3:6]
+    assert _html_headline(page, profile)["not-reality"][3:6] == row[3:6]
     csv_row = next(r for r in csv.DictReader(io.StringIO(table)) if r["agent"] == "not-reality")
     assert csv_row["d50_status"] == csv_row["false_belief_status"] == "invalid"
     assert csv_row["d50_value"] == csv_row["false_belief_value"] == ""

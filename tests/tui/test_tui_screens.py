@@ -28,6 +28,11 @@ def _text(widget: Static) -> str:
     return str(widget.render())
 
 
+def _screen_text(screen: RunScreen) -> str:
+    """Every Static's text on the screen (the verdict, notices, notes and the detail)."""
+    return "\n".join(_text(w) for w in screen.query(Static) if w.display)
+
+
 async def _until(pilot: Pilot[None], condition: Callable[[], bool], seconds: float = 60) -> None:
     """Let the app run until ``condition`` holds. A worker's result reaches its screen as a
     message some time after the worker finished; on a loaded machine that time has no bound
@@ -104,8 +109,10 @@ async def test_enter_opens_the_run_with_validity_first(seeded: Seeded, tmp_path:
         title = _text(screen.query_one("#run-title", Static))
         assert title.startswith("Run run-a · suite synthetic · seed 11")
         assert "development seeds" in title
-        notices = screen.query_one("#run-notices", Static)
-        assert "INVALID: not-reality" in _text(notices) and notices.has_class("-invalid")
+        verdict = _text(screen.query_one("#run-verdict", Static))
+        assert verdict.startswith("piper (agent under test) is valid")
+        assert "not-reality: diagnosed as expected (marked INVALID by the controls)" in verdict
+        assert "INVALID" not in _text(screen.query_one("#run-notices", Static))
         agents = _cells(screen.query_one("#agents", DataTable))
         assert [r[1] for r in agents] == [
             "piper", "piper-control", "piper-no-perspective", "not-reality",
@@ -118,6 +125,15 @@ async def test_enter_opens_the_run_with_validity_first(seeded: Seeded, tmp_path:
         assert _text(validity).startswith("VALID: true-belief control accuracy")
         contrasts = _cells(detail.query_one("#contrasts", DataTable))
         assert contrasts[0][:2] == ["agent − control", "false-belief accuracy"]
+        # the invalid reference's paragraph is said once on the screen: in its detail, when
+        # it is chosen (the verdict names it in a few words)
+        message = next(v.validity for v in screen.views if v.name == "not-reality")
+        assert message.startswith("INVALID: not-reality")
+        assert _screen_text(screen).count(message) == 0
+        await pilot.press("down", "down", "down")
+        await pilot.pause()
+        assert _text(validity) == message
+        assert _screen_text(screen).count(message) == 1
         assert contrasts[0][2].startswith(("+", "-")) and " pts [" in contrasts[0][2]
         assert any(r[0] == "credit: perspective-filtering" for r in contrasts)
         depth = _cells(detail.query_one("#depth", DataTable))

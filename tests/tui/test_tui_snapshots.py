@@ -130,8 +130,29 @@ def test_run_screen_shows_every_column(snap_compare: Snap, app: DashboardApp, wi
         assert table.virtual_size.width <= width
         assert "flat D50: not estimable (accuracy does not decline" in text(
             pilot, "#agents-notes")
+        assert text(pilot, "#run-verdict").startswith("piper (agent under test) is valid")
 
     assert snap_compare(app, terminal_size=(width, SNAP_SIZE[1]), run_before=run_before)
+
+
+def test_run_screen_opens_with_the_verdict(snap_compare: Snap, app: DashboardApp) -> None:
+    """run-a: the verdict first (piper, judged against its control and its module; the
+    invalid reference in a few words among the references); the reference's INVALID paragraph
+    is nowhere on the screen until it is chosen (then in its detail only)."""
+    async def run_before(pilot: Pilot[None]) -> None:
+        await until(pilot, lambda: rows(pilot, "#runs") == 6)
+        app = pilot.app
+        assert isinstance(app, DashboardApp)
+        app.push_screen(RunScreen(app.source, "run-a", export_dir=app.export_dir))
+        await until(pilot, lambda: rows(pilot, "#agents") == 4)
+        verdict = text(pilot, "#run-verdict")
+        assert verdict.startswith("piper (agent under test) is valid")
+        assert "Against its control piper-control" in verdict
+        assert "not-reality: diagnosed as expected (marked INVALID by the controls)" in verdict
+        on_screen = "\n".join(str(w.render()) for w in app.screen.query(Static))
+        assert on_screen.count("INVALID: not-reality") == 0
+
+    assert snap_compare(app, terminal_size=SNAP_SIZE, run_before=run_before)
 
 
 def test_help_screen_of_the_run_screen(snap_compare: Snap, app: DashboardApp) -> None:

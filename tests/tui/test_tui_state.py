@@ -175,7 +175,13 @@ def test_run_header_says_which_seeds(profile: dict[str, Any]) -> None:
     header = run_header(profile)
     assert header.title == "Run run-a · suite synthetic · seed 0"
     assert "development seeds" in header.detail
-    assert any(n.startswith("INVALID: not-reality") for n in header.notices)
+    # the verdict says each agent's validity once; the profile's INVALID notices are not
+    # repeated above it (the agent's detail says why in full)
+    assert not any(n.startswith("INVALID") for n in header.notices)
+    assert header.verdict[0].startswith("piper (agent under test) is ")
+    assert "  not-reality: diagnosed as expected (marked INVALID by the controls)" \
+        in header.verdict  # fmt: skip
+    assert len(header.invalid) == len(header.verdict)
 
 
 def _state(pid: str, seq: int, state: str, **kw: Any) -> PredictionState:

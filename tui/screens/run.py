@@ -1,5 +1,6 @@
-"""One run: each agent's profile (validity first) and failed trials, accuracy by depth, agent −
-control and ablation credit; opens an agent's trials; exports the report to a file."""
+"""One run: its verdict first, then each agent's profile (validity first) and failed trials,
+accuracy by depth, agent − control and ablation credit; opens an agent's trials; exports the
+report to a file."""
 
 from __future__ import annotations
 
@@ -36,7 +37,9 @@ class RunScreen(WorkerScreen):
     """The profile of run ``run_id``, computed in a worker."""
 
     HELP: ClassVar[str] = (
-        "Run: each agent's profile, validity first, then D50, leakage resistance, true-belief "
+        "Run: the verdict first (each agent under test in a sentence or two, the reference "
+        "agents, what this run is too small to say); then each agent's profile, validity "
+        "first, then D50, leakage resistance, true-belief "
         "control accuracy and false-belief accuracy, its trials (n) and its failed trials "
         "(API errors and unreadable answers over the trials that asked it something); a cell "
         "cut short (†) is whole on the line under the table. ↑/↓ choose an agent: its detail "
@@ -66,6 +69,7 @@ class RunScreen(WorkerScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(Text(f"Run {self.run_id}"), id="run-title", markup=False)
+        yield Static(id="run-verdict", markup=False)
         yield Static(id="run-notices", markup=False)
         yield LoadingIndicator(id="loading")
         yield DataTable[Text](id="agents", cursor_type="row", zebra_stripes=True)
@@ -131,9 +135,11 @@ class RunScreen(WorkerScreen):
         header, views = result
         self.views = views
         self.query_one("#run-title", Static).update(Text(f"{header.title}\n{header.detail}"))
-        notices = self.query_one("#run-notices", Static)
-        notices.update(Text("\n".join(header.notices)))
-        notices.set_class(any(n.startswith("INVALID") for n in header.notices), "-invalid")
+        verdict = Text()
+        for i, (line, invalid) in enumerate(zip(header.verdict, header.invalid, strict=True)):
+            verdict.append(("\n" if i else "") + line, style="bold red" if invalid else "")
+        self.query_one("#run-verdict", Static).update(verdict)
+        self.query_one("#run-notices", Static).update(Text("\n".join(header.notices)))
         notes = [f"{NOTE_MARK} {n}" for v in views for n in v.notes]
         self.query_one("#agents-notes", Static).update(Text("\n".join(notes)))
         self._fill_agents()
