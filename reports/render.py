@@ -281,9 +281,15 @@ def _games_rows(g: Mapping[str, Any]) -> list[list[str]]:
 
 
 def _kcurve_rows(g: Mapping[str, Any]) -> list[list[str]]:
+    # imported here, not at the top, to keep this change apart from the verdict's imports
+    from reports.present import NOT_IDENTIFIABLE
+
     rows = []
     for c in g.get("k_curves", []):
         def m(d: Mapping[str, Any]) -> str:
+            if d.get("identifiable") is False and d.get("mean") is None:
+                # the reason is said once, in the depth signals under the table
+                return NOT_IDENTIFIABLE
             if d.get("mean") is None:
                 return f"— (unresolved {d.get('unresolved')})"
             if not d.get("ci"):

@@ -95,10 +95,6 @@ def _agent_lines(name: str, agent: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _number(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, int | float) else "?"
-
-
 def _reference_figure(name: str, agent: Mapping[str, Any]) -> tuple[int, str]:
     """What the profile says of one valid (or unchecked) reference agent, in a few words,
     after its rank in the sentence: depth figures first, then leakage, then the games."""
@@ -111,8 +107,12 @@ def _reference_figure(name: str, agent: Mapping[str, Any]) -> tuple[int, str]:
     if rank is not None:
         return rank, f"{policy} has D50 {d50.get('display')}"
     if signals.get("available"):
-        level = (signals.get("K_L") or {}).get("value")
-        return 3, f"{policy} plays at level {_number(level)} in the games"
+        from reports.present import level_text
+
+        k_b = signals.get("K_B") or {}
+        if k_b.get("identifiable") is False:
+            return 3, f"{policy} is not identifiable as a level-k player in the games"
+        return 3, f"{policy} plays at {level_text(k_b)} in the games"
     return 4, f"{policy} was not measured on this run"
 
 

@@ -125,9 +125,21 @@ def test_the_references_line_quotes_the_profile_and_its_diagnosis() -> None:
         "The reference agents are scripted reasoners, and the suite diagnosed each as what it "
         "is: oracle has D50 > 5 (beyond the deepest level tested); depth-capped:2 has D50 "
         "between 2 and 3; reality-leak answers reality for every false belief (leakage "
-        "resistance 0%); level:2 plays at level 2 in the games; not-reality and random are "
-        "marked invalid by the controls."
+        "resistance 0%); level:2 plays at level 2.00 (not tested against chance) in the games; "
+        "not-reality and random are marked invalid by the controls."
     )
+
+
+def test_the_references_line_says_a_level_only_when_one_is_identified() -> None:
+    refs = _references()
+    signals = refs["ref:level:2"]["depth_signals"]
+    signals["K_B"] |= {"ci": [2.0, 2.0], "identifiable": True}
+    identified = explain_run({"agents": {"local": _agent(role="agent", valid=False), **refs}})
+    assert "level:2 plays at level 2.00 [2.00, 2.00] in the games" in identified[-3]
+    signals["K_B"] = {"value": None, "identifiable": False, "reason": "no level explains them"}
+    noise = explain_run({"agents": {"local": _agent(role="agent", valid=False), **refs}})
+    assert "level:2 is not identifiable as a level-k player in the games" in noise[-3]
+    assert "plays at" not in noise[-3]
 
 
 def test_a_reference_the_suite_gets_wrong_is_reported_not_praised() -> None:
