@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -42,6 +43,7 @@ __all__ = [
     "ERROR_CODES",
     "parse_action",
     "read_belief",
+    "resolve_chance",
     "score",
     "score_reply",
     "spec_from_truth",
@@ -161,6 +163,18 @@ def _signal(value: Number | None, idr: Sequence[Action]) -> tuple[list[int], str
     if len(matches) > 1:
         return matches, "ambiguous"
     return matches, "resolved"
+
+
+def resolve_chance(truth: Mapping[str, Any]) -> float | None:
+    """The share of the action space whose action matches exactly one depth of the IDR window:
+    how often a uniformly random action (or a uniformly random stated belief) resolves to a
+    K_B (a K_L), the chance rate the level-k fit is judged against. None when the truth holds
+    no IDR sequence or no action space (not a level-k trial)."""
+    idr, actions = truth.get("idr"), truth.get("actions")
+    if not isinstance(idr, Sequence) or not isinstance(actions, Sequence) or not actions:
+        return None
+    once = {v for v, count in Counter(idr).items() if count == 1}
+    return sum(1 for a in actions if a in once) / len(actions)
 
 
 def _number(value: Any) -> Number | None:

@@ -15,6 +15,7 @@ episode against an agent of the run has the opponent ``agent:control`` or ``agen
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +71,7 @@ class OneShotGames:
                 group = text(meta[key])
                 break
         differ = truth.get("abc_differ")
+        chance = scoring.resolve_chance(truth) if item.generator == TRIAL_GENERATOR else None
         return DesignRecord(
             game=text(meta.get("game")),
             condition=text(meta.get("condition")),
@@ -81,6 +83,7 @@ class OneShotGames:
             excluded=meta.get("excluded") is True,
             truth_answer=truth.get("answer", truth.get("target_action")),
             abc_differ=differ if isinstance(differ, bool) else None,
+            resolve_chance=chance if chance is not None else math.nan,
         )
 
 

@@ -58,6 +58,9 @@ class DesignRecord:
     """What ties the items about one scenario together (the A, B and C questions)."""
     n_choices: float = math.nan
     """How many answers the answer spec allows (chance is one in this)."""
+    resolve_chance: float = math.nan
+    """Level-k trials: the share of the action space a uniformly random action resolves to one
+    depth of the IDR sequence (the chance rate of K_B and K_L resolving)."""
     excluded: bool = False
     """Left out of the family's accuracy (a level-k trial whose K_B would be ambiguous)."""
     truth_answer: Any = None

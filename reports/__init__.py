@@ -78,7 +78,7 @@ if typing.TYPE_CHECKING:
         render_markdown,
         report,
     )
-    from reports.verdict import Verdict, verdict
+    from reports.verdicts import Verdict, verdict
 else:
     from mindledger.lazy import lazy_exports as _lazy_exports
 
@@ -108,7 +108,7 @@ else:
             "reports.render": (
                 "render_csv", "render_html", "render_json", "render_markdown", "report",
             ),
-            "reports.verdict": ("Verdict", "verdict"),
+            "reports.verdicts": ("Verdict", "verdict"),
         },
     )
 

@@ -200,6 +200,9 @@ class ItemTable:
     """Repeated games: the matched set (same opponent and draws across settings; "": none)."""
     b6: npt.NDArray[np.bool_] = field(default_factory=lambda: np.empty(0, bool))
     """Repeated games: a B6 switching-bot episode."""
+    resolve_chance: npt.NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
+    """Level-k trials: the share of the action space a uniformly random action resolves to one
+    depth (nan elsewhere; empty when the table was built without it)."""
 
     def __post_init__(self) -> None:
         if not self.index:
@@ -278,6 +281,7 @@ class ItemTable:
             opponent=obj([r.opponent for r in rec]),
             matched=obj([r.matched for r in rec]),
             b6=flags([r.b6 for r in rec]),
+            resolve_chance=floats([r.resolve_chance for r in rec]),
         )
 
 

@@ -50,7 +50,7 @@ from typing import Any, Literal
 
 from ledger.store import Store
 from reports.model import AgentProfile, RunProfile
-from reports.present import d50_text, depth_text, proportion_text
+from reports.present import NOT_IDENTIFIABLE, d50_text, depth_text, proportion_text
 
 __all__ = [
     "DEFAULT_RULE",
@@ -346,6 +346,9 @@ def _depth(attr: str) -> Callable[[AgentProfile], _Figure]:
             reason = ds.reason if ds is not None else None
             return _Figure(None, None, None, None, "not measured", note=reason)
         e = getattr(ds, attr)
+        if getattr(e, "identifiable", None) is False:
+            # no level explains the agent's choices better than chance: no point to follow
+            return _Figure(None, None, _int(e.n), None, NOT_IDENTIFIABLE, note=e.reason)
         return _Figure(_num(e.value), _interval(e.ci, e.status), _int(e.n), None,
                        depth_text(e))
     return read

@@ -31,6 +31,7 @@ __all__ = [
     "DepthSignals",
     "Estimate",
     "GamesSection",
+    "LevelFit",
     "MultipleComparisons",
     "PopulationC",
     "RunInfo",
@@ -170,11 +171,43 @@ class Contrast(_Frozen):
     reason: str | None = None
 
 
+class LevelFit(_Frozen):
+    """How well level-k play explains a depth signal's choices against chance
+    (:mod:`reports._levels`): the chance-corrected match rate π̂ = (R − C) / (N − C) of a
+    level-k model with uniform noise, 0 for a uniformly random player, 1 when every choice is
+    the IDR action of some depth."""
+
+    statistic: str = Field(description="the statistic's name")
+    value: float | None = Field(None, description="π̂; null when no trial leaves chance room")
+    ci: Interval | None = Field(None, description="95% cluster-bootstrap interval of π")
+    interval: str | None = None
+    matched: int = Field(0, description="R: trials whose choice matched exactly one depth")
+    n: int = Field(0, description="N: trials counted (K_L: those that state a belief)")
+    matched_share: float | None = Field(None, description="R / N")
+    chance: float | None = Field(
+        None, description="C / N: the share a uniformly random choice would match")
+    p_chance: float | None = Field(
+        None, description="exact one-sided p-value of R under a uniformly random player "
+        "(Poisson-binomial); identifiable when below alpha")
+    alpha: float | None = Field(None, description="the test's one-sided level")
+    mean_matched_depth: float | None = Field(
+        None, description="the mean depth of the matched choices, reported as the signal's "
+        "value only when it is identifiable")
+    definition: str | None = None
+
+
 class DepthEstimate(Estimate):
-    """A depth signal's mean (K_B, K_L) with the trials that did not resolve."""
+    """A depth signal's mean (K_B, K_L) with the trials that did not resolve, and whether it
+    identifies a level-k player at all (``identifiable``; when false, ``value`` and ``ci`` are
+    null and ``reason`` says why)."""
 
     unresolved: int | None = Field(
         None, description="level-k trials whose signal matched no depth, several, or was absent")
+    identifiable: bool | None = Field(
+        None, description="true when the choices match depths more often than a uniformly "
+        "random player's would (fit.p_chance < fit.alpha); false when no level explains them "
+        "better than chance; null when untested (see reason)")
+    fit: LevelFit | None = Field(None, description="the level-k fit against chance")
 
 
 class SignalSource(_Frozen):

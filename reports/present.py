@@ -38,6 +38,7 @@ __all__ = [
     "INVALID",
     "MISSING",
     "NOT_ESTIMABLE",
+    "NOT_IDENTIFIABLE",
     "NOT_MEASURED",
     "NO_DETECTABLE_CHANGE",
     "Headline",
@@ -53,6 +54,8 @@ __all__ = [
     "figure_title",
     "headline_columns",
     "headlines",
+    "level_fit_text",
+    "level_text",
     "marked_invalid",
     "no_interval",
     "number",
@@ -68,6 +71,7 @@ __all__ = [
 MISSING = "—"
 NOT_ESTIMABLE = "not estimable"
 NOT_MEASURED = "not measured"
+NOT_IDENTIFIABLE = "not identifiable"
 INVALID = "INVALID"
 ROLE_ORDER = {"agent": 0, "control": 1, "ablation": 2, "reference": 3}
 
@@ -142,6 +146,13 @@ def small_n_said_once() -> Iterator[SmallN]:
         _SMALL_N.reset(token)
 
 
+def _short_reason(block: Mapping[str, Any]) -> str:
+    """``"n < 10"`` for the profile's small-n reason, else the reason given (``""``: none)."""
+    reason = str(block.get("reason") or "")
+    m = re.search(r"at least (\d+) are needed", reason)
+    return f"n < {m.group(1)}" if m else reason
+
+
 def no_interval(block: Mapping[str, Any]) -> str:
     """``" (no interval: n < 10)"`` for the profile's small-n reason, else the reason given;
     ``""`` for the small-n reason inside :func:`small_n_said_once`, which counts it."""
@@ -193,9 +204,12 @@ def proportion_text(block: Any, *, with_ci: bool = True) -> str:
 def depth_text(block: Any, *, digits: int = 2) -> str:
     """A mean depth (K_B, K_L, K_L − K_B) or mean chain figure: ``"3.00 [3.00, 3.00] n=40"``,
     ``"2.50 n=4 (no interval: n < 10)"``, and the unresolved trials when there are any:
-    ``"… (unresolved 3)"``; ``"not estimable (reason)"`` with no value."""
+    ``"… (unresolved 3)"``; ``"not estimable (reason)"`` with no value; ``"not identifiable
+    (reason)"`` for a K_B or K_L that no level explains better than chance."""
     d = _as_dict(block)
-    if d is None or number(d.get("value")) is None:
+    if d is not None and d.get("identifiable") is False:
+        text = f"{NOT_IDENTIFIABLE} ({d.get('reason')})" if d.get("reason") else NOT_IDENTIFIABLE
+    elif d is None or number(d.get("value")) is None:
         reason = d.get("reason") if d else None
         text = f"{NOT_ESTIMABLE} ({reason})" if reason else NOT_ESTIMABLE
     else:
@@ -207,11 +221,62 @@ def depth_text(block: Any, *, digits: int = 2) -> str:
             text += " [" + ", ".join("?" if x is None else f"{x:.{digits}f}"
                                      for x in map(number, ci)) + "]"
         text += f" n={d.get('n')}"
-        if not estimable:
+        if not estimable and d.get("fit") and d.get("identifiable") is None:
+            text += _untested(d)  # a K_B or K_L too small to test: one note says both
+        elif not estimable:
             text += no_interval(d)
-    if d and d.get("unresolved"):
+    if d and d.get("unresolved") and d.get("identifiable") is not False:
         text += f" (unresolved {d['unresolved']})"
     return text
+
+
+def level_fit_text(block: Any) -> str | None:
+    """A depth signal's level-k fit against chance: ``"level-k fit 1.00 [1.00, 1.00]: 60 of 60
+    choices are some level's (chance 51%, p <0.001 against chance)"``; None when the signal has
+    no fit (an old profile)."""
+    d = _as_dict(block)
+    fit = _as_dict(d.get("fit")) if d else None
+    if d is None or not fit or not fit.get("n"):
+        return None
+    value = number(fit.get("value"))
+    text = "level-k fit " + (MISSING if value is None else f"{value:.2f}")
+    ci = fit.get("ci")
+    if value is not None and isinstance(ci, Sequence) and len(ci) == 2:
+        text += " [" + ", ".join("?" if number(x) is None else f"{number(x):.2f}"
+                                 for x in ci) + "]"
+    text += (f": {fit.get('matched')} of {fit.get('n')} choices are some level's "
+             f"(chance {pct(fit.get('chance'), 0)}")
+    if number(fit.get("p_chance")) is not None:
+        p = p_text(fit["p_chance"])
+        text += f", p {p} against chance" if p.startswith("<") else f", p = {p} against chance"
+    text += ")"
+    if d.get("identifiable") is None and d.get("status") != "not_estimable":
+        text += _untested(d)  # (the depth's own text says it when it has no interval)
+    return text
+
+
+def _untested(d: Mapping[str, Any]) -> str:
+    """``" (not tested against chance: n < 10)"``, for a depth signal whose level-k fit was
+    not tested."""
+    reason = _short_reason(d).removeprefix("not tested against chance: ")
+    return f" (not tested against chance: {reason})" if reason else " (not tested against chance)"
+
+
+def level_text(block: Any) -> str:
+    """A depth signal said as a level, for one-line summaries: ``"level 2.00 [2.00, 2.00]"``,
+    ``"not identifiable as a level-k player"``, ``"level 7.00 (not tested against chance: n <
+    10)"``, or the figure's own text when it has no value."""
+    d = _as_dict(block)
+    if d is not None and d.get("identifiable") is False:
+        return f"{NOT_IDENTIFIABLE} as a level-k player"
+    value = number(d.get("value")) if d is not None else None
+    if d is None or value is None:
+        return depth_text(block)
+    text = f"level {value:.2f}"
+    ci = d.get("ci")
+    if isinstance(ci, Sequence) and len(ci) == 2 and None not in ci:
+        text += f" [{number(ci[0]):.2f}, {number(ci[1]):.2f}]"
+    return text if d.get("identifiable") is True else text + _untested(d)
 
 
 def depth_signals_lines(block: Any) -> list[str]:
@@ -224,9 +289,15 @@ def depth_signals_lines(block: Any) -> list[str]:
         return []
     lines = [
         f"K_B {depth_text(d.get('K_B'))} · K_L {depth_text(d.get('K_L'))}",
-        f"K_L − K_B {depth_text(d.get('K_L_minus_K_B'))} · K_L = K_B "
-        f"{proportion_text(d.get('K_agreement'))}",
     ]
+    # (a signal that is not identifiable says its fit in its reason)
+    fits = [f"{key} {text}" for key in ("K_B", "K_L")
+            if (_as_dict(d.get(key)) or {}).get("identifiable") is not False
+            and (text := level_fit_text(d.get(key))) is not None]
+    if fits:
+        lines.append(" · ".join(fits))
+    lines.append(f"K_L − K_B {depth_text(d.get('K_L_minus_K_B'))} · K_L = K_B "
+                 f"{proportion_text(d.get('K_agreement'))}")
     chance = number(d.get("br_chance"))
     br = f"best-response consistency {proportion_text(d.get('br_consistency'))}"
     if chance is not None:

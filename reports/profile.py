@@ -74,6 +74,7 @@ from reports._estimates import (
     proportion,
 )
 from reports._judged import judge_counts, source_of, stated_signals
+from reports._levels import LevelFit, SignalSums, level_fit
 from reports._population import population_plays, score_predictions
 from reports._repeated import episode_columns, repeated_design, repeated_section
 from reports._stats import (
@@ -607,6 +608,7 @@ class Analysis:
             ex.update(signals)
             ex["judge_counts"] = judge_counts(self.data.judgements, a.name)
             ex["within_one"] = w1
+            self._signal_columns(columns, p, ex, c.ok & self.lk)
             ex["own_belief"] = self._details(c, "is_own_belief", self.r2self)
             if self.rp.any():
                 ex["repeated"] = episode_columns(self.data.trials, c.rows, c.ok, self.rp_design)
@@ -653,6 +655,33 @@ class Analysis:
                 columns[p + f"dky{j}"] = cy.cor * both * m
                 columns[p + f"dn{j}"] = both * m
         self.sums: BootstrapSums = self.boot.sums(columns)
+        for ai, a in enumerate(self.agents):
+            ex = self.extra[a.name]
+            ex["level_fit"] = {}
+            for key, what in (("K_B", "actions"), ("K_L", "stated beliefs")):
+                total = {part: self._sum(f"a{ai}.{key}{part}") for part in "nrcs"}
+                sums = SignalSums(total["n"], total["r"], total["c"], total["s"],
+                                  rates=ex[f"{key}_rates"])
+                ex["level_fit"][key] = level_fit(sums, what=what, level=LEVEL)
+
+    def _signal_columns(
+        self, columns: dict[str, FloatArray], p: str, ex: dict[str, Any], m_lk: BoolArray
+    ) -> None:
+        """Bootstrap columns of the level-k fit of K_B and K_L (:mod:`reports._levels`): trials
+        counted (K_B: every scored level-k trial; K_L: those that state a belief), trials whose
+        value matched one depth, their chance rates and the matched depths; the counted trials'
+        chance rates go in ``ex`` for the exact test."""
+        it = self.data.items
+        chance = it.resolve_chance if len(it.resolve_chance) == self.N else np.full(self.N, np.nan)
+        stated = m_lk & (ex["signal_sources"]["belief"] != "")
+        for key, counted in (("K_B", m_lk), ("K_L", stated)):
+            v = ex[key]
+            hit = counted & np.isfinite(v)
+            columns[f"{p}{key}n"] = counted.astype(float)
+            columns[f"{p}{key}r"] = hit.astype(float)
+            columns[f"{p}{key}c"] = np.where(counted, chance, 0.0)
+            columns[f"{p}{key}s"] = np.where(hit, v, 0.0)
+            ex[f"{key}_rates"] = chance[counted]
 
     # -- small builders -------------------------------------------------------------------
 
@@ -1232,6 +1261,21 @@ class Analysis:
                     "reason": not_estimable_reason(n) if n < MIN_N else "no spread"}
         return {"value": mean, "n": n, "ci": [lo, hi], "interval": "t-95", "status": "estimated"}
 
+    def _depth_estimate(self, f: LevelFit, what: str) -> dict[str, Any]:
+        """K_B or K_L: the mean matched depth with its cluster-bootstrap interval when the
+        signal identifies a level-k player; its level-k fit, and why there is no depth when
+        it does not (:mod:`reports._levels`)."""
+        d: dict[str, Any] = {"value": f.depth, "n": f.matched, "ci": None, "interval": None,
+                             "identifiable": f.identifiable, "fit": f.fit_dict()}
+        if f.matched == 0 and f.identifiable is None:
+            return d | {"value": None, "status": "not_estimable",
+                        "reason": f.reason if f.n == 0 else f"no {what} in scores"}
+        if f.identifiable is not False and f.depth_ci is not None:
+            return d | {"ci": list(f.depth_ci), "status": "estimated",
+                        "interval": "cluster-bootstrap-95"} | (
+                {"reason": f.reason} if f.reason else {})
+        return d | {"status": "not_estimable", "reason": f.reason}
+
     def _depth_signals(self, ex: Mapping[str, Any], m_lk: BoolArray) -> dict[str, Any]:
         """K_B beside K_L (seed 000 Eq. 8, Eq. 9), best-response consistency to the stated belief
         (Eq. 6, and under a stated distribution) against its chance rate, chain consistency
@@ -1255,11 +1299,12 @@ class Analysis:
             return proportion(values[m]).to_dict()
 
         out: dict[str, Any] = {"available": True, "n": n}
-        out["K_B"] = mean(kb, m_lk, "resolved K_B") | {
+        fits = ex["level_fit"]
+        out["K_B"] = self._depth_estimate(fits["K_B"], "resolved K_B") | {
             "unresolved": n - int((m_lk & np.isfinite(kb)).sum()),
             "definition": "mean K_B: the depth whose IDR action is the submitted action",
         }
-        out["K_L"] = mean(kl, m_lk, "resolved K_L (no stated belief)") | {
+        out["K_L"] = self._depth_estimate(fits["K_L"], "resolved K_L (no stated belief)") | {
             "unresolved": n - int((m_lk & np.isfinite(kl)).sum()),
             "definition": "mean K_L: one plus the depth whose IDR action is the stated belief",
         }
@@ -1377,7 +1422,12 @@ class Analysis:
                     "n": d["n"],
                     "unresolved": int(m.sum()) - d["n"],
                     "interval": d.get("interval"),
+                    "identifiable": ex["level_fit"][key].identifiable,
                 } | ({"reason": d["reason"]} if d.get("reason") else {})
+                if ex["level_fit"][key].identifiable is False and d["n"]:
+                    # the agent's choices are no level's: a point of its curve is noise too
+                    entry[key] |= {"mean": None, "ci": None, "interval": None,
+                                   "reason": f"not identifiable: {ex['level_fit'][key].reason}"}
             entry["accuracy"] = float(c.cor[m].mean())
             curves.append(entry)
         out["k_curves"] = curves
@@ -1920,6 +1970,14 @@ def analyse(
 
 def _diagnose_depth_signals(name: str, policy: str, ds: Mapping[str, Any]) -> list[str]:
     """What the depth signals get wrong about a ``level:K`` or ``believer:K`` reference."""
+    if policy == "random" and ds.get("available"):
+        k_b = ds.get("K_B") or {}
+        if k_b.get("identifiable") is True:
+            fit = k_b.get("fit") or {}
+            return [f"{name} (random): K_B should not be identifiable, a uniformly random "
+                    f"player's choices are no level's; got level-k fit {fit.get('value')} "
+                    f"{fit.get('ci')}"]
+        return []
     m = re.fullmatch(r"(level|believer):(\d+)", policy)
     if not m or int(m.group(2)) < 1 or not ds.get("available"):
         return []
@@ -1954,8 +2012,9 @@ def diagnose_references(profile: Mapping[str, Any]) -> list[str]:
     - ``not-reality`` and ``random``: marked invalid by the control rule;
     - ``reality-leak``: leakage resistance 0 (every false-belief answer is reality; R0, the
       reality check, is not a false-belief item);
-    - ``level:K`` (K ≥ 1) on level-k game trials: K_B and K_L both exactly K, every action a
-      best response to the stated belief, not flagged inconsistent;
+    - ``level:K`` (K ≥ 1) on level-k game trials: K_B and K_L both exactly K (so identifiable),
+      every action a best response to the stated belief, not flagged inconsistent;
+    - ``random`` on level-k game trials: K_B not identifiable, or untested;
     - ``believer:K`` (K ≥ 1): K_L exactly K, flagged inconsistent when the flag can be tested.
 
     A reference is recognised by its spec's ``policy`` or, failing that, its name. Intended for

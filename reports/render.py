@@ -8,7 +8,7 @@ normal approximation 95%; the profile's ``intervals`` key has the full definitio
 report's last section the glossary). A figure whose n cannot carry a claim is printed with its
 value and n; each section says once that such figures have no interval and why
 (:func:`reports.present.small_n_said_once`). The report opens with the verdict
-(:mod:`reports.verdict`).
+(:mod:`reports.verdicts`).
 
 A held-out run's seed (and anything its items regenerate from) is shown to operators only:
 every entry point takes ``reveal_held_out`` (default False) and, without it, says "seed withheld
@@ -60,7 +60,7 @@ from reports.present import (
 )
 from reports.profile import analyse
 from reports.trials import AgentExamples, TrialView, value_text, wrong_examples
-from reports.verdict import REFERENCES_HEADING, Verdict, contrast_note, verdict
+from reports.verdicts import REFERENCES_HEADING, Verdict, contrast_note, verdict
 
 __all__ = [
     "CSV_COLUMNS",
@@ -352,9 +352,15 @@ def _games_rows(g: Mapping[str, Any]) -> list[list[str]]:
 
 
 def _kcurve_rows(g: Mapping[str, Any]) -> list[list[str]]:
+    # imported here, not at the top, to keep this change apart from the verdict's imports
+    from reports.present import NOT_IDENTIFIABLE
+
     rows = []
     for c in g.get("k_curves", []):
         def m(d: Mapping[str, Any]) -> str:
+            if d.get("identifiable") is False and d.get("mean") is None:
+                # the reason is said once, in the depth signals under the table
+                return NOT_IDENTIFIABLE
             if d.get("mean") is None:
                 return f"— (unresolved {d.get('unresolved')})"
             if not d.get("ci"):

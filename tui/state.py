@@ -225,7 +225,7 @@ class RunHeader:
     """The profile-level notices but the INVALID ones: the verdict says each agent's validity
     once, and the agent's detail says why in full."""
     verdict: tuple[str, ...] = ()
-    """The verdict (:mod:`reports.verdict`), one paragraph a line, first on the run screen."""
+    """The verdict (:mod:`reports.verdicts`), one paragraph a line, first on the run screen."""
     invalid: tuple[bool, ...] = ()
     """Per line of :attr:`verdict`: whether it is an INVALID agent's."""
 
@@ -233,7 +233,7 @@ class RunHeader:
 def run_header(profile: Mapping[str, Any]) -> RunHeader:
     """The run's identity line, its counts, its verdict and the profile-level notices (a
     held-out run's seed withheld, whatever the profile holds)."""
-    from reports.verdict import verdict
+    from reports.verdicts import verdict
     run = profile.get("run") or {}
     held_out = bool(profile.get("held_out") or run.get("held_out"))
     held = "held-out seeds" if held_out else "development seeds"

@@ -30,7 +30,7 @@ def explain_run(profile: Mapping[str, Any]) -> list[str]:
     validity and figures, the reference agents as the suite diagnosed them, what this run is
     too small to say), then the command that opens the dashboard and the README section that
     connects a real agent."""
-    from reports.verdict import verdict
+    from reports.verdicts import verdict
 
     return [
         "What you just saw:",

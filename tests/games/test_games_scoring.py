@@ -169,3 +169,17 @@ def test_structured_reply_fields_feed_the_belief_and_chain() -> None:
     assert d["chain_consistency"] == 1.0 and d["chain_length"] == 4
     d = score(item, {"action": 4, "belief": "three"}).details
     assert d["K_L_status"] == "none" and d["belief_source"] is None
+
+
+def test_the_chance_rate_is_the_share_of_actions_that_resolve_to_one_depth() -> None:
+    from games import generate_items
+    from games._scoring import resolve_chance
+
+    by_game = {i.meta["game"]: i for i in generate_items(2041, 48)}
+    # 11–20 (modified): 50…70, IDR 70, 68, …, 50 — eleven of twenty-one actions
+    assert resolve_chance(by_game["11-20"].truth) == pytest.approx(11 / 21)
+    # the all-pay auction on 0…10: every action is some depth's, chance leaves no room
+    assert resolve_chance(by_game["all-pay"].truth) == 1.0
+    # Ring 11–20: 20 is both a(0) and a(10), so nine of twenty actions resolve
+    assert resolve_chance(by_game["ring-11-20"].truth) == pytest.approx(9 / 20)
+    assert resolve_chance({"answer": 3}) is None

@@ -1,4 +1,4 @@
-"""The lines ``mindledger quickstart`` ends with are the run's verdict (:mod:`reports.verdict`,
+"""The lines ``mindledger quickstart`` ends with are the run's verdict (:mod:`reports.verdicts`,
 tested with the reports), framed by where to go next: the real quickstart command, without the
 embedded model, checks that it prints them for its own profile."""
 

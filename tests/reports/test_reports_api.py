@@ -25,3 +25,17 @@ def test_names_are_their_modules_objects() -> None:
 
     assert (build_profile, wilson_interval) == (of_profile, of_stats)
     assert set(reports.__all__) <= set(dir(reports))
+
+
+def test_no_exported_name_is_also_a_submodule() -> None:
+    """Importing a submodule sets the package's attribute of that name to the module: an
+    exported function named like its module (``reports.verdict`` in ``reports/verdict.py``)
+    would turn into the module as soon as anything imported the module directly."""
+    import pkgutil
+
+    import ledger
+
+    for package in (reports, ledger):
+        submodules = {m.name for m in pkgutil.iter_modules(package.__path__)}
+        assert submodules.isdisjoint(package.__all__), (package.__name__, submodules & set(
+            package.__all__))

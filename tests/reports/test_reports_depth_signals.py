@@ -109,5 +109,86 @@ def test_the_wording_puts_k_b_beside_k_l_and_flags_the_believer(
     assert not any("INCONSISTENT" in line for line in level)
     believer = depth_signals_lines(profile["agents"]["ref:believer:2"]["depth_signals"])
     assert any(line.startswith("INCONSISTENT PLAYER") for line in believer)
-    assert "(chance " in believer[2]
+    assert any(line.startswith("best-response consistency") and "(chance " in line
+               for line in believer)
     assert depth_signals_lines({"available": False, "reason": "x"}) == []
+
+
+# -- issue 24 item 6: no depth without its doubt -----------------------------------------------
+
+
+def test_random_is_not_identifiable_and_says_why(profile: dict[str, Any]) -> None:
+    kb = signals(profile, "random")["K_B"]
+    assert kb["identifiable"] is False
+    assert kb["value"] is None and kb["ci"] is None and kb["status"] == "not_estimable"
+    assert "better than chance" in kb["reason"]
+    fit = kb["fit"]
+    # it matched no more often than chance would: the fit's interval reaches down to 0
+    assert fit["n"] == SCORED and fit["ci"][0] <= 0.0
+    assert fit["p_chance"] >= fit["alpha"] and fit["matched_share"] < fit["chance"] + 0.2
+    # its curve has no points either: each would be noise
+    curves = profile["agents"]["ref:random"]["games"]["k_curves"]
+    assert all(c["K_B"]["mean"] is None for c in curves)
+    assert any(c["K_B"].get("identifiable") is False for c in curves)
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_level_k_is_identified_at_its_level(profile: dict[str, Any], k: int) -> None:
+    ds = signals(profile, f"level:{k}")
+    for key in ("K_B", "K_L"):
+        d = ds[key]
+        assert d["identifiable"] is True and d["interval"] == "cluster-bootstrap-95"
+        assert d["fit"]["value"] == 1.0 and d["fit"]["matched"] == SCORED
+        assert not (d["ci"][0] <= k - 2 <= d["ci"][1]) and not (d["ci"][0] <= k + 2 <= d["ci"][1])
+
+
+def test_believer_states_a_level_but_acts_on_none(profile: dict[str, Any]) -> None:
+    ds = signals(profile, "believer:2")
+    assert ds["K_L"]["identifiable"] is True and ds["K_L"]["value"] == 2
+    assert ds["K_B"]["identifiable"] is False
+
+
+def test_the_fit_travels_through_the_typed_model(profile: dict[str, Any]) -> None:
+    parsed = RunProfile.of(profile)
+    rnd = parsed.agents["ref:random"].depth_signals
+    assert rnd is not None and rnd.K_B is not None
+    assert rnd.K_B.identifiable is False and rnd.K_B.reason and rnd.K_B.ci is None
+    assert rnd.K_B.fit is not None and rnd.K_B.fit.n == SCORED
+    lvl = parsed.agents["ref:level:2"].depth_signals
+    assert lvl is not None and lvl.K_B is not None and lvl.K_B.ci == (2.0, 2.0)
+
+
+def test_diagnosis_catches_an_identified_random_player(profile: dict[str, Any]) -> None:
+    import copy
+
+    assert not [p for p in diagnose_references(profile) if "K_B" in p]
+    broken = copy.deepcopy(profile)
+    broken["agents"]["ref:random"]["depth_signals"]["K_B"]["identifiable"] = True
+    assert any("(random)" in p and "identifiable" in p for p in diagnose_references(broken))
+
+
+def test_the_wording_says_not_identifiable_instead_of_a_depth(profile: dict[str, Any]) -> None:
+    from reports.present import level_text
+
+    rnd = profile["agents"]["ref:random"]["depth_signals"]
+    first = depth_signals_lines(rnd)[0]
+    assert first.startswith("K_B not identifiable (its actions match")
+    assert level_text(rnd["K_B"]) == "not identifiable as a level-k player"
+    level = depth_signals_lines(profile["agents"]["ref:level:2"]["depth_signals"])
+    assert level[1].startswith("K_B level-k fit 1.00 [1.00, 1.00]: ")
+    assert level_text(profile["agents"]["ref:level:2"]["depth_signals"]["K_B"]) == (
+        "level 2.00 [2.00, 2.00]")
+
+
+def test_a_signal_too_small_to_test_says_so_once() -> None:
+    from reports.present import depth_text, level_fit_text
+
+    small = {"value": 1.33, "n": 3, "status": "not_estimable", "identifiable": None,
+             "unresolved": 1, "reason": "n = 4 trials: at least 10 are needed for an interval "
+             "that keeps its coverage",
+             "fit": {"value": 0.41, "n": 4, "matched": 3, "chance": 0.57}}  # fmt: skip
+    assert depth_text(small) == "1.33 n=3 (not tested against chance: n < 10) (unresolved 1)"
+    assert level_fit_text(small) == "level-k fit 0.41: 3 of 4 choices are some level's (chance 57%)"
+    # an old profile's K_B (no fit) keeps its old wording
+    old = {k: v for k, v in small.items() if k not in ("fit", "identifiable")}
+    assert depth_text(old) == "1.33 n=3 (no interval: n < 10) (unresolved 1)"

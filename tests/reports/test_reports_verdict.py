@@ -1,4 +1,4 @@
-"""The verdict (:mod:`reports.verdict`): computed once from the typed profile, judged from
+"""The verdict (:mod:`reports.verdicts`): computed once from the typed profile, judged from
 intervals, rendered first by Markdown, HTML, JSON and quickstart; what cannot be estimated said
 once. The first test is issue 24's own setup, run for real: a command agent with two of its own
 modules ablated, its control, ``oracle`` and ``reality-leak`` on the quick suite."""
@@ -18,7 +18,7 @@ import pytest
 
 from reports.present import proportion_text, small_n_said_once
 from reports.render import render_html, render_json, render_markdown
-from reports.verdict import (
+from reports.verdicts import (
     CLEARLY_ABOVE,
     CLEARLY_BELOW,
     NO_DIFFERENCE,
