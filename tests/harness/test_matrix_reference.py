@@ -176,3 +176,34 @@ async def test_the_summary_does_not_depend_on_its_threads(
     one, many = (json.dumps(r, sort_keys=True, default=str) for r in results)
     assert one == many
     assert any(c["skill"]["ci"] for c in results[0]["cells"])  # intervals were computed
+
+
+@pytest.mark.parametrize("seed", [4, 11, 12])
+async def test_every_self_cell_keeps_its_scale(tmp_path: Path, seed: int) -> None:
+    """Issue 24: a self cell of reference agents read S = 4.11 [3.32, 11.35] (habit → habit),
+    and on these seeds 10.0, 4.0, 3.33, 10.0 and 1.99 before. A fresh copy's own answer is one
+    more sample of itself, so the projection baseline and the ceiling coincide in expectation:
+    every self cell's S is now not estimable with that reason (or, were it given, within
+    [−1, 1.5]), and so is the self-advantage in S."""
+    from reports.matrix import SELF_PROJECTION
+
+    led = open_ledger(tmp_path / "home", _db(tmp_path))
+    agents = {f"ref:{p}": ReferenceAgent(f"ref:{p}", p, seed=seed)
+              for p in ("habit", "projection", "clairvoyant", "random")}
+    result = await run_matrix(agents, make_items(seed, 20), led, samples=10, n_boot=200)
+    for name in agents:
+        s = cell(result, name, name)["skill"]
+        assert s["value"] is None or -1.0 <= s["value"] <= 1.5, (name, s)
+        assert s["status"] == "not_estimable" and s["reason"] == SELF_PROJECTION, (name, s)
+        assert s["p"] is None and s["p_holm"] is None
+        adv = result["self_advantage"][name]["skill"]
+        assert adv["value"] is None and adv["ci"] is None and adv["reason"] == SELF_PROJECTION
+        # self-prediction is still measured, in top-1 and log score
+        assert result["self_advantage"][name]["log_score"]["value"] is not None
+    # the clairvoyant still predicts the habit target at S ≈ 1, with an interval
+    seer = cell(result, "ref:clairvoyant", "ref:habit")["skill"]
+    assert seer["status"] == "estimated" and seer["ci"][0] > 0.2
+    assert led.verify() == []
+    led.close()
+    led.engine.dispose()
+
