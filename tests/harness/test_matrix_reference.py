@@ -207,3 +207,41 @@ async def test_every_self_cell_keeps_its_scale(tmp_path: Path, seed: int) -> Non
     led.close()
     led.engine.dispose()
 
+
+def test_the_readmes_matrix_example_reports_skill(tmp_path: Path) -> None:
+    """Issue 24: the README's matrix example ended "not divergent" and showed nothing. Its
+    command, as written in the README, reports a numeric S with an interval (the clairvoyant
+    predicting the habit), and the self cells say why they have none."""
+    import json
+    import os
+    import re
+    import shlex
+    import subprocess
+    import sys
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### The prediction matrix", 1)[1]
+    block = re.search(r"```sh\n(.*?)\n```", section, re.DOTALL)
+    assert block is not None
+    words = shlex.split(block.group(1))
+    assert words[:2] == ["mindledger", "matrix"], words
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MINDLEDGER_")}
+    env.update(MINDLEDGER_HOME=str(tmp_path / "home"), COLUMNS="200")
+
+    def cli(*args: str) -> str:
+        r = subprocess.run([sys.executable, "-m", "harness.cli.main", *args], cwd=tmp_path,
+                           env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    table = cli(*words[1:])
+    assert "not divergent" not in table
+    row = re.search(r"ref:clairvoyant → ref:habit\s*│\s*\d+\s*│[^│]*│[^│]*│[^│]*│\s*"
+                    r"(-?\d+\.\d+) \[(-?\d+\.\d+), (-?\d+\.\d+)\]", table)
+    assert row is not None, table
+    value, lo, hi = (float(x) for x in row.groups())
+    assert lo <= value <= hi and lo > 0
+    out = json.loads(cli("report", "latest", "--format", "json"))
+    estimated = [c for c in out["cells"] if c["skill"]["status"] == "estimated"]
+    assert estimated and all(not c["self"] for c in estimated)
+    assert all(c["skill"]["value"] is None for c in out["cells"] if c["self"])
