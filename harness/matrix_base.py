@@ -16,6 +16,7 @@ import numpy as np
 
 from mindledger.errors import UserError
 from mindledger.items import Item
+from reports.matrix_unreadable import NO_ANSWER
 
 __all__ = [
     "DIVERGENT",
@@ -150,8 +151,6 @@ def make_items(seed: int, n: int) -> list[Item]:
     return items
 
 
-NO_ANSWER = "(no answer)"
-"""The answer recorded for a target reply with no parseable answer."""
 
 
 def describe_target(predictor: str, target: str) -> str:

@@ -12,6 +12,16 @@ top-1 match are means over items; ``S = (acc − base) / (ceiling − base)`` wi
 better of the population-modal and projection baselines (:attr:`CellStats.base_kind` says
 which) and ``ceiling`` T's leave-one-out test-retest agreement.
 
+**When S is not estimated** (value None, with the reason; issue 24). S's scale runs from the
+base (0) to the ceiling (1), so it has one only where the ceiling is clearly above the base. In
+a *self cell* it never is: the predictor's own answer is one more sample of the target, so the
+projection baseline and the ceiling coincide in expectation (seed 002 §9.2;
+:func:`self_skill_reason`), and S is not estimable whenever the cell has a projection baseline.
+In any cell with an interval, S is not estimable when the interval of its denominator,
+``ceiling − base``, reaches zero (:func:`denominator_reason`: a ratio whose denominator may be
+zero has an unbounded confidence set, Fieller's theorem), e.g. a target answering at random.
+Neither case has a test of ``S = 0``.
+
 **Intervals** (``hierarchical-bootstrap-95``): each of ``n_boot`` replicates draws n items with
 replacement, then, independently for every drawn item, T's K samples with replacement (and the
 population's answers with replacement); every figure, S included (its base and ceiling too), is
@@ -87,6 +97,7 @@ __all__ = [
     "NO_BOOTSTRAP_SPREAD",
     "SECOND_ORDER_METRICS",
     "SECOND_ORDER_PENALTY",
+    "SELF_PROJECTION",
     "CellStats",
     "Contrast",
     "Estimate",
@@ -94,12 +105,15 @@ __all__ = [
     "SelfAdvantage",
     "accuracy_terms",
     "cell_statistics",
+    "denominator_estimate",
+    "denominator_reason",
     "distribution_scores",
     "holm_adjust",
     "learning_slope",
     "mean_estimate",
     "paired_contrast",
     "self_advantage",
+    "self_skill_reason",
     "skill_terms",
 ]
 
@@ -197,6 +211,8 @@ class CellStats:
     ceiling: float | None
     test: str | None
     p: float | None
+    denominator: Estimate | None = None
+    """S's denominator, ceiling − base, with its interval (None without a bootstrap or an S)."""
 
     def metric(self, name: str) -> Estimate:
         est: Estimate = getattr(self, name)
@@ -211,6 +227,7 @@ class CellStats:
             "ceiling": self.ceiling,
             "test": self.test,
             "p": self.p,
+            "denominator": None if self.denominator is None else self.denominator.to_dict(),
         }
 
 
@@ -812,42 +829,115 @@ def _aggregate(records: Sequence[ItemRecord]) -> dict[str, Any]:
     return out
 
 
+def self_skill_reason(agg: Mapping[str, Any]) -> str | None:
+    """Why S of a self cell (P predicting a fresh copy of P) is not estimable
+    (:data:`SELF_PROJECTION`), or None when the cell has no projection baseline.
+
+    Seed 002 §9.2 measures self-prediction against projection, the predictor's own answer used
+    as its prediction, and normalises by the target's test-retest agreement. In a self cell the
+    own answer is asked exactly as the target's samples are, so it is one more sample of the
+    target: the projection baseline is the target predicting itself by resampling, which is what
+    the ceiling measures (§15.2). The two coincide in expectation (up to the mode of K samples
+    against that of K − 1), so ``ceiling − base`` is zero or less in expectation and
+    ``(acc − base) / (ceiling − base)`` is noise over noise: on reference agents it read 10.0,
+    5.0, 4.0, 3.3, 2.7, 2.1, 2.0 and −1.55 over ten seeds, and was undefined in the rest. A
+    deterministic agent has ceiling = projection = 1 exactly. ``agg`` is
+    :func:`ledger.scoring.aggregate` of the cell."""
+    if agg["skill"]["projection_baseline"]["value"] is None:
+        return None
+    return SELF_PROJECTION
+
+
+SELF_PROJECTION = (
+    "not estimable in a self cell: the predictor's own answer is one more sample of itself, so "
+    "the projection baseline and the ceiling coincide in expectation and S's denominator, "
+    "ceiling − base, is zero (seed 002 §9.2: self-prediction is measured against projection); "
+    "the self-advantage in top-1 and log score says how well it predicts itself"
+)
+"""The reason S of a self cell with a projection baseline is not estimable."""
+
+
+def denominator_estimate(reps: Mapping[str, FloatArray], terms: Mapping[str, Any],
+                         n: int) -> Estimate | None:
+    """S's denominator ``ceiling − base`` (base the larger baseline, in each replicate that
+    replicate's larger) with its bootstrap interval; None when S has no base or ceiling."""
+    known = [b for b in (terms["population"], terms["projection"]) if b is not None]
+    if not known or terms["ceiling"] is None:
+        return None
+    point = float(terms["ceiling"]) - max(known)
+    return _interval(reps["ceil"] - np.fmax(reps["pop"], reps["proj"]), point, n,
+                     undefined_ok=True)
+
+
+def denominator_reason(denominator: Estimate | None) -> str | None:
+    """Why S is not estimable from its denominator's interval, or None: S = (acc − base) /
+    (ceiling − base) is a ratio, and a ratio's confidence set is bounded only when its
+    denominator is clearly away from zero (Fieller): when the interval of ceiling − base reaches
+    zero (or the bootstrap cannot give one), the point value can be any size (4.11 for a self
+    cell of reference agents) and is not reported."""
+    if denominator is None or denominator.value is None:
+        return None
+    d = denominator.value
+    if denominator.lo is None or denominator.hi is None:
+        if denominator.reason == NO_BOOTSTRAP_SPREAD and d > 0:
+            return None  # the same positive denominator in every replicate
+        return (f"S's denominator, ceiling − base = {d:.3f}, has no interval "
+                f"({denominator.reason}): S = (acc − base) / (ceiling − base) is unbounded")
+    if denominator.lo > 0:
+        return None
+    return (f"S's denominator, ceiling − base = {d:.3f} [{denominator.lo:.3f}, "
+            f"{denominator.hi:.3f}], reaches zero: the target is not clearly more consistent "
+            "with itself than the baseline is with it, and a ratio whose denominator may be zero "
+            "has no bounded interval (Fieller), so S is not estimated")
+
+
 def cell_statistics(
     records: Sequence[ItemRecord],
     rng: np.random.Generator,
     *,
     n_boot: int = 2000,
     aggregated: Mapping[str, Any] | None = None,
+    self_cell: bool = False,
 ) -> CellStats:
     """Every figure of one cell with its interval, and the test of ``S = 0``. ``aggregated``
-    is :func:`ledger.scoring.aggregate` of the records when the caller has it already."""
+    is :func:`ledger.scoring.aggregate` of the records when the caller has it already.
+
+    S is not estimable (value None, with the reason) in a ``self_cell`` with a projection
+    baseline (:func:`self_skill_reason`), and, from :data:`~reports._estimates.MIN_N` items,
+    when the interval of its denominator reaches zero (:func:`denominator_reason`); then it has
+    no test either."""
     agg = aggregated if aggregated is not None else _aggregate(records)
     n = len(records)
     sk = agg["skill"]
     pop, proj = sk["population_baseline"]["value"], sk["projection_baseline"]["value"]
     kind = _base_kind(pop, proj)
     values = {m: agg[m]["value"] for m in METRICS}
+    denominator: Estimate | None = None
     if n < MIN_N:
         why = not_estimable_reason(n)
         ests = {m: Estimate(values[m], n, reason=why if values[m] is not None else None)
                 for m in METRICS}
-        p, test = None, None
     else:
-        reps = _bootstrap([[r] for r in records], rng, n_boot)
+        reps = {k: v[0] for k, v in _bootstrap([[r] for r in records], rng, n_boot).items()}
         ests = {
-            **{m: _interval(reps[key][0], values[m], n, bounds=RANGES[m])
+            **{m: _interval(reps[key], values[m], n, bounds=RANGES[m])
                for m, key in (("log_score", "log"), ("brier", "brier"),
                               ("top1_accuracy", "acc"))},
-            "skill": _skill_interval({k: v[0] for k, v in reps.items()}, values["skill"],
-                                     _skill_terms(agg), n)
+            "skill": _skill_interval(reps, values["skill"], _skill_terms(agg), n)
             if n >= SKILL_MIN_N else Estimate(values["skill"], n, reason=_few_for_skill(n)),
         }
         ests = {m: e if e.value is not None else Estimate(None, n, reason=agg[m].get("reason"))
                 for m, e in ests.items()}
-        p, test = (None, None)
         if values["skill"] is not None:
-            p, test = _sign_flip(_numerators(records, kind), rng, n_boot,
-                                 "top-1 match − baseline match (H0: S = 0)")
+            denominator = denominator_estimate(reps, _skill_terms(agg), n)
+    unscaled = (self_skill_reason(agg) if self_cell else None) or (
+        denominator_reason(denominator) if values["skill"] is not None else None)
+    if unscaled:
+        ests["skill"] = Estimate(None, n, reason=unscaled)
+    p, test = (None, None)
+    if ests["skill"].value is not None and n >= MIN_N:
+        p, test = _sign_flip(_numerators(records, kind), rng, n_boot,
+                             "top-1 match − baseline match (H0: S = 0)")
     return CellStats(
         n,
         ests["log_score"],
@@ -859,6 +949,7 @@ def cell_statistics(
         sk["ceiling"]["value"],
         test,
         p,
+        denominator,
     )
 
 
@@ -912,9 +1003,14 @@ def self_advantage(
     scores = {p: [r.score_record().scores for r in recs[p]] for p in order}
     rep_key = {"log_score": "log", "brier": "brier", "top1_accuracy": "acc", "skill": "skill"}
     out: dict[str, SelfAdvantage] = {}
+    unscaled = self_skill_reason(aggs[target])
     for m in METRICS:
         own = aggs[target][m]["value"]
         vals = [aggs[p][m]["value"] for p in others]
+        if m == "skill" and unscaled:
+            out[m] = SelfAdvantage(m, None, None, None, n, None, None, None, None, None,
+                                   unscaled)
+            continue
         if own is None:
             out[m] = SelfAdvantage(m, None, None, None, n, None, None, None, None, None,
                                    f"{target} predicting itself has no {m}: "

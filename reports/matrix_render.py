@@ -4,10 +4,12 @@ shows. Every renderer reads the summary (:func:`reports.matrix_summary.summarise
 the typed views here, :class:`MatrixCell` and :class:`SkillGrid`, built once by
 :func:`matrix_cells` and :func:`skill_grids`.
 
-A cell whose S has no value is *marked*, never coloured: ``not divergent`` when the run's pilot
-found its items not divergent (no skill is reported), else ``not estimable`` (with the reason
-in its tooltip and the CSV). A cell with a value but no interval is coloured and says "no
-interval". Colours run from red (S = −1) through white (S = 0) to blue (S = +1), clipped
+A cell whose S has no value is *marked* (hatched), never coloured: ``not divergent`` when the
+run's pilot found its items not divergent (no skill is reported), ``not estimable: 40 of 40
+answers of T unreadable`` when its target or predictor gave too few readable answers
+(:mod:`reports.matrix_unreadable`), else ``not estimable`` (with the reason in its tooltip and
+the CSV). Every cell says how many of its target's answers and of its predictor's predictions
+were unreadable. A cell with a value but no interval is coloured and says "no interval". Colours run from red (S = −1) through white (S = 0) to blue (S = +1), clipped
 beyond; the printed value is never clipped.
 """
 
@@ -25,6 +27,7 @@ from typing import Any
 from mindledger.disclosure import seed_phrase
 from reports.matrix import METRICS
 from reports.matrix_summary import ZERO_SHOT
+from reports.matrix_unreadable import Unreadable
 
 __all__ = [
     "CSV_COLUMNS",
@@ -41,6 +44,7 @@ __all__ = [
     "skill_colour",
     "skill_grids",
     "skill_text",
+    "unreadable_text",
 ]
 
 NOT_DIVERGENT = "not divergent"
@@ -95,6 +99,11 @@ class MatrixCell:
     """The run's pilot found its items not divergent: S is not reported."""
     depth: str | None = None
     """The belief depth of the items the cell is restricted to (``by_depth``); None: all."""
+    unreadable: Unreadable | None = None
+    """The target's unreadable answers and the predictor's unreadable predictions (None in a
+    summary stored before they were counted)."""
+    unreadable_reason: str | None = None
+    """Why the cell is not estimable for what it could not read, or None."""
 
     @property
     def is_self(self) -> bool:
@@ -105,6 +114,8 @@ class MatrixCell:
         """Why the cell is not coloured (:data:`NOT_DIVERGENT`, :data:`NOT_ESTIMABLE`), or None."""
         if self.not_divergent:
             return NOT_DIVERGENT
+        if self.unreadable_reason:
+            return f"{NOT_ESTIMABLE}: {self.unreadable_reason}"
         return NOT_ESTIMABLE if self.skill.value is None else None
 
     def figure(self, metric: str) -> Figure:
@@ -120,6 +131,10 @@ def _cell(row: Mapping[str, Any], condition: str, *, not_divergent: bool,
           depth: str | None = None) -> MatrixCell:
     sk = row.get("skill") or {}
     ceiling = sk.get("ceiling")
+    counts = row.get("unreadable")
+    unreadable = None if not isinstance(counts, Mapping) else Unreadable(
+        int(counts.get("target_answers") or 0), int(counts.get("target_samples") or 0),
+        int(counts.get("predictions") or 0), int(counts.get("predictions_asked") or 0))
     return MatrixCell(
         condition=condition, predictor=str(row["predictor"]), target=str(row["target"]),
         n=int(row.get("n") or 0), log_score=Figure.of(row.get("log_score")),
@@ -131,6 +146,8 @@ def _cell(row: Mapping[str, Any], condition: str, *, not_divergent: bool,
         predictor_errors=int(row.get("predictor_errors") or 0),
         unparsed=int(row.get("unparsed") or 0), unscored=int(row.get("unscored") or 0),
         rejected=int(row.get("rejected") or 0), not_divergent=not_divergent, depth=depth,
+        unreadable=unreadable,
+        unreadable_reason=counts.get("reason") if isinstance(counts, Mapping) else None,
     )  # fmt: skip
 
 
@@ -198,6 +215,11 @@ def skill_text(cell: MatrixCell | None, spec: str = ".2f") -> str:
     return f"{_num(s.value, spec)} [{_num(s.lo, spec)}, {_num(s.hi, spec)}]"
 
 
+def unreadable_text(cell: MatrixCell | None) -> str:
+    """``unreadable: 3 of 40 answers, 0 of 10 predictions``; empty when not counted."""
+    return "" if cell is None or cell.unreadable is None else cell.unreadable.text()
+
+
 def skill_colour(value: float | None) -> str | None:
     """The heatmap's colour of S as ``#rrggbb`` (clipped to [−1, 1]); None without a value."""
     if value is None or not math.isfinite(value):
@@ -219,6 +241,8 @@ def _figure_text(f: Figure, spec: str = ".3f") -> str:
 
 def _tooltip(cell: MatrixCell) -> str:
     lines = [f"{cell.predictor} → {cell.target} ({cell.condition}), n = {cell.n}"]
+    if cell.unreadable is not None:
+        lines.append(unreadable_text(cell))
     lines += [f"{m}: {_figure_text(cell.figure(m))}" for m in METRICS]
     lines.append(f"base {_num(cell.base, '.3f')} ({cell.base_kind or MISSING}), ceiling "
                  f"{_num(cell.ceiling, '.3f')}, p {_num(cell.p, '.3g')}, "
@@ -271,10 +295,11 @@ def _heatmap_html(grid: SkillGrid) -> str:
             else:
                 style = f" style='background:{skill_colour(cell.skill.value)}'"
             reason = f"\nS: {cell.skill.reason}" if cell.mark and cell.skill.reason else ""
+            counts = f" · {unreadable_text(cell)}" if cell.unreadable is not None else ""
             tds.append(
                 f"<td class='{' '.join(cls)}'{style} data-cell='{_h(p)}|{_h(t)}' "
                 f"title='{_h(_tooltip(cell) + reason)}'>{_h(skill_text(cell))}"
-                f"<br><span class='n'>n = {cell.n}</span></td>"
+                f"<br><span class='n'>n = {cell.n}{_h(counts)}</span></td>"
             )
         rows.append(f"<tr><th scope='row'>{_h(p)}</th>{''.join(tds)}</tr>")
     return (f"<table class='heatmap' data-condition='{_h(grid.condition)}'><thead><tr>"
@@ -283,7 +308,7 @@ def _heatmap_html(grid: SkillGrid) -> str:
 
 
 CELL_HEAD = ("condition", "predictor → target", "n", "log score", "Brier", "top-1", "skill S",
-             "base", "p", "p (Holm)")
+             "base", "p", "p (Holm)", "unreadable answers", "unreadable predictions")
 
 
 def render_matrix_html(summary: Mapping[str, Any], *, figures: bool = True) -> str:
@@ -303,7 +328,10 @@ def render_matrix_html(summary: Mapping[str, Any], *, figures: bool = True) -> s
         "<p class='legend'>Skill S = (top-1 match − base) / (ceiling − base): 0 is the better "
         "of the population-modal and projection baselines, 1 the target's test-retest ceiling. "
         "Cells are coloured from red (S ≤ −1) through white (0) to blue (S ≥ 1); hatched cells "
-        "have no S (hover for the reason); the diagonal (outlined) is self-prediction.</p>",
+        "have no S (hover for the reason); the diagonal (outlined) is self-prediction. Under each "
+        "value: n, and how many of the target's answers and of the predictor's predictions were "
+        "unreadable (no readable answer; a prediction unparsed); a cell with more than half of "
+        "either unreadable is not estimable.</p>",
     ]
     pilot = summary.get("pilot") or {}
     if pilot:
@@ -325,7 +353,8 @@ def render_matrix_html(summary: Mapping[str, Any], *, figures: bool = True) -> s
     rows = [[c.condition, f"{c.predictor} → {c.target}" + (" (self)" if c.is_self else ""), c.n,
              *(_figure_text(c.figure(m)) if m != "skill" or not c.mark else c.mark
                for m in METRICS),
-             c.base_kind or MISSING, _num(c.p, ".3g"), _num(c.p_holm, ".3g")]
+             c.base_kind or MISSING, _num(c.p, ".3g"), _num(c.p_holm, ".3g"),
+             *_unreadable_columns(c)]
             for c in matrix_cells(summary)]
     parts += ["<h2>Every cell</h2>", _table(CELL_HEAD, rows)]
     by_depth = depth_cells(summary)
@@ -353,6 +382,15 @@ def render_matrix_html(summary: Mapping[str, Any], *, figures: bool = True) -> s
     return "\n".join(parts)
 
 
+def _unreadable_columns(cell: MatrixCell) -> tuple[str, str]:
+    """The cell's unreadable answers and predictions, ``N of M`` each."""
+    u = cell.unreadable
+    if u is None:
+        return MISSING, MISSING
+    return (f"{u.target_answers} of {u.target_samples}",
+            f"{u.predictions} of {u.predictions_asked}")
+
+
 def heatmap_png(grid: SkillGrid) -> bytes | None:
     """The heatmap of one condition as PNG bytes (matplotlib's object API); None when the grid
     is empty. Marked cells are grey and say why."""
@@ -376,8 +414,14 @@ def heatmap_png(grid: SkillGrid) -> bytes | None:
         for j, t in enumerate(grid.targets):
             cell = grid.cell(p, t)
             text = skill_text(cell).replace(" [", "\n[")
+            if cell is not None and cell.unreadable_reason:
+                text = f"{NOT_ESTIMABLE}:\ntoo much unreadable"
             if cell is not None:
                 text += f"\nn = {cell.n}"
+                if cell.unreadable is not None:
+                    u = cell.unreadable
+                    text += (f"\nunreadable {u.target_answers}/{u.target_samples} · "
+                             f"{u.predictions}/{u.predictions_asked}")
             dark = not math.isnan(values[i][j]) and abs(values[i][j]) > 0.6
             ax.text(j, i, text, ha="center", va="center", fontsize=7,
                     color="white" if dark else "black",
@@ -401,17 +445,30 @@ CSV_COLUMNS = (
     "interval", "base", "base_kind", "ceiling", "test", "p", "p_holm",
     "predictor_errors", "unparsed", "unscored", "rejected", "not_divergent", "depth",
     "about", "vs_uniform_value", "vs_uniform_lo", "vs_uniform_hi",
+    "unreadable_answers", "target_samples", "unreadable_predictions", "predictions_asked",
+    "unreadable_reason",
 )  # fmt: skip
 """One row per cell and condition: every figure with its interval, n, the test and its p;
 then the primary condition's cells by belief depth (``depth`` set; empty on the others); then
 the second-order cells (condition ``second-order``: P predicting the distribution ``about``
 commits for ``target``; log score, Brier and top-1 against that distribution, no S, and the
-gain over the uniform distribution with its test in ``test``/``p``/``p_holm``)."""
+gain over the uniform distribution with its test in ``test``/``p``/``p_holm``). Last, what
+the cell could not read (the target's answers with no readable answer out of its samples, the
+predictor's unparsed predictions out of its replies) and, when too much, why it is not
+estimable."""
 
 SECOND_ORDER_NO_SKILL = (
     "second-order prediction has no S: it is scored against the committed distribution of the "
     "predictor it is about (see vs_uniform)"
 )
+
+
+def _unreadable_csv(cell: MatrixCell) -> list[str | int]:
+    u = cell.unreadable
+    if u is None:
+        return ["", "", "", "", ""]
+    return [u.target_answers, u.target_samples, u.predictions, u.predictions_asked,
+            cell.unreadable_reason or ""]
 
 
 def render_matrix_csv(summary: Mapping[str, Any]) -> str:
@@ -434,7 +491,7 @@ def render_matrix_csv(summary: Mapping[str, Any]) -> str:
             *figs, c.skill.interval or c.log_score.interval or "", num(c.base),
             c.base_kind or "", num(c.ceiling), c.test or "", num(c.p), num(c.p_holm),
             c.predictor_errors, c.unparsed, c.unscored, c.rejected, int(c.not_divergent),
-            c.depth or "", "", "", "", "",
+            c.depth or "", "", "", "", "", *_unreadable_csv(c),
         ])  # fmt: skip
     for row in (summary.get("second_order") or {}).get("cells", ()):
         figs = []
@@ -449,6 +506,6 @@ def render_matrix_csv(summary: Mapping[str, Any]) -> str:
             row.get("n", 0), *figs, Figure.of(row.get("brier")).interval or "", "", "", "",
             raw.get("test") or "", num(raw.get("p")), num(raw.get("p_holm")),
             row.get("predictor_errors", 0), row.get("unparsed", 0), row.get("unscored", 0), 0,
-            0, "", row["about"], num(vs.value), num(vs.lo), num(vs.hi),
+            0, "", row["about"], num(vs.value), num(vs.lo), num(vs.hi), "", "", "", "", "",
         ])  # fmt: skip
     return buf.getvalue()

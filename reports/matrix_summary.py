@@ -34,6 +34,7 @@ from nesttom import DEPTHS
 from reports.matrix import (
     METRICS,
     SECOND_ORDER_METRICS,
+    SELF_PROJECTION,
     ItemRecord,
     accuracy_terms,
     cell_statistics,
@@ -45,6 +46,7 @@ from reports.matrix import (
     self_advantage,
     skill_terms,
 )
+from reports.matrix_unreadable import NO_ANSWER, Unreadable
 
 __all__ = [
     "OUTCOMES",
@@ -115,6 +117,8 @@ class _Cell:
     unparsed: int = 0
     unscored: int = 0
     rejected: int = 0
+    replies: int = 0
+    """Predictions that got a reply (every outcome but ``predictor_error``)."""
 
 
 def _mean(xs: Sequence[float]) -> float | None:
@@ -293,6 +297,7 @@ def _collect(
             if pred.outcome == "predictor_error":
                 cell.predictor_errors += 1
                 continue
+            cell.replies += 1
             if pred.outcome == "unscored":
                 cell.unscored += 1
                 continue
@@ -466,7 +471,31 @@ def _merge_statistics(row: dict[str, Any], stats: Mapping[str, Any]) -> None:
         row[m].update(ci=est["ci"], interval=est["interval"], status=est["status"])
         if row[m]["value"] is not None and est.get("reason"):
             row[m]["reason"] = est["reason"]
-    row["skill"].update(base_kind=stats["base_kind"], test=stats["test"], p=stats["p"])
+    if stats["skill"]["value"] is None and stats["skill"].get("reason"):
+        # S not estimable where the ledger has a value: a self cell, or a denominator that
+        # may be zero (reports.matrix.cell_statistics)
+        row["skill"].update(value=None, reason=stats["skill"]["reason"])
+    row["skill"].update(base_kind=stats["base_kind"], test=stats["test"], p=stats["p"],
+                        denominator=stats["denominator"])
+
+
+def _unreadable(cell: _Cell, target: str,
+                target_answers: Mapping[tuple[str, str], list[str]]) -> Unreadable:
+    """What the cell could not read: the target's answers recorded as no answer on the cell's
+    items, and the predictor's unparsed predictions."""
+    answers = [a for iid in dict.fromkeys(iid for iid, _ in cell.records)
+               for a in target_answers.get((target, iid), ())]
+    return Unreadable(sum(a == NO_ANSWER for a in answers), len(answers), cell.unparsed,
+                      cell.replies)
+
+
+def _mark_unreadable(row: dict[str, Any], reason: str) -> None:
+    """A cell whose target or predictor gave too few readable answers
+    (:class:`reports.matrix_unreadable.Unreadable`): no figure, no test, the reason on each."""
+    for m in METRICS:
+        row[m].update(value=None, ci=None, interval=None, status="not_estimable", reason=reason)
+    row["skill"].update(test=None, p=None)
+    row["unreadable"]["reason"] = reason
 
 
 def _merge_self_advantage(entry: dict[str, Any], paired: Mapping[str, Any]) -> None:
@@ -482,7 +511,9 @@ def _merge_self_advantage(entry: dict[str, Any], paired: Mapping[str, Any]) -> N
         p=paired["p"],
         status=paired["status"],
     )
-    if entry["value"] is not None:
+    if entry["value"] is None:  # e.g. a cell not estimable: no interval around no value
+        entry.update(ci=None, interval=None, test=None, p=None, status="not_estimable")
+    else:
         if paired["value"] is None or not math.isclose(
             entry["value"], paired["value"], rel_tol=1e-9, abs_tol=1e-12
         ):
@@ -513,6 +544,7 @@ def _summarise(
         item_records: dict[tuple[str, str], list[ItemRecord]] = {}
         aggregates: dict[tuple[str, str], dict[str, Any]] = {}
         statistics: list[tuple[dict[str, Any], Future[Any]]] = []
+        unreadable_reason: dict[tuple[str, str], str | None] = {}
         for (p, t), cell in cells.items():
             item_records[p, t] = _item_records(cell, t, names, target_answers)
             records = [
@@ -525,6 +557,8 @@ def _summarise(
                 for iid, r in cell.records
             ]
             agg = aggregate(records)
+            unreadable = _unreadable(cell, t, target_answers)
+            unreadable_reason[p, t] = unreadable.reason(p, t)
             row = {
                 "predictor": p,
                 "target": t,
@@ -534,6 +568,7 @@ def _summarise(
                 "unparsed": cell.unparsed,
                 "unscored": cell.unscored,
                 "rejected": cell.rejected,
+                "unreadable": unreadable.to_dict(),
             }
             aggregates[p, t] = copy.deepcopy(agg)  # the row's nested dicts are updated below
             statistics.append((row, pool.submit(
@@ -542,6 +577,7 @@ def _summarise(
                 np.random.default_rng([stats_seed, 1, names.index(p), names.index(t)]),
                 n_boot=n_boot,
                 aggregated=aggregates[p, t],
+                self_cell=p == t,
             )))
             out_cells.append(row)
             by_pair[p, t] = row
@@ -560,6 +596,9 @@ def _summarise(
         paired_by_target = {t: advantage.result() for t, advantage in advantages.items()}
     for row, stats in cell_stats:
         _merge_statistics(row, stats.to_dict())
+        why = unreadable_reason[row["predictor"], row["target"]]
+        if why:
+            _mark_unreadable(row, why)
     for row, p_holm in zip(
         out_cells, holm_adjust([row["skill"]["p"] for row in out_cells]), strict=True
     ):
@@ -584,10 +623,11 @@ def _summarise(
             if not others:
                 entry[metric] = {"value": None, "reason": "no other predictor of this target"}
             elif own_v is None:
+                own_reason = str(by_pair[t, t][key].get("reason"))
                 entry[metric] = {
                     "value": None,
-                    "reason": f"{t} predicting itself has no {metric}: "
-                    + str(by_pair[t, t][key].get("reason")),
+                    "reason": own_reason if own_reason == SELF_PROJECTION
+                    else f"{t} predicting itself has no {metric}: {own_reason}",
                 }
             elif any(v is None for v in other_vs):
                 missing = [p for p, v in zip(others, other_vs, strict=True) if v is None]

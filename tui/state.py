@@ -630,12 +630,15 @@ def matrix_cell_lines(
 ) -> tuple[str, ...]:
     """Every figure of one cell, for the detail pane."""
     from reports.matrix import METRICS
-    from reports.matrix_render import matrix_cells
+    from reports.matrix_render import matrix_cells, unreadable_text
 
     for c in matrix_cells(summary):
         if (c.condition, c.predictor, c.target) == (condition, predictor, target):
             lines = [f"{predictor} → {target} ({condition}), n = {c.n}"
                      + (" · self-prediction" if c.is_self else "")]
+            if c.unreadable is not None:
+                lines.append(unreadable_text(c) + (f" — not estimable: {c.unreadable_reason}"
+                                                   if c.unreadable_reason else ""))
             for m in METRICS:
                 f = c.figure(m)
                 text = MISSING if f.value is None else f"{f.value:.3f}"

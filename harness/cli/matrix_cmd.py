@@ -44,6 +44,15 @@ def _with_ci(figure: dict[str, Any], spec: str = ".3f") -> str:
     return text if not ci else f"{text} [{_fmt(ci[0], spec)}, {_fmt(ci[1], spec)}]"
 
 
+def _unreadable(cell: dict[str, Any]) -> str:
+    """``0/40 · 3/10``: the cell's unreadable target answers and predictions."""
+    u = cell.get("unreadable")
+    if not u:
+        return "—"
+    return (f"{u['target_answers']}/{u['target_samples']} · "
+            f"{u['predictions']}/{u['predictions_asked']}")
+
+
 def _print_pilot(console: Console, result: dict[str, Any]) -> None:
     pilot = result.get("pilot")
     if not pilot:
@@ -120,7 +129,7 @@ def print_matrix(console: Console, result: dict[str, Any]) -> None:
         f"{result['samples']} target samples each ({seed}); [95% hierarchical bootstrap]"
     )
     cols = ("predictor → target", "n", "log score", "Brier", "top-1", "skill S", "base",
-            "p (Holm)", "notes")
+            "p (Holm)", "unreadable", "notes")
     for col in cols:
         table.add_column(col, justify="left" if col in ("predictor → target", "notes") else "right")
     footnotes: dict[str, int] = {}  # a reason → its number (long reasons would wrap the table)
@@ -129,7 +138,7 @@ def print_matrix(console: Console, result: dict[str, Any]) -> None:
         if c["skill"].get("reason"):
             number = footnotes.setdefault(c["skill"]["reason"], len(footnotes) + 1)
             notes.append(f"S: see {number}")
-        for key in ("predictor_errors", "unparsed", "unscored", "rejected"):
+        for key in ("predictor_errors", "unscored", "rejected"):
             if c[key]:
                 notes.append(f"{key.replace('_', ' ')}: {c[key]}")
         table.add_row(
@@ -138,12 +147,16 @@ def print_matrix(console: Console, result: dict[str, Any]) -> None:
             _with_ci(c["log_score"]),
             _with_ci(c["brier"]),
             _with_ci(c["top1_accuracy"]),
-            _with_ci(c["skill"]),
+            "not estimable" if c["skill"].get("value") is None else _with_ci(c["skill"]),
             c["skill"].get("base_kind") or "—",
             _fmt(c["skill"].get("p_holm"), ".3g"),
+            _unreadable(c),
             "; ".join(notes),
         )
     print_table(console, table, drop=("base", "p (Holm)", "Brier"))
+    console.print("  unreadable: the target's answers with no readable answer (of its samples) · "
+                  "the predictor's unparsed predictions (of its replies); more than half of "
+                  "either makes a cell not estimable", markup=False, highlight=False)
     for reason, number in footnotes.items():
         console.print(f"  {number}. S: {reason}", markup=False, highlight=False)
     adv = Table(

@@ -136,8 +136,12 @@ async def test_matrix_numbers_match_hand_computation(tmp_path: Path) -> None:
     assert ff["log_score"]["value"] == pytest.approx(math.log(0.7))
     assert ff["brier"]["value"] == pytest.approx(sum_sq - 2 * 0.7 + 1)
     assert ff["top1_accuracy"]["value"] == 1.0
-    # its own answer w is the projection baseline and already perfect: S is undefined
-    assert ff["skill"]["value"] is None and "not above the baseline" in ff["skill"]["reason"]
+    # its own answer w is the projection baseline, a resample of itself: S of a self cell is
+    # not estimable (and here the ceiling is not above the base either)
+    assert ff["skill"]["value"] is None
+    assert ff["skill"]["reason"].startswith("not estimable in a self cell")
+    assert ff["unreadable"] == {"target_answers": 0, "target_samples": 9, "predictions": 0,
+                                "predictions_asked": 3}
     fl = cell(result, "first", "last")
     assert fl["log_score"]["value"] == pytest.approx(math.log(0.1))
     assert fl["brier"]["value"] == pytest.approx(sum_sq - 2 * 0.1 + 1)
@@ -168,7 +172,7 @@ async def test_matrix_numbers_match_hand_computation(tmp_path: Path) -> None:
     )
     # skill undefined for first → first, so its self-advantage in S says why
     assert result["self_advantage"]["first"]["skill"]["value"] is None
-    assert "first predicting itself" in result["self_advantage"]["first"]["skill"]["reason"]
+    assert result["self_advantage"]["first"]["skill"]["reason"].startswith("not estimable in a self cell")
     # the ledger's own summary agrees with the matrix
     summary = led.summary(predictor="first", target="last")
     assert summary["log_score"]["value"] == pytest.approx(math.log(0.1))
@@ -275,7 +279,13 @@ async def test_failures_are_counted_not_hidden(tmp_path: Path) -> None:
         await bad.stop()
     mm = cell(result, "mute", "oracle")
     assert mm["unparsed"] == 1 and mm["n"] == 1 and mm["penalised"] == 1
-    assert mm["brier"]["value"] == 2.0
+    # its one prediction is unreadable: the cell measures the parser, not a model of oracle
+    why = "1 of 1 predictions of mute unreadable"
+    assert mm["unreadable"]["reason"] == why and mm["unreadable"]["predictions"] == 1
+    assert all(mm[m]["value"] is None and mm[m]["status"] == "not_estimable"
+               and mm[m]["reason"] == why for m in ("log_score", "brier", "top1_accuracy", "skill"))
+    # mute's answers are all unreadable: its column is not estimable
+    assert cell(result, "oracle", "mute")["unreadable"]["reason"] == "2 of 2 answers of mute unreadable"
     assert result["items"][0]["answers"]["mute"] == [NO_ANSWER, NO_ANSWER]
     assert result["target_errors"]["dead"] == 2
     assert cell(result, "oracle", "dead")["unscored"] == 1
@@ -404,3 +414,70 @@ def test_cli_matrix_refuses_a_held_out_seed(tmp_path: Path) -> None:
     assert r.returncode == 2, r.stderr
     assert "--seed" in r.stderr and "held-out" in r.stderr
     assert not (tmp_path / "home" / "mindledger.db").exists()
+
+
+def test_a_target_that_never_answers_readably_is_not_estimable_everywhere(
+    tmp_path: Path,
+) -> None:
+    """Issue 24: the matrix HTML coloured `ref:random → cmdbot: 1.00` where every one of
+    cmdbot's answers was unreadable. Now the column of a target that never answers readably
+    is "not estimable: N of M answers of T unreadable" in the terminal, JSON and HTML (hatched,
+    never coloured), and every cell carries its unreadable counts."""
+
+    def good(body: dict[str, Any]) -> str:
+        schema = answer_schema(body)
+        if schema["type"] == "object":  # a prediction: an answer object with its confidence
+            choices = list(schema["properties"])
+            dist = {c: (0.7 if i == 0 else 0.3 / (len(choices) - 1)) for i, c in
+                    enumerate(choices)}
+            return json.dumps({"answer": dist, "confidence": 0.7})
+        return str(schema["enum"][0])
+
+    def mute(body: dict[str, Any]) -> str:
+        return "I would rather not say."
+
+    with FakeOpenAI(answer=good) as g, FakeOpenAI(answer=mute) as m:
+        (tmp_path / "mindledger.toml").write_text(
+            f"[agents.good]\nadapter = 'openai'\nendpoint = '{g.base_url}'\nmodel = 'm'\n"
+            f"[agents.mute]\nadapter = 'openai'\nendpoint = '{m.base_url}'\nmodel = 'm'\n"
+        )
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MINDLEDGER_")}
+        env["MINDLEDGER_HOME"] = str(tmp_path / "home")
+
+        def cli(*args: str) -> str:
+            r = subprocess.run([sys.executable, "-m", "harness.cli.main", *args], cwd=tmp_path,
+                               env={**env, "COLUMNS": "200"}, capture_output=True, text=True,
+                               timeout=180)
+            assert r.returncode == 0, r.stderr
+            return r.stdout
+
+        table = cli("matrix", "--agent", "good", "--agent", "mute", "--reference", "random",
+                    "--items", "10", "--samples", "3", "--seed", "11", "--no-pilot")
+    why = "30 of 30 answers of mute unreadable"
+    # the terminal: the column says why, and every cell has its counts
+    assert why in table and "not estimable" in table, table
+    assert "30/30 · " in table and table.count("0/30 · 0/10") >= 1, table
+    # JSON
+    out = json.loads(cli("report", "latest", "--format", "json"))
+    for c in out["cells"]:
+        u = c["unreadable"]
+        assert u["target_samples"] == 30 and u["predictions_asked"] == 10, c
+        if c["target"] == "mute":
+            assert u["target_answers"] == 30 and why in u["reason"]
+            assert c["skill"]["status"] == "not_estimable" and c["skill"]["value"] is None
+            assert why in c["skill"]["reason"] and c["skill"]["p_holm"] is None
+        if c["predictor"] == "mute":
+            assert u["predictions"] == 10 and "10 of 10 predictions of mute unreadable" in u[
+                "reason"]
+        if "mute" not in (c["predictor"], c["target"]):
+            assert u["target_answers"] == u["predictions"] == 0 and "reason" not in u
+    # HTML: hatched (class marked), never coloured, with the reason and the counts
+    page = cli("report", "latest", "--format", "html")
+    for p in ("good", "mute", "ref:random"):
+        td = re.search(rf"<td class='([^']*)'([^>]*)data-cell='{re.escape(p)}\|mute'[^>]*>"
+                       r"(.*?)</td>", page)
+        assert td is not None, p
+        assert "marked" in td.group(1) and "background" not in td.group(2), td.group(0)
+        assert f"not estimable: {why}" in td.group(3) and "unreadable: 30 of 30 answers" in (
+            td.group(3))
+    assert "unparsed" in page

@@ -176,3 +176,72 @@ async def test_the_summary_does_not_depend_on_its_threads(
     one, many = (json.dumps(r, sort_keys=True, default=str) for r in results)
     assert one == many
     assert any(c["skill"]["ci"] for c in results[0]["cells"])  # intervals were computed
+
+
+@pytest.mark.parametrize("seed", [4, 11, 12])
+async def test_every_self_cell_keeps_its_scale(tmp_path: Path, seed: int) -> None:
+    """Issue 24: a self cell of reference agents read S = 4.11 [3.32, 11.35] (habit → habit),
+    and on these seeds 10.0, 4.0, 3.33, 10.0 and 1.99 before. A fresh copy's own answer is one
+    more sample of itself, so the projection baseline and the ceiling coincide in expectation:
+    every self cell's S is now not estimable with that reason (or, were it given, within
+    [−1, 1.5]), and so is the self-advantage in S."""
+    from reports.matrix import SELF_PROJECTION
+
+    led = open_ledger(tmp_path / "home", _db(tmp_path))
+    agents = {f"ref:{p}": ReferenceAgent(f"ref:{p}", p, seed=seed)
+              for p in ("habit", "projection", "clairvoyant", "random")}
+    result = await run_matrix(agents, make_items(seed, 20), led, samples=10, n_boot=200)
+    for name in agents:
+        s = cell(result, name, name)["skill"]
+        assert s["value"] is None or -1.0 <= s["value"] <= 1.5, (name, s)
+        assert s["status"] == "not_estimable" and s["reason"] == SELF_PROJECTION, (name, s)
+        assert s["p"] is None and s["p_holm"] is None
+        adv = result["self_advantage"][name]["skill"]
+        assert adv["value"] is None and adv["ci"] is None and adv["reason"] == SELF_PROJECTION
+        # self-prediction is still measured, in top-1 and log score
+        assert result["self_advantage"][name]["log_score"]["value"] is not None
+    # the clairvoyant still predicts the habit target at S ≈ 1, with an interval
+    seer = cell(result, "ref:clairvoyant", "ref:habit")["skill"]
+    assert seer["status"] == "estimated" and seer["ci"][0] > 0.2
+    assert led.verify() == []
+    led.close()
+    led.engine.dispose()
+
+
+def test_the_readmes_matrix_example_reports_skill(tmp_path: Path) -> None:
+    """Issue 24: the README's matrix example ended "not divergent" and showed nothing. Its
+    command, as written in the README, reports a numeric S with an interval (the clairvoyant
+    predicting the habit), and the self cells say why they have none."""
+    import json
+    import os
+    import re
+    import shlex
+    import subprocess
+    import sys
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### The prediction matrix", 1)[1]
+    block = re.search(r"```sh\n(.*?)\n```", section, re.DOTALL)
+    assert block is not None
+    words = shlex.split(block.group(1))
+    assert words[:2] == ["mindledger", "matrix"], words
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MINDLEDGER_")}
+    env.update(MINDLEDGER_HOME=str(tmp_path / "home"), COLUMNS="200")
+
+    def cli(*args: str) -> str:
+        r = subprocess.run([sys.executable, "-m", "harness.cli.main", *args], cwd=tmp_path,
+                           env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    table = cli(*words[1:])
+    assert "not divergent" not in table
+    row = re.search(r"ref:clairvoyant → ref:habit\s*│\s*\d+\s*│[^│]*│[^│]*│[^│]*│\s*"
+                    r"(-?\d+\.\d+) \[(-?\d+\.\d+), (-?\d+\.\d+)\]", table)
+    assert row is not None, table
+    value, lo, hi = (float(x) for x in row.groups())
+    assert lo <= value <= hi and lo > 0
+    out = json.loads(cli("report", "latest", "--format", "json"))
+    estimated = [c for c in out["cells"] if c["skill"]["status"] == "estimated"]
+    assert estimated and all(not c["self"] for c in estimated)
+    assert all(c["skill"]["value"] is None for c in out["cells"] if c["self"])

@@ -9,11 +9,14 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ledger.scoring import aggregate, retest_agreement, top1_match
 from reports._estimates import MIN_N
 from reports.matrix import (
     NO_BOOTSTRAP_SPREAD,
+    SELF_PROJECTION,
     SKILL_MIN_N,
     ItemRecord,
     _aggregate,
@@ -341,3 +344,116 @@ def test_enumerated_and_drawn_counts_agree_in_distribution() -> None:
         # E[count] = 5 p; P(a is counted 5 times) = 0.6^5
         assert counts.mean(axis=0)[:3] == pytest.approx([3.0, 1.0, 1.0], abs=0.04)
         assert (counts[:, 0] == 5).mean() == pytest.approx(0.6**5, abs=0.01)
+
+
+# -- S keeps its scale (issue 24 item 4) ------------------------------------------------------
+
+
+def _fresh_copy(seed: int, n: int = 30, k: int = 10) -> list[ItemRecord]:
+    """A predictor of a fresh copy of itself: a peaked habit per item, the target's K answers
+    and the predictor's own answer all drawn from it, its guess the habit's mode."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        p = rng.dirichlet([4.0, 1.0, 0.5])
+        obs = "".join(rng.choice(list("abc"), p=p, size=k))
+        own = str(rng.choice(list("abc"), p=p))
+        dist = dict(zip("abc", (float(x) for x in p), strict=True))
+        out.append(rec(i, obs, dist, own=own, population="".join(rng.choice(list("abc"), 3))))
+    return out
+
+
+def test_a_self_cell_has_no_s_where_the_ledgers_ratio_leaves_its_scale() -> None:
+    """The bug: a fresh copy's own answer is one more sample of the target, so the projection
+    baseline and the ceiling coincide in expectation and the ledger's S = (acc − base) /
+    (ceiling − base) divides by noise. Over 40 such cells it leaves [−1, 1.5] in some; as a
+    self cell, S is never given."""
+    ledger_values = []
+    for seed in range(40):
+        records = _fresh_copy(seed)
+        value = _aggregate(records)["skill"]["value"]
+        ledger_values.append(value)
+        stats = cell_statistics(records, np.random.default_rng(seed), n_boot=200, self_cell=True)
+        assert stats.skill.value is None and stats.skill.reason == SELF_PROJECTION
+        assert stats.p is None and stats.test is None
+        assert stats.to_dict()["skill"]["status"] == "not_estimable"
+        # the other figures are unaffected
+        assert stats.top1_accuracy.value == _aggregate(records)["top1_accuracy"]["value"]
+    off_scale = [v for v in ledger_values if v is not None and not -1.0 <= v <= 1.5]
+    assert off_scale, ledger_values  # the ratio the rule replaces does leave its scale
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    answers=st.lists(st.tuples(st.text("abc", min_size=2, max_size=8), st.sampled_from("abc"),
+                               st.sampled_from("abc")), min_size=1, max_size=25),
+)
+def test_s_of_a_self_cell_is_never_off_its_scale(answers: list[tuple[str, str, str]]) -> None:
+    """Whatever the target answered, a self cell with a projection baseline reports no S, and
+    its self-advantage in S says the same."""
+    records = [rec(i, obs, {"a": 0.5, "b": 0.3, "c": 0.2}, top1=guess, own=own, population="ab")
+               for i, (obs, guess, own) in enumerate(answers)]
+    stats = cell_statistics(records, np.random.default_rng(0), n_boot=50, self_cell=True)
+    assert stats.skill.value is None and stats.skill.reason == SELF_PROJECTION
+    others = [replace(r, own_answer="c") for r in records]
+    adv = self_advantage("t", {"t": records, "u": others}, np.random.default_rng(0), n_boot=50)
+    assert adv["skill"].value is None and adv["skill"].reason == SELF_PROJECTION
+
+
+def test_a_self_cell_without_its_own_answers_keeps_its_s() -> None:
+    """No projection baseline (the predictor never gave its own answer readably): the base is
+    the population alone, which a fresh copy's resampling does not coincide with."""
+    records = [replace(r, own_answer=None) for r in _fresh_copy(3)]
+    stats = cell_statistics(records, np.random.default_rng(0), n_boot=300, self_cell=True)
+    assert stats.skill.value == _aggregate(records)["skill"]["value"]
+    assert stats.skill.value is not None and stats.denominator is not None
+    assert stats.denominator.lo is not None and stats.denominator.lo > 0
+
+
+def _random_target(seed: int, n: int = 30) -> list[ItemRecord]:
+    """A target answering uniformly at random: its ceiling is no better than a guess."""
+    rng = np.random.default_rng(seed)
+    return [rec(i, "".join(rng.choice(list("abc"), size=6)), {"a": 0.6, "b": 0.3, "c": 0.1},
+                own=str(rng.choice(list("abc"))), population="".join(rng.choice(list("abc"), 3)))
+            for i in range(n)]
+
+
+def test_s_whose_denominator_may_be_zero_is_not_estimated() -> None:
+    """Fieller: a ratio whose denominator's interval reaches zero has no bounded interval, so
+    S on a random target is not estimated (the ledger's ratio reads anything), with the
+    denominator's interval in the reason; on a target clearly more consistent than the base it
+    is, and its denominator's interval is above zero."""
+    ledger_values, reasons = [], []
+    for seed in range(10):
+        records = _random_target(seed)
+        ledger_values.append(_aggregate(records)["skill"]["value"])
+        stats = cell_statistics(records, np.random.default_rng(seed), n_boot=300)
+        assert stats.skill.value is None and stats.p is None
+        reasons.append(stats.skill.reason or "")
+    assert any(v is not None for v in ledger_values)  # the ledger has a value to withhold
+    assert any("reaches zero" in r and "Fieller" in r for r in reasons), reasons
+    rng = np.random.default_rng(9)
+    peaked = [rec(i, "".join(rng.choice(list("abc"), p=[0.85, 0.1, 0.05], size=6)),
+                  {"a": 0.6, "b": 0.3, "c": 0.1}, own=str(rng.choice(list("abc"))),
+                  population="bc")
+              for i in range(30)]
+    stats = cell_statistics(peaked, np.random.default_rng(0), n_boot=300)
+    d = stats.denominator
+    assert stats.skill.value is not None and d is not None and d.lo is not None and d.lo > 0
+    assert stats.to_dict()["denominator"]["ci"] == [d.lo, d.hi]
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), peak=st.floats(0.34, 0.95))
+def test_every_s_given_has_a_denominator_clearly_above_zero(seed: int, peak: float) -> None:
+    rng = np.random.default_rng(seed)
+    p = [peak, (1 - peak) / 2, (1 - peak) / 2]
+    records = [rec(i, "".join(rng.choice(list("abc"), p=p, size=5)),
+                   {"a": 0.5, "b": 0.3, "c": 0.2}, top1=str(rng.choice(list("abc"))),
+                   own=str(rng.choice(list("abc"))), population=str(rng.choice(list("abc"))))
+               for i in range(MIN_N + 2)]
+    stats = cell_statistics(records, np.random.default_rng(seed), n_boot=200)
+    if stats.skill.value is not None:
+        d = stats.denominator
+        assert d is not None and d.value is not None and d.value > 0
+        assert (d.lo is None and d.reason == NO_BOOTSTRAP_SPREAD) or (d.lo or 0) > 0
