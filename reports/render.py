@@ -404,8 +404,9 @@ def render_markdown(
 ) -> str:
     """The profile as Markdown. With ``figures_dir`` the figures (and each agent's contrast
     forest plots) are written there as SVG files and linked (``figures_link_prefix`` + file
-    name); without it they are left out, and the report says so. ``figures`` reuses figures already drawn by :func:`reports._plots.figures`.
-    A held-out run's seed is printed only with ``reveal_held_out`` (operators)."""
+    name); without it they are left out, and the report says so. ``figures`` reuses figures
+    already drawn by :func:`reports._plots.figures`. A held-out run's seed is printed only
+    with ``reveal_held_out`` (operators)."""
     run = profile["run"]
     out: list[str] = [f"# mindledger profile — run `{run['id']}`", ""]
     out += [f"> **{n}**" if n.startswith(("INVALID", "HELD-OUT", "UNCHECKED")) else f"> {n}"
@@ -724,8 +725,8 @@ def render_html(
 ) -> str:
     """The profile as ONE self-contained HTML file: tables plus every figure as inline SVG
     (no external resources); each agent's contrasts as forest plots, their tables collapsed
-    under them. ``figures`` reuses figures already drawn (:func:`reports._plots.figures`). A held-out
-    run's seed is printed only with ``reveal_held_out`` (operators). ``examples``
+    under them. ``figures`` reuses figures already drawn (:func:`reports._plots.figures`). A
+    held-out run's seed is printed only with ``reveal_held_out`` (operators). ``examples``
     (:func:`reports.trials.wrong_examples`) adds, per agent, a few wrong and failed trials per
     cause, collapsed; never of a held-out run without ``reveal_held_out``."""
     if figures is None:
@@ -778,14 +779,16 @@ def render_html(
 
 
 def _contrast_html(block: _ContrastBlock) -> str:
-    """A contrast block in HTML: its heading and notes, its forest plot in place of the long
-    table, and the table itself collapsed under the plot."""
-    out = [_md_to_html(block.lead)]
+    """A contrast block in HTML: its heading and notes (a quoted note as a box), its forest
+    plot in place of the long table, and the table itself collapsed under the plot."""
+    out = [f"<div class='info'>{_h(line[2:])}</div>" if line.startswith("> ")
+           else _md_to_html([line]) for line in block.lead if line.strip()]
     svg = _forest_svg(block)
     if svg is not None:
         out.append(f"<figure class='forest'>{svg}<figcaption>Each difference with its 95% "
-                   "interval (each metric's own method, named in the table); the line is "
-                   "zero. Hover a row for its exact figure.</figcaption></figure>")
+                   "interval (each metric's own method, named in the table); the vertical "
+                   "line marks no difference. Hover a row for its exact figure."
+                   "</figcaption></figure>")
     if block.rows:
         out.append(f"<details><summary>{_h(block.title)}: the table ({len(block.rows)} rows)"
                    f"</summary>{_html_table(block.head, block.rows)}</details>")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import csv
 import io
 import json
@@ -82,6 +83,13 @@ def test_html_draws_each_contrast_block_as_a_forest_plot_over_its_collapsed_tabl
     # the agents that have no contrasts get no forest plot
     rest = html[html.index("<h2>piper-control"):]
     assert "class=\"forest\"" not in rest
+    # a note on the contrast (the Markdown's quote) is a box above the plot, not dropped
+    noted = copy.deepcopy(stored_profile)
+    noted["agents"]["piper"]["minus_control"]["note"] = "the control is <the same> program"
+    html = render_html(noted, figures=[])
+    block = html[html.index("<h3>Base-model subtraction"):]
+    assert block.index("<div class='info'>the control is &lt;the same&gt; program</div>") < \
+        block.index("<svg ")
 
 
 def test_json_is_strict_and_round_trips(stored_profile: dict[str, Any]) -> None:
