@@ -146,13 +146,13 @@ def _report_steps(store: Store, run_id: str, tmp: Path, n_boot: int
         ("load_run (columns)", lambda r: load_run(store, run_id)),
         ("profile (all statistics)",
          lambda r: analyse(r["load_run (columns)"], seed=0, n_boot=n_boot)),
-        ("figures (5 PNGs)", lambda r: figures(r["profile (all statistics)"].profile)),
+        ("figures (4 SVGs)", lambda r: figures(r["profile (all statistics)"].profile)),
         ("markdown (+ figure files)",
          lambda r: render_markdown(r["profile (all statistics)"].profile,
-                                   figures_dir=tmp / "figs", figures=r["figures (5 PNGs)"])),
+                                   figures_dir=tmp / "figs", figures=r["figures (4 SVGs)"])),
         ("html (figures embedded)",
          lambda r: render_html(r["profile (all statistics)"].profile,
-                               figures=r["figures (5 PNGs)"])),
+                               figures=r["figures (4 SVGs)"])),
         ("json", lambda r: render_json(r["profile (all statistics)"].profile)),
         ("csv (one row per trial)", lambda r: render_csv(r["load_run (columns)"])),
     ]
@@ -177,7 +177,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         stories_for(args.trials, args.agents) if args.trials is not None else 560)
     # warm the imports the report needs, so that the timings are of the work, not of imports
     import statsmodels.genmod.generalized_linear_model  # noqa: F401
-    from matplotlib.figure import Figure  # noqa: F401
 
     timings: dict[str, float] = {}
     cpu: dict[str, float] = {}

@@ -1,219 +1,413 @@
-"""The profile's figures as PNG bytes (matplotlib's object API; no pyplot global state).
+"""The profile's figures as SVG text, written directly (:mod:`reports._svg`; no plotting
+library).
 
-Each function takes a profile dict (:func:`reports.profile.build_profile`) and returns PNG
-bytes, or None when the run has nothing to draw for that figure. Error bars are the interval
-each figure's caption names (the one stored with the number in the profile).
+Each function takes a profile dict (:func:`reports.profile.build_profile`) and returns one
+``<svg>`` document as a string, or None when the run has nothing to draw for that figure. Error
+bars are the interval each figure's profile entry stores with it; a point without an interval
+has no bar, and its hover text says why. Every point carries a ``<title>`` with the exact figure
+(value, interval, n), which a browser shows on hover.
 
 Figures that would otherwise overlay every agent on one set of axes are small multiples, one
-panel per agent on a grid at most :data:`MAX_COLUMNS` wide with a shared y axis; their
-``*_figure`` functions return the matplotlib Figure before PNG encoding (for tests and for
-callers that want another format).
+panel per agent on a grid at most :data:`MAX_COLUMNS` wide with a shared y axis. Every data
+series is a ``<g data-series="kind:agent">`` (``false:``, ``true:``, ``control:``,
+``reference:``, ``reality:``, ``calibration:``) and every guide a ``<g data-guide="…">``, so a
+test (or a stylesheet) can find what is drawn without reading pixels.
 """
 
 from __future__ import annotations
 
-import io
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
+from reports import _svg as s
 from reports._data import depth_label_number, depth_sort_key
+from reports.present import d50_text, proportion_text
 from reports.profile import TRUE_BELIEF_THRESHOLD
 
 __all__ = [
+    "AGENT_COLOUR",
+    "CONTROL_COLOURS",
+    "ERROR_COLOURS",
     "FIGURES",
-    "contrast_bars",
+    "INVALID_COLOUR",
+    "MAX_COLUMNS",
+    "RELIABILITY_COLUMNS",
     "depth_curves",
-    "depth_curves_figure",
     "error_types",
     "figures",
     "headline",
     "reliability",
-    "reliability_figure",
 ]
 
+AGENT_COLOUR = s.BLUE
+"""The agent under test, in every panel."""
+CONTROL_COLOURS = (s.ORANGE, s.PURPLE, s.GREEN)
+"""Its control(s), in turn."""
+REFERENCE_COLOUR = "#9a9a9a"
+INVALID_COLOUR = s.VERMILLION
+"""Names and notes of an INVALID agent (its curve is drawn grey and dashed)."""
+INVALID_CURVE = "#8c8c8c"
+ROLE_COLOURS = {"agent": s.BLUE, "control": s.ORANGE, "ablation": s.GREEN, "reference": "#666666"}
 ERROR_COLOURS = {
-    "correct": "#4c9a5a",
-    "reality_leak": "#d1495b",
-    "projection": "#edae49",
-    "truncation": "#00798c",
-    "other": "#8e7dbe",
+    "correct": s.GREEN,
+    "reality_leak": s.VERMILLION,
+    "projection": s.ORANGE,
+    "truncation": s.SKY,
+    "other": s.PURPLE,
     "uncoded": "#bbbbbb",
-}
-DPI = 100
-LAYOUT: Literal["constrained", "compressed", "tight"] | None = "constrained"
-
-
-def _fig(w: float, h: float) -> Any:
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(w, h), dpi=DPI, layout=LAYOUT)
-    return fig
-
-
-def _png(fig: Any) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
-    return buf.getvalue()
-
-
-def _colours(names: list[str]) -> dict[str, Any]:
-    from matplotlib import colormaps
-
-    cmap = colormaps["tab10"]
-    return {n: cmap(i % 10) for i, n in enumerate(names)}
-
-
-def _num(v: Any) -> float:
-    return float(v) if isinstance(v, int | float) and math.isfinite(v) else math.nan
-
-
-def headline(profile: Mapping[str, Any]) -> bytes | None:
-    """D50 (with interval or bound), leakage resistance and, when measured, agent-prediction
-    skill S, one row per agent."""
-    agents = profile.get("agents", {})
-    names = [n for n, a in agents.items() if a.get("d50")]
-    if not names:
-        return None
-    has_skill = any((a.get("agent_prediction_skill") or {}).get("available") for a in
-                    agents.values())
-    ncols = 3 if has_skill else 2
-    fig = _fig(4.2 * ncols, 0.55 * len(names) + 1.6)
-    axes = fig.subplots(1, ncols, sharey=True)
-    cols = _colours(names)
-    ys = list(range(len(names)))[::-1]
-    ax = axes[0]
-    deepest = 0.0
-    for n in names:
-        deepest = max([deepest, *(agents[n]["d50"].get("depths_tested") or [0])])
-    for y, n in zip(ys, names, strict=True):
-        d = agents[n]["d50"]
-        st = d.get("status")
-        c = cols[n]
-        if st == "estimated":
-            v = d["value"]
-            ci = d.get("ci") or [None, None]
-            lo = ci[0] if ci[0] is not None else 0
-            hi = ci[1] if ci[1] is not None else deepest + 0.5
-            ax.plot([lo, hi], [y, y], color=c, lw=2)
-            ax.plot([v], [y], "o", color=c, ms=8)
-            ax.annotate(f"{v:.2f}", (v, y), xytext=(0, 7), textcoords="offset points",
-                        ha="center", fontsize=8)
-        elif st == "beyond":
-            b = d.get("lower_bound") or deepest
-            ax.annotate("", xy=(b + 0.6, y), xytext=(b, y),
-                        arrowprops={"arrowstyle": "->", "color": c, "lw": 2})
-            ax.text(b, y + 0.18, f"> {b:g}", fontsize=8, ha="center")
-        elif st == "below":
-            b = d.get("upper_bound") or 0
-            ax.annotate("", xy=(b - 0.6, y), xytext=(b, y),
-                        arrowprops={"arrowstyle": "->", "color": c, "lw": 2})
-            ax.text(b, y + 0.18, f"< {b:g}", fontsize=8, ha="center")
-        elif st == "bracketed":
-            lo, hi = d.get("lower_bound"), d.get("upper_bound")
-            ax.fill_betweenx([y - 0.2, y + 0.2], lo, hi, color=c, alpha=0.45)
-            ax.text((lo + hi) / 2, y + 0.25, f"{lo:g}–{hi:g}", fontsize=8, ha="center")
-        else:
-            ax.text(0.1, y, "not estimable", fontsize=8, va="center", color="#666")
-    ax.set_xlim(-0.2, deepest + 1.0)
-    ax.set_yticks(ys, [f"{n} (INVALID)" if agents[n].get("valid") is False else n
-                       for n in names])
-    for tick, n in zip(ax.get_yticklabels(), names, strict=True):
-        if agents[n].get("valid") is False:
-            tick.set_color("#d1495b")
-            tick.set_fontweight("bold")
-    ax.set_xlabel("D50 (depth); bar = bootstrap 95%")
-    ax.set_title("Recursion span D50")
-    ax.grid(axis="x", alpha=0.3)
-    ax = axes[1]
-    for y, n in zip(ys, names, strict=True):
-        lr = agents[n].get("leakage_resistance") or {}
-        v = _num(lr.get("value"))
-        if math.isnan(v):
-            ax.text(0.02, y, "n/a", fontsize=8, va="center", color="#666")
-            continue
-        ci = lr.get("ci") or [v, v]
-        ax.barh(y, v, color=cols[n], alpha=0.8, height=0.6)
-        ax.errorbar(v, y, xerr=[[max(v - ci[0], 0)], [max(ci[1] - v, 0)]], color="black",
-                    capsize=3, lw=1)
-        ax.text(min(v + 0.02, 0.9), y - 0.3, f"n={lr.get('n')}", fontsize=7)
-    ax.set_xlim(0, 1.05)
-    ax.set_xlabel("1 − (leak + projection) / FB items; 95%")
-    ax.set_title("Leakage resistance")
-    ax.grid(axis="x", alpha=0.3)
-    if has_skill:
-        ax = axes[2]
-        for y, n in zip(ys, names, strict=True):
-            s = agents[n].get("agent_prediction_skill") or {}
-            v = _num(s.get("value"))
-            if not math.isnan(v):
-                ax.barh(y, v, color=cols[n], alpha=0.8, height=0.6)
-        ax.set_title("Agent-prediction skill S")
-        ax.set_xlim(-0.1, 1.05)
-    return _png(fig)
-
-
-AGENT_COLOUR = "#1f77b4"  # tab10 blue: the agent under test, in every panel
-CONTROL_COLOURS = ("#ff7f0e", "#9467bd", "#8c564b")  # its control(s)
-INVALID_RED = "#d1495b"
-AGENT_STYLE: dict[str, Any] = {"color": AGENT_COLOUR, "lw": 2.2, "ls": "-", "marker": "o",
-                               "ms": 4.5}
-INVALID_STYLE: dict[str, Any] = {"color": "#8c8c8c", "lw": 1.2, "ls": "--", "marker": "o",
-                                 "ms": 4.5, "mfc": "none"}
-TRUE_BELIEF_STYLE: dict[str, Any] = {"color": AGENT_COLOUR, "lw": 1.0, "ls": ":",
-                                     "marker": "^", "ms": 3, "mfc": "none", "zorder": 2}
-REFERENCE_STYLE: dict[str, Any] = {"color": "#7f7f7f", "lw": 0.9, "alpha": 0.35, "zorder": 1}
-GUIDE_STYLES: dict[str, dict[str, Any]] = {
-    "chance": {"color": "#999", "ls": ":", "lw": 0.8},
-    "halfway": {"color": "#999", "ls": "--", "lw": 0.8},
-    "validity": {"color": INVALID_RED, "ls": (0, (1, 3)), "lw": 0.7, "alpha": 0.6},
 }
 MAX_COLUMNS = 3
 RELIABILITY_COLUMNS = 4
 
 
-def _grid(n: int, panel_w: float, panel_h: float, extra_h: float,
-          max_columns: int = MAX_COLUMNS) -> tuple[Any, list[Any]]:
-    """A figure with ``n`` panels on a grid at most ``max_columns`` wide (shared y), the
-    unused cells removed; returns the figure and the panels in reading order."""
-    ncols = max(1, min(max_columns, n))
-    nrows = math.ceil(n / ncols)
-    fig = _fig(panel_w * ncols + 0.6, panel_h * nrows + extra_h)
-    grid = fig.subplots(nrows, ncols, sharey=True, squeeze=False)
-    cells = [ax for row in grid for ax in row]
-    for ax in cells[n:]:
-        ax.remove()
-    return fig, cells[:n]
+def _num(v: Any) -> float:
+    return (
+        float(v)
+        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+        else math.nan
+    )
 
 
-def _depth_points(agent: Mapping[str, Any], belief: str, xpos: Mapping[str, float]
-                  ) -> tuple[list[float], list[float], list[float], list[float]]:
-    """x, value and the interval's lower/upper extents of one curve (labels at depth 0, the
-    reality check, are not part of it; a cell without an interval gets no bar)."""
-    cells = (agent.get("accuracy_by_depth") or {}).get(belief) or {}
-    pts = sorted(((xpos[lab], c) for lab, c in cells.items()
-                  if lab in xpos and isinstance(c, Mapping) and c.get("value") is not None),
-                 key=lambda t: t[0])
-    xs, vs, lo, hi = [], [], [], []
-    for x, c in pts:
-        v = _num(c["value"])
-        ci = c.get("ci") or (v, v)
-        xs.append(x)
-        vs.append(v)
-        lo.append(max(v - _num(ci[0]), 0.0) if math.isfinite(_num(ci[0])) else 0.0)
-        hi.append(max(_num(ci[1]) - v, 0.0) if math.isfinite(_num(ci[1])) else 0.0)
-    return xs, vs, lo, hi
-
-
-def _reality_point(agent: Mapping[str, Any]) -> tuple[float, float, float] | None:
-    rc = agent.get("reality_check") or {}
-    v = _num(rc.get("value"))
-    if math.isnan(v):
+def _ends(ci: Any) -> tuple[float, float] | None:
+    """An interval's two ends as floats (nan for an open end); None without an interval."""
+    if not isinstance(ci, Sequence) or len(ci) != 2:
         return None
-    ci = rc.get("ci") or (v, v)
-    lo, hi = _num(ci[0]), _num(ci[1])
-    return (v, max(v - lo, 0.0) if math.isfinite(lo) else 0.0,
-            max(hi - v, 0.0) if math.isfinite(hi) else 0.0)
+    return _num(ci[0]), _num(ci[1])
+
+
+def _pct(v: float) -> str:
+    return f"{100 * v:.0f}%"
+
+
+# -- marks ------------------------------------------------------------------------------------
+
+
+def _marker(
+    shape: str, x: float, y: float, colour: str, *, hollow: bool = False, r: float = 4.0
+) -> str:
+    """A point: ``o`` circle, ``s`` square, ``D`` diamond, ``^`` triangle; hollow ones are
+    white inside."""
+    fill = "#ffffff" if hollow else colour
+    if shape == "s":
+        return s.rect(
+            x - r * 0.9, y - r * 0.9, 1.8 * r, 1.8 * r, fill=fill, stroke=colour, stroke_width=1.5
+        )
+    if shape == "D":
+        return s.polygon(
+            [(x, y - 1.3 * r), (x + 1.3 * r, y), (x, y + 1.3 * r), (x - 1.3 * r, y)],
+            fill=fill,
+            stroke=colour,
+            stroke_width=1.5,
+        )
+    if shape == "^":
+        return s.polygon(
+            [(x, y - 1.2 * r), (x + 1.1 * r, y + 0.8 * r), (x - 1.1 * r, y + 0.8 * r)],
+            fill=fill,
+            stroke=colour,
+            stroke_width=1.3,
+        )
+    return s.circle(x, y, r, fill=fill, stroke=colour, width=1.5)
+
+
+def _vbar(x: float, y_lo: float, y_hi: float, colour: str, cap: float = 3.0) -> str:
+    """A vertical error bar with caps."""
+    return (
+        s.line(x, y_lo, x, y_hi, stroke=colour, width=1.3)
+        + s.line(x - cap, y_lo, x + cap, y_lo, stroke=colour, width=1.3)
+        + s.line(x - cap, y_hi, x + cap, y_hi, stroke=colour, width=1.3)
+    )
+
+
+def _hbar(x_lo: float, x_hi: float, y: float, colour: str, cap: float = 4.0) -> str:
+    """A horizontal error bar with caps."""
+    return (
+        s.line(x_lo, y, x_hi, y, stroke=colour, width=2.0)
+        + s.line(x_lo, y - cap, x_lo, y + cap, stroke=colour, width=1.3)
+        + s.line(x_hi, y - cap, x_hi, y + cap, stroke=colour, width=1.3)
+    )
+
+
+def _arrow(x_from: float, x_to: float, y: float, colour: str) -> str:
+    """A horizontal arrow (an open-ended bound)."""
+    head = 6.0 if x_to > x_from else -6.0
+    return s.line(x_from, y, x_to - head, y, stroke=colour, width=2.0) + s.polygon(
+        [(x_to, y), (x_to - head, y - 4), (x_to - head, y + 4)], fill=colour
+    )
+
+
+def _legend(
+    items: Sequence[tuple[Callable[[float, float], str], str]],
+    x: float,
+    y: float,
+    width: float,
+    size: float = 10,
+) -> tuple[str, float]:
+    """Legend entries (a swatch drawn centred at a point, and its label) flowing left to right
+    from ``(x, y)``, wrapped at ``width``; returns the SVG and its height."""
+    parts = []
+    cx, cy = x, y + 8
+    for swatch, label in items:
+        w = 30 + s.text_width(label, size) + 18
+        if cx > x and cx + w > x + width:
+            cx, cy = x, cy + 18
+        parts.append(
+            swatch(cx + 12, cy) + s.text(cx + 28, cy + size / 3, label, size=size, fill="#333333")
+        )
+        cx += w
+    return s.group("".join(parts), class_="legend"), cy - y + 12
+
+
+def _line_swatch(
+    colour: str,
+    shape: str | None = None,
+    *,
+    dash: str | None = None,
+    hollow: bool = False,
+    width: float = 2.0,
+) -> Callable[[float, float], str]:
+    def draw(x: float, y: float) -> str:
+        out = s.line(x - 11, y, x + 11, y, stroke=colour, width=width, dash=dash)
+        return out + (_marker(shape, x, y, colour, hollow=hollow) if shape else "")
+
+    return draw
+
+
+def _box_swatch(colour: str) -> Callable[[float, float], str]:
+    return lambda x, y: s.rect(x - 6, y - 6, 12, 12, fill=colour)
+
+
+# -- headline -----------------------------------------------------------------------------------
+
+
+def headline(profile: Mapping[str, Any]) -> str | None:
+    """D50 (with its interval, a bound or a bracket), leakage resistance and, when measured,
+    agent-prediction skill S: one row per agent, one panel per figure, points coloured by
+    role. An INVALID agent's name is red and its points hollow grey."""
+    agents: Mapping[str, Mapping[str, Any]] = profile.get("agents", {})
+    names = [n for n, a in agents.items() if a.get("d50")]
+    if not names:
+        return None
+    has_skill = any(
+        (a.get("agent_prediction_skill") or {}).get("available") for a in agents.values()
+    )
+    labels = {n: f"{n} (INVALID)" if agents[n].get("valid") is False else n for n in names}
+    label_w = min(260.0, max(s.text_width(t, 11) for t in labels.values()) + 16)
+    row_h, top, bottom = 26.0, 44.0, 58.0
+    panel_w, gap = 300.0, 36.0
+    panels = ["d50", "leakage"] + (["skill"] if has_skill else [])
+    width = label_w + len(panels) * (panel_w + gap) + 10
+    height = top + row_h * len(names) + bottom
+    ys = {n: top + row_h * (i + 0.5) for i, n in enumerate(names)}
+    body = []
+    for n in names:
+        invalid = agents[n].get("valid") is False
+        body.append(
+            s.text(
+                label_w - 10,
+                ys[n] + 4,
+                labels[n],
+                anchor="end",
+                fill=INVALID_COLOUR if invalid else "#222222",
+                weight="bold" if invalid else None,
+            )
+        )
+    deepest = max(
+        [
+            1.0,
+            *(
+                max(
+                    (
+                        d
+                        for d in (agents[n]["d50"].get("depths_tested") or [])
+                        if isinstance(d, int | float)
+                    ),
+                    default=1.0,
+                )
+                for n in names
+            ),
+        ]
+    )
+    x0 = label_w
+    for key in panels:
+        if key == "d50":
+            scale = s.Scale(0.0, deepest + 1.0, x0, x0 + panel_w)
+            body.append(
+                _headline_axes(
+                    scale,
+                    names,
+                    ys,
+                    top,
+                    "Recursion span D50",
+                    "depth (bars: bootstrap 95%)",
+                    s.nice_ticks(0, deepest + 1, 6),
+                    lambda t: f"{t:g}",
+                )
+            )
+            body += [_d50_mark(n, agents[n], scale, ys[n], deepest) for n in names]
+        else:
+            field, title = (
+                ("leakage_resistance", "Leakage resistance")
+                if key == "leakage"
+                else ("agent_prediction_skill", "Agent-prediction skill S")
+            )
+            lo, hi = (0.0, 1.0) if key == "leakage" else (-0.5, 1.5)
+            scale = s.Scale(lo, hi, x0, x0 + panel_w)
+            body.append(
+                _headline_axes(
+                    scale,
+                    names,
+                    ys,
+                    top,
+                    title,
+                    "95% interval",
+                    s.nice_ticks(lo, hi, 5),
+                    _pct if key == "leakage" else lambda t: f"{t:g}",
+                )
+            )
+            body += [
+                _point_mark(n, agents[n], field, scale, ys[n], key == "leakage") for n in names
+            ]
+        x0 += panel_w + gap
+    legend, _ = _legend(
+        [
+            (_line_swatch(c, "o"), role)
+            for role, c in ROLE_COLOURS.items()
+            if any(agents[n].get("role") == role for n in names)
+        ],
+        label_w,
+        height - 22,
+        width - label_w,
+    )
+    body.append(legend)
+    return s.document(
+        width,
+        height,
+        "".join(body),
+        id="fig-svg-headline",
+        label="Headline: D50, leakage resistance"
+        + (" and agent-prediction skill S" if has_skill else "")
+        + " per agent",
+    )
+
+
+def _headline_axes(
+    scale: s.Scale,
+    names: Sequence[str],
+    ys: Mapping[str, float],
+    top: float,
+    title: str,
+    axis: str,
+    ticks: Sequence[float],
+    fmt: Callable[[float], str],
+) -> str:
+    bottom = top + 26.0 * len(names)
+    return s.text(
+        (scale.start + scale.end) / 2, top - 18, title, size=12, anchor="middle", weight="bold"
+    ) + s.x_axis(scale, bottom, ticks, fmt, grid_to=top, label=axis)
+
+
+def _colour(a: Mapping[str, Any]) -> str:
+    return (
+        INVALID_CURVE
+        if a.get("valid") is False
+        else ROLE_COLOURS.get(str(a.get("role")), "#444444")
+    )
+
+
+def _d50_mark(name: str, a: Mapping[str, Any], scale: s.Scale, y: float, deepest: float) -> str:
+    d = a.get("d50") or {}
+    st = d.get("status")
+    c = _colour(a)
+    hollow = a.get("valid") is False
+    tip = f"{name}: D50 {d50_text(d)}"
+    if st == "estimated" and math.isfinite(_num(d.get("value"))):
+        v = _num(d["value"])
+        ends = _ends(d.get("ci"))
+        out = ""
+        if ends is not None:
+            lo, hi = ends
+            left = scale.clamped(lo if math.isfinite(lo) else 0.0)
+            right = scale.clamped(hi if math.isfinite(hi) else deepest + 1)
+            out += _hbar(left, right, y, c)
+        out += _marker("o", scale.clamped(v), y, c, hollow=hollow, r=4.5)
+        out += s.text(scale.clamped(v), y - 8, f"{v:.2f}", size=9, anchor="middle", fill="#333333")
+        return s.group(out, title=tip, data_agent=name)
+    if st in ("beyond", "below"):
+        bound = _num(d.get("lower_bound") if st == "beyond" else d.get("upper_bound"))
+        bound = deepest if st == "beyond" and math.isnan(bound) else bound
+        bound = 0.0 if math.isnan(bound) else bound
+        x = scale.clamped(bound)
+        end = scale.end - 2 if st == "beyond" else scale.start + 2
+        sign = ">" if st == "beyond" else "<"
+        return s.group(
+            _arrow(x, end, y, c)
+            + s.text(x, y - 7, f"{sign} {bound:g}", size=9, anchor="middle", fill="#333333"),
+            title=tip,
+            data_agent=name,
+        )
+    if st == "bracketed":
+        lo, hi = _num(d.get("lower_bound")), _num(d.get("upper_bound"))
+        if math.isfinite(lo) and math.isfinite(hi):
+            return s.group(
+                s.rect(
+                    scale.clamped(lo),
+                    y - 6,
+                    scale.clamped(hi) - scale.clamped(lo),
+                    12,
+                    fill=c,
+                    fill_opacity=0.45,
+                )
+                + s.text(
+                    (scale.clamped(lo) + scale.clamped(hi)) / 2,
+                    y - 8,
+                    f"{lo:g}–{hi:g}",
+                    size=9,
+                    anchor="middle",
+                    fill="#333333",
+                ),
+                title=tip,
+                data_agent=name,
+            )
+    return s.group(
+        s.text(scale.start + 6, y + 4, "not estimable", size=10, fill="#666666"),
+        title=tip,
+        data_agent=name,
+    )
+
+
+def _point_mark(
+    name: str, a: Mapping[str, Any], field: str, scale: s.Scale, y: float, proportion: bool
+) -> str:
+    d = a.get(field) or {}
+    v = _num(d.get("value"))
+    c = _colour(a)
+    if proportion:
+        tip = f"{name}: {field.replace('_', ' ')} {proportion_text(d)}"
+    else:
+        ends0 = _ends(d.get("ci"))
+        tip = (
+            f"{name}: S {v:.2f}" + (f" [{ends0[0]:.2f}, {ends0[1]:.2f}]" if ends0 else "")
+            if math.isfinite(v)
+            else f"{name}: S not measured ({d.get('reason')})"
+        )
+    if math.isnan(v):
+        return s.group(
+            s.text(scale.start + 6, y + 4, "n/a", size=10, fill="#666666"),
+            title=tip,
+            data_agent=name,
+        )
+    out = ""
+    ends = _ends(d.get("ci")) if d.get("status") != "not_estimable" else None
+    if ends is not None and all(math.isfinite(e) for e in ends):
+        out += _hbar(scale.clamped(ends[0]), scale.clamped(ends[1]), y, c)
+    out += _marker(
+        "o", scale.clamped(v), y, c, hollow=a.get("valid") is False or ends is None, r=4.5
+    )
+    return s.group(out, title=tip, data_agent=name)
+
+
+# -- accuracy by depth ----------------------------------------------------------------------
 
 
 def _panels(agents: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, list[str]]]:
@@ -225,80 +419,249 @@ def _panels(agents: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, list[str
     subjects = [n for n, a in agents.items() if a.get("role") not in ("control", "reference")]
     panels: list[tuple[str, list[str]]] = []
     shown: set[str] = set()
-    for s in subjects:
-        bases = {s, agents[s].get("base_agent")} - {None}
+    for sub in subjects:
+        bases = {sub, agents[sub].get("base_agent")} - {None}
         mine = [c for c in controls if agents[c].get("base_agent") in bases]
         shown.update(mine)
-        panels.append((s, mine))
+        panels.append((sub, mine))
     panels += [(c, []) for c in controls if c not in shown]
     if not panels:
         panels = [(n, []) for n, a in agents.items() if a.get("role") == "reference"]
     return panels
 
 
-def _depth_panel(ax: Any, agents: Mapping[str, Mapping[str, Any]], name: str,
-                 controls: Sequence[str], references: Sequence[str],
-                 xpos: Mapping[str, float]) -> None:
-    """One agent's panel of :func:`depth_curves_figure`. Every data line carries a gid:
-    ``false:``, ``true:``, ``control:``, ``reference:`` or ``reality:`` (the R0 point) and the
-    agent's name; the horizontal and vertical guides ``guide:…``."""
+def _depth_points(
+    agent: Mapping[str, Any], belief: str, xpos: Mapping[str, float]
+) -> list[tuple[str, float, float, float, float, Mapping[str, Any]]]:
+    """The cells of one curve in depth order: ``(label, x, value, lo, hi, cell)``; labels at
+    depth 0 (the reality check) are not part of it; a cell without an interval has nan ends."""
+    cells = (agent.get("accuracy_by_depth") or {}).get(belief) or {}
+    out = []
+    for lab, c in cells.items():
+        if lab not in xpos or not isinstance(c, Mapping) or c.get("value") is None:
+            continue
+        ends = _ends(c.get("ci")) if c.get("status") != "not_estimable" else None
+        lo, hi = ends if ends is not None else (math.nan, math.nan)
+        out.append((lab, xpos[lab], _num(c["value"]), lo, hi, c))
+    return sorted(out, key=lambda t: t[1])
+
+
+def _curve(
+    series: str,
+    pts: Sequence[tuple[str, float, float, float, float, Mapping[str, Any]]],
+    xs: s.Scale,
+    ys: s.Scale,
+    colour: str,
+    *,
+    shape: str | None,
+    width: float,
+    dash: str | None = None,
+    hollow: bool = False,
+    bars: bool = True,
+    opacity: float | None = None,
+    who: str = "",
+    dx: float = 0.0,
+) -> str:
+    """One series: a line through its points, a marker with hover text per point and, when
+    ``bars``, each point's interval."""
+    if not pts:
+        return ""
+    coords = [(xs(x) + dx, ys(v)) for _, x, v, _, _, _ in pts]
+    body = s.polyline(coords, stroke=colour, width=width, dash=dash) if len(coords) > 1 else ""
+    for (lab, _, _, lo, hi, cell), (px, py) in zip(pts, coords, strict=True):
+        mark = ""
+        if bars and math.isfinite(lo) and math.isfinite(hi):
+            mark += _vbar(px, ys.clamped(lo), ys.clamped(hi), colour)
+        if shape:
+            mark += _marker(shape, px, py, colour, hollow=hollow)
+        elif not bars:
+            mark += s.circle(px, py, 2.0, fill=colour)
+        body += s.group(mark, title=f"{who} {lab}: {proportion_text(cell)}", class_="point")
+    return s.group(body, data_series=series, opacity=opacity)
+
+
+def _guide(kind: str, xs: s.Scale, y: float, colour: str, dash: str) -> str:
+    return s.group(
+        s.line(xs.start, y, xs.end, y, stroke=colour, width=1.0, dash=dash), data_guide=kind
+    )
+
+
+def _depth_panel(
+    agents: Mapping[str, Mapping[str, Any]],
+    name: str,
+    controls: Sequence[str],
+    references: Sequence[str],
+    xpos: Mapping[str, float],
+    ticks: Sequence[str],
+    ox: float,
+    oy: float,
+) -> str:
+    """One agent's panel of :func:`depth_curves`, its top left corner at ``(ox, oy)``."""
     a = agents[name]
+    left, top = ox + 44, oy + 38
+    xs = s.Scale(-0.5, len(ticks) - 0.5, left, left + PANEL_W - 56)
+    ys = s.Scale(-0.03, 1.05, oy + PANEL_H - 36, top)
+    invalid = a.get("valid") is False
+    parts = [
+        s.y_axis(ys, xs.start, [0, 0.25, 0.5, 0.75, 1.0], _pct, grid_to=xs.end, label="accuracy")
+    ]
+    axis_y = ys.start
+    parts.append(s.line(xs.start, axis_y, xs.end, axis_y, stroke="#555555"))
+    for i, t in enumerate(ticks):
+        x = xs(float(i))
+        parts.append(s.line(x, axis_y, x, axis_y + 4, stroke="#555555"))
+        parts.append(
+            s.text(
+                x, axis_y + 15, "R0" if t == R0_TICK else t, size=9, anchor="middle", fill="#555555"
+            )
+        )
+    if R0_TICK in ticks:
+        parts.append(
+            s.text(xs(0.0), axis_y + 26, "reality", size=8, anchor="middle", fill="#555555")
+        )
+        divider = xs(0.5)
+        parts.append(
+            s.group(
+                s.line(divider, ys.end, divider, ys.start, stroke="#444444", width=0.8),
+                data_guide="r0-divider",
+            )
+        )
+    d50 = a.get("d50") or {}
+    for kind, value, colour, dash in (
+        ("chance", d50.get("chance"), "#999999", "2 3"),
+        ("halfway", d50.get("halfway"), "#999999", "6 3"),
+        ("validity", TRUE_BELIEF_THRESHOLD, INVALID_COLOUR, "1 3"),
+    ):
+        if isinstance(value, int | float):
+            parts.append(_guide(kind, xs, ys(float(value)), colour, dash))
     for ref in references:
-        xs, vs, _, _ = _depth_points(agents[ref], "false", xpos)
-        if ref != name and xs:
-            ax.plot(xs, vs, gid=f"reference:{ref}", **REFERENCE_STYLE)
+        if ref != name:
+            parts.append(
+                _curve(
+                    f"reference:{ref}",
+                    _depth_points(agents[ref], "false", xpos),
+                    xs,
+                    ys,
+                    REFERENCE_COLOUR,
+                    shape=None,
+                    width=0.9,
+                    bars=False,
+                    opacity=0.45,
+                    who=ref,
+                )
+            )
     for i, c in enumerate(controls):
         colour = CONTROL_COLOURS[i % len(CONTROL_COLOURS)]
-        xs, vs, lo, hi = _depth_points(agents[c], "false", xpos)
-        if xs:
-            bars = ax.errorbar([x + 0.08 for x in xs], vs, yerr=[lo, hi], color=colour,
-                               lw=1.6, ls="--", marker="s", ms=4, capsize=2, zorder=3)
-            bars.lines[0].set_gid(f"control:{c}")
-        r0 = _reality_point(agents[c])
-        if r0 is not None:
-            bars = ax.errorbar([0.08], [r0[0]], yerr=[[r0[1]], [r0[2]]], color=colour,
-                               marker="s", ms=4, capsize=2, zorder=3)
-            bars.lines[0].set_gid(f"reality:{c}")
-    invalid = a.get("valid") is False
-    xs, vs, _, _ = _depth_points(a, "true", xpos)
-    if xs:
-        ax.plot(xs, vs, gid=f"true:{name}", **TRUE_BELIEF_STYLE)
-    xs, vs, lo, hi = _depth_points(a, "false", xpos)
-    if xs:
-        bars = ax.errorbar([x - 0.08 for x in xs], vs, yerr=[lo, hi], capsize=2, zorder=4,
-                           **(INVALID_STYLE if invalid else AGENT_STYLE))
-        bars.lines[0].set_gid(f"false:{name}")
-    r0 = _reality_point(a)
-    if r0 is not None:
-        bars = ax.errorbar([-0.08], [r0[0]], yerr=[[r0[1]], [r0[2]]], color=AGENT_COLOUR,
-                           marker="D", ms=4.5, capsize=2, zorder=4)
-        bars.lines[0].set_gid(f"reality:{name}")
-    d50 = a.get("d50") or {}
-    if d50.get("chance") is not None:
-        ax.axhline(d50["chance"], gid="guide:chance", **GUIDE_STYLES["chance"])
-    if d50.get("halfway") is not None:
-        ax.axhline(d50["halfway"], gid="guide:halfway", **GUIDE_STYLES["halfway"])
-    ax.axhline(TRUE_BELIEF_THRESHOLD, gid="guide:validity", **GUIDE_STYLES["validity"])
-    ax.set_title(f"{name} (INVALID)" if invalid else name, fontsize=10, pad=11,
-                 color=INVALID_RED if invalid else "black",
-                 fontweight="bold" if invalid else "normal")
+        parts.append(
+            _curve(
+                f"control:{c}",
+                _depth_points(agents[c], "false", xpos),
+                xs,
+                ys,
+                colour,
+                shape="s",
+                width=1.6,
+                dash="5 3",
+                who=f"{c} false belief",
+                dx=3.0,
+            )
+        )
+        parts.append(_reality(agents[c], c, xs, ys, colour, "s", dx=3.0))
+    parts.append(
+        _curve(
+            f"true:{name}",
+            _depth_points(a, "true", xpos),
+            xs,
+            ys,
+            AGENT_COLOUR,
+            shape="^",
+            width=1.0,
+            dash="1 2",
+            hollow=True,
+            bars=False,
+            who=f"{name} true belief",
+        )
+    )
+    parts.append(
+        _curve(
+            f"false:{name}",
+            _depth_points(a, "false", xpos),
+            xs,
+            ys,
+            INVALID_CURVE if invalid else AGENT_COLOUR,
+            shape="o",
+            width=1.2 if invalid else 2.2,
+            dash="5 3" if invalid else None,
+            hollow=invalid,
+            who=f"{name} false belief",
+            dx=-3.0,
+        )
+    )
+    parts.append(_reality(a, name, xs, ys, AGENT_COLOUR, "D", dx=-3.0))
     role = a.get("role") or "agent"
-    vs_controls = ", ".join(f"{c} (INVALID)" if agents[c].get("valid") is False else c
-                            for c in controls)
-    ax.text(0.5, 1.01, f"{role}" + (f" · control: {vs_controls}" if controls else ""),
-            transform=ax.transAxes, ha="center", va="bottom", fontsize=7, color="#555")
+    vs = ", ".join(f"{c} (INVALID)" if agents[c].get("valid") is False else c for c in controls)
+    title = f"{name} (INVALID)" if invalid else name
+    parts.append(
+        s.text(
+            (xs.start + xs.end) / 2,
+            oy + 14,
+            title,
+            size=12,
+            anchor="middle",
+            fill=INVALID_COLOUR if invalid else "#222222",
+            weight="bold",
+            class_="panel-title",
+        )
+    )
+    parts.append(
+        s.text(
+            (xs.start + xs.end) / 2,
+            oy + 27,
+            role + (f" · control: {vs}" if controls else ""),
+            size=9,
+            anchor="middle",
+            fill="#555555",
+        )
+    )
+    return s.group("".join(parts), class_="panel", data_agent=name)
 
 
-def depth_curves_figure(profile: Mapping[str, Any]) -> Any:
-    """The accuracy-by-depth small multiples as a matplotlib Figure (None: nothing to draw).
+R0_TICK = "R0 reality"
+PANEL_W = 330.0
+PANEL_H = 262.0
+
+
+def _reality(
+    a: Mapping[str, Any], name: str, xs: s.Scale, ys: s.Scale, colour: str, shape: str, dx: float
+) -> str:
+    """The R0 reality check of ``name``, a point apart left of the divider."""
+    rc = a.get("reality_check") or {}
+    v = _num(rc.get("value"))
+    if math.isnan(v):
+        return ""
+    return _curve(
+        f"reality:{name}",
+        [("R0", 0.0, v, *(_ends(rc.get("ci")) or (math.nan, math.nan)), rc)],
+        xs,
+        ys,
+        colour,
+        shape=shape,
+        width=1.0,
+        who=f"{name} reality check",
+        dx=dx,
+    )
+
+
+def depth_curves(profile: Mapping[str, Any]) -> str | None:
+    """Accuracy by depth as small multiples (None: nothing to draw).
 
     One panel per agent under test (:func:`_panels`), on a shared 0–1 accuracy axis: its
-    false-belief curve (solid blue, the 95% interval stored with each point; an INVALID
-    agent's dashed grey, and its title says INVALID), its true-belief curve (dotted, no
-    intervals), its control's false-belief curve (dashed orange, intervals) and every
-    reference faint in grey (no intervals) for orientation; the agent's chance and D50
-    halfway lines and the 90% validity threshold. R0, the reality check, is a point apart,
-    left of a divider, never on the false-belief curve."""
+    false-belief curve (solid blue circles, the 95% interval stored with each point; an
+    INVALID agent's dashed grey and hollow, and its title says INVALID), its true-belief curve
+    (dotted, hollow triangles, no intervals), its control's false-belief curve (dashed orange
+    squares, intervals) and every reference faint in grey (no intervals) for orientation;
+    the agent's chance and D50 halfway lines and the 90% validity threshold. R0, the reality
+    check, is a point apart, left of a divider, never on the false-belief curve."""
     agents: Mapping[str, Mapping[str, Any]] = profile.get("agents", {})
     labels: set[str] = set()
     for a in agents.values():
@@ -307,52 +670,78 @@ def depth_curves_figure(profile: Mapping[str, Any]) -> Any:
     order = sorted((lab for lab in labels if depth_label_number(lab) != 0), key=depth_sort_key)
     if not order:
         return None
-    has_r0 = any(_reality_point(a) is not None for a in agents.values())
-    ticks = (["R0\nreality"] if has_r0 else []) + order
+    has_r0 = any(
+        math.isfinite(_num((a.get("reality_check") or {}).get("value"))) for a in agents.values()
+    )
+    ticks = ([R0_TICK] if has_r0 else []) + order
     xpos = {lab: float(ticks.index(lab)) for lab in order}
     panels = _panels(agents)
     references = [n for n, a in agents.items() if a.get("role") == "reference"]
-    fig, axes = _grid(len(panels), 4.0, 3.0, 1.1)
-    for ax, (name, controls) in zip(axes, panels, strict=True):
-        _depth_panel(ax, agents, name, controls, references, xpos)
-        if has_r0:
-            ax.axvline(0.5, color="#444", lw=0.8, gid="guide:r0-divider")
-        ax.set_xticks([float(i) for i in range(len(ticks))], ticks, fontsize=7)
-        ax.set_xlim(-0.5, len(ticks) - 0.5)
-        ax.set_ylim(-0.03, 1.05)
-        ax.grid(alpha=0.25, lw=0.5)
-        if ax.get_subplotspec().is_first_col():
-            ax.set_ylabel("accuracy")
-    from matplotlib.lines import Line2D
-
-    key = [Line2D([], [], **AGENT_STYLE, label="false-belief (95% interval)")]
+    ncols = max(1, min(MAX_COLUMNS, len(panels)))
+    nrows = math.ceil(len(panels) / ncols)
+    width = ncols * PANEL_W + 20
+    head = 30.0
+    body = []
+    for i, (name, controls) in enumerate(panels):
+        ox = 10 + (i % ncols) * PANEL_W
+        oy = head + (i // ncols) * PANEL_H
+        body.append(_depth_panel(agents, name, controls, references, xpos, ticks, ox, oy))
+    key: list[tuple[Callable[[float, float], str], str]] = [
+        (_line_swatch(AGENT_COLOUR, "o", width=2.2), "false belief (95% interval)")
+    ]
     if any(agents[n].get("valid") is False for n, _ in panels):
-        key.append(Line2D([], [], **INVALID_STYLE, label="false-belief of an INVALID agent"))
-    key.append(Line2D([], [], **TRUE_BELIEF_STYLE, label="true-belief"))
+        key.append(
+            (
+                _line_swatch(INVALID_CURVE, "o", dash="5 3", hollow=True),
+                "false belief of an INVALID agent",
+            )
+        )
+    key.append((_line_swatch(AGENT_COLOUR, "^", dash="1 2", hollow=True, width=1.0), "true belief"))
     if any(c for _, c in panels):
-        key.append(Line2D([], [], color=CONTROL_COLOURS[0], lw=1.6, ls="--", marker="s",
-                          ms=4, label="its control, false-belief (95% interval)"))
+        key.append(
+            (
+                _line_swatch(CONTROL_COLOURS[0], "s", dash="5 3", width=1.6),
+                "its control, false belief (95% interval)",
+            )
+        )
     if has_r0:
-        key.append(Line2D([], [], color=AGENT_COLOUR, ls="none", marker="D", ms=4.5,
-                          label="R0 reality check (not a false-belief item)"))
+        key.append(
+            (
+                lambda x, y: _marker("D", x, y, AGENT_COLOUR),
+                "R0 reality check (not a false-belief item)",
+            )
+        )
     if references:
-        key.append(Line2D([], [], **REFERENCE_STYLE,
-                          label="references, faint: " + ", ".join(references)))
-    key += [Line2D([], [], **GUIDE_STYLES[g], label=label) for g, label in (
-        ("chance", "chance"), ("halfway", "halfway (D50)"),
-        ("validity", "90% validity threshold (true belief, R0)"))]
-    fig.legend(handles=key, loc="outside lower center", ncols=3, fontsize=7, frameon=False)
-    who = ("one panel per agent under test" if any(agents[s].get("role") != "reference"
-                                                  for s, _ in panels)
-           else "one panel per reference (no agent under test in this run)")
-    fig.suptitle(f"Accuracy by depth, {who}", fontsize=10)
-    return fig
+        key.append(
+            (
+                _line_swatch(REFERENCE_COLOUR, width=0.9),
+                "references, faint: " + ", ".join(references),
+            )
+        )
+    key += [
+        (_line_swatch("#999999", dash="2 3", width=1.0), "chance"),
+        (_line_swatch("#999999", dash="6 3", width=1.0), "halfway (D50)"),
+        (
+            _line_swatch(INVALID_COLOUR, dash="1 3", width=1.0),
+            "90% validity threshold (true belief, R0)",
+        ),
+    ]
+    legend_y = head + nrows * PANEL_H + 4
+    legend, legend_h = _legend(key, 20, legend_y, width - 30)
+    body.append(legend)
+    who = (
+        "one panel per agent under test"
+        if any(agents[sub].get("role") != "reference" for sub, _ in panels)
+        else "one panel per reference (no agent under test in this run)"
+    )
+    title = f"Accuracy by depth, {who}"
+    body.insert(0, s.text(width / 2, 18, title, size=13, anchor="middle", weight="bold"))
+    return s.document(
+        width, legend_y + legend_h + 6, "".join(body), id="fig-svg-depth-curves", label=title
+    )
 
 
-def depth_curves(profile: Mapping[str, Any]) -> bytes | None:
-    """:func:`depth_curves_figure` as PNG bytes."""
-    fig = depth_curves_figure(profile)
-    return None if fig is None else _png(fig)
+# -- error types ------------------------------------------------------------------------------
 
 
 def _error_group(code: str) -> str:
@@ -361,161 +750,221 @@ def _error_group(code: str) -> str:
     return code if code in ERROR_COLOURS else "other"
 
 
-def error_types(profile: Mapping[str, Any], max_agents: int = 4) -> bytes | None:
+def error_types(profile: Mapping[str, Any], max_agents: int = 4) -> str | None:
     """Stacked shares of false-belief answers by depth: correct, reality leak, projection,
-    truncation, other; one panel per agent (agents under test and controls first)."""
+    truncation, other; one panel per agent (at most ``max_agents``, in the profile's order).
+    Counts, no interval: each segment's hover text gives its count of the cell's n."""
     agents = profile.get("agents", {})
     names = [n for n, a in agents.items() if (a.get("error_types_by_depth") or {}).get("false")]
     if not names:
         return None
     names = names[:max_agents]
-    fig = _fig(3.4 * len(names) + 1.6, 3.8)
-    axes = fig.subplots(1, len(names), sharey=True, squeeze=False)[0]
-    for ax, n in zip(axes, names, strict=True):
+    panel_w, top, plot_h = 260.0, 46.0, 170.0
+    width = 60 + panel_w * len(names) + 10
+    ys = s.Scale(0.0, 1.0, top + plot_h, top)
+    body = [
+        s.text(
+            width / 2,
+            18,
+            "Error types by depth (false-belief items; counts, no interval)",
+            size=13,
+            anchor="middle",
+            weight="bold",
+        )
+    ]
+    for k, n in enumerate(names):
         cells = agents[n]["error_types_by_depth"]["false"]
         order = sorted(cells, key=depth_sort_key)
-        bottoms = [0.0] * len(order)
-        for group in ERROR_COLOURS:
-            vals = []
-            for lab in order:
-                c = cells[lab]
-                if group == "correct":
-                    vals.append((c["n"] - c["n_wrong"]) / c["n"])
+        x0 = 60 + k * panel_w
+        xs = s.Scale(-0.5, len(order) - 0.5, x0 + 4, x0 + panel_w - 52)
+        parts = [
+            s.y_axis(
+                ys, x0, [0, 0.25, 0.5, 0.75, 1.0], _pct, label="share of items" if k == 0 else None
+            )
+        ]
+        bw = 0.7 * (xs.end - xs.start) / max(len(order), 1)
+        for i, lab in enumerate(order):
+            c = cells[lab]
+            total = c.get("n") or 0
+            bottom = 0.0
+            for grp, colour in ERROR_COLOURS.items():
+                if grp == "correct":
+                    cnt = total - c.get("n_wrong", 0)
                 else:
-                    cnt = sum(v for k, v in c["counts"].items() if _error_group(k) == group)
-                    vals.append(cnt / c["n"])
-            ax.bar(range(len(order)), vals, bottom=bottoms, color=ERROR_COLOURS[group],
-                   label=group.replace("_", " "))
-            bottoms = [b + v for b, v in zip(bottoms, vals, strict=True)]
-        ax.set_xticks(range(len(order)), order, rotation=45, fontsize=8)
-        ax.set_title(f"{n}", fontsize=10)
-        ax.set_ylim(0, 1)
-    axes[0].set_ylabel("share of false-belief items (counts, no interval)")
-    axes[-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    return _png(fig)
+                    cnt = sum(
+                        v
+                        for code, v in (c.get("counts") or {}).items()
+                        if _error_group(code) == grp
+                    )
+                if not total or not cnt:
+                    continue
+                share = cnt / total
+                y_hi, y_lo = ys(bottom + share), ys(bottom)
+                parts.append(
+                    s.group(
+                        s.rect(xs(float(i)) - bw / 2, y_hi, bw, y_lo - y_hi, fill=colour),
+                        title=f"{n} {lab}: {grp.replace('_', ' ')} {cnt} of {total} "
+                        f"({100 * share:.1f}%)",
+                        data_group=grp,
+                    )
+                )
+                bottom += share
+            parts.append(
+                s.text(xs(float(i)), ys.start + 14, lab, size=9, anchor="middle", fill="#555555")
+            )
+        parts.append(s.line(xs.start, ys.start, xs.end, ys.start, stroke="#555555"))
+        parts.append(
+            s.text(
+                (xs.start + xs.end) / 2,
+                top - 10,
+                n,
+                size=11,
+                anchor="middle",
+                weight="bold",
+                class_="panel-title",
+            )
+        )
+        body.append(s.group("".join(parts), class_="panel", data_agent=n))
+    legend, legend_h = _legend(
+        [(_box_swatch(c), g.replace("_", " ")) for g, c in ERROR_COLOURS.items()],
+        60,
+        top + plot_h + 26,
+        width - 70,
+    )
+    body.append(legend)
+    return s.document(
+        width,
+        top + plot_h + 26 + legend_h + 4,
+        "".join(body),
+        id="fig-svg-error-types",
+        label="Error types by depth",
+    )
 
 
-def reliability_figure(profile: Mapping[str, Any]) -> Any:
+# -- reliability ------------------------------------------------------------------------------
+
+
+def reliability(profile: Mapping[str, Any]) -> str | None:
     """The reliability diagram as small multiples (None: no agent stated confidence): one
     panel per agent with calibration, accuracy against stated confidence per bin (Wilson 95%
-    per bin) beside the diagonal of perfect calibration, ECE in the panel's title."""
+    per bin) beside the diagonal of perfect calibration, ECE in the panel."""
     agents = profile.get("agents", {})
-    names = [n for n, a in agents.items()
-             if (a.get("calibration") or {}).get("available")
-             and (a["calibration"].get("reliability") or [])]
+    names = [
+        n
+        for n, a in agents.items()
+        if (a.get("calibration") or {}).get("available")
+        and (a["calibration"].get("reliability") or [])
+    ]
     if not names:
         return None
-    fig, axes = _grid(len(names), 2.8, 2.6, 0.5, max_columns=RELIABILITY_COLUMNS)
+    pw, ph = 240.0, 220.0
     ncols = min(RELIABILITY_COLUMNS, len(names))
-    for i, (ax, n) in enumerate(zip(axes, names, strict=True)):
+    nrows = math.ceil(len(names) / ncols)
+    width = ncols * pw + 20
+    head = 30.0
+    body = [
+        s.text(
+            width / 2,
+            18,
+            "Reliability diagram, one panel per agent (dashed: perfect calibration)",
+            size=13,
+            anchor="middle",
+            weight="bold",
+        )
+    ]
+    for i, n in enumerate(names):
+        ox, oy = 10 + (i % ncols) * pw, head + (i // ncols) * ph
+        xs = s.Scale(0.0, 1.0, ox + 52, ox + pw - 14)
+        ys = s.Scale(0.0, 1.02, oy + ph - 46, oy + 22)
         cal = agents[n]["calibration"]
-        bins = cal["reliability"]
-        xs = [_num(b.get("confidence")) for b in bins]
-        ys = [_num(b.get("accuracy")) for b in bins]
-        cis = [b.get("ci") or (y, y) for b, y in zip(bins, ys, strict=True)]
-        lo = [max(y - _num(c[0]), 0.0) if math.isfinite(_num(c[0])) else 0.0
-              for y, c in zip(ys, cis, strict=True)]
-        hi = [max(_num(c[1]) - y, 0.0) if math.isfinite(_num(c[1])) else 0.0
-              for y, c in zip(ys, cis, strict=True)]
-        ax.plot([0, 1], [0, 1], color="#999", ls="--", lw=1, gid="guide:perfect")
-        bars = ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", ms=4, color=AGENT_COLOUR,
-                           capsize=2, lw=1.5)
-        bars.lines[0].set_gid(f"calibration:{n}")
+        parts = [
+            s.y_axis(
+                ys,
+                xs.start,
+                [0, 0.5, 1.0],
+                lambda t: f"{t:g}",
+                grid_to=xs.end,
+                label="accuracy (Wilson 95%)" if i % ncols == 0 else None,
+                size=9,
+            ),
+            s.x_axis(
+                xs, ys.start, [0, 0.5, 1.0], lambda t: f"{t:g}", label="stated confidence", size=9
+            ),
+            s.group(
+                s.line(xs(0), ys(0), xs(1), ys(1), stroke="#999999", dash="5 3"),
+                data_guide="perfect",
+            ),
+        ]
+        pts = []
+        for b in cal["reliability"]:
+            conf, acc = _num(b.get("confidence")), _num(b.get("accuracy"))
+            if math.isnan(conf) or math.isnan(acc):
+                continue
+            lo, hi = _ends(b.get("ci")) or (math.nan, math.nan)
+            pts.append(
+                (
+                    f"confidence {conf:.2f}",
+                    conf,
+                    acc,
+                    lo,
+                    hi,
+                    {"value": acc, "ci": b.get("ci"), "n": b.get("n")},
+                )
+            )
+        parts.append(
+            _curve(f"calibration:{n}", pts, xs, ys, AGENT_COLOUR, shape="o", width=1.5, who=n)
+        )
         e = cal.get("ece") or {}
         ece = _num(e.get("value"))
-        ax.set_title(n, fontsize=9)
-        ax.text(0.03, 0.97, f"ECE {ece:.3f} (n={e.get('n')})" if math.isfinite(ece) else
-                "ECE n/a", transform=ax.transAxes, ha="left", va="top", fontsize=7)
-        ax.set_xlim(0, 1)
-        ax.set_ylim(0, 1.02)
-        ax.grid(alpha=0.3, lw=0.5)
-        ax.tick_params(labelsize=7)
-        if ax.get_subplotspec().is_first_col():
-            ax.set_ylabel("accuracy (Wilson 95%)", fontsize=8)
-        if i + ncols >= len(names):  # no panel below
-            ax.set_xlabel("stated confidence", fontsize=8)
-    fig.suptitle("Reliability diagram, one panel per agent (dashed: perfect calibration)",
-                 fontsize=10)
-    return fig
+        parts.append(
+            s.text(
+                xs.start + 6,
+                ys.end + 12,
+                f"ECE {ece:.3f} (n={e.get('n')})" if math.isfinite(ece) else "ECE n/a",
+                size=9,
+                fill="#333333",
+            )
+        )
+        parts.append(
+            s.text(
+                (xs.start + xs.end) / 2,
+                oy + 12,
+                n,
+                size=11,
+                anchor="middle",
+                weight="bold",
+                class_="panel-title",
+            )
+        )
+        body.append(s.group("".join(parts), class_="panel", data_agent=n))
+    return s.document(
+        width,
+        head + nrows * ph + 4,
+        "".join(body),
+        id="fig-svg-reliability",
+        label="Reliability diagram, one panel per agent",
+    )
 
 
-def reliability(profile: Mapping[str, Any]) -> bytes | None:
-    """:func:`reliability_figure` as PNG bytes."""
-    fig = reliability_figure(profile)
-    return None if fig is None else _png(fig)
-
-
-CONTRAST_METRICS = (
-    ("false_belief_accuracy", "FB accuracy"),
-    ("leakage_resistance", "leakage resistance"),
-    ("applied_gap", "applied-ToM gap"),
-    ("games_accuracy", "games accuracy"),
-    ("abc_dissociation", "A/B/C dissociation"),
-    ("log_score_c", "log score (C)"),
-)
-
-
-def contrast_bars(profile: Mapping[str, Any]) -> bytes | None:
-    """Base-model subtraction (agent − control) and ablation credit (full − ablated) with their
-    paired 95% intervals (each metric's own method); proportions left, D50 (depth units)
-    right. Contrasts without an interval (too few items) are left out."""
-    rows: list[tuple[str, float, float, float]] = []
-    d50_rows: list[tuple[str, float, float, float]] = []
-    for name, a in profile.get("agents", {}).items():
-        blocks: list[tuple[str, Mapping[str, Any]]] = []
-        mc = a.get("minus_control") or {}
-        if mc.get("available"):
-            blocks.append((f"{name} − control", mc["metrics"]))
-        for module, blk in (a.get("ablation_credit") or {}).items():
-            blocks.append((f"{name}: {module}", blk["metrics"]))
-        for label, metrics in blocks:
-            for key, short in CONTRAST_METRICS:
-                d = metrics.get(key) or {}
-                if d.get("difference") is None or not d.get("ci"):
-                    continue
-                lo, hi = d["ci"]
-                rows.append((f"{label} · {short}", float(d["difference"]), _num(lo), _num(hi)))
-            d = metrics.get("d50") or {}
-            if d.get("difference") is not None and d.get("ci"):
-                lo, hi = d["ci"]
-                d50_rows.append((label, float(d["difference"]), _num(lo), _num(hi)))
-    if not rows and not d50_rows:
-        return None
-    h = 0.32 * max(len(rows), len(d50_rows), 3) + 1.6
-    fig = _fig(12, h)
-    axes = fig.subplots(1, 2, width_ratios=[3, 2])
-    for ax, data, title in ((axes[0], rows, "Differences in proportions / scores"),
-                            (axes[1], d50_rows, "D50 difference (depth levels)")):
-        ys = list(range(len(data)))[::-1]
-        for y, r in zip(ys, data, strict=True):
-            v, lo, hi = r[1], r[2], r[3]
-            colour = "#4c9a5a" if v >= 0 else "#d1495b"
-            ax.barh(y, v, color=colour, alpha=0.75, height=0.6)
-            if not (math.isnan(lo) or math.isnan(hi)):
-                ax.errorbar(v, y, xerr=[[max(v - lo, 0)], [max(hi - v, 0)]], color="black",
-                            capsize=3, lw=1)
-        ax.axvline(0, color="black", lw=0.8)
-        ax.set_yticks(ys, [r[0] for r in data], fontsize=7)
-        ax.set_title(title + "\n(bars: paired 95% intervals)", fontsize=10)
-        ax.grid(axis="x", alpha=0.3)
-    return _png(fig)
-
-
-FIGURES = (
+FIGURES: tuple[tuple[str, str, Callable[[Mapping[str, Any]], str | None]], ...] = (
     ("headline", "Headline: D50, leakage resistance and agent-prediction skill", headline),
-    ("depth_curves", "Accuracy by depth, one panel per agent under test: its control and the "
-     "references", depth_curves),
+    (
+        "depth_curves",
+        "Accuracy by depth, one panel per agent under test: its control and the references",
+        depth_curves,
+    ),
     ("error_types", "Error types by depth (false-belief items)", error_types),
     ("reliability", "Reliability diagram, one panel per agent", reliability),
-    ("contrasts", "Base-model subtraction and ablation credit", contrast_bars),
 )
+"""The profile-wide figures, in report order: ``(key, caption, function)``. The contrasts are
+drawn per agent, as forest plots (:mod:`reports._forest`)."""
 
 
-def figures(profile: Mapping[str, Any]) -> list[tuple[str, str, bytes]]:
-    """Every figure the profile supports, as ``(key, caption, png bytes)``."""
+def figures(profile: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """Every profile-wide figure the profile supports, as ``(key, caption, svg text)``."""
     out = []
     for key, caption, fn in FIGURES:
-        png = fn(profile)
-        if png is not None:
-            out.append((key, caption, png))
+        svg = fn(profile)
+        if svg is not None:
+            out.append((key, caption, svg))
     return out

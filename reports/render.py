@@ -18,7 +18,6 @@ operator path built with the seed in it.
 
 from __future__ import annotations
 
-import base64
 import csv
 import html
 import io
@@ -26,6 +25,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -241,11 +241,12 @@ def _agent_order(profile: Mapping[str, Any]) -> list[str]:
     return sorted(agents, key=lambda n: role_order(str(agents[n].get("role")), n))
 
 
-def _agent_section(name: str, a: Mapping[str, Any]) -> list[str]:
-    """An agent's Markdown section; figures without an interval for their size are said to
-    be so once, under its title."""
+def _agent_section(name: str, a: Mapping[str, Any], *, contrasts: bool = True,
+                   forests: Mapping[str, str] | None = None) -> list[str]:
+    """An agent's Markdown section (:func:`_agent_markdown`); figures without an interval for
+    their size are said to be so once, under its title."""
     with small_n_said_once() as tally:
-        lines = _agent_markdown(name, a)
+        lines = _agent_markdown(name, a, contrasts=contrasts, forests=forests)
     if tally:
         at = 2 + 2 * len(a.get("notices") or [])  # under its title and notices
         lines[at:at] = [tally.note(), ""]
@@ -476,13 +477,14 @@ def render_markdown(
     *,
     figures_dir: str | Path | None = None,
     figures_link_prefix: str = "",
-    figures: Sequence[tuple[str, str, bytes]] | None = None,
+    figures: Sequence[tuple[str, str, str]] | None = None,
     reveal_held_out: bool = False,
 ) -> str:
-    """The profile as Markdown. With ``figures_dir`` the figures are written there as PNG files
-    and linked (``figures_link_prefix`` + file name); without it they are left out, and the
-    report says so. ``figures`` reuses figures already drawn by :func:`reports._plots.figures`.
-    A held-out run's seed is printed only with ``reveal_held_out`` (operators)."""
+    """The profile as Markdown. With ``figures_dir`` the figures (and each agent's contrast
+    forest plots) are written there as SVG files and linked (``figures_link_prefix`` + file
+    name); without it they are left out, and the report says so. ``figures`` reuses figures
+    already drawn by :func:`reports._plots.figures`. A held-out run's seed is printed only
+    with ``reveal_held_out`` (operators)."""
     run = profile["run"]
     out: list[str] = [f"# mindledger profile — run `{run['id']}`", ""]
     out += _verdict_markdown(verdict(profile))
@@ -501,6 +503,7 @@ def render_markdown(
     if tally:
         out += [tally.note(), ""]
     figs: dict[str, str] = {}
+    forests: dict[str, str] = {}
     if figures_dir is not None:
         if figures is None:
             from reports._plots import figures as draw
@@ -508,16 +511,23 @@ def render_markdown(
             figures = draw(profile)
         d = Path(figures_dir)
         d.mkdir(parents=True, exist_ok=True)
-        for key, caption, png in figures:
-            (d / f"{key}.png").write_bytes(png)
-            figs[key] = f"![{caption}]({figures_link_prefix}{key}.png)"
+        for key, caption, svg in figures:
+            (d / f"{key}.svg").write_text(svg, encoding="utf-8")
+            figs[key] = f"![{caption}]({figures_link_prefix}{key}.svg)"
+        for name, a in profile["agents"].items():
+            for block in _contrast_blocks(name, a):
+                forest = _forest_svg(block)
+                if forest is not None:
+                    (d / f"{block.fig_id}.svg").write_text(forest, encoding="utf-8")
+                    forests[block.fig_id] = (f"![{block.title}: forest plot]"
+                                             f"({figures_link_prefix}{block.fig_id}.svg)")
     else:
         out += ["_Figures: not included (render with an output path to write them)._", ""]
-    for key in ("headline", "depth_curves", "error_types", "reliability", "contrasts"):
+    for key in ("headline", "depth_curves", "error_types", "reliability"):
         if key in figs:
             out += [figs[key], ""]
     for name in _agent_order(profile):
-        out += _agent_section(name, profile["agents"][name])
+        out += _agent_section(name, profile["agents"][name], forests=forests)
     if (profile.get("proxy") or {}).get("agents"):
         out += ["## Query proxy", "", f"_{profile['proxy']['scope']}._", "",
                 _table(PROXY_HEAD, _proxy_rows(profile["proxy"])), ""]
@@ -543,7 +553,11 @@ def _all_contrasts_markdown(profile: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _agent_markdown(name: str, a: Mapping[str, Any]) -> list[str]:
+def _agent_markdown(name: str, a: Mapping[str, Any], *, contrasts: bool = True,
+                    forests: Mapping[str, str] | None = None) -> list[str]:
+    """One agent's section. ``contrasts=False`` leaves out its contrast blocks (the HTML draws
+    them itself); ``forests`` links each block's forest plot by its figure id."""
+    forests = forests or {}
     out = [f"## {name} ({a.get('role')})", ""]
     for n in a.get("notices", []):
         out += [f"> **{n}**", ""]
@@ -645,28 +659,85 @@ def _agent_markdown(name: str, a: Mapping[str, Any]) -> list[str]:
             f"accuracy){'; by family ' + json.dumps(api['by_family']) if api.get('count') else ''}"
             + (f"; {api['ok_without_score']} ok trials without a score counted as wrong"
                if api.get("ok_without_score") else "") + ".", ""]
+    if contrasts:
+        for block in _contrast_blocks(name, a):
+            out += list(block.lead)
+            if block.fig_id in forests:
+                out += [forests[block.fig_id], ""]
+            if block.rows:
+                out += [_table(block.head, block.rows), ""]
+    return out
+
+
+@dataclass(frozen=True)
+class _ContrastBlock:
+    """One of an agent's contrast blocks (agent − control, or one module's ablation credit):
+    the Markdown before its table (heading, notes), the table, and what its forest plot
+    draws. A block with no rows is a sentence saying why there is no contrast."""
+
+    fig_id: str
+    """``forest-<agent>-minus-control`` or ``forest-<agent>-ablation-<module>`` (slugs)."""
+    title: str
+    lead: tuple[str, ...]
+    head: tuple[str, ...] = ()
+    rows: tuple[tuple[str, ...], ...] = ()
+    metrics: Mapping[str, Any] | None = None
+
+
+def _slug(text: str) -> str:
+    return "-".join("".join(c if c.isalnum() else " " for c in text.lower()).split()) or "x"
+
+
+def _contrast_blocks(name: str, a: Mapping[str, Any]) -> list[_ContrastBlock]:
+    """The agent's base-model subtraction and its ablation credits, in report order."""
+    out = []
     mc = a.get("minus_control") or {}
+    fig = f"forest-{_slug(name)}-minus-control"
     command = (a.get("spec") or {}).get("adapter") == "command"
     zero = contrast_note(mc, agent=name, command=command)
-    if zero:
-        out += [f"Base-model subtraction ({mc['direction']}): {zero}", ""]
+    if zero:  # zero by construction: one sentence, no table and no plot
+        out.append(_ContrastBlock(
+            fig, "Agent − control",
+            (f"Base-model subtraction ({mc['direction']}): {zero}", "")))
     elif mc.get("available"):
-        out += [f"### Base-model subtraction: {mc['direction']}", ""]
+        lead = [f"### Base-model subtraction: {mc['direction']}", ""]
         if mc.get("note"):
-            out += [f"> {mc['note']}", ""]
-        out += [_table(["metric", "agent", "control", "difference [95%]", "n", "p",
-                        "p (Holm)"], _contrast_rows(mc["metrics"], ("agent", "control"))), ""]
+            lead += [f"> {mc['note']}", ""]
+        rows = _contrast_rows(mc["metrics"], ("agent", "control"))
+        out.append(_ContrastBlock(
+            fig, f"Agent − control: {mc['direction']}", tuple(lead),
+            ("metric", "agent", "control", "difference [95%]", "n", "p", "p (Holm)"),
+            tuple(tuple(r) for r in rows), mc["metrics"]))
     else:
-        out += [f"Base-model subtraction: {mc.get('reason', 'not available')}.", ""]
+        out.append(_ContrastBlock(
+            fig, "Agent − control",
+            (f"Base-model subtraction: {mc.get('reason', 'not available')}.", "")))
     for module, blk in (a.get("ablation_credit") or {}).items():
         zero = contrast_note(blk, agent=name)
         if zero:
-            out += [f"Ablation credit of {module} ({blk['direction']}): {zero}", ""]
+            out.append(_ContrastBlock(
+                f"forest-{_slug(name)}-ablation-{_slug(module)}",
+                f"Ablation credit of {module}",
+                (f"Ablation credit of {module} ({blk['direction']}): {zero}", "")))
             continue
-        out += [f"### Ablation credit: {module} ({blk['direction']})", ""]
-        out += [_table(["metric", "full", "ablated", "credit [95%]", "n", "p", "p (Holm)"],
-                       _contrast_rows(blk["metrics"], ("full", "ablated"))), ""]
+        rows = _contrast_rows(blk["metrics"], ("full", "ablated"))
+        out.append(_ContrastBlock(
+            f"forest-{_slug(name)}-ablation-{_slug(module)}",
+            f"Ablation credit of {module}: {blk['direction']}",
+            (f"### Ablation credit: {module} ({blk['direction']})", ""),
+            ("metric", "full", "ablated", "credit [95%]", "n", "p", "p (Holm)"),
+            tuple(tuple(r) for r in rows), blk["metrics"]))
     return out
+
+
+def _forest_svg(block: _ContrastBlock) -> str | None:
+    """The block's forest plot (:mod:`reports._forest`); None when it has nothing to draw."""
+    if block.metrics is None:
+        return None
+    from reports._forest import forest_plot, forest_rows
+
+    return forest_plot(forest_rows(block.metrics, CONTRAST_LABELS), title=block.title,
+                       fig_id=block.fig_id)
 
 
 def _r2_self_lines(r: Mapping[str, Any]) -> list[str]:
@@ -724,8 +795,9 @@ th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:left;vertical-align:
 th{background:#f4f4f4}.notice{background:#fdecea;border-left:5px solid #d1495b;
 padding:.6rem 1rem;margin:.6rem 0;font-weight:600}.info{background:#eef5fb;
 border-left:5px solid #00798c;padding:.6rem 1rem;margin:.6rem 0}
-.legend{color:#555;font-size:.85rem}figure{margin:1rem 0}img{max-width:100%;
-border:1px solid #eee}figcaption{color:#555;font-size:.85rem}
+.legend{color:#555;font-size:.85rem}figure{margin:1rem 0}figure>svg{max-width:100%;
+height:auto;border:1px solid #eee;background:#fff}figcaption{color:#555;font-size:.85rem}
+details>summary{cursor:pointer;color:#333}
 .verdict{background:#fafafa;border:1px solid #ddd;padding:.2rem 1rem .4rem;margin:.6rem 0}
 .verdict h2{margin-top:.4rem}.verdict .agent{border-left:5px solid #888;padding-left:.6rem;
 font-size:1.02rem}.verdict .invalid{border-left-color:#d1495b}.verdict .valid{
@@ -757,13 +829,14 @@ def _html_table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 def render_html(
     profile: Mapping[str, Any],
     *,
-    figures: Sequence[tuple[str, str, bytes]] | None = None,
+    figures: Sequence[tuple[str, str, str]] | None = None,
     reveal_held_out: bool = False,
     examples: Sequence[AgentExamples] = (),
 ) -> str:
-    """The profile as ONE self-contained HTML file: tables plus every figure embedded as a
-    base64 PNG (no external resources). ``figures`` reuses figures already drawn. A held-out
-    run's seed is printed only with ``reveal_held_out`` (operators). ``examples``
+    """The profile as ONE self-contained HTML file: tables plus every figure as inline SVG
+    (no external resources); each agent's contrasts as forest plots, their tables collapsed
+    under them. ``figures`` reuses figures already drawn (:func:`reports._plots.figures`). A
+    held-out run's seed is printed only with ``reveal_held_out`` (operators). ``examples``
     (:func:`reports.trials.wrong_examples`) adds, per agent, a few wrong and failed trials per
     cause, collapsed; never of a held-out run without ``reveal_held_out``."""
     if figures is None:
@@ -791,19 +864,18 @@ def render_html(
                   _html_table(_headline_head(profile), _headline_rows(profile))]
     if tally:
         parts.append(f"<p class='legend'>{_h(tally.note())}</p>")
-    for key, caption, png in figures:
-        b64 = base64.b64encode(png).decode("ascii")
-        parts.append(
-            f"<figure id='fig-{key}'><img alt='{_h(caption)}' "
-            f"src='data:image/png;base64,{b64}'><figcaption>{_h(caption)}</figcaption></figure>"
-        )
-    md_agent = {name: _agent_section(name, a) for name, a in profile["agents"].items()}
+    for key, caption, svg in figures:
+        parts.append(f"<figure id='fig-{key}'>{svg}<figcaption>{_h(caption)}</figcaption>"
+                     "</figure>")
+    md_agent = {name: _agent_section(name, a, contrasts=False)
+                for name, a in profile["agents"].items()}
     for name in _agent_order(profile):
         a = profile["agents"][name]
         parts.append(f"<h2>{_h(name)} ({_h(a.get('role'))})</h2>")
         for n in a.get("notices", []):
             parts.append(f"<div class='notice'>{_h(n)}</div>")
         parts.append(_md_to_html(md_agent[name][2:]))
+        parts += [_contrast_html(block) for block in _contrast_blocks(name, a)]
     if (profile.get("proxy") or {}).get("agents"):
         parts += ["<h2>Query proxy</h2>", f"<p class='legend'>{_h(profile['proxy']['scope'])}.</p>",
                   _html_table(PROXY_HEAD, _proxy_rows(profile["proxy"]))]
@@ -848,6 +920,23 @@ def _verdict_html(v: Verdict) -> str:
     out += [f"<p class='note'>{_code(_h(n))}</p>" for n in v.notes]
     out.append("</section>")
     return "".join(out)
+
+
+def _contrast_html(block: _ContrastBlock) -> str:
+    """A contrast block in HTML: its heading and notes (a quoted note as a box), its forest
+    plot in place of the long table, and the table itself collapsed under the plot."""
+    out = [f"<div class='info'>{_h(line[2:])}</div>" if line.startswith("> ")
+           else _md_to_html([line]) for line in block.lead if line.strip()]
+    svg = _forest_svg(block)
+    if svg is not None:
+        out.append(f"<figure class='forest'>{svg}<figcaption>Each difference with its 95% "
+                   "interval (each metric's own method, named in the table); the vertical "
+                   "line marks no difference. Hover a row for its exact figure."
+                   "</figcaption></figure>")
+    if block.rows:
+        out.append(f"<details><summary>{_h(block.title)}: the table ({len(block.rows)} rows)"
+                   f"</summary>{_html_table(block.head, block.rows)}</details>")
+    return "\n".join(out)
 
 
 def _examples_html(examples: Sequence[AgentExamples]) -> str:

@@ -294,10 +294,9 @@ def _figures(name: str, a: AgentProfile) -> str:
         fb = proportion_text(a.false_belief_accuracy)
         chance = number((a.d50.model_extra or {}).get("chance"))
         if chance is not None and a.false_belief_accuracy.value is not None:
-            fb += (
-                f", {judge(a.false_belief_accuracy.model_dump(), against=chance)} the "
-                f"{pct(chance, 0)} of chance"
-            )
+            said = judge(a.false_belief_accuracy.model_dump(), against=chance)
+            joint = " from" if said == NO_DIFFERENCE else ""
+            fb += f", {said}{joint} the {pct(chance, 0)} of chance"
         figures = (
             f"D50 {h.d50}; false-belief accuracy {fb}; leakage resistance {h.leakage_resistance}"
         )

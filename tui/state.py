@@ -35,6 +35,7 @@ from reports.present import (
     pct,
     proportion_text,
 )
+from tui.depth_view import DepthCurve, depth_curve
 
 if TYPE_CHECKING:  # types only: this module never touches the database
     from ledger.chain import Verification
@@ -287,6 +288,8 @@ class AgentView:
     n: str
     notices: tuple[str, ...] = ()
     depth_rows: tuple[DepthRow, ...] = ()
+    curve: DepthCurve | None = None
+    """The same accuracy by depth as numbers, for the run screen's chart."""
     contrasts: tuple[ContrastRow, ...] = ()
     summary: tuple[str, ...] = field(default=())
     """The agent's row of the summary table from its profile, in AGENT_COLUMNS order up to n
@@ -438,6 +441,7 @@ def agent_views(profile: Mapping[str, Any]) -> list[AgentView]:
                 notices=tuple(str(x) for x in a.get("notices") or () if str(x) != vtext),
                 depth_rows=_depth_rows(a.get("accuracy_by_depth") or {}, valid,
                                        a.get("reality_check")),
+                curve=depth_curve(name, a),
                 contrasts=tuple(contrasts),
                 summary=summary,
                 notes=tuple(notes),

@@ -46,12 +46,15 @@ def test_formats_and_out(stored_run: Any, tmp_path: Path, monkeypatch: Any) -> N
     out = tmp_path / "r.html"
     r = runner.invoke(cli, [*base, "--format", "html", "--out", str(out)])
     assert r.exit_code == 0, r.output
-    assert out.read_text().count("data:image/png;base64,") == 5
+    page = out.read_text()
+    assert page.count("<figure id='fig-") == 4 and "data:image" not in page
+    assert page.count('class="forest"') == 3  # piper − control and its two ablations
     md = tmp_path / "r.md"
     r = runner.invoke(cli, [*base, "--format", "md", "--out", str(md)])
     assert r.exit_code == 0, r.output
-    assert "](r_files/depth_curves.png)" in md.read_text()
-    assert (tmp_path / "r_files" / "depth_curves.png").exists()
+    assert "](r_files/depth_curves.svg)" in md.read_text()
+    assert "](r_files/forest-piper-minus-control.svg)" in md.read_text()
+    assert (tmp_path / "r_files" / "depth_curves.svg").read_text().startswith("<svg ")
     r = runner.invoke(cli, [*base, "--format", "csv"])
     assert r.exit_code == 0 and r.output.count("\n") == len(stored_run.run.trials) + 1
 

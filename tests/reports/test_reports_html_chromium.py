@@ -1,4 +1,6 @@
-"""The HTML report opens in headless Chromium and a screenshot shows the plots.
+"""The HTML report opens in headless Chromium and a screenshot shows the plots; the forest plots
+of the contrasts are laid out (their boxes, read from the DOM Chromium dumps) and drawn where
+the layout puts them.
 
 Skipped only when Chromium is absent *and* CI is unset; under CI (``.ci/run`` installs Debian's
 ``chromium``) it must run.
@@ -6,7 +8,9 @@ Skipped only when Chromium is absent *and* CI is unset; under CI (``.ci/run`` in
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -16,6 +20,9 @@ import numpy as np
 import pytest
 
 from reports import render_html
+from reports._forest import forest_rows
+from reports._svg import BLUE, VERMILLION
+from reports.render import CONTRAST_LABELS
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -28,18 +35,9 @@ def _chromium() -> str:
     pytest.skip(f"{CHROMIUM} not installed (apt-get install -y chromium)")
 
 
-def test_html_report_screenshot_shows_the_plots(
-    stored_profile: dict[str, Any], tmp_path: Path
-) -> None:
-    from matplotlib.image import imread
-
-    chromium = _chromium()
-    page = tmp_path / "report.html"
-    page.write_text(render_html(stored_profile), encoding="utf-8")
-    shot = tmp_path / "report.png"
-    profile_dir = tmp_path / "chromium-profile"
+def _run_chromium(tmp_path: Path, args: list[str], page: Path) -> subprocess.CompletedProcess[str]:
     cmd = [
-        chromium,
+        _chromium(),
         "--headless",
         "--no-sandbox",
         "--disable-gpu",
@@ -50,12 +48,22 @@ def test_html_report_screenshot_shows_the_plots(
         "--disable-sync",
         "--hide-scrollbars",
         "--disable-dev-shm-usage",
-        f"--user-data-dir={profile_dir}",
-        f"--screenshot={shot}",
-        "--window-size=1200,2400",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+        *args,
         page.as_uri(),
     ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def test_html_report_screenshot_shows_the_plots(
+    stored_profile: dict[str, Any], tmp_path: Path
+) -> None:
+    from matplotlib.image import imread
+
+    page = tmp_path / "report.html"
+    page.write_text(render_html(stored_profile), encoding="utf-8")
+    shot = tmp_path / "report.png"
+    proc = _run_chromium(tmp_path, [f"--screenshot={shot}", "--window-size=1200,2400"], page)
     assert shot.exists(), f"no screenshot; chromium said:\n{proc.stderr[-2000:]}"
     keep = os.environ.get("MINDLEDGER_SCREENSHOT_DIR")
     if keep:  # for a person to look at
@@ -70,13 +78,12 @@ def test_html_report_screenshot_shows_the_plots(
     _, counts = np.unique(rgb[:, 0] // 8 * 1024 + rgb[:, 1] // 8 * 32 + rgb[:, 2] // 8,
                                return_counts=True)
     assert counts.max() / counts.sum() < 0.9
-    # plot colours are present: the tab10 blue of the first agent's curve and the red of
-    # the INVALID markers
-    def near(colour: tuple[int, int, int]) -> int:
-        return int(np.sum(np.all(np.abs(rgb - np.asarray(colour)) < 30, axis=1)))
+    # plot colours are present: the blue of the agent's curve and the vermillion in which the
+    # figures name an INVALID agent (the notices' red now sits in that agent's own section,
+    # below the verdict and the figures)
+    assert _near(rgb, _rgb(BLUE)) > 200
+    assert _near(rgb, _rgb(VERMILLION)) > 50
 
-    assert near((31, 119, 180)) > 200
-    assert near((209, 73, 91)) > 50
 
 
 FOLD = (1400, 900)
@@ -143,3 +150,69 @@ def test_the_verdict_is_above_the_fold_at_1400_by_900(
     rows = np.flatnonzero(green.sum(axis=1) >= 3)
     assert rows.size >= 20, "the verdict's mark for the valid agent is not on the first screen"
     assert rows.min() >= top - 1 and rows.max() <= bottom + 1
+
+
+def _rgb(colour: str) -> tuple[int, int, int]:
+    return int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16)
+
+
+def _near(rgb: np.ndarray, colour: tuple[int, int, int]) -> int:
+    """How many pixels of an ``(n, 3)`` array are within 30 of ``colour`` in every channel."""
+    return int(np.sum(np.all(np.abs(rgb - np.asarray(colour)) < 30, axis=1)))
+
+
+BOXES = """<script>
+document.body.setAttribute("data-boxes", JSON.stringify([...document.querySelectorAll(
+  "svg.forest")].map(e => {const b = e.getBoundingClientRect(); return {id: e.id,
+  x: b.x, y: b.y + window.scrollY, w: b.width, h: b.height,
+  rows: e.querySelectorAll("g.forest-row").length}})));
+</script></body></html>"""
+"""Appended to a copy of the page: it records each forest plot's box and drawn rows in the
+DOM that ``--dump-dom`` prints (the report itself carries no script)."""
+
+
+def test_forest_plots_are_laid_out_and_drawn(
+    stored_profile: dict[str, Any], tmp_path: Path
+) -> None:
+    from matplotlib.image import imread
+
+    html = render_html(stored_profile)
+    assert "<script" not in html
+    probe = tmp_path / "probe.html"
+    probe.write_text(html.replace("</body></html>", BOXES), encoding="utf-8")
+    proc = _run_chromium(tmp_path, ["--dump-dom", "--window-size=1400,900"], probe)
+    found = re.search(r'data-boxes="([^"]*)"', proc.stdout)
+    assert found, f"no boxes in the dumped DOM; chromium said:\n{proc.stderr[-2000:]}"
+    boxes = {b["id"]: b for b in json.loads(found.group(1).replace("&quot;", '"'))}
+    agent = stored_profile["agents"]["piper"]
+    blocks = {"forest-piper-minus-control": agent["minus_control"]["metrics"]} | {
+        f"forest-piper-ablation-{m}": b["metrics"] for m, b in agent["ablation_credit"].items()}
+    assert set(boxes) == set(blocks)
+    for fig_id, metrics in blocks.items():
+        drawn = [r for r in forest_rows(metrics, CONTRAST_LABELS) if r.value is not None]
+        assert boxes[fig_id]["rows"] == len(drawn) > 5
+        assert boxes[fig_id]["w"] > 600 and boxes[fig_id]["h"] > 22 * len(drawn)
+    # a screenshot tall enough to hold the first forest plot shows it drawn in its box: the
+    # zero line and labels, blue points and bars, the orange-red marks of the
+    # Holm-significant rows (piper − control has some)
+    first = boxes["forest-piper-minus-control"]
+    assert any(r.significant for r in forest_rows(blocks[first["id"]], CONTRAST_LABELS))
+    bottom = int(first["y"] + first["h"]) + 10
+    shot = tmp_path / "forest.png"
+    page = tmp_path / "report.html"
+    page.write_text(html, encoding="utf-8")
+    proc = _run_chromium(tmp_path, [f"--screenshot={shot}", f"--window-size=1400,{bottom}"],
+                         page)
+    assert shot.exists(), f"no screenshot; chromium said:\n{proc.stderr[-2000:]}"
+    img = imread(shot)
+    assert img.shape[0] >= bottom - 10
+    top, left = int(first["y"]), int(first["x"])
+    crop = img[top:top + int(first["h"]), left:left + int(first["w"]), :3]
+    keep = os.environ.get("MINDLEDGER_SCREENSHOT_DIR")
+    if keep:  # for a person to look at
+        shutil.copy(shot, Path(keep) / "report-forest-screenshot.png")
+    rgb = np.rint(np.asarray(crop) * 255).astype(np.int64).reshape(-1, 3)
+    assert len(np.unique(rgb, axis=0)) > 100  # drawn, not blank
+    assert _near(rgb, _rgb(BLUE)) > 300
+    assert _near(rgb, _rgb(VERMILLION)) > 100
+    assert _near(rgb, (34, 34, 34)) > 200  # the zero line and the labels

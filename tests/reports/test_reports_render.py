@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import base64
+import copy
 import csv
 import io
 import json
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +27,6 @@ from reports._data import load_run
 from reports._plots import figures
 from reports.synthetic import SyntheticAgent, logistic_accuracy, synthetic_run
 
-PNG = b"\x89PNG\r\n\x1a\n"
-
 
 def test_markdown_has_tables_notices_first_and_figure_files(
     stored_profile: dict[str, Any], tmp_path: Path
@@ -38,9 +37,13 @@ def test_markdown_has_tables_notices_first_and_figure_files(
     section = md[md.index("## not-reality (reference)"):]
     first_content = next(line for line in section.splitlines()[1:] if line.strip())
     assert first_content.startswith("> **INVALID")  # says so first
-    for key in ("headline", "depth_curves", "error_types", "reliability", "contrasts"):
-        assert f"](f/{key}.png)" in md
-        assert (tmp_path / "f" / f"{key}.png").read_bytes().startswith(PNG)
+    for key in ("headline", "depth_curves", "error_types", "reliability",
+                "forest-piper-minus-control", "forest-piper-ablation-perspective-filtering"):
+        assert f"](f/{key}.svg)" in md
+        ET.parse(tmp_path / "f" / f"{key}.svg")  # well-formed
+    # each forest plot sits in its own contrast block, before that block's table
+    block = md[md.index("### Base-model subtraction"):md.index("### Ablation credit")]
+    assert block.index("](f/forest-piper-minus-control.svg)") < block.index("| metric |")
     assert "### Base-model subtraction: piper − piper-control" in md
     assert "### Ablation credit: perspective-filtering" in md
     assert "p (Holm)" in md and "W = Wilson" in md
@@ -52,12 +55,41 @@ def test_html_is_one_self_contained_file_with_plots(stored_profile: dict[str, An
     html = render_html(stored_profile)
     assert html.startswith("<!doctype html>") and html.rstrip().endswith("</html>")
     assert not re.search(r"""(src|href)\s*=\s*['"]?(https?:|//|file:)""", html)
-    images = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", html)
-    assert len(images) == 5
-    assert all(base64.b64decode(b).startswith(PNG) for b in images)
-    for fig_id in ("headline", "depth_curves", "error_types", "reliability", "contrasts"):
-        assert f"id='fig-{fig_id}'" in html
+    assert "<img" not in html and "data:image" not in html
+    figures = re.findall(r"<figure id='fig-([a-z_]+)'><svg ", html)
+    assert figures == ["headline", "depth_curves", "error_types", "reliability"]
+    for svg in re.findall(r"<svg .*?</svg>", html, flags=re.S):
+        ET.fromstring(svg)  # every inline figure is well-formed
     assert html.index("INVALID") < html.index("<h2>piper (agent)</h2>")
+
+
+def test_html_draws_each_contrast_block_as_a_forest_plot_over_its_collapsed_table(
+    stored_profile: dict[str, Any],
+) -> None:
+    html = render_html(stored_profile, figures=[])
+    section = html[html.index("<h2>piper (agent)</h2>"):html.index("<h2>piper-control")]
+    blocks = re.split(r"(?=<h3>)", section)
+    minus = next(b for b in blocks if b.startswith("<h3>Base-model subtraction"))
+    ablations = [b for b in blocks if b.startswith("<h3>Ablation credit")]
+    assert len(ablations) == 2
+    for block, fig_id in ((minus, "forest-piper-minus-control"),
+                          (ablations[0], "forest-piper-ablation-perspective-filtering"),
+                          (ablations[1], "forest-piper-ablation-witness-log")):
+        svg = ET.fromstring(re.search(r"<svg .*?</svg>", block, flags=re.S).group(0))
+        assert svg.get("id") == fig_id
+        # the plot comes first; the long table only collapsed under it
+        assert block.index("<svg ") < block.index("<details>") < block.index("<table>")
+        assert block.count("<table>") == 1 and "</table></details>" in block
+    # the agents that have no contrasts get no forest plot
+    rest = html[html.index("<h2>piper-control"):]
+    assert "class=\"forest\"" not in rest
+    # a note on the contrast (the Markdown's quote) is a box above the plot, not dropped
+    noted = copy.deepcopy(stored_profile)
+    noted["agents"]["piper"]["minus_control"]["note"] = "the control is <the same> program"
+    html = render_html(noted, figures=[])
+    block = html[html.index("<h3>Base-model subtraction"):]
+    assert block.index("<div class='info'>the control is &lt;the same&gt; program</div>") < \
+        block.index("<svg ")
 
 
 def test_json_is_strict_and_round_trips(stored_profile: dict[str, Any]) -> None:

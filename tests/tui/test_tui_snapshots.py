@@ -16,15 +16,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from harness.cli.dashboard_cmd import queue_reader, schedule_reader
 from harness.settings import AgentConfig, load_settings
 from tui import DashboardApp, DashboardSource
+from tui.depth_view import depth_curve
 from tui.operations import QueueBatch, QueueSnapshot, QueueWorker
 from tui.screens import CompareScreen, HistoryScreen, MatrixScreen, RunScreen, TranscriptScreen
-from tui.widgets import RunsTable, VerifyBanner
+from tui.widgets import DepthChart, RunsTable, VerifyBanner
 
 from .conftest import N_BOOT, SNAP_SIZE, TRIALS_RUN, Seeded
 
@@ -162,6 +164,45 @@ def test_help_screen_of_the_run_screen(snap_compare: Snap, app: DashboardApp) ->
         await until(pilot, lambda: text(pilot, "#help-text").startswith("Run night-4"))
 
     assert snap_compare(app, terminal_size=SNAP_SIZE, run_before=run_before)
+
+
+def test_run_screen_charts_the_highlighted_agents_depth_curve(
+    snap_compare: Snap, app: DashboardApp
+) -> None:
+    """Beside the detail, the depth chart follows the highlighted agent: night-4's control
+    (8 items per depth: hollow points, no interval bars; its reality check at R0)."""
+    async def run_before(pilot: Pilot[None]) -> None:
+        await _open_run(pilot, "night-4")
+        assert text(pilot, "#depth-chart").startswith("Accuracy by depth: piper\n")
+        await pilot.press("down")
+        await until(pilot, lambda: text(pilot, "#depth-chart").startswith(
+            "Accuracy by depth: piper-control\n"))
+        chart = text(pilot, "#depth-chart")
+        assert "R0" in chart and "R5" in chart and "○" in chart and "◆" in chart
+
+    assert snap_compare(app, terminal_size=SNAP_SIZE, run_before=run_before)
+
+
+class ChartHost(App[None]):
+    """The depth chart alone, given a curve with intervals (its own widget test)."""
+
+    def compose(self) -> ComposeResult:
+        yield DepthChart(id="depth-chart")
+
+    def on_mount(self) -> None:
+        self.query_one(DepthChart).curve = depth_curve("ada", {
+            "valid": True,
+            "reality_check": {"value": 1.0, "ci": [0.89, 1.0], "n": 30, "status": "estimated"},
+            "accuracy_by_depth": {belief: {
+                f"R{d}": {"value": v, "ci": [max(v - 0.15, 0), min(v + 0.12, 1)], "n": 30,
+                          "depth_n": d, "status": "estimated"} for d, v in values.items()}
+                for belief, values in (("false", {1: 0.93, 2: 0.8, 3: 0.55, 4: 0.3, 5: 0.2}),
+                                       ("true", {1: 1.0, 2: 0.97, 3: 0.97, 4: 0.9, 5: 0.93}))},
+        })
+
+
+def test_depth_chart_with_intervals(snap_compare: Snap) -> None:
+    assert snap_compare(ChartHost(), terminal_size=(70, 20))
 
 
 def test_ledger_screen(snap_compare: Snap, app: DashboardApp) -> None:

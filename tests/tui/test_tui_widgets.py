@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable, Static
 
+from tui.depth_view import depth_curve
 from tui.state import (
     AgentView,
     ContrastRow,
@@ -13,7 +14,7 @@ from tui.state import (
     RunRow,
     VerifyView,
 )
-from tui.widgets import AgentDetail, RunsTable, VerifyBanner
+from tui.widgets import AgentDetail, DepthChart, RunsTable, VerifyBanner
 
 
 def _cells(table: DataTable[Text]) -> list[list[str]]:
@@ -126,3 +127,31 @@ async def test_verify_banner_says_intact_or_names_the_first_bad_entry() -> None:
         await pilot.pause()
         assert _text(banner) == "LEDGER BROKEN at entry 2: hash mismatch\nentry 2: hash mismatch: x"
         assert banner.has_class("-broken") and not banner.has_class("-ok")
+
+
+class ChartHost(App[None]):
+    def compose(self) -> ComposeResult:
+        yield DepthChart(id="chart")
+
+
+async def test_depth_chart_draws_the_curve_it_is_given_and_says_when_invalid() -> None:
+    acc = {"false": {"R1": {"value": 0.8, "ci": [0.6, 0.9], "n": 30, "depth_n": 1}},
+           "true": {"R1": {"value": 1.0, "ci": [0.9, 1.0], "n": 30, "depth_n": 1}}}
+    app = ChartHost()
+    async with app.run_test() as pilot:
+        chart = app.query_one(DepthChart)
+        assert _text(chart) == "Accuracy by depth: select an agent."
+        chart.curve = depth_curve("ada", {"accuracy_by_depth": acc})
+        await pilot.pause()
+        lines = _text(chart).splitlines()
+        assert lines[0] == "Accuracy by depth: ada"
+        assert lines[-4].strip() == "└───────" and lines[-3].split() == ["R1"]  # depth axis
+        assert sum(line.count("●") for line in lines[1:-3]) == 1  # the 80% point
+        assert next(i for i, line in enumerate(lines) if "●" in line) == 3  # 100%, 90%, 80%
+        chart.curve = depth_curve("ada", {"accuracy_by_depth": acc, "valid": False})
+        await pilot.pause()
+        assert _text(chart).splitlines()[0] == (
+            "Accuracy by depth: ada  INVALID: false belief not counted")
+        chart.curve = depth_curve("bob", {})
+        await pilot.pause()
+        assert _text(chart) == "Accuracy by depth: bob\nno accuracy by depth in this run"

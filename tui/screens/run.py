@@ -11,6 +11,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import Horizontal
 from textual.widgets import DataTable, Footer, Header, LoadingIndicator, Static
 from textual.worker import Worker, WorkerState
 
@@ -28,6 +29,7 @@ from tui.state import (
     run_header,
 )
 from tui.widgets.agent_detail import AgentDetail
+from tui.widgets.depth_chart import DepthChart
 from tui.widgets.tables import fill_table
 
 __all__ = ["RunScreen"]
@@ -43,7 +45,8 @@ class RunScreen(WorkerScreen):
         "control accuracy and false-belief accuracy, its trials (n) and its failed trials "
         "(API errors and unreadable answers over the trials that asked it something); a cell "
         "cut short (†) is whole on the line under the table. ↑/↓ choose an agent: its detail "
-        "shows accuracy by depth, agent − control and ablation credit. enter opens the "
+        "shows accuracy by depth (and, as a chart, with its 95% intervals), agent − control "
+        "and ablation credit. enter opens the "
         "highlighted agent's trials (and from there one trial's transcript); a opens its "
         "history; m and h write the report as Markdown or HTML to the export directory."
     )
@@ -55,6 +58,8 @@ class RunScreen(WorkerScreen):
         Binding("a", "history", "History"),
         Binding("r", "reload", "Reload"),
     ]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (140, "-wide")]
+    """Below 140 columns the depth chart goes under the agent's detail, not beside it."""
     WORKER_GROUP = "profile"
     LOADING = True
 
@@ -74,7 +79,9 @@ class RunScreen(WorkerScreen):
         yield LoadingIndicator(id="loading")
         yield DataTable[Text](id="agents", cursor_type="row", zebra_stripes=True)
         yield Static(id="agents-notes", markup=False)
-        yield AgentDetail(id="detail")
+        with Horizontal(id="run-body"):
+            yield AgentDetail(id="detail")
+            yield DepthChart(id="depth-chart")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -146,6 +153,7 @@ class RunScreen(WorkerScreen):
         table = self.query_one("#agents", DataTable)
         if views:
             self.query_one(AgentDetail).agent = views[table.cursor_row]
+            self.query_one(DepthChart).curve = views[table.cursor_row].curve
         table.focus()
 
     def _fill_agents(self) -> None:
@@ -166,3 +174,4 @@ class RunScreen(WorkerScreen):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "agents" and 0 <= event.cursor_row < len(self.views):
             self.query_one(AgentDetail).agent = self.views[event.cursor_row]
+            self.query_one(DepthChart).curve = self.views[event.cursor_row].curve
