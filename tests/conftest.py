@@ -17,6 +17,12 @@ import sqlalchemy as sa
 
 PG_URL = os.environ.get("MINDLEDGER_TEST_PG_URL", "")
 
+# pytest-xdist's workers start with COLUMNS=80 and LINES=24 in their environment; a command's
+# table written to a pipe takes its width from COLUMNS when set (harness.cli.tables), so the
+# same test would print other tables under xdist than alone. Tests that need a width set it.
+for _size in ("COLUMNS", "LINES"):
+    os.environ.pop(_size, None)
+
 
 def _pg_schema_url(base: str) -> Iterator[str]:
     from ledger.db import normalise_url
