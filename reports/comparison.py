@@ -447,18 +447,8 @@ def _skill_change(name: str, ga: Mapping[str, Any], gb: Mapping[str, Any]) -> di
         )
     if not (sa.estimable and sb.estimable):
         small, sk = ("a", ska) if not sa.estimable else ("b", skb)
-        d = {
-            "a": sa.value,
-            "b": sb.value,
-            "difference": sb.value - sa.value,
-            "n_a": sa.n,
-            "n_b": sb.n,
-            "ci": None,
-            "interval": None,
-            "test": None,
-            "p": None,
-            "p_holm": None,
-            "status": "not_estimable",
+        # _change's not-estimable record, with S's own reason for having no interval
+        d = _change(sa, sb) | {
             "reason": f"in run {small}: S has no interval"
             + (f" ({sk['reason']})" if sk.get("reason") else ""),
         }
