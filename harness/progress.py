@@ -2,7 +2,7 @@
 cron, CI, ``nohup``, a queue worker's log. :class:`LineProgress` is a
 :class:`~harness.runner.ProgressSink`; the CLI chooses between it and bars
 (:mod:`harness.cli.progress`). A line says how far the work has come, its failures, its rate
-and when it should end, and which agents are still running::
+(of the agents still running) and when it should end, and which agents are still running::
 
     progress 160/208 trials (77%) · 0 errors · 2.1/s · ETA 1m30s · running: local 4/26, local-control 12/26
 
@@ -127,10 +127,13 @@ class LineProgress:
         share = f" ({100 * done // total}%)" if total else ""
         parts = [f"{self.label} {done}/{total} {self.what}{share}"]
         parts.append(f"{self.errors} error{'s' if self.errors != 1 else ''}")
-        fresh = sum(self.fresh.values())
+        running = [a for a in self.totals if self.done.get(a, 0) < self.totals[a]]
+        # while work is left, the rate of the agents still running (the one the ETA follows:
+        # instant reference agents done long ago would make a slow model look fast)
+        counted = running if running and not final else list(self.totals)
+        fresh = sum(self.fresh.get(a, 0) for a in counted)
         if elapsed > 0 and fresh:
             parts.append(f"{fresh / elapsed:.1f}/s")
-        running = [a for a in self.totals if self.done.get(a, 0) < self.totals[a]]
         if final:
             parts.append(f"{'stopped' if running else 'done'} after {duration(elapsed)}")
         elif running:
@@ -138,7 +141,9 @@ class LineProgress:
             if eta is not None:
                 parts.append(f"ETA {duration(eta)}")
             if running and len(self.totals) > 1:
-                shown = ", ".join(f"{a} {self.done.get(a, 0)}/{self.totals[a]}" for a in running[:4])
+                shown = ", ".join(
+                    f"{a} {self.done.get(a, 0)}/{self.totals[a]}" for a in running[:4]
+                )
                 more = f" and {len(running) - 4} more" if len(running) > 4 else ""
                 parts.append(f"running: {shown}{more}")
         return " · ".join(parts)

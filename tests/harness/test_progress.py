@@ -57,6 +57,8 @@ def test_a_burst_of_instant_trials_prints_one_line_not_ten() -> None:
     p.advance("model")
     assert lines(out)[-1].startswith("progress 31/40 trials (77%)")
     assert "ETA 1m44s" in lines(out)[-1]  # 9 left at 1 per 11.5 s: 103.5 s
+    # the rate is the running agents' (ref is done): 1 in 11.5 s, not 31 in 11.5 s
+    assert " · 0.1/s · " in lines(out)[-1]
 
 
 def test_errors_are_counted_and_the_end_says_stopped_when_work_is_left() -> None:
