@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from ledger.schema import MIGRATIONS_TABLE
+
 if TYPE_CHECKING:
     from alembic.operations import Operations  # imported to migrate: alembic takes 0.3 s
 
 __all__ = ["MIGRATIONS", "applied_migrations", "migrate", "pending_migrations"]
-
-MIGRATIONS_TABLE = "_migrations"
 
 Migration = tuple[str, Callable[["Operations"], None]]
 
@@ -311,7 +311,8 @@ MIGRATIONS: list[Migration] = [
     ("0006_notifications", m0006_notifications),
     ("0007_judgements", m0007_judgements),
 ]
-"""Every migration, in the order it applies. Append only."""
+"""Every migration, in the order it applies. Append only, and add the new id to
+:data:`ledger.schema.MIGRATION_IDS`."""
 
 
 def _ensure_table(conn: Connection) -> None:

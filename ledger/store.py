@@ -20,6 +20,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from ledger.catalog import FailureCounts, ListedAgent, ListedRun
 from ledger.db import Clock, utc_now
 from ledger.models import (
     AgentRow,
@@ -60,28 +61,6 @@ _TRIAL_COLUMNS = (
 
 def _json(value: Any) -> str:
     return canonical_json(value).decode("utf-8")
-
-
-@dataclass(frozen=True)
-class FailureCounts:
-    """One agent's trials in one run, and how many failed: API errors (status ``api_error``)
-    and unreadable answers (a scored trial without an answer) — what
-    :func:`reports.trials.outcome_of` calls ``error`` and ``unparsed``."""
-
-    trials: int
-    errors: int
-    unparsed: int
-    not_applicable: int
-
-    @property
-    def attempted(self) -> int:
-        """Trials that asked the agent something (all but ``not_applicable``)."""
-        return self.trials - self.not_applicable
-
-    @property
-    def failed(self) -> int:
-        """API errors and unreadable answers."""
-        return self.errors + self.unparsed
 
 
 @dataclass(frozen=True)
@@ -277,6 +256,27 @@ class Store:
         with Session(self.engine) as s:
             stmt = select(RunRow).order_by(col(RunRow.created_at).desc()).limit(limit)
             return list(s.exec(stmt).all())
+
+    def run_listing(self, limit: int = 50) -> list[ListedRun]:
+        """The ``limit`` newest runs with their agents and failure counts, as
+        :func:`ledger.catalog.read_run_listing` reads them without the ORM (for a database that
+        may need creating or migrating first)."""
+        runs = self.list_runs(limit)
+        counts = self.failure_counts([r.id for r in runs])
+        return [
+            ListedRun(
+                id=r.id,
+                suite=r.suite,
+                seed=r.seed,
+                held_out=r.held_out,
+                status=r.status,
+                created_at=r.created_at,
+                finished_at=r.finished_at,
+                agents=tuple(ListedAgent(a.name, a.role) for a in self.run_agents(r.id)),
+                counts=tuple(counts.get(r.id, {}).items()),
+            )
+            for r in runs
+        ]
 
     def transition_run(self, run_id: str, to: str, *, unless: Iterable[str] = ()) -> bool:
         """Set the run's status to ``to`` unless it is one of ``unless``, in one conditional

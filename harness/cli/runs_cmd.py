@@ -12,7 +12,9 @@ lists them — and failed ÷ trials that asked it something, null before any did
 (stored trials, every status), ``scored`` (trials with an answer scored).
 
 The table's ``failed`` column names the agent with the largest failure share (``3/26 mybot``).
-Every figure comes from one aggregate query over the runs listed.
+A database at the current schema is read without SQLAlchemy by :mod:`ledger.catalog`, in three
+queries however many runs are listed; any other through the store, which creates or migrates it
+first. ``--verify`` always goes through the store.
 """
 
 from __future__ import annotations
@@ -21,13 +23,12 @@ from typing import Any
 
 import click
 
-from harness.cli.common import echo_json, get_store
+from harness.cli.common import echo_json, get_settings, get_store
 from harness.cli.conventions import format_option
-from ledger.models import RunRow
-from ledger.store import FailureCounts, Store
+from ledger.catalog import FailureCounts, ListedRun, read_run_listing
 from mindledger.disclosure import seed_cell, shown_seed
 
-__all__ = ["run_record", "runs"]
+__all__ = ["listed_runs", "run_record", "runs"]
 
 NO_TRIALS = FailureCounts(0, 0, 0, 0)
 
@@ -38,20 +39,23 @@ RUN_ID_WIDTH = 22
 """A run id's usual length (``20261203-043516-13e847``): the table never breaks one that long."""
 
 
-def run_record(
-    store: Store,
-    run: RunRow,
-    *,
-    reveal_held_out: bool = False,
-    counts: dict[str, FailureCounts] | None = None,
-) -> dict[str, Any]:
+def listed_runs(ctx: click.Context, limit: int) -> list[ListedRun]:
+    """The ``limit`` newest runs of the configured database: read by :mod:`ledger.catalog`
+    when it can (a database that exists, at the current schema), else through the store, which
+    creates or migrates the database first."""
+    listing = read_run_listing(get_settings(ctx).database_url, limit)
+    if listing is None:
+        listing = get_store(ctx).run_listing(limit)
+    return listing
+
+
+def run_record(run: ListedRun, *, reveal_held_out: bool = False) -> dict[str, Any]:
     """One run as ``runs --format json`` prints it (a held-out run's seed withheld unless
-    ``reveal_held_out``). ``counts``: the run's :meth:`Store.failure_counts`, if read already."""
-    if counts is None:
-        counts = store.failure_counts([run.id]).get(run.id, {})
+    ``reveal_held_out``)."""
+    counts = run.failures
     seed = shown_seed(run.seed, held_out=run.held_out, reveal_held_out=reveal_held_out)
     agents = []
-    for a in store.run_agents(run.id):
+    for a in run.agents:
         c = counts.get(a.name, NO_TRIALS)
         agents.append({
             "name": a.name,
@@ -89,12 +93,7 @@ def _worst(counts: dict[str, FailureCounts]) -> str:
     return f"{worst.failed}/{worst.attempted} {shown}{more}"
 
 
-def _table(
-    records: list[dict[str, Any]],
-    runs: list[RunRow],
-    counts: dict[str, dict[str, FailureCounts]],
-    reveal_held_out: bool,
-) -> None:
+def _table(records: list[dict[str, Any]], runs: list[ListedRun], reveal_held_out: bool) -> None:
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -120,7 +119,7 @@ def _table(
             r["created_at"][:16].replace("T", " "),
             str(len(r["agents"])),
             str(r["trials"]),
-            _worst(counts.get(run.id, {})),
+            _worst(run.failures),
         )
         table.add_row(*(Text(c) for c in cells))  # text, never markup
     print_table(stdout_console(), table, drop=("held out", "agents", "seed", "suite", "created"))
@@ -154,32 +153,31 @@ def runs(limit: int, verify_id: str | None, reveal_held_out: bool, fmt: str) -> 
       mindledger runs --verify 20261130-031500-ab12cd
     """
     ctx = click.get_current_context()
-    store = get_store(ctx)
     if verify_id:
-        from harness.families import verify_items
-
-        items = store.run_items(verify_id)
-        problems = verify_items(items)
-        if fmt == "json":
-            echo_json(
-                {"run": verify_id, "items": len(items), "ok": not problems, "problems": problems}
-            )
-        else:
-            for p in problems:
-                click.echo(p)
-        if problems:
-            click.echo(f"{len(problems)} problem(s) in {len(items)} items", err=True)
-            ctx.exit(1)
-        if fmt != "json":
-            click.echo(f"all {len(items)} items of run {verify_id} regenerate bit for bit")
+        _verify(ctx, verify_id, fmt)
         return
-    listed = store.list_runs(limit)
-    counts = store.failure_counts([r.id for r in listed])
-    records = [
-        run_record(store, r, reveal_held_out=reveal_held_out, counts=counts.get(r.id, {}))
-        for r in listed
-    ]
+    listed = listed_runs(ctx, limit)
+    records = [run_record(r, reveal_held_out=reveal_held_out) for r in listed]
     if fmt == "json":
         echo_json(records)
         return
-    _table(records, listed, counts, reveal_held_out)
+    _table(records, listed, reveal_held_out)
+
+
+def _verify(ctx: click.Context, run_id: str, fmt: str) -> None:
+    """``runs --verify RUN_ID``: regenerate the run's items and compare them with the stored
+    copies; exit 1 if any differs."""
+    from harness.families import verify_items
+
+    items = get_store(ctx).run_items(run_id)
+    problems = verify_items(items)
+    if fmt == "json":
+        echo_json({"run": run_id, "items": len(items), "ok": not problems, "problems": problems})
+    else:
+        for p in problems:
+            click.echo(p)
+    if problems:
+        click.echo(f"{len(problems)} problem(s) in {len(items)} items", err=True)
+        ctx.exit(1)
+    if fmt != "json":
+        click.echo(f"all {len(items)} items of run {run_id} regenerate bit for bit")

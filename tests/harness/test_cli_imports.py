@@ -68,7 +68,7 @@ def test_the_public_packages_load_their_modules_on_first_use(tmp_path: Path) -> 
     ("args", "absent"),
     [
         (["config", "show"], STATS | {"numpy", "sqlmodel", "alembic", "textual", "httpx"}),
-        (["runs"], STATS | {"numpy", "alembic", "textual", "matplotlib", "httpx"}),
+        (["runs"], STATS | DATABASE | {"numpy", "textual", "matplotlib", "httpx"}),
         (["trials", "latest"], STATS | {"alembic", "textual", "matplotlib", "httpx"}),
         (["report", "latest", "--format", "json"], STATS | {"alembic", "matplotlib"}),
         (["report", "latest", "--format", "md"], STATS | {"alembic", "matplotlib"}),
