@@ -24,6 +24,7 @@ from ledger.catalog import FailureCounts, ListedAgent, ListedRun
 from ledger.db import Clock, utc_now
 from ledger.models import (
     AgentRow,
+    ApiRunRequestRow,
     ItemRow,
     JudgementRow,
     NotificationRow,
@@ -34,6 +35,7 @@ from ledger.models import (
     TrialRow,
 )
 from mindledger.canonical import canonical_json, content_hash
+from mindledger.disclosure import disclosed_prediction
 from mindledger.errors import NotFoundError, StorageError, readable
 from mindledger.items import Item
 
@@ -96,6 +98,20 @@ class TrialRecord:
     tokens_out: int = 0
     latency_s: float = 0.0
     provider: dict[str, Any] = field(default_factory=dict)
+
+
+def _owned_by(agent: str, token_id: str | None) -> Any:
+    """The runs ``agent`` owns (see :meth:`Store.owns_run`), as a condition on ``runs.id``."""
+    runs = RunRow.__table__  # type: ignore[attr-defined]
+    ra = RunAgentRow.__table__  # type: ignore[attr-defined]
+    under_test = sa.select(ra.c.run_id).where(
+        sa.or_(sa.and_(ra.c.agent == agent, ra.c.role == "agent"), ra.c.base_agent == agent)
+    )
+    owned = runs.c.id.in_(under_test)
+    if token_id is None:
+        return owned
+    req = ApiRunRequestRow.__table__  # type: ignore[attr-defined]
+    return sa.or_(owned, runs.c.id.in_(sa.select(req.c.run_id).where(req.c.token_id == token_id)))
 
 
 class Store:
@@ -252,9 +268,15 @@ class Store:
         with self.engine.connect() as conn:
             return [str(r[0]) for r in conn.execute(sa.select(ra.c.agent).distinct().order_by(ra.c.agent))]
 
-    def list_runs(self, limit: int = 50) -> list[RunRow]:
+    def list_runs(
+        self, limit: int = 50, *, owner: str | None = None, token_id: str | None = None
+    ) -> list[RunRow]:
+        """The latest runs, newest first; with ``owner``, only those :meth:`owns_run` says
+        that agent (and the API token ``token_id``) owns."""
         with Session(self.engine) as s:
             stmt = select(RunRow).order_by(col(RunRow.created_at).desc()).limit(limit)
+            if owner is not None:
+                stmt = stmt.where(_owned_by(owner, token_id))
             return list(s.exec(stmt).all())
 
     def run_listing(self, limit: int = 50) -> list[ListedRun]:
@@ -277,6 +299,45 @@ class Store:
             )
             for r in runs
         ]
+
+    def owns_run(self, run_id: str, agent: str, token_id: str | None = None) -> bool:
+        """Whether run ``run_id`` is ``agent``'s: the agent is its agent under test (role
+        ``agent``) or the base of one of its agents (its control, its ablations), or the API
+        token ``token_id`` requested it. Reference agents own nothing."""
+        runs = RunRow.__table__  # type: ignore[attr-defined]
+        stmt = sa.select(runs.c.id).where(runs.c.id == run_id, _owned_by(agent, token_id))
+        with self.engine.connect() as conn:
+            return conn.execute(stmt).first() is not None
+
+    def disclosed_predictions(
+        self, records: Sequence[Mapping[str, Any]], *, reveal_held_out: bool = False
+    ) -> list[dict[str, Any]]:
+        """Ledger predictions (``PredictionState.to_dict``) as a reader may see them: those made
+        on an item of a held-out run without their query, item and observed answers unless
+        ``reveal_held_out`` (:func:`mindledger.disclosure.disclosed_prediction`)."""
+        held = set() if reveal_held_out else self.held_out_items(r.get("item") for r in records)
+        return [
+            disclosed_prediction(r, held_out=r.get("item") in held, reveal_held_out=reveal_held_out)
+            for r in records
+        ]
+
+    def held_out_items(self, ids: Iterable[str | None]) -> set[str]:
+        """Those of ``ids`` that are items of a held-out run (their bodies, answers and ids
+        are withheld: :mod:`mindledger.disclosure`)."""
+        wanted = sorted({i for i in ids if i})
+        runs = RunRow.__table__  # type: ignore[attr-defined]
+        ri = RunItemRow.__table__  # type: ignore[attr-defined]
+        found: set[str] = set()
+        with self.engine.connect() as conn:
+            for start in range(0, len(wanted), 500):
+                stmt = (
+                    sa.select(ri.c.item_id)
+                    .join(runs, runs.c.id == ri.c.run_id)
+                    .where(runs.c.held_out.is_(True), ri.c.item_id.in_(wanted[start : start + 500]))
+                    .distinct()
+                )
+                found.update(str(r[0]) for r in conn.execute(stmt))
+        return found
 
     def transition_run(self, run_id: str, to: str, *, unless: Iterable[str] = ()) -> bool:
         """Set the run's status to ``to`` unless it is one of ``unless``, in one conditional

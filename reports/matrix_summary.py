@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from ledger.models import RunRow, TrialRow
 from ledger.scoring import ScoreRecord, aggregate
 from ledger.store import Store
-from mindledger.disclosure import shown_seed
+from mindledger.disclosure import disclosed_matrix, shown_seed
 from mindledger.errors import UserError
 from mindledger.items import Item
 from nesttom import DEPTHS
@@ -706,7 +706,9 @@ def summarise_run(
     """The matrix of a stored matrix run, rebuilt from its stored items and trials alone (the
     same numbers the run returned), with ``run``, ``seed`` (None for a held-out run unless
     ``reveal_held_out``: operators only), ``held_out``, ``status`` and ``accompanies`` (the
-    suite run it was scheduled beside, if any)."""
+    suite run it was scheduled beside, if any). A held-out run's ``items`` carry no id,
+    prompt or answers unless ``reveal_held_out``
+    (:func:`mindledger.disclosure.disclosed_matrix`)."""
     params = matrix_params(store, run_id)
     run = store.get_run(run_id)
     names = [str(n) for n in params.get("agents") or [a.name for a in store.run_agents(run_id)]]
@@ -733,7 +735,7 @@ def summarise_run(
         out["pilot"] = pilot_summary(pilot)
         if not pilot.get("divergent"):
             mark_not_divergent(out, str(pilot.get("verdict")))
-    return out
+    return disclosed_matrix(out, held_out=bool(run.held_out), reveal_held_out=reveal_held_out)
 
 
 def pilot_summary(record: Mapping[str, Any]) -> dict[str, Any]:

@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 
 from ledger.store import Store
-from mindledger.disclosure import seed_phrase, shown_seed
+from mindledger.disclosure import TrialRowRedactor, seed_phrase, shown_seed, withholds
 from reports._data import RunData, depth_sort_key, load_run
-from reports._disclosure import ScoreJsonRedactor, disclosed_profile, held_out_of
+from reports._disclosure import disclosed_profile, held_out_of
 from reports._estimates import MIN_N
 from reports.matrix_summary import accompanying_summary
 from reports.model import AgentProfile
@@ -1040,9 +1040,10 @@ CSV_COLUMNS = (
 def render_csv(data: RunData, *, reveal_held_out: bool = False) -> str:
     """One row per trial with the item's factors, for people who want their own analysis.
 
-    No column holds a seed or an item's parameters. For a held-out run, score details that
-    hash nothing but an item's seed (the A/B/C scenario id) are replaced by labels that group
-    the same rows (``scenario-1`` …) unless ``reveal_held_out`` (operators)."""
+    No column holds a seed or an item's parameters. A held-out run's rows are withheld as
+    :class:`mindledger.disclosure.TrialRowRedactor` says (item and story ids become ``item N``
+    and ``story N``, no answer, error text or score details but an A/B/C scenario's label)
+    unless ``reveal_held_out`` (operators)."""
     buf = io.StringIO()
     write_csv(data, buf, reveal_held_out=reveal_held_out)
     return buf.getvalue()
@@ -1075,14 +1076,19 @@ def write_csv(data: RunData, fp: Any, *, reveal_held_out: bool = False) -> None:
     tout = tr.tokens_out.astype(np.int64).tolist()
     items = tr.item.tolist()
     prim = tr.primary_error.tolist()
-    scores = tr.score_json
-    if data.run.get("held_out") and not reveal_held_out:
-        redact = ScoreJsonRedactor()
-        scores = [redact(s) for s in scores]
+    item_ids, scores, answers, errors = tr.item_id, tr.score_json, tr.answer_json, tr.error
+    if withholds(held_out=bool(data.run.get("held_out")), reveal_held_out=reveal_held_out):
+        redact = TrialRowRedactor({iid: n for n, iid in enumerate(it.ids, 1)})
+        for f in factors:
+            f[5] = redact.story(f[5])
+        item_ids = [redact.item(i) for i in item_ids]
+        scores = [redact.score(s) for s in scores]
+        answers = [redact.text(a) for a in answers]
+        errors = [redact.text(e) for e in errors]
     w.writerows(
-        [run_id, tr.agent[r], roles.get(tr.agent[r], ""), tr.item_id[r], *factors[items[r]],
+        [run_id, tr.agent[r], roles.get(tr.agent[r], ""), item_ids[r], *factors[items[r]],
          tr.status[r], correct[r], score_value[r], prim[r] or "", confidence[r], tin[r],
-         tout[r], latency[r], tr.answer_json[r] or "", scores[r] or "", tr.error[r] or ""]
+         tout[r], latency[r], answers[r] or "", scores[r] or "", errors[r] or ""]
         for r in range(len(tr))
     )
 

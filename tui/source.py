@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from ledger.models import RunRow
 from ledger.predictions import Ledger
 from ledger.protocol import PredictionState
 from ledger.store import FailureCounts, Store
-from mindledger.disclosure import shown_seed
+from mindledger.disclosure import SEED_WITHHELD, disclosed_prediction, shown_seed
 from mindledger.errors import NotFoundError
 from reports.history import AgentHistory
 from reports.trials import TrialView, list_trials, one_trial
@@ -218,4 +218,24 @@ class DashboardSource:
             verification = ledger.verification()
         finally:
             ledger.close()
+        held = self.store.held_out_items(p.item for p in predictions)
+        predictions = [_withheld(p) if p.item in held else p for p in predictions]
         return LedgerSnapshot(predictions, verification, self.clock())
+
+
+def _withheld(state: PredictionState) -> PredictionState:
+    """A prediction on a held-out run's item as the dashboard shows it: without its query,
+    item and observed answers (:func:`mindledger.disclosure.disclosed_prediction`)."""
+    shown = disclosed_prediction(state.to_dict(), held_out=True)
+    return replace(
+        state,
+        query=SEED_WITHHELD,
+        item=None,
+        observed=[],
+        provenance=shown["provenance"],
+        condition=shown["condition"],
+        proxied=None,
+        revealed=None,
+        reason=shown["reason"],
+        commit={k: v for k, v in state.commit.items() if k not in ("query", "item", "condition")},
+    )

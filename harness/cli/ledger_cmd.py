@@ -37,8 +37,16 @@ from ledger.protocol import (
     response_hash,
 )
 from ledger.tree import TreeHead, check_proof, digest_bytes
-from mindledger.errors import InputError, StorageError
+from mindledger.errors import InputError, NotFoundError, StorageError, UserError
 from mindledger.jsonin import parse_json, read_json_file
+
+REVEAL_OPTION = click.option(
+    "--reveal-held-out",
+    is_flag=True,
+    help="Show the queries, items and observed answers of predictions made on held-out "
+    "runs' items too. For operators at this machine only: they are held-out items, which "
+    "must never reach the agent under test.",
+)
 
 
 def _open(ctx: click.Context, db: str | None = None) -> Ledger:
@@ -446,17 +454,40 @@ def head_cmd(ctx: click.Context) -> None:
 
 @ledger.command("prove")
 @click.argument("subject")
+@REVEAL_OPTION
 @click.pass_context
-def prove_cmd(ctx: click.Context, subject: str) -> None:
+def prove_cmd(ctx: click.Context, subject: str, reveal_held_out: bool) -> None:
     """Print inclusion proofs (RFC 6962) that the entries of prediction SUBJECT (or entry
     number SUBJECT) are in the ledger, against a freshly signed tree head: anyone can check
-    them offline with `mindledger ledger verify --proof FILE --public-key KEY`.
+    them offline with `mindledger ledger verify --proof FILE --public-key KEY`. The bundle
+    holds the entries whole; for a prediction on a held-out run's item it is printed only with
+    --reveal-held-out (the API's /ledger/proof proves an entry by its hash alone).
 
     \b
     Example:
       mindledger ledger prove p871d2d04f1b8e14bd01f > p871d2d04f.proof.json
     """
-    echo_json(_open(ctx).prove(subject))
+    led = _open(ctx)
+    bundle = led.prove(subject)
+    if not reveal_held_out:
+        subjects = {str(p["entry"]["subject"]) for p in bundle["proofs"]}
+        if get_workspace(ctx).store.held_out_items(_items_of(led, subjects)):
+            raise UserError(
+                f"{subject} is a prediction on a held-out run's item: its entries show the "
+                "item, so the bundle is printed only with --reveal-held-out (operators)"
+            )
+    echo_json(bundle)
+
+
+def _items_of(led: Ledger, subjects: set[str]) -> list[str | None]:
+    """The items the predictions among ``subjects`` were made on (other subjects: none)."""
+    items: list[str | None] = []
+    for subject in sorted(subjects):
+        try:
+            items.append(led.prediction(subject).item)
+        except NotFoundError:
+            continue
+    return items
 
 
 @ledger.command("rotate-key")
@@ -479,16 +510,33 @@ def rotate_key_cmd(ctx: click.Context) -> None:
 
 @ledger.command("export")
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="JSONL file.")
+@REVEAL_OPTION
 @click.pass_context
-def export_cmd(ctx: click.Context, out: str) -> None:
+def export_cmd(ctx: click.Context, out: str, reveal_held_out: bool) -> None:
     """Export every entry and a signed trailer; verify it anywhere with
     `mindledger ledger verify --file FILE --public-key KEY`.
+
+    An export holds every entry whole, as its hash covers its text: when the ledger holds
+    predictions made on held-out runs' items, it is written only with --reveal-held-out (for
+    auditors an operator trusts with held-out items). `ledger verify`, `ledger head` and
+    `ledger prove` check the same ledger without showing any entry's text.
 
     \b
     Example:
       mindledger ledger export --out ledger-$(date +%F).jsonl
     """
     led = _open(ctx)
+    if not reveal_held_out:
+        store = get_workspace(ctx).store
+        held = store.held_out_items(p.item for p in led.predictions(None, None))
+        if held:
+            raise UserError(
+                f"the ledger holds predictions on {len(held)} held-out item(s): an export "
+                "holds every entry's text (its hash covers it), so it would show them; pass "
+                "--reveal-held-out to export for an auditor who may see held-out items, or "
+                "check the ledger without its text with `mindledger ledger verify`, `ledger "
+                "head` and `ledger prove`"
+            )
     n = led.export(Path(out))
     echo_json({"file": out, "entries": n, "public_key": led.public_key_hex})
 
@@ -497,6 +545,7 @@ def export_cmd(ctx: click.Context, out: str) -> None:
 @click.option("--predictor", default=None, help="Only this predictor's predictions.")
 @click.option("--target", default=None, help="Only predictions of this target.")
 @click.option("--id", "prediction_id", default=None, help="One prediction, in full.")
+@REVEAL_OPTION
 @format_option(
     "an object of predictions and summary (with --id, the one prediction)",
     csv="one row per prediction (id, state, predictor, target, query, item, committed_at, "
@@ -508,14 +557,18 @@ def show_cmd(
     predictor: str | None,
     target: str | None,
     prediction_id: str | None,
+    reveal_held_out: bool,
     fmt: str,
 ) -> None:
     """List predictions with their states and scores, and aggregate scores (expired and
-    rejected predictions count with the worst-case score).
+    rejected predictions count with the worst-case score). A prediction made on a held-out
+    run's item is shown without its query, item and observed answers ("withheld"; its hashes
+    and scores stay) unless --reveal-held-out (operators only).
 
     JSON (--format json): "predictions", one object per prediction (id, state, predictor,
     target, query, item, condition, commitment, committed_at, deadline, observed, provenance,
-    query_hash, proxied, scores, reason, agent_signed), and "summary" (predictor, target,
+    query_hash, proxied, scores, reason, agent_signed, withheld: null, or why the query, item
+    and observed answers are null and empty, with observed_count), and "summary" (predictor, target,
     states, n, penalised, log_score, brier, top1_accuracy, ece, skill, …). With --id, that
     prediction's object alone.
 
@@ -527,9 +580,12 @@ def show_cmd(
       mindledger ledger show --id p871d2d04f1b8e14bd01f
     """
     led = _open(ctx)
+    store = get_workspace(ctx).store
     now = led.clock()
     if prediction_id:
-        one = led.prediction(prediction_id).to_dict(now)
+        one = store.disclosed_predictions(
+            [led.prediction(prediction_id).to_dict(now)], reveal_held_out=reveal_held_out
+        )[0]
         if fmt == "json":
             echo_json(one)
         elif fmt == "csv":
@@ -537,7 +593,10 @@ def show_cmd(
         else:
             _print_prediction(one)
         return
-    shown = [s.to_dict(now) for s in led.predictions(predictor, target)]
+    shown = store.disclosed_predictions(
+        [s.to_dict(now) for s in led.predictions(predictor, target)],
+        reveal_held_out=reveal_held_out,
+    )
     if fmt == "csv":
         click.echo(_csv(shown), nl=False)
         return
@@ -564,9 +623,17 @@ def _csv(predictions: list[dict[str, Any]]) -> str:
     for p in predictions:
         scores = p.get("scores") or {}
         row = {**p, **{k: scores.get(k) for k in ("log_score", "brier", "top1_match")},
-               "observed": len(p.get("observed") or ())}
+               "observed": _observed_count(p)}
+        if p.get("withheld"):
+            row.update(query="withheld", item="withheld")
         writer.writerow(["" if row.get(k) is None else row[k] for k in CSV_COLUMNS])
     return out.getvalue()
+
+
+def _observed_count(p: dict[str, Any]) -> int:
+    """How many answers a prediction observed (a withheld one says so without them)."""
+    count = p.get("observed_count")
+    return count if isinstance(count, int) else len(p.get("observed") or ())
 
 
 def _score(scores: dict[str, Any] | None, key: str) -> str:
@@ -597,13 +664,13 @@ def _print_predictions(shown: list[dict[str, Any]], summary: dict[str, Any]) -> 
     for col in ("log score", "Brier", "top-1"):
         table.add_column(col, justify="right")
     for p in shown:
-        query = str(p["query"])
+        query = "withheld (held-out)" if p.get("withheld") else str(p["query"])
         cells = [
             p["id"],
             p["state"],
             f"{p['predictor']} → {p['target']}",
             query if len(query) <= 60 else query[:59] + "…",
-            str(len(p["observed"])),
+            str(_observed_count(p)),
             _score(p["scores"], "log_score"),
             _score(p["scores"], "brier"),
             _score(p["scores"], "top1_match"),

@@ -10,14 +10,15 @@ GET      /health                                  liveness (no token needed)
 GET      /openapi.json                            this API as an OpenAPI 3.1 document (no token)
 GET      /metrics                                 counts: runs, trials, predictions; ledger head
 GET      /whoami                                  the token's id, scope and agent
-GET      /runs?limit=N                            the latest runs
+GET      /runs?limit=N                            the latest runs (an agent token: its own)
 GET      /runs/{id}                               a run's summary and trial counts per agent
 GET      /runs/{id}/profile                       the run's profile (as ``report --format json``)
 POST     /runs                                    run-now: ``{"suite", "agent"?, "references"?,
                                                   "ablate"?}`` (modules of the agent)
 POST     /predictions                             commit: ``{"target", "query", "commitment",
                                                   "messages"? | "query_hash"?}``
-GET      /predictions/{id}                        a prediction's state
+GET      /predictions/{id}                        a prediction's state (its predictor's token
+                                                  or an operator's; 404 for any other)
 POST     /predictions/{id}/observe                ``{"answer", "request"?}`` (operators only)
 POST     /predictions/{id}/reveal                 ``{"prediction", "salt"}`` → scores, or 409
 GET      /calls?agent=NAME                        the proxy's record per caller: calls, calls
@@ -36,8 +37,17 @@ recorded), 428 from the proxy when a prediction is owed, 429 (with ``Retry-After
 token has as many runs open as it may, 503 when the database or the ledger cannot be used. Bad
 input never yields a 500.
 
-Held-out runs: their seed, and anything their items regenerate from, is shown to operator
-tokens only (the run list and detail, the profile).
+**Whose runs.** An agent token lists and reads only its agent's own runs and profiles: those in
+which the agent is the agent under test or the base of a derived agent (its control, its
+ablations), and those its token requested (:meth:`ledger.store.Store.owns_run`). Any other run
+is answered 404, as an unknown one is, so ids are not confirmed. An operator token reads every
+run.
+
+**Held-out runs** (:mod:`mindledger.disclosure`): a held-out run's seeds, item ids and item
+bodies, and the query, item and observed answers of a prediction made on one of its items,
+are withheld from every answer unless an operator token asks with ``?reveal_held_out=true``
+(on ``/runs``, ``/runs/{id}``, ``/runs/{id}/profile`` and ``GET /predictions/{id}``); an
+agent token that asks gets 403.
 """
 
 from __future__ import annotations
@@ -87,6 +97,7 @@ from ledger.models import RunRow
 from ledger.predictions import Ledger
 from ledger.protocol import is_digest, provenance, query_hash, response_hash
 from ledger.store import Store
+from mindledger.disclosure import disclosed_params, withholds
 from mindledger.errors import ConfigError, InputError, NotFoundError, StorageError, UserError
 
 __all__ = ["create_app"]
@@ -97,6 +108,8 @@ RETRY_AFTER = 60
 """Seconds a client at its cap of open runs is told to wait (``Retry-After``)."""
 MAX_ABLATIONS = 8
 """Most modules one run request may ablate (each adds a variant running the whole suite)."""
+REVEAL_PARAM = "reveal_held_out"
+"""The query parameter with which an operator token asks for held-out seeds and items."""
 RUN_FIELDS = PlanFields(agent="agent", control="control", reference="references", ablate="ablate")
 """The fields of ``POST /runs`` that name agents, as the run planner's errors name them."""
 
@@ -172,6 +185,27 @@ def _acting_agent(principal: Principal, what: str) -> str:
             field="Authorization",
         )
     return principal.agent
+
+
+def _reveal(request: Request, principal: Principal) -> bool:
+    """Whether this request gets a held-out run's seeds and items: an operator token that asks
+    with ``?reveal_held_out=true``. 400 for another value, 403 for an agent token that asks."""
+    raw = request.query_params.get(REVEAL_PARAM)
+    if raw is None:
+        return False
+    if raw not in ("true", "false"):
+        raise ApiError(
+            400, "invalid_field", f"expected true or false, got {raw[:40]!r}", field=REVEAL_PARAM
+        )
+    asked = raw == "true"
+    if asked and not principal.sees_held_out:
+        raise ApiError(
+            403,
+            "forbidden",
+            "held-out runs' seeds and items are for operator tokens only",
+            field=REVEAL_PARAM,
+        )
+    return principal.reveals(asked)
 
 
 # -- the app ------------------------------------------------------------------------------------
@@ -294,13 +328,22 @@ def create_app(
                 f"expected an integer from 1 to 1000, got {raw[:40]!r}",
                 field="limit",
             )
-        rows = await run_in_threadpool(store.list_runs, limit)
-        return JSONResponse(
-            {"runs": [_run_dict(r, reveal=principal.sees_held_out) for r in rows]}
+        reveal = _reveal(request, principal)
+        rows = await run_in_threadpool(
+            lambda: store.list_runs(limit, owner=principal.owner, token_id=principal.token_id)
         )
+        return JSONResponse({"runs": [_run_dict(r, reveal=reveal) for r in rows]})
 
-    def _run_detail(run_id: str, reveal: bool) -> dict[str, Any]:
+    def _readable_run(principal: Principal, run_id: str) -> RunRow:
+        """The run, if this token may read it (404 otherwise, as for an unknown run)."""
         run = store.get_run(run_id)
+        owner = principal.owner
+        if owner is not None and not store.owns_run(run_id, owner, principal.token_id):
+            raise ApiError(404, "not_found", f"no run with id {run_id!r}")
+        return run
+
+    def _run_detail(principal: Principal, run_id: str, reveal: bool) -> dict[str, Any]:
+        run = _readable_run(principal, run_id)
         agents = store.run_agents(run_id)
         return {
             **_run_dict(run, reveal=reveal),
@@ -314,7 +357,8 @@ def create_app(
     async def get_run(request: Request) -> Response:
         principal = await authenticate(request)
         run_id = _path_id(request)
-        detail = await run_in_threadpool(_run_detail, run_id, principal.sees_held_out)
+        reveal = _reveal(request, principal)
+        detail = await run_in_threadpool(_run_detail, principal, run_id, reveal)
         return JSONResponse(detail)
 
     async def run_profile(request: Request) -> Response:
@@ -323,12 +367,12 @@ def create_app(
         from reports.profile import build_profile
         from reports.render import render_json
 
+        reveal = _reveal(request, principal)
+
         def build() -> str:
-            store.get_run(run_id)  # 404 before any analysis
-            profile = build_profile(
-                store, run_id, n_boot=profile_boot, reveal_held_out=principal.sees_held_out
-            )
-            return render_json(profile, indent=None, reveal_held_out=principal.sees_held_out)
+            _readable_run(principal, run_id)  # 404 before any analysis
+            profile = build_profile(store, run_id, n_boot=profile_boot, reveal_held_out=reveal)
+            return render_json(profile, indent=None, reveal_held_out=reveal)
 
         text = await run_in_threadpool(build)
         return Response(text, media_type="application/json")
@@ -427,9 +471,7 @@ def create_app(
 
         job = await run_in_threadpool(plan)
         run = await run_in_threadpool(store.get_run, run_id)
-        return JSONResponse(
-            {"run": _run_dict(run, reveal=principal.sees_held_out), "job": job}, status_code=202
-        )
+        return JSONResponse({"run": _run_dict(run), "job": job}, status_code=202)
 
     def scheduler_suite() -> str:
         return scheduler.suite if scheduler is not None else "quick"
@@ -506,11 +548,24 @@ def create_app(
     async def _state(pid: str) -> Any:
         return await run_in_threadpool(ledger.prediction, pid)
 
-    async def show_prediction(request: Request) -> Response:
-        await authenticate(request)
-        pid = _path_id(request)
+    async def _readable_state(principal: Principal, pid: str) -> Any:
+        """The prediction, if this token may read it: 404 otherwise, as for an unknown id, so
+        that another agent's ids are not confirmed."""
         state = await _state(pid)
-        return JSONResponse(state.to_dict(clock()))
+        if not principal.may_read_prediction(state.predictor):
+            raise ApiError(404, "not_found", f"no prediction with id {pid!r}")
+        return state
+
+    async def show_prediction(request: Request) -> Response:
+        principal = await authenticate(request)
+        pid = _path_id(request)
+        reveal = _reveal(request, principal)
+        state = await _readable_state(principal, pid)
+        record = state.to_dict(clock())
+        shown = await run_in_threadpool(
+            lambda: store.disclosed_predictions([record], reveal_held_out=reveal)[0]
+        )
+        return JSONResponse(shown)
 
     async def observe(request: Request) -> Response:
         principal = await authenticate(request)
@@ -565,7 +620,7 @@ def create_app(
                 field="prediction",
             )
         salt = text_field(body, "salt")
-        state = await _state(pid)
+        state = await _readable_state(principal, pid)
         if not principal.may_predict_as(state.predictor):
             raise ApiError(403, "forbidden", f"only {state.predictor!r} may reveal {pid}")
         result = await run_in_threadpool(ledger.reveal, pid, revealed, str(salt))
@@ -696,12 +751,12 @@ def create_app(
         Route("/openapi.json", q(openapi), methods=["GET"]),
         Route("/metrics", q(metrics), methods=["GET"]),
         Route("/whoami", q(whoami), methods=["GET"]),
-        Route("/runs", q(list_runs, "limit"), methods=["GET"]),
+        Route("/runs", q(list_runs, "limit", REVEAL_PARAM), methods=["GET"]),
         Route("/runs", q(post_run), methods=["POST"]),
-        Route("/runs/{id}", q(get_run), methods=["GET"]),
-        Route("/runs/{id}/profile", q(run_profile), methods=["GET"]),
+        Route("/runs/{id}", q(get_run, REVEAL_PARAM), methods=["GET"]),
+        Route("/runs/{id}/profile", q(run_profile, REVEAL_PARAM), methods=["GET"]),
         Route("/predictions", q(commit), methods=["POST"]),
-        Route("/predictions/{id}", q(show_prediction), methods=["GET"]),
+        Route("/predictions/{id}", q(show_prediction, REVEAL_PARAM), methods=["GET"]),
         Route("/predictions/{id}/observe", q(observe), methods=["POST"]),
         Route("/predictions/{id}/reveal", q(reveal), methods=["POST"]),
         Route("/calls", q(calls, "agent"), methods=["GET"]),
@@ -722,15 +777,15 @@ def create_app(
 
 
 def _run_dict(run: RunRow, *, reveal: bool = False) -> dict[str, Any]:
-    """A run's summary. The seed of a held-out run is withheld unless ``reveal`` (operators):
-    knowing it, an agent under test could regenerate the held-out items."""
+    """A run's summary. The seed of a held-out run, and the item ids in its params, are
+    withheld unless ``reveal`` (operators who ask): knowing them, an agent under test could
+    regenerate or recognise the held-out items."""
     try:
         params = json.loads(run.params_json)
     except ValueError:
         params = {}
-    withheld = bool(run.held_out) and not reveal
-    if withheld:
-        params.pop("seed", None)
+    withheld = withholds(held_out=bool(run.held_out), reveal_held_out=reveal)
+    params = disclosed_params(params, held_out=bool(run.held_out), reveal_held_out=reveal)
     return {
         "id": run.id,
         "suite": run.suite,

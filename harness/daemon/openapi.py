@@ -93,6 +93,16 @@ _MESSAGES = {
 }
 
 
+REVEAL: dict[str, Any] = {
+    "name": "reveal_held_out",
+    "in": "query",
+    "description": "operator tokens only (an agent token gets 403): include a held-out run's "
+    "seeds, item ids and item bodies, and a held-out prediction's query, item and observed "
+    "answers, which are otherwise withheld",
+    "schema": {"enum": ["true", "false"]},
+}
+
+
 def openapi_document(
     agents: Iterable[str] = (), *, modules: Iterable[str] = (), max_ablations: int = 8
 ) -> dict[str, Any]:
@@ -158,15 +168,16 @@ def openapi_document(
             "/whoami": {"get": {"summary": "the token's id, scope and agent", "responses": body(200)}},
             "/runs": {
                 "get": {
-                    "summary": "the latest runs",
+                    "summary": "the latest runs (an agent token: its agent's own)",
                     "parameters": [
                         {
                             "name": "limit",
                             "in": "query",
                             "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
-                        }
+                        },
+                        REVEAL,
                     ],
-                    "responses": body(200, 400),
+                    "responses": body(200, 400, 403),
                 },
                 "post": {
                     "summary": "run a suite now (held-out seed)",
@@ -217,16 +228,16 @@ def openapi_document(
             },
             "/runs/{id}": {
                 "get": {
-                    "summary": "a run and its trial counts",
-                    "parameters": [_path_id("the run's id")],
-                    "responses": body(200, 404),
+                    "summary": "a run and its trial counts (404: unknown, or not the agent's)",
+                    "parameters": [_path_id("the run's id"), REVEAL],
+                    "responses": body(200, 400, 403, 404),
                 }
             },
             "/runs/{id}/profile": {
                 "get": {
-                    "summary": "the run's profile",
-                    "parameters": [_path_id("the run's id")],
-                    "responses": body(200, 404),
+                    "summary": "the run's profile (404: unknown, or not the agent's)",
+                    "parameters": [_path_id("the run's id"), REVEAL],
+                    "responses": body(200, 400, 403, 404),
                 }
             },
             "/predictions": {
@@ -264,9 +275,9 @@ def openapi_document(
             },
             "/predictions/{id}": {
                 "get": {
-                    "summary": "a prediction's state",
-                    "parameters": [_path_id("the prediction's id")],
-                    "responses": body(200, 404),
+                    "summary": "a prediction's state (404: unknown, or another agent's)",
+                    "parameters": [_path_id("the prediction's id"), REVEAL],
+                    "responses": body(200, 400, 403, 404),
                 }
             },
             "/predictions/{id}/observe": {

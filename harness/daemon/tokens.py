@@ -3,10 +3,12 @@
 A token has a **scope**:
 
 * ``agent`` — names one agent and acts as it: commits and reveals that agent's predictions,
-  calls the query proxy as that caller, requests runs of that agent only, and never sees
-  held-out seeds;
+  calls the query proxy as that caller, requests runs of that agent only, lists and reads only
+  its own runs and profiles (:meth:`ledger.store.Store.owns_run`) and its own predictions, and
+  never sees a held-out run's seeds or items;
 * ``operator`` — names no agent (an optional label says whose it is): records observations,
-  sees held-out seeds, and requests runs of any agent.
+  reads every run, profile and prediction, requests runs of any agent, and sees a held-out
+  run's seeds and items when it asks (``?reveal_held_out=true``).
 
 The rules live in :class:`Principal`, which :func:`authenticate` returns for a token that is
 known, not expired and not revoked (None otherwise). Each token has a short public id
@@ -143,8 +145,23 @@ class Principal:
 
     @property
     def sees_held_out(self) -> bool:
-        """May see held-out seeds and the item bodies of held-out runs."""
+        """May see held-out seeds and the item bodies of held-out runs (when it asks:
+        :meth:`reveals`)."""
         return self.is_operator
+
+    def reveals(self, asked: bool) -> bool:
+        """Whether a request that ``asked`` for held-out seeds and items gets them: an
+        operator's that asked; never an agent's (the API refuses an agent that asks)."""
+        return asked and self.sees_held_out
+
+    def may_read_prediction(self, predictor: str) -> bool:
+        """May read a prediction of ``predictor``: an operator any, an agent token its own."""
+        return self.is_operator or self.may_predict_as(predictor)
+
+    @property
+    def owner(self) -> str | None:
+        """The agent whose runs alone this token reads (None: an operator reads every run)."""
+        return None if self.is_operator else (self.agent or "")
 
     @property
     def may_observe(self) -> bool:

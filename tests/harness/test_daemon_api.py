@@ -497,7 +497,15 @@ def test_only_the_predictor_reveals_and_commits_as_itself(env: Env) -> None:
     with env.client() as c, env.client(other) as m:
         pid, body, salt = commit(c, ask(1), {"a": 1.0})
         r = m.post(f"/predictions/{pid}/reveal", json={"prediction": body, "salt": salt.hex()})
-        assert r.status_code == 403
+        # another agent's prediction is answered as an unknown one: its id is not confirmed
+        unknown = m.post("/predictions/pffffffffffffffffffff/reveal",
+                         json={"prediction": body, "salt": salt.hex()})  # fmt: skip
+        assert r.status_code == unknown.status_code == 404
+        assert r.json()["error"]["message"].replace(pid, "ID") == unknown.json()["error"][
+            "message"
+        ].replace("pffffffffffffffffffff", "ID")
+        assert m.get(f"/predictions/{pid}").status_code == 404
+        assert c.get(f"/predictions/{pid}").status_code == 200
         r = m.post(
             "/predictions",
             json={"predictor": "piper", "target": "dusk", "query": "q", "commitment": "x"},

@@ -1,7 +1,8 @@
-"""Held-out seeds never leave the daemon except to an operator: every route of the API, walked
-with an agent's token through real sockets, and the daemon's log, show neither a held-out run's
-seed nor an item seed or body from which its items regenerate. An operator's token sees the
-seed (so the walk can fail)."""
+"""Held-out seeds never leave the daemon except to an operator who asks: every route of the API,
+walked with the token of the run's own agent through real sockets, and the daemon's log, show
+neither a held-out run's seed nor an item seed or body from which its items regenerate. An
+operator's token sees the seed when it asks with ?reveal_held_out=true (so the walk can fail),
+and not otherwise."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         settings = replace(settings, agents=agents, head_interval=0)
         daemon = build_daemon(settings, scheduler=False)
         store = daemon.store
-        planned = plan_agents(settings, agents=(), references=REFERENCES)
+        planned = plan_agents(settings, agents=("dusk",), references=REFERENCES)
         items = get_suite("quick").build(HELD_SEED) + games.generate_abc_items(HELD_SEED, 2)
         store.create_run(
             "held", suite="quick", seed=HELD_SEED, held_out=True,
@@ -65,7 +66,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         for item in stored:
             secrets += [canonical_json(item.to_dict()).decode(), json.dumps(item.to_dict())]
             secrets.append(canonical_json(dict(item.params)).decode())
-        agent = create_token(daemon.engine, "piper")
+        agent = create_token(daemon.engine, "dusk")
         operator = create_token(daemon.engine, None, scope="operator", label="ops")
         try:
             with BackgroundServer(daemon.app) as server:
@@ -112,8 +113,12 @@ def test_every_route_hides_a_held_out_seed_from_an_agent(
     assert env.leaks(caplog.text) == []
 
 
-def test_an_operator_sees_the_held_out_seed(env: Env) -> None:
-    detail = _get(env, env.operator, "/runs/held").json()
+def test_an_operator_sees_the_held_out_seed_when_it_asks(env: Env) -> None:
+    reveal = "?reveal_held_out=true"
+    detail = _get(env, env.operator, "/runs/held" + reveal).json()
     assert detail["seed"] == HELD_SEED and not detail["seed_withheld"]
-    assert str(HELD_SEED) in _get(env, env.operator, "/runs/held/profile").text
-    assert str(HELD_SEED) in _get(env, env.operator, "/runs").text
+    assert str(HELD_SEED) in _get(env, env.operator, "/runs/held/profile" + reveal).text
+    assert str(HELD_SEED) in _get(env, env.operator, "/runs" + reveal).text
+    for path in ("/runs/held", "/runs/held/profile", "/runs"):
+        assert env.leaks(_get(env, env.operator, path).text) == [], path
+        assert _get(env, env.agent, path + reveal).status_code == 403, path
