@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from harness.daemon.witness_api import WITNESS_PATHS
 from harness.suites import SUITES
 
 __all__ = ["openapi_document"]
@@ -374,5 +375,6 @@ def openapi_document(
                     },
                 }
             },
+            **WITNESS_PATHS,
         },
     }
