@@ -1,7 +1,7 @@
 """The daemon's HTTP API: an ASGI app (Starlette) over the store, the ledger and the scheduler.
 
-Every path but ``/health`` needs ``Authorization: Bearer <token>`` (``mindledger serve token``
-makes one). An ``agent`` token acts as its agent: it commits and reveals that agent's
+Every path but ``/health`` and the witness's ``/witness/…`` needs ``Authorization: Bearer
+<token>`` (``mindledger serve token`` makes one). An ``agent`` token acts as its agent: it commits and reveals that agent's
 predictions, calls the query proxy as that caller and requests that agent's runs. An
 ``operator`` token records observations, sees held-out seeds and requests runs of any agent.
 

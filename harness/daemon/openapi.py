@@ -110,7 +110,7 @@ def openapi_document(
             "title": "mindledger daemon",
             "version": "1",
             "description": "Runs, profiles, the prediction ledger and the query proxy. Every "
-            "path but /health and /openapi.json needs `Authorization: Bearer <token>` "
+            "path but /health, /openapi.json and /witness/… needs `Authorization: Bearer <token>` "
             "(`mindledger serve token`).",
         },
         "components": {

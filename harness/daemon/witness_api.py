@@ -36,7 +36,14 @@ from starlette.routing import Route
 from harness.daemon.web import ApiError, check_keys, known_query, read_body
 from harness.settings import Settings
 from harness.witnesses import COSIGNATURES_FILE, CosignatureLog, WitnessOutcome, send_head
-from ledger.cosign import MAX_PROOF, WITNESS_DIR, WitnessRefusal, WitnessStore, check_log_name
+from ledger.cosign import (
+    LOG_NAME,
+    MAX_PROOF,
+    WITNESS_DIR,
+    WitnessRefusal,
+    WitnessStore,
+    check_log_name,
+)
 from ledger.keys import load_or_create_witness_key
 from ledger.predictions import Ledger
 from ledger.tree import TreeHead
@@ -91,12 +98,19 @@ def witness_routes(
         if not isinstance(body, dict):
             raise ApiError(400, "invalid_body", "expected a JSON object", field="body")
         check_keys(body, ("log", "old", "proof", "tree_head"))
+        signed = body.get("tree_head")
+        if isinstance(signed, dict) and isinstance(signed.get("tree_head"), dict):
+            fields = signed["tree_head"]
+            signed = {
+                **signed,
+                "tree_head": {**fields, **{k: _whole(fields.get(k)) for k in ("size", "v")}},
+            }
         try:
             log = check_log_name(body.get("log"))  # type: ignore[arg-type]
-            head = TreeHead.from_dict(body.get("tree_head"), where="tree_head")
+            head = TreeHead.from_dict(signed, where="tree_head")
         except InputError as exc:
             raise ApiError(400, "invalid_field", str(exc), field=exc.where) from None
-        old, proof = body.get("old"), body.get("proof")
+        old, proof = _whole(body.get("old")), body.get("proof")
         if type(old) is not int or old < 0:
             raise ApiError(400, "invalid_field", "expected a tree size ≥ 0", field="old")
         if (
@@ -143,6 +157,13 @@ def witness_routes(
     ]
 
 
+def _whole(value: Any) -> Any:
+    """``value``, or the int it equals if it is a float with no fraction (JSON has one number
+    type: ``2.0`` is the size 2, and a head's canonical form, which its signature covers, has
+    the int)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 class HeadSender:
     """Sends the ledger's newest signed head to its witnesses when it grew past what each
     cosigned, or when the last attempt failed (a witness that was down gets the next head)."""
@@ -169,6 +190,28 @@ class HeadSender:
 
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
+_DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
+_LOG = {"type": "string", "pattern": f"^{LOG_NAME.pattern}$"}
+_TREE_HEAD = {
+    "type": "object",
+    "required": ["tree_head", "signature"],
+    "properties": {
+        "signature": {"type": "string", "pattern": "^[0-9a-f]{128}$"},
+        "tree_head": {
+            "type": "object",
+            "required": ["ledger", "size", "root", "head", "time", "public_key", "v"],
+            "properties": {
+                "ledger": _DIGEST,
+                "size": {"type": "integer", "minimum": 0, "maximum": 2**53},
+                "root": _DIGEST,
+                "head": {"anyOf": [_DIGEST, {"type": "null"}]},
+                "time": {"type": "string"},
+                "public_key": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                "v": {"const": 1},
+            },
+        },
+    },
+}
 _REFUSED = {
     "description": "refused (see `error.code`)",
     "content": {"application/json": {"schema": _ERROR}},
@@ -187,14 +230,10 @@ WITNESS_PATHS: dict[str, Any] = {
                             "additionalProperties": False,
                             "required": ["log", "old", "proof", "tree_head"],
                             "properties": {
-                                "log": {"type": "string", "minLength": 1, "maxLength": 200},
-                                "old": {"type": "integer", "minimum": 0},
-                                "proof": {
-                                    "type": "array",
-                                    "maxItems": MAX_PROOF,
-                                    "items": {"type": "string"},
-                                },
-                                "tree_head": {"type": "object"},
+                                "log": _LOG,
+                                "old": {"type": "integer", "minimum": 0, "maximum": 2**53},
+                                "proof": {"type": "array", "maxItems": MAX_PROOF, "items": _DIGEST},
+                                "tree_head": _TREE_HEAD,
                             },
                         }
                     }
@@ -218,7 +257,7 @@ WITNESS_PATHS: dict[str, Any] = {
                     "name": "log",
                     "in": "query",
                     "required": True,
-                    "schema": {"type": "string", "minLength": 1, "maxLength": 200},
+                    "schema": _LOG,
                 }
             ],
             "responses": {

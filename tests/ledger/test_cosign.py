@@ -183,3 +183,12 @@ def test_proof_hashes_are_checked_before_anything_is_read(tmp_path: Path) -> Non
     _refused("bad_request", _try(store, Log().head(3), 0, ["sha256:zz"]))
     _refused("bad_request", _try(store, Log().head(3), 0, ["sha256:" + "00" * 32] * 65))
     _refused("bad_request", _try(store, Log().head(3), 4, []))
+
+
+def test_docs_give_the_vector_checked_here() -> None:
+    docs = (Path(__file__).parents[2] / "docs" / "ledger.md").read_text(encoding="utf-8")
+    signed = SIGNED.decode().replace("\n", "\\n")
+    assert f"signed      {signed}\n" in docs
+    assert f"signature   {COSIGNATURE}\n" in docs
+    assert f"note line   {NOTE_LINE}" in docs
+    assert WITNESS_PUBLIC in docs and str(TIME) in docs
