@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -299,7 +300,9 @@ def test_a_witness_that_is_down_is_a_warning_and_gets_the_next_head(
     _grow(led, 1)
     led.close()
     led.engine.dispose()
-    down = "http://127.0.0.1:9"  # the discard port: nothing listens
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{sock.getsockname()[1]}"
     cfg = pair.log_config.read_text().replace(pair.witness_url, down)
     pair.log_config.write_text(cfg)
     code, out, err = pair.log_cli("ledger", "head")
