@@ -50,6 +50,7 @@ import platformdirs
 
 from harness.notify_config import NotifyConfig, parse_notify
 from harness.schedule_config import MatrixSchedule, parse_matrix_schedule
+from harness.witness_config import WitnessConfig, parse_witnesses
 from mindledger.errors import ConfigError
 from mindledger.secrets import scrub, strip_credentials
 
@@ -302,6 +303,8 @@ class Settings:
     """The prediction matrix run beside each nightly suite run (``[schedule.matrix]``)."""
     notify: NotifyConfig = field(default_factory=NotifyConfig)
     """Where a flagged regression is announced (``[notify]``: webhook and/or command)."""
+    witnesses: tuple[WitnessConfig, ...] = ()
+    """Daemons that cosign this ledger's tree heads (``[[witnesses]]``: url, key, log)."""
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
     """Where each field's value came from (default, a file path, an env var, or a flag)."""
 
@@ -335,6 +338,8 @@ class Settings:
                 out[f.name] = {n: list(m) for n, m in sorted(value.items())}
             elif f.name in ("notify", "schedule_matrix"):
                 out[f.name] = value.public_dict()
+            elif f.name == "witnesses":
+                out[f.name] = [w.public_dict() for w in value]
             else:
                 out[f.name] = _plain(value)
         out["db_url"] = scrub(mask(self.database_url))
@@ -344,7 +349,8 @@ class Settings:
 SCALAR_FIELDS = {
     f.name: f
     for f in fields(Settings)
-    if f.name not in ("agents", "schedule_ablations", "schedule_matrix", "notify", "sources")
+    if f.name
+    not in ("agents", "schedule_ablations", "schedule_matrix", "notify", "witnesses", "sources")
 }
 
 
@@ -793,6 +799,7 @@ def load_settings(
     schedule_ablations: dict[str, tuple[str, ...]] = {}
     schedule_matrix = MatrixSchedule()
     notify = NotifyConfig()
+    witnesses: tuple[WitnessConfig, ...] = ()
 
     path = find_config_file(config_path, cwd)
     if path is not None:
@@ -809,11 +816,14 @@ def load_settings(
                     sources[f"agents.{name}"] = source
             elif key == "notify":
                 notify = parse_notify(raw, source=source)
+            elif key == "witnesses":
+                witnesses = parse_witnesses(raw, source=source)
+                sources["witnesses"] = source
             elif key in SCALAR_FIELDS:
                 values[key] = _coerce(key, raw, source=source, from_text=False)
                 sources[key] = source
             else:
-                known = ", ".join(sorted([*SCALAR_FIELDS, "agents", "notify"]))
+                known = ", ".join(sorted([*SCALAR_FIELDS, "agents", "notify", "witnesses"]))
                 raise ConfigError(f"unknown key (known keys: {known})", file=source, key=key)
         if isinstance(data.get("schedule"), Mapping):
             cron, schedule_ablations, schedule_matrix = _schedule_table(
@@ -845,7 +855,7 @@ def load_settings(
             )
     settings = Settings(
         **values, agents=agents, schedule_ablations=schedule_ablations,
-        schedule_matrix=schedule_matrix, notify=notify, sources=sources,
+        schedule_matrix=schedule_matrix, notify=notify, witnesses=witnesses, sources=sources,
     )
     _check_ranges(settings)
     return settings

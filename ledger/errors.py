@@ -9,7 +9,11 @@
     │   │   │                             (observe after the reveal, reveal twice, …)
     │   │   └── AgentSignatureError       a commit's agent signature is missing, unexpected
     │   │                                 or does not verify with the registered key
-    │   └── LedgerKeyError                a key file is missing, unreadable, too open or wrong
+    │   ├── LedgerKeyError                a key file is missing, unreadable, too open or wrong
+    │   └── cosign.WitnessRefusal         a witness refuses to cosign a head (``code`` says
+    │                                     why: unknown log, bad signature, inconsistent, …)
+    ├── StorageError
+    │   └── cosign.WitnessRecordError     a witness's record of a log cannot be read
     ├── LedgerIntegrityError (exit 1)     the stored ledger fails verification; the service
     │                                     refuses to append to it
     └── RevealRejected (exit 1)           a reveal was refused and recorded against the

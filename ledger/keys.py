@@ -33,8 +33,11 @@ __all__ = [
     "NEXT_KEY_FILE",
     "PUBLIC_KEY_FILE",
     "TREE_HEAD_TAG",
+    "WITNESS_KEY_FILE",
+    "WITNESS_PUBLIC_KEY_FILE",
     "generate_key",
     "load_or_create_service_key",
+    "load_or_create_witness_key",
     "load_private_key",
     "parse_public_key",
     "public_key_hex",
@@ -59,6 +62,10 @@ KEY_FILE = Path("keys") / "ledger-ed25519.pem"
 """The service's private key, relative to the data directory."""
 PUBLIC_KEY_FILE = Path("keys") / "ledger-ed25519.pub"
 """The service's public key (hex), relative to the data directory."""
+WITNESS_KEY_FILE = Path("keys") / "witness-ed25519.pem"
+"""The key this daemon cosigns other ledgers' tree heads with, as their witness."""
+WITNESS_PUBLIC_KEY_FILE = Path("keys") / "witness-ed25519.pub"
+"""The witness's public key (hex): what a witnessed ledger's operator configures."""
 
 
 def generate_key() -> Ed25519PrivateKey:
@@ -107,7 +114,17 @@ def load_or_create_service_key(home: Path) -> Ed25519PrivateKey:
     Safe when several processes start at once: the key is written to a temporary file and
     linked into place, so a loser of the race reads the winner's complete key.
     """
-    path = home / KEY_FILE
+    return _load_or_create(home, KEY_FILE, PUBLIC_KEY_FILE)
+
+
+def load_or_create_witness_key(home: Path) -> Ed25519PrivateKey:
+    """The witness key in ``home`` (:data:`WITNESS_KEY_FILE`: what this daemon cosigns other
+    ledgers' heads with, never the service key), created as the service key is."""
+    return _load_or_create(home, WITNESS_KEY_FILE, WITNESS_PUBLIC_KEY_FILE)
+
+
+def _load_or_create(home: Path, key_file: Path, public_file: Path) -> Ed25519PrivateKey:
+    path = home / key_file
     if path.exists():
         return load_private_key(path)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -122,7 +139,7 @@ def load_or_create_service_key(home: Path) -> Ed25519PrivateKey:
         os.unlink(tmp)
         return load_private_key(path)
     os.unlink(tmp)
-    pub = home / PUBLIC_KEY_FILE
+    pub = home / public_file
     pub_tmp = pub.with_name(f".{pub.name}.{os.getpid()}.tmp")
     pub_tmp.write_text(public_key_hex(key) + "\n", encoding="ascii")
     os.replace(pub_tmp, pub)

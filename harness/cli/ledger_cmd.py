@@ -349,6 +349,32 @@ def _report(ctx: click.Context, v: Verification, as_json: bool) -> None:
     help="Check an inclusion-proof bundle from `mindledger ledger prove` instead (offline; "
     "with --public-key, the head must be signed by that key).",
 )
+@click.option(
+    "--witness",
+    "witness_urls",
+    multiple=True,
+    help="A witness's URL: the ledger must extend the latest head that witness cosigned "
+    "(its key and this ledger's log name from [[witnesses]], or --witness-key/--witness-log; "
+    "repeatable).",
+)
+@click.option(
+    "--witness-head",
+    "witness_heads",
+    multiple=True,
+    type=click.Path(dir_okay=False, exists=True),
+    help="A cosigned head a witness exported (`mindledger witness head NAME`): checked like "
+    "--witness, offline (repeatable).",
+)
+@click.option(
+    "--witness-key",
+    default=None,
+    help="The witness's public key (64 hex digits), for a witness not in [[witnesses]].",
+)
+@click.option(
+    "--witness-log",
+    default=None,
+    help="The name the witness knows this ledger by, for a witness not in [[witnesses]].",
+)
 @format_option(
     "the full report (ok, ledger, entries, head_seq, head_hash, root, keys, predictions, calls, "
     "signatures, failures); with --proof, ok and problems"
@@ -362,16 +388,22 @@ def verify_cmd(
     full: bool,
     heads: tuple[str, ...],
     proof: str | None,
+    witness_urls: tuple[str, ...],
+    witness_heads: tuple[str, ...],
+    witness_key: str | None,
+    witness_log: str | None,
     fmt: str,
 ) -> None:
     """Verify the ledger: every hash, link, reveal and signature, the Merkle tree, the heads
-    it published, and every head given with --head. Exit 0 and one line when intact; exit 1
-    naming the first bad entry and what is wrong otherwise.
+    it published, every head given with --head, and the latest head each --witness cosigned.
+    Exit 0 and one line when intact; exit 1 naming the first bad entry and what is wrong
+    otherwise (or that a witness's head could not be had or does not verify).
 
     \b
     Examples:
       mindledger ledger verify
       mindledger ledger verify --head head-2026-11-30.json     # nothing rewritten since
+      mindledger ledger verify --witness https://witness.example.org:8765
       mindledger ledger verify --file ledger.jsonl --public-key KEY --head head.json
       mindledger ledger verify --proof p871d2d04f.proof.json --public-key KEY
       mindledger ledger verify --format json | jq '.failures'
@@ -381,6 +413,25 @@ def verify_cmd(
         _check_proof(ctx, Path(proof), public_key, as_json)
         return
     saved = [(TreeHead.load(Path(h)), f"the head in {h}") for h in heads]
+    if witness_urls or witness_heads:
+        from harness.witnesses import witnessed_heads
+
+        found, problems = witnessed_heads(
+            get_settings(ctx).witnesses,
+            witness_urls,
+            witness_heads,
+            key=witness_key,
+            log_name=witness_log,
+        )
+        if problems:
+            if as_json:
+                echo_json({"ok": False, "problems": problems})
+            for p in problems:
+                click.echo(f"FAILED: {p}", err=True)
+            ctx.exit(1)
+        saved.extend(found)
+    elif witness_key or witness_log:
+        raise InputError("only used with --witness or --witness-head", where="--witness-key")
     if file:
         if not public_key:
             raise InputError(
@@ -440,16 +491,25 @@ def _check_proof(ctx: click.Context, path: Path, public_key: str | None, as_json
 def head_cmd(ctx: click.Context) -> None:
     """Print a signed tree head of the ledger (size, Merkle root, time, signature), and add it
     to the heads file. Keep it somewhere else: `ledger verify --head FILE` proves later that
-    nothing it covers was changed, even by someone holding this machine's key and disk.
+    nothing it covers was changed, even by someone holding this machine's key and disk. The
+    head also goes to the ledger's [[witnesses]] (a witness that is down is a warning).
 
     \b
     Example:
       mindledger ledger head > /mnt/offsite/head-$(date +%F).json
     """
-    head = _open(ctx).tree_head()
+    led = _open(ctx)
+    head = led.tree_head()
     if head is None:
         raise InputError("the ledger is empty: there is no head to sign yet", where="ledger")
     echo_json(head.to_dict())
+    settings = get_settings(ctx)
+    if settings.witnesses:
+        from harness.witnesses import COSIGNATURES_FILE, CosignatureLog, send_head
+
+        kept = CosignatureLog(settings.home / COSIGNATURES_FILE)
+        for outcome in send_head(led, head, settings.witnesses, kept):
+            click.echo(outcome.line(), err=True)
 
 
 @ledger.command("prove")

@@ -95,6 +95,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "worker",
         "Execute queued batches of trials (PostgreSQL + procrastinate).",
     ),
+    "witness": (
+        "harness.cli.witness_cmd",
+        "witness",
+        "Witness other ledgers: register them, cosign their heads, export a cosigned head.",
+    ),
     "enqueue": (
         "harness.cli.worker_cmd",
         "enqueue",

@@ -1,7 +1,7 @@
 """The daemon's HTTP API: an ASGI app (Starlette) over the store, the ledger and the scheduler.
 
-Every path but ``/health`` needs ``Authorization: Bearer <token>`` (``mindledger serve token``
-makes one). An ``agent`` token acts as its agent: it commits and reveals that agent's
+Every path but ``/health`` and the witness's ``/witness/…`` needs ``Authorization: Bearer
+<token>`` (``mindledger serve token`` makes one). An ``agent`` token acts as its agent: it commits and reveals that agent's
 predictions, calls the query proxy as that caller and requests that agent's runs. An
 ``operator`` token records observations, sees held-out seeds and requests runs of any agent.
 
@@ -27,6 +27,8 @@ GET      /ledger/head                             the latest signed tree head
 GET      /ledger/proof?seq=N&size=M               inclusion proof of entry N in the first M
 GET      /ledger/consistency?old=M&new=N          consistency proof between two tree sizes
 POST     /proxy/{target}/v1/chat/completions      the query proxy (see :mod:`.proxy`)
+POST     /witness/cosign                          cosign another ledger's head (no token; see
+GET      /witness/heads?log=NAME                  :mod:`.witness_api`)
 =======  =======================================  ==============================================
 
 Errors are JSON: ``{"error": {"code", "message", "field"}}`` — 400 for a malformed body or
@@ -87,6 +89,7 @@ from harness.daemon.web import (
     scrub_logs,
     text_field,
 )
+from harness.daemon.witness_api import HeadSender, witness_routes
 from harness.runs import new_run_id
 from harness.settings import MODULES, Settings
 from harness.suites import SUITES
@@ -235,6 +238,7 @@ def create_app(
     )
     limiter = RateLimiter(settings.api_rate_limit, burst=2 * settings.api_rate_limit)
     proxy = Proxy(settings, ledger, transport_factory=transport_factory, draw=draw)
+    witnessed = HeadSender(settings, ledger)
 
     async def authenticate(request: Request) -> Principal:
         header = request.headers.get("authorization", "")
@@ -722,11 +726,11 @@ def create_app(
 
     async def sign_heads() -> None:
         """Sign a tree head every ``head_interval`` seconds while the ledger grows (each one
-        goes to the heads file)."""
+        goes to the heads file, and to the ledger's witnesses)."""
         while True:
             await asyncio.sleep(settings.head_interval)
             try:
-                await run_in_threadpool(ledger.tree_head)
+                await run_in_threadpool(lambda: witnessed.send(ledger.tree_head()))
             except (StorageError, LedgerIntegrityError, LedgerKeyError) as exc:
                 log.error("could not sign a tree head: %s", exc)
 
@@ -764,6 +768,7 @@ def create_app(
         Route("/ledger/proof", q(inclusion, "seq", "size"), methods=["GET"]),
         Route("/ledger/consistency", q(consistency, "old", "new"), methods=["GET"]),
         Route("/proxy/{target}/v1/chat/completions", q(proxy_chat), methods=["POST"]),
+        *witness_routes(settings, limit=limiter.take),
     ]
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         ApiError: on_api_error,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from harness.daemon.witness_api import WITNESS_PATHS
 from harness.suites import SUITES
 
 __all__ = ["openapi_document"]
@@ -119,7 +120,7 @@ def openapi_document(
             "title": "mindledger daemon",
             "version": "1",
             "description": "Runs, profiles, the prediction ledger and the query proxy. Every "
-            "path but /health and /openapi.json needs `Authorization: Bearer <token>` "
+            "path but /health, /openapi.json and /witness/… needs `Authorization: Bearer <token>` "
             "(`mindledger serve token`).",
         },
         "components": {
@@ -385,5 +386,6 @@ def openapi_document(
                     },
                 }
             },
+            **WITNESS_PATHS,
         },
     }
