@@ -44,7 +44,7 @@ BUILTIN_AGENTS: dict[str, AgentConfig] = {
         model="SmolLM2-135M-Instruct",
         system_prompt=LOCAL_SYSTEM_PROMPT,
         modules=MODULES,
-        max_tokens=96,
+        max_tokens=48,
     ),
 }
 """Agents available without any settings file: the embedded model with the reference scaffold."""
