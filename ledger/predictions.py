@@ -72,6 +72,7 @@ from ledger.merkle import (
     root_keys,
 )
 from ledger.protocol import (
+    QUERY_VERSION,
     REFUSALS,
     PredictionState,
     check_provenance,
@@ -887,6 +888,7 @@ class Ledger:
             "status": status,
             "answered": answered,
             "response": response,
+            "query_v": QUERY_VERSION,
         }
         wrong = check_call(f"agent:{caller}", call)
         if wrong is not None:
@@ -933,6 +935,7 @@ class Ledger:
             "query_hash": query_hash,
             "prediction": prediction,
             "reason": reason,
+            "query_v": QUERY_VERSION,
         }
         wrong = check_refusal(f"agent:{caller}", refusal)
         if wrong is not None:
@@ -942,22 +945,24 @@ class Ledger:
 
     def calls(self, caller: str | None = None) -> list[CallTally]:
         """The query proxy's record per (caller, target): calls forwarded, calls that carried
-        a prediction, refusals by reason, and whether a prediction is owed (an obligation)."""
+        a prediction, refusals by reason, and the obligations (the one owed, if any; how many
+        were opened and met). Whether an owed one is abandoned is a question for
+        :func:`ledger.calls.summarise`, as of the ledger's last entry (:meth:`head`)."""
         fold = Calls()
         with self._reading() as cur:
             if caller is None:
                 rows = cur.all(
-                    "SELECT seq, kind, payload_json FROM ledger_entries "
+                    "SELECT seq, kind, payload_json, time FROM ledger_entries "
                     "WHERE kind IN ('call', 'refuse') ORDER BY seq"
                 )
             else:
                 rows = cur.all(
-                    "SELECT seq, kind, payload_json FROM ledger_entries WHERE subject = ? "
+                    "SELECT seq, kind, payload_json, time FROM ledger_entries WHERE subject = ? "
                     "AND kind IN ('call', 'refuse') ORDER BY seq",
                     (f"agent:{caller}",),
                 )
-        for seq, kind, payload_json in rows:
-            fold.apply(int(seq), kind, json.loads(payload_json))
+        for seq, kind, payload_json, time in rows:
+            fold.apply(int(seq), kind, json.loads(payload_json), str(time))
         return fold.by_caller(caller)
 
     def reveal(
