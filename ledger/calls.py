@@ -148,7 +148,7 @@ def check_call(subject: str, payload: Mapping[str, Any]) -> str | None:
     if not isinstance(payload.get("target"), str) or not isinstance(payload.get("request"), str):
         return "a call names its target and request"
     if not is_digest(payload.get("query_hash")):
-        return "a call names the query hash of its messages"
+        return "a call names its query hash"
     pid = payload.get("prediction")
     if pid is not None and not isinstance(pid, str):
         return "a call's prediction is an id or null"

@@ -683,10 +683,11 @@ class Ledger:
         query_hash: str | None = None,
     ) -> CommitReceipt:
         """Record a commitment (see :func:`~ledger.protocol.commitment`). The prediction itself
-        stays with the committer until the reveal. ``query_hash`` names the chat messages the
-        prediction is about (:func:`~ledger.protocol.query_hash`; by default those of ``query``
-        as one user message): the query proxy forwards a call carrying this prediction only
-        if the call's messages hash to it."""
+        stays with the committer until the reveal. ``query_hash`` names the chat request the
+        prediction is about (:func:`~ledger.protocol.query_hash`: its messages and every field
+        that can change the answer; by default ``query`` as one user message): the query proxy
+        forwards a call carrying this prediction only if the call hashes to it. (The daemon
+        checks that ``query`` is the request's question before it calls this.)"""
         _text(predictor, "predictor")
         _text(target, "target")
         _text(query, "query")
