@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from ledger.calls import Calls, check_call, check_refusal, summarise
+from ledger.calls import Calls, check_call, check_refusal, obligation_warnings, summarise
 from ledger.errors import LedgerKeyError
 from ledger.keys import COMMIT_TAG, ENTRY_TAG, KEY_TAG, parse_public_key, public_key_hex, sign
 from ledger.keys import verify_signature as _verify_sig
@@ -297,11 +297,19 @@ class Verification:
     roots: dict[int, bytes] = field(default_factory=dict)
     """Re-derived Merkle roots at the sizes asked for (for checking saved tree heads)."""
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """The query proxy's record per caller (:func:`ledger.calls.summarise`)."""
+    """The query proxy's record per caller (:func:`ledger.calls.summarise`, as of the last
+    entry's time)."""
 
     @property
     def ok(self) -> bool:
         return not self.failures
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the ledger records that is not a failure of the chain but should be looked at:
+        obligations of the query proxy that callers abandoned
+        (:func:`ledger.calls.obligation_warnings`)."""
+        return obligation_warnings(self.calls)
 
     def first_bad(self) -> list[Failure]:
         """Every failure at the first bad position."""
@@ -508,7 +516,7 @@ class Fold:
         wrong = (check_call if e.kind == "call" else check_refusal)(e.subject, payload)
         if wrong is not None:
             return [("invalid-entry", wrong)]
-        problems = self.calls.apply(e.seq, e.kind, payload)
+        problems = self.calls.apply(e.seq, e.kind, payload, e.time)
         pid = payload.get("prediction")
         if e.kind == "call" and pid is not None:
             state = self.predictions.get(pid)
@@ -648,7 +656,7 @@ def _fast(
         keys=list(fold.keys),
         root=tree.root(),
         roots=roots,
-        calls=summarise(fold.calls.by_caller()),
+        calls=summarise(fold.calls.by_caller(), None if last is None else last.time),
     )
 
 
@@ -869,5 +877,8 @@ def _diagnose(
         keys=list(fold.keys),
         root=None if tree is None else tree.root(),
         roots=roots,
-        calls=summarise(fold.calls.by_caller()),
+        calls=summarise(
+            fold.calls.by_caller(),
+            last.time if last is not None and isinstance(last.time, str) else None,
+        ),
     )

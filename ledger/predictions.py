@@ -72,6 +72,7 @@ from ledger.merkle import (
     root_keys,
 )
 from ledger.protocol import (
+    QUERY_VERSION,
     REFUSALS,
     PredictionState,
     check_provenance,
@@ -682,10 +683,11 @@ class Ledger:
         query_hash: str | None = None,
     ) -> CommitReceipt:
         """Record a commitment (see :func:`~ledger.protocol.commitment`). The prediction itself
-        stays with the committer until the reveal. ``query_hash`` names the chat messages the
-        prediction is about (:func:`~ledger.protocol.query_hash`; by default those of ``query``
-        as one user message): the query proxy forwards a call carrying this prediction only
-        if the call's messages hash to it."""
+        stays with the committer until the reveal. ``query_hash`` names the chat request the
+        prediction is about (:func:`~ledger.protocol.query_hash`: its messages and every field
+        that can change the answer; by default ``query`` as one user message): the query proxy
+        forwards a call carrying this prediction only if the call hashes to it. (The daemon
+        checks that ``query`` is the request's question before it calls this.)"""
         _text(predictor, "predictor")
         _text(target, "target")
         _text(query, "query")
@@ -887,6 +889,7 @@ class Ledger:
             "status": status,
             "answered": answered,
             "response": response,
+            "query_v": QUERY_VERSION,
         }
         wrong = check_call(f"agent:{caller}", call)
         if wrong is not None:
@@ -933,6 +936,7 @@ class Ledger:
             "query_hash": query_hash,
             "prediction": prediction,
             "reason": reason,
+            "query_v": QUERY_VERSION,
         }
         wrong = check_refusal(f"agent:{caller}", refusal)
         if wrong is not None:
@@ -942,22 +946,24 @@ class Ledger:
 
     def calls(self, caller: str | None = None) -> list[CallTally]:
         """The query proxy's record per (caller, target): calls forwarded, calls that carried
-        a prediction, refusals by reason, and whether a prediction is owed (an obligation)."""
+        a prediction, refusals by reason, and the obligations (the one owed, if any; how many
+        were opened and met). Whether an owed one is abandoned is a question for
+        :func:`ledger.calls.summarise`, as of the ledger's last entry (:meth:`head`)."""
         fold = Calls()
         with self._reading() as cur:
             if caller is None:
                 rows = cur.all(
-                    "SELECT seq, kind, payload_json FROM ledger_entries "
+                    "SELECT seq, kind, payload_json, time FROM ledger_entries "
                     "WHERE kind IN ('call', 'refuse') ORDER BY seq"
                 )
             else:
                 rows = cur.all(
-                    "SELECT seq, kind, payload_json FROM ledger_entries WHERE subject = ? "
+                    "SELECT seq, kind, payload_json, time FROM ledger_entries WHERE subject = ? "
                     "AND kind IN ('call', 'refuse') ORDER BY seq",
                     (f"agent:{caller}",),
                 )
-        for seq, kind, payload_json in rows:
-            fold.apply(int(seq), kind, json.loads(payload_json))
+        for seq, kind, payload_json, time in rows:
+            fold.apply(int(seq), kind, json.loads(payload_json), str(time))
         return fold.by_caller(caller)
 
     def reveal(

@@ -18,11 +18,18 @@ object built by :func:`prediction_body`, with every key always present::
 **The prediction id** is ``"p"`` followed by the first 20 hex digits of the commitment, so the
 id is known to the committer before the commit and cannot be reassigned.
 
-**The query hash** names the query a prediction is about: ``"sha256:" + hex(sha256(
-canonical_json({"messages": messages, "v": 1})))`` over the chat messages of the request exactly
-as sent (a plain-text query is the one message ``{"role": "user", "content": query}``). The query
-proxy forwards a call carrying a prediction only when the call's messages hash to the committed
-query hash.
+**The query hash** names the request a prediction is about: ``"sha256:" + hex(sha256(
+canonical_json({"request": request, "v": 2})))`` over the chat request exactly as sent, every
+field included but those of :data:`UNHASHED_FIELDS` (``model``, ``stream``, ``user``: they
+cannot change the answer); a plain-text query is the request ``{"messages": [{"role": "user",
+"content": query}]}``. The query proxy forwards a call carrying a prediction only when the call
+hashes to the committed query hash, so changing ``max_tokens``, ``tools``, ``temperature``…
+after the commit is a ``query_mismatch``. Hashes recorded before version 2 covered the
+messages alone (:func:`legacy_query_hash`); nothing re-derives a recorded hash, so those
+entries still verify, and ``call`` and ``refuse`` entries since say ``"query_v": 2``.
+
+**The query text** a commit states is :func:`query_text` of the committed messages (the last
+user message's text): the daemon refuses a commit whose ``query`` says anything else.
 
 **Provenance**: every observation says who asked the target (``by``: the proxy, the matrix, the
 runner, an operator, or a client's adapter), the request it answered, and the SHA-256 of the
@@ -56,6 +63,7 @@ __all__ = [
     "QUERY_VERSION",
     "REFUSALS",
     "SALT_BYTES",
+    "UNHASHED_FIELDS",
     "PredictionState",
     "check_provenance",
     "check_reveal",
@@ -63,6 +71,7 @@ __all__ = [
     "commit_message",
     "commitment",
     "is_digest",
+    "legacy_query_hash",
     "new_salt",
     "parse_time",
     "prediction_body",
@@ -70,6 +79,7 @@ __all__ = [
     "provenance",
     "query_hash",
     "query_messages",
+    "query_text",
     "quick_reveal",
     "response_hash",
     "scores_equal",
@@ -84,16 +94,24 @@ FINAL_STATES = ("scored", "rejected", "expired")
 """States after which nothing more is recorded for a prediction."""
 COMMIT_FIELDS = ("predictor", "target", "query", "item", "condition")
 """Fields of a prediction that the commit entry states in the open."""
-QUERY_VERSION = 1
-"""Version of the canonical query form (the ``v`` key of :func:`query_hash`)."""
+QUERY_VERSION = 2
+"""Version of the canonical query form (the ``v`` key of :func:`query_hash`); version 1
+(:func:`legacy_query_hash`) covered the messages only."""
+UNHASHED_FIELDS = ("model", "stream", "user")
+"""The request fields a query hash leaves out, because none can change the answer: ``model``
+(the proxy sends the target's declared model, or none, whatever the call says), ``stream``
+(absent or false: the proxy refuses to stream; it shapes the transport, not the answer) and
+``user`` (an end-user id for the provider's abuse monitoring). Every other field is hashed."""
 OBSERVERS = ("proxy", "matrix", "runner", "operator", "client")
 """Who may record an observation: the component that asked the target, or an operator."""
 REFUSALS = {
     "sampled": "the call was sampled for a prediction and carried none",
-    "obligation": "an earlier sampled call is still owed a prediction",
+    "obligation": "an earlier sampled call is still owed a prediction bound to its query, "
+    "and this call carries none",
     "wrong_predictor": "the named prediction is another predictor's",
     "wrong_target": "the named prediction is about another target",
-    "query_mismatch": "the call's messages do not hash to the committed query",
+    "query_mismatch": "the call (its messages and every field that can change the answer) "
+    "does not hash to the committed query",
     "query_asked": "the caller already asked this target this exact query, so it knew the "
     "answer before predicting it",
     "prediction_used": "the named prediction already unlocked a call",
@@ -186,10 +204,7 @@ def query_messages(query: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": query}]
 
 
-def query_hash(messages: Any) -> str:
-    """The query hash of chat ``messages`` (see the module docstring; a contract with test
-    vectors in ``docs/ledger.md``). Raises InputError naming ``messages`` when they are not a
-    non-empty list of JSON objects each with a string ``role``."""
+def _check_messages(messages: Any) -> None:
     if not isinstance(messages, list) or not messages:
         raise InputError("expected a non-empty list of chat messages", where="messages")
     for n, m in enumerate(messages):
@@ -197,11 +212,51 @@ def query_hash(messages: Any) -> str:
             raise InputError(
                 "expected a JSON object with a string role", where=f"messages[{n}]"
             )
+
+
+def query_hash(request: Any) -> str:
+    """The query hash of a chat ``request`` (a JSON object with ``messages``; anything else is
+    taken as the messages of a request with no other field): see the module docstring, a contract
+    with test vectors in ``docs/ledger.md``. Raises InputError naming the field that is wrong
+    (``messages`` when they are not a non-empty list of JSON objects each with a string
+    ``role``)."""
+    if not isinstance(request, Mapping):
+        request = {"messages": request}
+    _check_messages(request.get("messages"))
+    hashed = {k: v for k, v in request.items() if k not in UNHASHED_FIELDS}
     try:
-        data = canonical_json({"messages": messages, "v": QUERY_VERSION})
+        data = canonical_json({"request": hashed, "v": QUERY_VERSION})
+    except (TypeError, ValueError):
+        raise InputError("expected JSON (no NaN or infinities)", where="request") from None
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def legacy_query_hash(messages: Any) -> str:
+    """The version 1 query hash, of the messages alone: ``"sha256:" + hex(sha256(
+    canonical_json({"messages": messages, "v": 1})))``. The ledger holds such hashes from
+    before version 2; nothing new is hashed so (kept to recompute and document them)."""
+    _check_messages(messages)
+    try:
+        data = canonical_json({"messages": messages, "v": 1})
     except (TypeError, ValueError):
         raise InputError("expected JSON (no NaN or infinities)", where="messages") from None
     return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def query_text(messages: Any) -> str:
+    """The query a commit of these chat messages states (a contract, ``docs/ledger.md``): the
+    content of the last message whose role is ``user`` and whose content is a non-empty
+    string; when there is none, the canonical JSON of the messages as text. A plain-text
+    query round-trips: ``query_text(query_messages(q)) == q``."""
+    _check_messages(messages)
+    for m in reversed(messages):
+        content = m.get("content")
+        if m.get("role") == "user" and isinstance(content, str) and content:
+            return content
+    try:
+        return canonical_json(messages).decode("utf-8")
+    except (TypeError, ValueError):
+        raise InputError("expected JSON (no NaN or infinities)", where="messages") from None
 
 
 def is_digest(value: Any) -> bool:
@@ -257,7 +312,7 @@ def check_provenance(value: Any) -> str | None:
 def unlock_refusal(
     state: PredictionState, caller: str, target: str, query_hash_: str, now: str | None = None
 ) -> str | None:
-    """Why ``state`` cannot unlock ``caller``'s call to ``target`` whose messages hash to
+    """Why ``state`` cannot unlock ``caller``'s call to ``target`` whose request hashes to
     ``query_hash_`` (a key of :data:`REFUSALS`), or None when it can."""
     if state.predictor != caller:
         return "wrong_predictor"

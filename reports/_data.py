@@ -538,20 +538,24 @@ def judgements_of(store: Store, run_id: str) -> dict[tuple[str, str], Judged]:
 
 def proxy_record(store: Store, callers: Sequence[str]) -> dict[str, dict[str, Any]]:
     """The query proxy's record (``call`` and ``refuse`` entries of the prediction ledger) of
-    ``callers``, per caller; callers that never called the proxy are left out."""
+    ``callers``, per caller, with their obligations as of the ledger's last entry; callers that
+    never called the proxy are left out."""
     subjects = sorted({f"agent:{c}" for c in callers})
     if not subjects:
         return {}
     le = sa.table(
         "ledger_entries", sa.column("seq"), sa.column("subject"), sa.column("kind"),
-        sa.column("payload_json"),
+        sa.column("payload_json"), sa.column("time"),
     )  # fmt: skip
     fold = Calls()
     with store.engine.connect() as conn:
-        for seq, kind, payload in conn.execute(
-            sa.select(le.c.seq, le.c.kind, le.c.payload_json)
+        for seq, kind, payload, time in conn.execute(
+            sa.select(le.c.seq, le.c.kind, le.c.payload_json, le.c.time)
             .where(le.c.subject.in_(subjects), le.c.kind.in_(("call", "refuse")))
             .order_by(le.c.seq)
         ):
-            fold.apply(int(seq), kind, json.loads(payload))
-    return summarise(fold.by_caller())
+            fold.apply(int(seq), kind, json.loads(payload), str(time))
+        if not fold.tallies:
+            return {}
+        as_of = conn.execute(sa.select(le.c.time).order_by(le.c.seq.desc()).limit(1)).scalar()
+    return summarise(fold.by_caller(), None if as_of is None else str(as_of))

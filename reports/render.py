@@ -201,18 +201,22 @@ def _seed_sentence(profile: Mapping[str, Any], reveal_held_out: bool) -> str:
 
 
 PROXY_HEAD = ["agent", "calls", "with a prediction", "refused", "refusals by reason",
-              "owes a prediction to"]
+              "obligations opened", "met", "abandoned", "owes a prediction to"]
 
 
 def _proxy_rows(proxy: Mapping[str, Any]) -> list[list[str]]:
     """Per agent: calls through the query proxy, how many carried a prediction, refusals by
-    reason and open obligations (counts, no interval: they are the record, not an estimate)."""
+    reason, obligations opened, met and abandoned (still open 24 h after the sampled call, as
+    of the ledger's last entry) and open obligations (counts, no interval: they are the record,
+    not an estimate)."""
     rows = []
     for name, t in sorted((proxy.get("agents") or {}).items()):
         reasons = ", ".join(f"{k} {v}" for k, v in t["refusals"].items()) or "—"
         owed = ", ".join(t["open_obligations"]) or "nobody"
+        ob = t.get("obligations") or {}
         rows.append([name, str(t["calls"]), str(t["predicted"]), str(t["refused"]), reasons,
-                     owed])
+                     str(ob.get("opened", 0)), str(ob.get("met", 0)),
+                     str(ob.get("abandoned", 0)), owed])
     return rows
 
 

@@ -542,15 +542,18 @@ def verify_view(verification: Verification) -> VerifyView:
 
 def calls_lines(calls: Mapping[str, Mapping[str, Any]]) -> tuple[str, ...]:
     """One line per agent of the query proxy's record: calls, calls with a prediction,
-    refusals by reason, and whom it owes a prediction; ``("no calls through the proxy",)``."""
+    refusals by reason, whom it owes a prediction and how many obligations it abandoned;
+    ``("no calls through the proxy",)``."""
     lines = []
     for name, t in sorted(calls.items()):
         reasons = ", ".join(f"{k} {v}" for k, v in t["refusals"].items())
         owed = ", ".join(t["open_obligations"])
+        abandoned = (t.get("obligations") or {}).get("abandoned", 0)
         lines.append(
             f"{name}: {t['calls']} calls, {t['predicted']} with a prediction, "
             f"{t['refused']} refused" + (f" ({reasons})" if reasons else "")
             + (f"; owes a prediction to {owed}" if owed else "")
+            + (f" ({abandoned} abandoned)" if abandoned else "")
         )
     return tuple(lines) or ("no calls through the proxy",)
 

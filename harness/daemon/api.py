@@ -15,14 +15,16 @@ GET      /runs/{id}                               a run's summary and trial coun
 GET      /runs/{id}/profile                       the run's profile (as ``report --format json``)
 POST     /runs                                    run-now: ``{"suite", "agent"?, "references"?,
                                                   "ablate"?}`` (modules of the agent)
-POST     /predictions                             commit: ``{"target", "query", "commitment",
-                                                  "messages"? | "query_hash"?}``
+POST     /predictions                             commit: ``{"target", "commitment", "request"
+                                                  | "messages", "query"?}`` or ``{"target",
+                                                  "query", "commitment"}``
 GET      /predictions/{id}                        a prediction's state (its predictor's token
                                                   or an operator's; 404 for any other)
 POST     /predictions/{id}/observe                ``{"answer", "request"?}`` (operators only)
 POST     /predictions/{id}/reveal                 ``{"prediction", "salt"}`` → scores, or 409
 GET      /calls?agent=NAME                        the proxy's record per caller: calls, calls
                                                   with a prediction, refusals, obligations
+                                                  (opened, met, pending, abandoned)
 GET      /ledger/head                             the latest signed tree head
 GET      /ledger/proof?seq=N&size=M               inclusion proof of entry N in the first M
 GET      /ledger/consistency?old=M&new=N          consistency proof between two tree sizes
@@ -62,7 +64,7 @@ import math
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -98,7 +100,7 @@ from ledger.db import Clock, utc_now
 from ledger.errors import LedgerIntegrityError, LedgerKeyError, LedgerStateError
 from ledger.models import RunRow
 from ledger.predictions import Ledger
-from ledger.protocol import is_digest, provenance, query_hash, response_hash
+from ledger.protocol import is_digest, provenance, query_hash, query_text, response_hash
 from ledger.store import Store
 from mindledger.disclosure import disclosed_params, withholds
 from mindledger.errors import ConfigError, InputError, NotFoundError, StorageError, UserError
@@ -497,6 +499,7 @@ def create_app(
                 "condition",
                 "agent_signature",
                 "messages",
+                "request",
                 "query_hash",
             ),
         )
@@ -506,31 +509,10 @@ def create_app(
                 403, "forbidden", f"this token commits as {agent!r} only", field="predictor"
             )
         target = text_field(body, "target")
-        query = text_field(body, "query")
         commitment = text_field(body, "commitment")
         item = text_field(body, "item", required=False)
         signature = text_field(body, "agent_signature", required=False)
-        named = text_field(body, "query_hash", required=False)
-        if named is not None and not is_digest(named):
-            raise ApiError(
-                400,
-                "invalid_field",
-                "expected sha256: and 64 lowercase hex digits",
-                field="query_hash",
-            )
-        qhash = named
-        if "messages" in body:
-            try:
-                qhash = query_hash(body["messages"])
-            except InputError as exc:
-                raise ApiError(400, "invalid_field", str(exc), field=exc.where) from None
-            if named is not None and named != qhash:
-                raise ApiError(
-                    400,
-                    "invalid_field",
-                    "the messages do not hash to the query_hash given",
-                    field="query_hash",
-                )
+        query, qhash = _committed_query(body)
         assert target is not None and query is not None and commitment is not None
         receipt = await run_in_threadpool(
             lambda: ledger.commit(
@@ -544,8 +526,9 @@ def create_app(
                 query_hash=qhash,
             )
         )
+        state = await _state(receipt.id)
         return JSONResponse(
-            {**receipt.to_dict(), "query_hash": (await _state(receipt.id)).query_hash},
+            {**receipt.to_dict(), "query": state.query, "query_hash": state.query_hash},
             status_code=201,
         )
 
@@ -651,11 +634,14 @@ def create_app(
                 )
             who = own
         tallies = await run_in_threadpool(ledger.calls, who)
+        head = await run_in_threadpool(ledger.head)
+        as_of = None if head is None else head.time  # obligations age by the ledger's time
         return JSONResponse(
             {
-                "agents": summarise(tallies),
-                "pairs": [t.to_dict() for t in tallies],
+                "agents": summarise(tallies, as_of),
+                "pairs": [t.to_dict(as_of) for t in tallies],
                 "prediction_share": settings.prediction_share,
+                "as_of": as_of,
             }
         )
 
@@ -779,6 +765,68 @@ def create_app(
         Exception: on_bug,
     }
     return Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)
+
+
+def _committed_query(body: Mapping[str, Any]) -> tuple[str, str | None]:
+    """The query text and query hash a commit states: both from the chat ``request`` (or its
+    ``messages``) it predicts, when it carries one — the text, when given, must be the
+    messages' :func:`~ledger.protocol.query_text`, so the ledger never states a question that
+    was not asked — else the text alone (its hash is that of the text as one user message). A
+    bare ``query_hash`` is refused: nothing would tie the stated text to it."""
+    query = text_field(body, "query", required=False)
+    named = text_field(body, "query_hash", required=False)
+    if named is not None and not is_digest(named):
+        raise ApiError(
+            400, "invalid_field", "expected sha256: and 64 lowercase hex digits", field="query_hash"
+        )
+    if "request" in body and "messages" in body:
+        raise ApiError(
+            400, "invalid_field", "give the request or its messages, not both", field="messages"
+        )
+    if "request" not in body and "messages" not in body:
+        if named is not None:
+            raise ApiError(
+                400,
+                "missing_field",
+                "a commit naming a query_hash carries the request it is the hash of (this "
+                "call's JSON body), so the ledger's query text can be checked against it",
+                field="request",
+            )
+        if query is None:
+            raise ApiError(400, "missing_field", "expected a non-empty string, got nothing",
+                           field="query")  # fmt: skip
+        return query, None
+    where = "request" if "request" in body else "messages"
+    request = body["request"] if where == "request" else {"messages": body["messages"]}
+    if not isinstance(request, dict):
+        raise ApiError(
+            400, "invalid_field", f"expected the chat request as a JSON object, got "
+            f"{kind_of(request)}", field="request",
+        )  # fmt: skip
+    try:
+        qhash = query_hash(request)
+        text = query_text(request["messages"])
+    except InputError as exc:
+        field = exc.where if where == "messages" or exc.where == "request" else f"request.{exc.where}"
+        raise ApiError(400, "invalid_field", str(exc), field=field) from None
+    if named is not None and named != qhash:
+        raise ApiError(
+            400, "invalid_field", f"the {where} do not hash to the query_hash given (they hash "
+            f"to {qhash})", field="query_hash",
+        )  # fmt: skip
+    if query is not None and query != text:
+        raise ApiError(
+            400,
+            "query_mismatch",
+            f"the query must be the committed messages' question, the text of the last user "
+            f"message ({_clip(text)}), not {_clip(query)}: the ledger states what was asked",
+            field="query",
+        )
+    return text, qhash
+
+
+def _clip(text: str, n: int = 80) -> str:
+    return repr(text if len(text) <= n else text[: n - 1] + "…")
 
 
 def _run_dict(run: RunRow, *, reveal: bool = False) -> dict[str, Any]:

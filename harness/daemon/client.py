@@ -14,13 +14,13 @@
         reply = ml.chat("dusk", messages, predict=lambda msgs: {"7": 0.6, "3": 0.4})
 
 The prediction and its salt never leave this process before the reveal: only the commitment
-(and the hash of the messages it is about) is sent at commit time. The answer is recorded by
+and the request it is about (messages and the fields that shape the answer, which the query
+hash covers: see docs/ledger.md) are sent at commit time. The answer is recorded by
 the proxy, which asked the target itself; this client never reports an answer.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -29,7 +29,14 @@ import httpx
 from harness.daemon.proxy import PREDICTION_HEADER
 from ledger.client import PredictionBlock
 from ledger.errors import RevealRejected
-from ledger.protocol import commitment, new_salt, prediction_body, prediction_id, query_hash
+from ledger.protocol import (
+    commitment,
+    new_salt,
+    prediction_body,
+    prediction_id,
+    query_hash,
+    query_text,
+)
 from mindledger.errors import MindledgerError
 
 __all__ = ["DaemonClient", "DaemonError", "RemotePrediction"]
@@ -51,14 +58,6 @@ class DaemonError(MindledgerError):
 
 def _messages(query: str | Messages) -> Messages:
     return [{"role": "user", "content": query}] if isinstance(query, str) else list(query)
-
-
-def _query_text(messages: Messages) -> str:
-    """The text a prediction names as its query: the last user message's text."""
-    for m in reversed(messages):
-        if m.get("role") == "user" and isinstance(m.get("content"), str) and m["content"]:
-            return str(m["content"])
-    return json.dumps(messages, ensure_ascii=False, sort_keys=True)
 
 
 class DaemonClient:
@@ -116,21 +115,25 @@ class DaemonClient:
         target: str,
         query: str | Messages,
         distribution: Mapping[str, float],
+        *,
+        params: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> RemotePrediction:
         """A prediction of ``target``'s answer to ``query`` (text, or chat messages exactly as
-        they will be sent), for a ``with`` block: entering commits, :meth:`RemotePrediction.ask`
-        sends the messages through the proxy, leaving reveals. ``fields``: ``top1``,
-        ``rationale``, ``own_answer``, ``item``, ``condition``."""
+        they will be sent) asked with the request fields ``params`` (``temperature``,
+        ``max_tokens``, ``tools``…: the commitment covers them, so the call must send the same),
+        for a ``with`` block: entering commits, :meth:`RemotePrediction.ask` sends the request
+        through the proxy, leaving reveals. ``fields``: ``top1``, ``rationale``,
+        ``own_answer``, ``item``, ``condition``."""
         messages = _messages(query)
         body = prediction_body(
             predictor=self.agent,
             target=target,
-            query=_query_text(messages),
+            query=query_text(messages),
             distribution=distribution,
             **fields,
         )
-        return RemotePrediction(self, body, messages)
+        return RemotePrediction(self, body, {**(params or {}), "messages": messages})
 
     def chat(
         self,
@@ -141,15 +144,16 @@ class DaemonClient:
         **params: Any,
     ) -> dict[str, Any]:
         """Ask ``target`` through the proxy. When the proxy asks for a prediction (428),
-        commit ``predict(messages)``, repeat the call carrying it and reveal after; without
-        ``predict``, the 428 is raised as a :class:`DaemonError`. Returns the completion."""
+        commit ``predict(messages)`` for this very request, repeat the call carrying it and
+        reveal after; without ``predict``, the 428 is raised as a :class:`DaemonError`.
+        Returns the completion."""
         messages = _messages(query)
         r = self.http.post(
             f"/proxy/{target}/v1/chat/completions", json={**params, "messages": messages}
         )
         if r.status_code == 428 and predict is not None:
-            with self.predict(target, messages, predict(messages)) as p:
-                return p.ask(**params)
+            with self.predict(target, messages, predict(messages), params=params) as p:
+                return p.ask()
         if r.status_code != 200:
             raise DaemonError(r.status_code, self._json(r))
         return dict(r.json())
@@ -160,17 +164,24 @@ class RemotePrediction(PredictionBlock):
 
     tolerated = (RevealRejected, DaemonError)
 
-    def __init__(self, client: DaemonClient, body: dict[str, Any], messages: Messages):
+    def __init__(self, client: DaemonClient, body: dict[str, Any], request: dict[str, Any]):
         self.client = client
         self.body = body
-        self.messages = messages
-        self.query_hash = query_hash(messages)
+        self.request = request
+        """The chat request the prediction is about (``messages`` and the fields that shape
+        the answer): what is committed and what :meth:`ask` sends."""
+        self.query_hash = query_hash(request)
         self.salt = new_salt()
         self.commitment = commitment(body, self.salt)
         self.id = prediction_id(self.commitment)
         self.receipt: dict[str, Any] | None = None
         self.result: dict[str, Any] | None = None
         self.replies: list[dict[str, Any]] = []
+
+    @property
+    def messages(self) -> Messages:
+        """The committed request's messages."""
+        return list(self.request["messages"])
 
     @property
     def scores(self) -> dict[str, Any] | None:
@@ -183,7 +194,7 @@ class RemotePrediction(PredictionBlock):
                 "target": b["target"],
                 "query": b["query"],
                 "commitment": self.commitment,
-                "messages": self.messages,
+                "request": self.request,
                 "item": b["item"],
                 "condition": b["condition"],
             }
@@ -194,12 +205,14 @@ class RemotePrediction(PredictionBlock):
         return self.receipt
 
     def ask(self, **params: Any) -> dict[str, Any]:
-        """Send the committed messages to the target through the proxy (once: a prediction
-        unlocks one call); the proxy records the answer. Returns the completion."""
+        """Send the committed request to the target through the proxy (once: a prediction
+        unlocks one call); the proxy records the answer. ``params`` may add fields no query
+        hash covers (``model``, ``user``); any other field given here that changes the
+        committed request gets 409 ``query_mismatch``. Returns the completion."""
         self.commit()
         r = self.client.http.post(
             f"/proxy/{self.body['target']}/v1/chat/completions",
-            json={**params, "messages": self.messages},
+            json={**self.request, **params},
             headers={PREDICTION_HEADER: self.id},
         )
         if r.status_code != 200:

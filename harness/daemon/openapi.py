@@ -39,9 +39,11 @@ _REASONS = {
     401: "no valid bearer token",
     403: "the token's scope may not do this",
     404: "no such id, target or path",
-    409: "the request does not fit the prediction's state",
+    409: "the request does not fit the prediction's state; from the proxy, the prediction "
+    "cannot unlock this call (`query_mismatch`: the call does not hash to the committed query)",
     413: "the body is larger than 4 MiB",
-    428: "this call must carry a prediction (a sampled call, or one owed)",
+    428: "this call must carry a prediction: it was sampled, or a sampled query is still owed "
+    "a prediction bound to it (`owed` names its query hash)",
     429: "too many requests from this token, or as many runs open as it may (Retry-After)",
     502: "the target did not answer",
     503: "the database, the ledger or the scheduler is unavailable",
@@ -102,6 +104,21 @@ REVEAL: dict[str, Any] = {
     "answers, which are otherwise withheld",
     "schema": {"enum": ["true", "false"]},
 }
+
+
+_REQUEST = {
+    "type": "object",
+    "description": "the chat completion request as the call will send it (any "
+    "OpenAI-compatible field: tools, response_format… are objects and lists)",
+    "required": ["messages"],
+    "properties": {"messages": _MESSAGES},
+    "additionalProperties": SCALAR,
+}
+
+
+def _only(given: str, without: tuple[str, ...]) -> dict[str, Any]:
+    """The body names ``given`` and none of ``without``."""
+    return {"required": [given], "not": {"anyOf": [{"required": [k]} for k in without]}}
 
 
 def openapi_document(
@@ -244,14 +261,26 @@ def openapi_document(
             "/predictions": {
                 "post": {
                     "summary": "commit a prediction (its hash only)",
+                    "description": "Either `query` alone (the request is that text as one "
+                    "user message), or the chat `request` the prediction is about (or just its "
+                    "`messages`): its query hash covers every field but model, stream and user, "
+                    "and the call through the proxy must hash the same. With a request, "
+                    "`query` is derived (the last user message's text); a `query` or "
+                    "`query_hash` sent with it must equal what it derives, else 400 naming the "
+                    "field (`query_mismatch` for the text). A `query_hash` without the request "
+                    "is refused (400, field `request`).",
                     "requestBody": {
                         "required": True,
                         **_json(
                             {
                                 "type": "object",
                                 "additionalProperties": False,
-                                "required": ["target", "query", "commitment"],
-                                "not": {"required": ["messages", "query_hash"]},
+                                "required": ["target", "commitment"],
+                                "oneOf": [
+                                    _only("query", ("request", "messages", "query_hash")),
+                                    _only("request", ("messages", "query", "query_hash")),
+                                    _only("messages", ("request", "query", "query_hash")),
+                                ],
                                 "properties": {
                                     "predictor": TEXT,
                                     "target": TEXT,
@@ -265,6 +294,7 @@ def openapi_document(
                                         ]
                                     },
                                     "agent_signature": {"type": ["string", "null"]},
+                                    "request": _REQUEST,
                                     "messages": _MESSAGES,
                                     "query_hash": DIGEST,
                                 },

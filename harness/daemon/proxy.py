@@ -5,23 +5,27 @@ the proxy
 
 1. finds the target among the declared agents (an ``openai`` agent: its ``endpoint``, its
    ``model``, and the environment variable named by ``api_key_env`` holding its key);
-2. hashes the call's messages (:func:`ledger.protocol.query_hash`);
+2. hashes the call: its messages and every other field that can change the answer, all but
+   ``model``, ``stream`` and ``user`` (:func:`ledger.protocol.query_hash`);
 3. **without** a prediction named in ``X-Mindledger-Prediction``: refuses with **428** when the
-   caller owes this target a prediction (an *obligation*), else draws, with the service's own
-   randomness, whether this call must carry one (share ``settings.prediction_share``); a
-   sampled call is refused with 428 and opens an obligation. Every later call of that caller
-   to that target is refused until one carries a matching prediction: no change of fields,
-   whitespace, headers or connection lifts it, and it survives restarts (it is folded from
-   the ledger, :mod:`ledger.calls`);
+   caller owes this target a prediction (an *obligation*); else forwards a query the target
+   already answered this caller (its answer is known: nothing is left to predict), and draws,
+   with the service's own randomness, whether any other call must carry one (share
+   ``settings.prediction_share``); a sampled call is refused with 428 and opens an obligation
+   bound to *its* query hash. Until a call of that query carries a prediction bound to it and
+   is answered, every call of that caller to that target without a prediction is refused: no
+   change of fields, whitespace, headers or connection lifts it, a prediction of another query
+   unlocks only its own call, and it survives restarts (it is folded from the ledger,
+   :mod:`ledger.calls`);
 4. **with** a prediction: forwards the call only if the prediction is the caller's, about this
    target, open, unused, committed to exactly this query (its query hash), and the caller has
    not put this query to this target before (it would know the answer); a prediction unlocks
    one answered call;
-5. forwards the body (with the target's declared ``model``) and returns the target's response
-   unchanged, and records in the ledger, in one transaction, the call (``call`` entry) and,
-   for a predicted call, the target's answer against the prediction with the proxy's
-   provenance (``observe``). Every refusal is a ``refuse`` entry. The response says which
-   entry recorded the answer in ``X-Mindledger-Observed``.
+5. forwards the body (with the target's declared ``model``, or none: never the caller's) and
+   returns the target's response unchanged, and records in the ledger, in one transaction, the
+   call (``call`` entry) and, for a predicted call, the target's answer against the prediction
+   with the proxy's provenance (``observe``). Every refusal is a ``refuse`` entry. The response
+   says which entry recorded the answer in ``X-Mindledger-Observed``.
 """
 
 from __future__ import annotations
@@ -43,9 +47,17 @@ from harness.adapters.registry import adapter_kind
 from harness.adapters.transports import default_transport
 from harness.daemon.web import ApiError, error_response, json_object
 from harness.settings import AgentConfig, Settings
+from ledger.calls import Obligation
 from ledger.errors import LedgerStateError
 from ledger.predictions import Ledger
-from ledger.protocol import REFUSALS, PredictionState, query_hash, response_hash, unlock_refusal
+from ledger.protocol import (
+    REFUSALS,
+    UNHASHED_FIELDS,
+    PredictionState,
+    query_hash,
+    response_hash,
+    unlock_refusal,
+)
 from mindledger.errors import InputError, NotFoundError
 
 __all__ = [
@@ -133,7 +145,7 @@ class Proxy:
         self.draw = draw
         self.transport_factory = transport_factory or default_transport
         self._clients: dict[str, httpx.AsyncClient] = {}
-        self._owed: dict[str, dict[str, bool]] = {}
+        self._owed: dict[str, dict[str, Obligation | None]] = {}
         self._asked: dict[str, dict[str, set[str]]] = {}
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._inflight: set[str] = set()
@@ -167,16 +179,14 @@ class Proxy:
 
     # -- obligations --
 
-    async def _owes(self, caller: str) -> dict[str, bool]:
-        """Which targets ``caller`` owes a prediction (folded from the ledger once, with the
-        queries it has put to each target)."""
+    async def _owes(self, caller: str) -> dict[str, Obligation | None]:
+        """What ``caller`` owes each target (folded from the ledger once, with the queries it
+        has put to each target)."""
         owed = self._owed.get(caller)
         if owed is None:
             tallies = await run_in_threadpool(self.ledger.calls, caller)
             self._asked.setdefault(caller, {t.target: set(t.asked) for t in tallies})
-            owed = self._owed.setdefault(
-                caller, {t.target: t.obligation is not None for t in tallies}
-            )
+            owed = self._owed.setdefault(caller, {t.target: t.obligation for t in tallies})
         return owed
 
     def _queries(self, caller: str, target: str) -> set[str]:
@@ -190,6 +200,8 @@ class Proxy:
         rid: str,
         qhash: str | None,
         pid: str | None = None,
+        *,
+        owed: Obligation | None = None,
     ) -> Response:
         entry = await run_in_threadpool(
             lambda: self.ledger.record_refusal(
@@ -197,21 +209,46 @@ class Proxy:
             )
         )
         headers = {REQUEST_HEADER: rid}
-        if reason in ("sampled", "obligation"):
-            why = (
-                "this call was sampled for a prediction"
-                if reason == "sampled"
-                else f"you owe {target!r} a prediction for an earlier sampled call"
+        if reason == "sampled":
+            (await self._owes(caller))[target] = Obligation(entry.seq, entry.time, qhash)
+            return error_response(
+                428,
+                "prediction_required",
+                "this call was sampled for a prediction: commit a prediction of this exact "
+                "call's answer (its query hash covers the messages and every field that can "
+                "change the answer), then repeat the call unchanged with the header "
+                f"{PREDICTION_HEADER}: <its id>. Until this query is answered with a "
+                f"prediction bound to it, every call of yours to {target!r} without a "
+                "prediction is refused.",
+                field=PREDICTION_HEADER,
+                headers=headers,
+                extra={
+                    "how": how_to_commit(target, qhash),
+                    "refusal": entry.seq,
+                    "owed": {"query_hash": qhash, "since": entry.seq},
+                },
+            )
+        if reason == "obligation":
+            assert owed is not None
+            which = (
+                f"the query {owed.query_hash} (the call sampled at entry {owed.seq})"
+                if owed.query_hash is not None
+                else f"the call sampled at entry {owed.seq}"
             )
             return error_response(
                 428,
                 "prediction_required",
-                f"{why}: commit a prediction of this exact call's answer, then repeat the "
-                f"call with the header {PREDICTION_HEADER}: <its id>. Until a call carries a "
-                f"matching prediction, every call of yours to {target!r} is refused.",
+                f"you owe {target!r} a prediction of {which}: repeat that call with a "
+                f"prediction bound to it ({PREDICTION_HEADER}: <its id>). Until then every call "
+                f"of yours to {target!r} must carry a prediction of its own answer, as this "
+                "one may (see how).",
                 field=PREDICTION_HEADER,
                 headers=headers,
-                extra={"how": how_to_commit(target, qhash), "refusal": entry.seq},
+                extra={
+                    "how": how_to_commit(target, qhash),
+                    "refusal": entry.seq,
+                    "owed": {"query_hash": owed.query_hash, "since": owed.seq},
+                },
             )
         return error_response(
             _STATUS[reason],
@@ -232,18 +269,21 @@ class Proxy:
                 400, "invalid_field", "expected false: the proxy does not stream", field="stream"
             )
         try:
-            qhash = query_hash(body.get("messages"))
+            qhash = query_hash(body)
         except InputError as exc:
             raise ApiError(400, "invalid_field", str(exc), field=exc.where) from None
         rid = "proxy-" + uuid.uuid4().hex
         pid = request.headers.get(PREDICTION_HEADER, "").strip() or None
         if pid is None:
             async with self._locks.setdefault((caller, target), asyncio.Lock()):
-                owed = await self._owes(caller)
-                if owed.get(target):
-                    return await self._refuse(caller, target, "obligation", rid, qhash)
-                if self.draw() < self.share:
-                    owed[target] = True
+                owed = (await self._owes(caller)).get(target)
+                if owed is not None:
+                    return await self._refuse(
+                        caller, target, "obligation", rid, qhash, owed=owed
+                    )
+                # an answer the caller has seen is not sampled: a prediction of it would be
+                # refused (query_asked), so the obligation could never be met
+                if qhash not in self._queries(caller, target) and self.draw() < self.share:
                     return await self._refuse(caller, target, "sampled", rid, qhash)
             return await self._forward(cfg, body, caller, target, rid, qhash, None)
         if len(pid) > 64:
@@ -285,6 +325,9 @@ class Proxy:
         headers = {**cfg.headers, "content-type": "application/json"}
         if cfg.api_key_env and os.environ.get(cfg.api_key_env):
             headers["authorization"] = f"Bearer {os.environ[cfg.api_key_env]}"
+        # the caller's model never reaches the target (a query hash leaves it out): the
+        # declared one does, or none, as from the harness's own adapter
+        body = {k: v for k, v in body.items() if k != "model"}
         if cfg.extra_body:
             body = {**body, **cfg.extra_body}
         if cfg.model:
@@ -349,8 +392,10 @@ class Proxy:
                 )
             out_headers[PREDICTION_HEADER] = pid
             out_headers[OBSERVED_HEADER] = str(observed[0].seq) if observed else "none"
-            if observed:
-                (await self._owes(caller))[target] = False
+            owed = await self._owes(caller)
+            ob = owed.get(target)
+            if observed and ob is not None and ob.met_by(qhash):
+                owed[target] = None
         return Response(
             upstream.content,
             status_code=upstream.status_code,
@@ -367,13 +412,16 @@ def how_to_commit(target: str, qhash: str | None) -> dict[str, Any]:
             "path": "/predictions",
             "json": {
                 "target": target,
-                "query": "<the question, as text>",
+                "request": "<this call's JSON body, unchanged>",
                 "query_hash": qhash,
                 "commitment": "sha256:<hex>",
             },
         },
-        "query_hash": "this call's: sha256 of canonical_json({messages, v: 1}) (docs/ledger.md)"
-        "; send the same messages when you repeat the call",
+        "query_hash": "this call's: sha256 of canonical_json({request: the body without "
+        f"{', '.join(UNHASHED_FIELDS)}; v: 2}}) (docs/ledger.md); optional in the commit, whose "
+        "request must hash to it, as must the repeated call",
+        "query": "optional in the commit; when given, the text of the last user message "
+        "(ledger.protocol.query_text), as in the committed prediction",
         "commitment": "sha256: + hex(SHA-256(canonical_json(prediction) + salt)) with a secret "
         "32-byte salt; the prediction stays with you until the reveal (see docs/ledger.md, "
         "or ledger.prediction_body and ledger.commitment in Python)",

@@ -111,8 +111,8 @@ def commit(
     target: str = "dusk",
     predictor: str = "piper",
 ) -> tuple[str, dict[str, Any], bytes]:
-    """Commit a prediction of ``request``'s answer (naming its messages); return (id, body,
-    salt)."""
+    """Commit a prediction of ``request``'s answer (naming the whole request); return (id,
+    body, salt)."""
     query = request["messages"][-1]["content"]
     body = prediction_body(predictor=predictor, target=target, query=query, distribution=dist)
     salt = new_salt()
@@ -122,11 +122,11 @@ def commit(
             "target": target,
             "query": query,
             "commitment": commitment(body, salt),
-            "messages": request["messages"],
+            "request": request,
         },
     )
     assert r.status_code == 201, r.text
-    assert r.json()["query_hash"] == query_hash(request["messages"])
+    assert r.json()["query_hash"] == query_hash(request)
     return r.json()["id"], body, salt
 
 
@@ -277,7 +277,8 @@ def test_a_sampled_call_leaves_an_obligation_that_no_change_of_the_call_lifts(en
         assert err["error"]["code"] == "prediction_required"
         assert err["error"]["field"] == PREDICTION_HEADER
         assert err["how"]["1_commit"]["path"] == "/predictions"
-        assert err["how"]["1_commit"]["json"]["query_hash"] == query_hash(ask(1)["messages"])
+        assert err["how"]["1_commit"]["json"]["query_hash"] == query_hash(ask(1))
+        assert err["owed"] == {"query_hash": query_hash(ask(1)), "since": err["refusal"]}
         drawn = env.dice.drawn
         dodges = [
             {**ask(1), "user": "n1"},  # an ignored field
@@ -297,16 +298,23 @@ def test_a_sampled_call_leaves_an_obligation_that_no_change_of_the_call_lifts(en
     # refusals under an obligation roll no dice: nothing about the call matters any more
     assert env.dice.drawn == drawn
     assert env.fake.stats()["requests"] == 0
-    # a matching prediction lifts it, and calls pass again
+    # a prediction of another query unlocks its own call and leaves the obligation open
     env.dice.values = [PASSED, PASSED]
     with env.client() as c:
         pid, _, _ = commit(c, ask(3), {"7": 1.0})
         assert proxy(c, ask(3), pid).status_code == 200
+        r = proxy(c, ask(4))
+        assert r.status_code == 428 and r.json()["owed"]["query_hash"] == query_hash(ask(1))
+        # a prediction bound to the sampled query meets it, and calls pass again
+        pid, _, _ = commit(c, ask(1), {"7": 1.0})
+        assert proxy(c, ask(1), pid).status_code == 200
         assert proxy(c, ask(4)).status_code == 200
+    assert env.dice.drawn == drawn + 1
     tally = env.client().get("/calls").json()["agents"]["piper"]
-    assert tally["refused"] == 7 and tally["calls"] == 2 and tally["predicted"] == 1
-    assert tally["refusals"] == {"obligation": 6, "sampled": 1}
+    assert tally["refused"] == 8 and tally["calls"] == 3 and tally["predicted"] == 2
+    assert tally["refusals"] == {"obligation": 7, "sampled": 1}
     assert tally["open_obligations"] == []
+    assert tally["obligations"] == {"opened": 1, "met": 1, "pending": 0, "abandoned": 0}
     assert env.daemon.ledger.verify() == []
 
 
@@ -553,6 +561,8 @@ def test_calls_are_counted_per_agent_and_agents_see_only_their_own(env: Env) -> 
             "refused": 1,
             "refusals": {"sampled": 1},
             "open_obligations": ["dusk"],
+            "obligations": {"opened": 1, "met": 0, "pending": 1, "abandoned": 0},
+            "abandoned_obligations": [],
         }
         assert c.get("/calls?agent=mallory").status_code == 403
         everyone = o.get("/calls").json()["agents"]

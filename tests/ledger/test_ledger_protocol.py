@@ -17,10 +17,12 @@ from ledger.protocol import (
     commit_fields,
     commit_message,
     commitment,
+    legacy_query_hash,
     prediction_body,
     prediction_id,
     query_hash,
     query_messages,
+    query_text,
 )
 from ledger.tree import TreeHead, sign_tree_head
 from mindledger.canonical import canonical_json
@@ -125,8 +127,11 @@ def test_entry_vectors() -> None:
     ) == canonical_json(as_object)
 
 
-QUERY_HASH = "sha256:739d9fd755d8dc76d237311ed797085a59f2f4bf34b1dc1058330b8982db07e2"
-CHAT_QUERY_HASH = "sha256:0d85b4e0efe1f48c0b5b09e15de412b45234694b329b51b4b75a04820f45bc59"
+QUERY_HASH = "sha256:21ea0b98b0525c045958793acf73d0b70f7516932e18f82d27c9d0b88f4cd470"
+CHAT_QUERY_HASH = "sha256:aca97cd6e4adc3f9ca56e7cfb3b2652f2d835f7a936494fe2948037b8f75579d"
+REQUEST_HASH = "sha256:0fc37db2f4f59f45d4aabde9531c94b2d499f2ae58e9d21e623fdd53a9a95028"
+LEGACY_QUERY_HASH = "sha256:739d9fd755d8dc76d237311ed797085a59f2f4bf34b1dc1058330b8982db07e2"
+LEGACY_CHAT_QUERY_HASH = "sha256:0d85b4e0efe1f48c0b5b09e15de412b45234694b329b51b4b75a04820f45bc59"
 TREE_ROOT = "sha256:8a68bd58560aa38ca6c936d9e7f0da59e50aac39007872a404bdb590795850a7"
 TREE_HEAD_SIGNATURE = (
     "630097f1b7d1af85cb054f0a9d9804193dd706c1356c35628c2e92b3a01d880e"
@@ -142,11 +147,13 @@ POSSESSION = (
 
 def test_query_hash_vectors() -> None:
     text = "Pick a number from 1 to 10"
-    assert query_hash(query_messages(text)) == QUERY_HASH
-    assert (
-        canonical_json({"messages": query_messages(text), "v": 1})
-        == b'{"messages":[{"content":"Pick a number from 1 to 10","role":"user"}],"v":1}'
+    canonical = (
+        b'{"request":{"messages":[{"content":"Pick a number from 1 to 10","role":"user"}]},"v":2}'
     )
+    assert canonical_json({"request": {"messages": query_messages(text)}, "v": 2}) == canonical
+    assert "sha256:" + hashlib.sha256(canonical).hexdigest() == QUERY_HASH
+    assert query_hash(query_messages(text)) == QUERY_HASH
+    assert query_hash({"messages": query_messages(text)}) == QUERY_HASH
     chat = [
         {"role": "system", "content": "Answer with a number."},
         {"role": "user", "content": text},
@@ -158,6 +165,69 @@ def test_query_hash_vectors() -> None:
     for bad in ([], "hi", [{"content": "x"}], [{"role": 1}], [{"role": "user", "x": float("nan")}]):
         with pytest.raises(InputError):
             query_hash(bad)
+
+
+def test_the_query_hash_covers_every_field_but_model_stream_and_user() -> None:
+    text = "Pick a number from 1 to 10"
+    request = {
+        "model": "gpt-x",
+        "messages": query_messages(text),
+        "max_tokens": 1,
+        "temperature": 0.0,
+        "stream": False,
+        "user": "u1",
+    }
+    canonical = (
+        b'{"request":{"max_tokens":1,"messages":[{"content":"Pick a number from 1 to 10",'
+        b'"role":"user"}],"temperature":0.0},"v":2}'
+    )
+    assert "sha256:" + hashlib.sha256(canonical).hexdigest() == REQUEST_HASH
+    assert query_hash(request) == REQUEST_HASH
+    # model, stream and user cannot change the answer: leaving them out changes nothing
+    bare = {k: v for k, v in request.items() if k not in ("model", "stream", "user")}
+    assert query_hash(bare) == REQUEST_HASH
+    # every other field does, one at a time
+    for key, value in [("max_tokens", 2), ("temperature", 1.0), ("seed", 1), ("n", 2),
+                       ("tools", []), ("logit_bias", {"7": 100})]:  # fmt: skip
+        assert query_hash({**request, key: value}) != REQUEST_HASH, key
+    with pytest.raises(InputError) as err:
+        query_hash({"max_tokens": 1})
+    assert err.value.where == "messages"
+    with pytest.raises(InputError):
+        query_hash({"messages": query_messages(text), "temperature": float("inf")})
+
+
+def test_legacy_query_hash_vectors() -> None:
+    """Version 1 hashed the messages alone: the ledger holds such hashes from before version
+    2, and they are written down so anyone can recompute them."""
+    text = "Pick a number from 1 to 10"
+    assert legacy_query_hash(query_messages(text)) == LEGACY_QUERY_HASH
+    assert (
+        canonical_json({"messages": query_messages(text), "v": 1})
+        == b'{"messages":[{"content":"Pick a number from 1 to 10","role":"user"}],"v":1}'
+    )
+    chat = [
+        {"role": "system", "content": "Answer with a number."},
+        {"role": "user", "content": text},
+    ]
+    assert legacy_query_hash(chat) == LEGACY_CHAT_QUERY_HASH
+    assert query_hash(chat) != LEGACY_CHAT_QUERY_HASH
+
+
+def test_the_query_text_is_the_last_user_message() -> None:
+    assert query_text(query_messages("Pick a number")) == "Pick a number"
+    chat = [
+        {"role": "system", "content": "Answer with a number."},
+        {"role": "user", "content": "first"},
+        {"role": "assistant", "content": "1"},
+        {"role": "user", "content": "Pick a number"},
+        {"role": "assistant", "content": None},
+    ]
+    assert query_text(chat) == "Pick a number"
+    parts = [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    assert query_text(parts) == '[{"content":[{"text":"hi","type":"text"}],"role":"user"}]'
+    with pytest.raises(InputError):
+        query_text([])
 
 
 def test_tree_head_vector() -> None:

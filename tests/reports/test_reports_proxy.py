@@ -4,6 +4,7 @@ same database; agents that never called the proxy are not listed."""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,14 @@ from reports.synthetic import SyntheticAgent, logistic_accuracy, synthetic_run
 QH = query_hash(query_messages("q"))
 
 
+class Clock:
+    def __init__(self) -> None:
+        self.t = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+    def __call__(self) -> str:
+        return self.t.isoformat(timespec="microseconds")
+
+
 def test_the_profile_counts_each_agents_calls_refusals_and_obligations(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'p.db'}"
     store = Store(open_engine(url))
@@ -28,32 +37,51 @@ def test_the_profile_counts_each_agents_calls_refusals_and_obligations(tmp_path:
                        base_agent="piper"),
     ]  # fmt: skip
     synthetic_run(np.random.default_rng(3), agents, stories=4, games=1).write(store, "r")
-    led = Ledger(store.engine, Ed25519PrivateKey.generate(), witness_dir=None)
-    led.record_call("piper", "dusk", request="a", query_hash=QH, status=200)
+    clock = Clock()
+    led = Ledger(store.engine, Ed25519PrivateKey.generate(), witness_dir=None, clock=clock)
+    q0 = query_hash(query_messages("q0"))
+    led.record_call("piper", "dusk", request="a", query_hash=q0, status=200)
     led.record_refusal("piper", "dusk", "sampled", request="b", query_hash=QH)
     led.record_refusal("piper", "dusk", "obligation", request="c", query_hash=QH)
-    p = led.client("piper").commit("dusk", "q2", {"7": 1.0})
-    led.record_call(
-        "piper", "dusk", request="d", query_hash=query_hash(query_messages("q2")), status=200,
-        prediction=p.id, answer="7",
-        response=response_hash("{}"),
-    )  # fmt: skip
+    client = led.client("piper")
+
+    def predicted(query: str, request: str) -> None:
+        p = client.commit("dusk", query, {"7": 1.0})
+        led.record_call(
+            "piper", "dusk", request=request, query_hash=query_hash(query_messages(query)),
+            status=200, prediction=p.id, answer="7", response=response_hash("{}"),
+        )  # fmt: skip
+
+    predicted("q2", "d")  # a throwaway: another query's prediction leaves dusk owed
+    predicted("q", "d2")  # the sampled query's own prediction meets it
     led.record_refusal("piper", "wren", "sampled", request="e", query_hash=QH)
     led.record_call("stranger", "dusk", request="f", query_hash=QH, status=200)
     assert led.verify() == []
     profile = build_profile(store, "r", n_boot=50)
-    assert profile["proxy"]["agents"] == {
-        "piper": {
-            "calls": 2,
-            "predicted": 1,
-            "unpredicted": 1,
-            "refused": 3,
-            "refusals": {"obligation": 1, "sampled": 2},
-            "open_obligations": ["wren"],
-        }
+    expected = {
+        "calls": 3,
+        "predicted": 2,
+        "unpredicted": 1,
+        "refused": 3,
+        "refusals": {"obligation": 1, "sampled": 2},
+        "open_obligations": ["wren"],
+        "obligations": {"opened": 2, "met": 1, "pending": 1, "abandoned": 0},
+        "abandoned_obligations": [],
     }
+    assert profile["proxy"]["agents"] == {"piper": expected}
     md = render_markdown(profile)
     assert "## Query proxy" in md
-    assert "| piper | 2 | 1 | 3 | obligation 1, sampled 2 | wren |" in md
+    assert "| piper | 3 | 2 | 3 | obligation 1, sampled 2 | 2 | 1 | 0 | wren |" in md
     assert "<h2>Query proxy</h2>" in render_html(profile, figures=[])
+    # a day later (as the ledger's own last entry says), wren's obligation is abandoned
+    clock.t += dt.timedelta(hours=24, seconds=1)
+    led.record_call("stranger", "dusk", request="g", query_hash=q0, status=200)
+    profile = build_profile(store, "r", n_boot=50)
+    piper = profile["proxy"]["agents"]["piper"]
+    assert piper["obligations"] == {"opened": 2, "met": 1, "pending": 0, "abandoned": 1}
+    (gone,) = piper["abandoned_obligations"]
+    assert (gone["target"], gone["query_hash"]) == ("wren", QH)
+    assert "| piper | 3 | 2 | 3 | obligation 1, sampled 2 | 2 | 1 | 1 | wren |" in (
+        render_markdown(profile)
+    )
     store.engine.dispose()
