@@ -61,13 +61,19 @@ from harness.cli.dashboard_cmd import ledger_opener, queue_reader, schedule_read
 from harness.settings import load_settings
 from harness.workspace import Workspace
 from tui import DashboardApp, DashboardSource
-from tui.screens import RunScreen
-from tui.widgets import RunsTable
+from tui.screens import RunScreen, RunsScreen
 
 
-def filled(screen: object) -> bool:
-    tables = screen.query("#agents") if isinstance(screen, RunScreen) else None
-    return bool(tables) and tables.first(DataTable).row_count > 0
+async def filled(app: DashboardApp, screen: type, table: str) -> None:
+    # Until the app shows a `screen` whose DataTable `table` has rows, polled every 2 ms and
+    # cheaply: the table is looked up once, and no poll queries the DOM or waits for every
+    # widget's messages (pilot.pause): that took the UI thread a fifth of a core from the
+    # worker being timed (through the GIL), which no user's dashboard does.
+    while not (isinstance(app.screen, screen) and app.screen.is_mounted):
+        await asyncio.sleep(0.002)
+    rows = app.screen.query_one(table, DataTable)
+    while not rows.row_count:
+        await asyncio.sleep(0.002)
 
 
 async def main(run_id: str) -> None:
@@ -78,12 +84,10 @@ async def main(run_id: str) -> None:
         queue=queue_reader(workspace.store),
     )
     app = DashboardApp(source, export_dir=Path.cwd())
-    async with app.run_test(size=(160, 50)) as pilot:
-        while not (app.screen.query(RunsTable) and app.screen.query_one(RunsTable).row_count):
-            await pilot.pause(0.002)
+    async with app.run_test(size=(160, 50)):
+        await filled(app, RunsScreen, "#runs")
         app.open_run(run_id)
-        while not filled(app.screen):
-            await pilot.pause(0.002)
+        await filled(app, RunScreen, "#agents")
         print("filled", flush=True)
 
 

@@ -329,11 +329,23 @@ def mcnemar_exact(b: int, c: int) -> float:
     ``min(1, 2·P(X <= min(b, c)))`` with ``X ~ Binomial(b + c, 1/2)``, by scipy's binomial
     distribution as statsmodels' ``mcnemar(exact=True)`` computes it (without importing
     statsmodels and pandas). 1.0 when there is no discordant pair."""
-    from scipy.stats import binom
-
     if b + c == 0:
         return 1.0
-    return float(min(1.0, binom.cdf(min(b, c), b + c, 0.5) * 2))
+    return float(min(1.0, _binomial_cdf(min(b, c), b + c, 0.5) * 2))
+
+
+def _binomial_cdf(k: int, n: int, p: float) -> float:
+    """``P(X <= k)`` for ``X ~ Binomial(n, p)`` and ``0 <= k < n``: scipy.stats'
+    ``binom.cdf``, by the scipy.special ufunc it calls (Boost's binomial CDF), so the same
+    number without importing scipy.stats (a second: a baseline run's profile needs no other
+    part of it). Falls back to scipy.stats where that private ufunc is gone."""
+    try:
+        from scipy.special._ufuncs import _binom_cdf
+    except ImportError:  # a SciPy that moved it: the public way, slower to import
+        from scipy.stats import binom
+
+        return float(binom.cdf(k, n, p))
+    return float(_binom_cdf(float(k), float(n), p))
 
 
 def fisher_exact(k1: int, n1: int, k2: int, n2: int) -> float:

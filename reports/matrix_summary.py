@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import sqlalchemy as sa
 
-from ledger.models import RunRow, TrialRow
+from ledger.models import TrialRow
 from ledger.scoring import ScoreRecord, aggregate
 from ledger.store import Store
 from mindledger.disclosure import disclosed_matrix, shown_seed
@@ -46,6 +45,7 @@ from reports.matrix import (
     self_advantage,
     skill_terms,
 )
+from reports.matrix_runs import SUITE, accompanying_matrix
 from reports.matrix_unreadable import NO_ANSWER, Unreadable
 
 __all__ = [
@@ -69,9 +69,6 @@ __all__ = [
     "summarise_outcomes",
     "summarise_run",
 ]
-
-SUITE = "matrix"
-"""The suite name of a stored matrix run."""
 
 ZERO_SHOT = "zero-shot"
 """The condition with no help: the predictor sees the question and the target's name."""
@@ -753,26 +750,6 @@ def mark_not_divergent(summary: dict[str, Any], verdict: str) -> None:
     summary["not_divergent"] = verdict
     for cell in summary.get("cells", ()):
         cell["skill"].update(value=None, ci=None, status="not_estimable", reason=verdict)
-
-
-def accompanying_matrix(store: Store, run_id: str) -> str | None:
-    """The latest complete matrix run that accompanies the suite run ``run_id`` (its params
-    say so), or None."""
-    table = RunRow.__table__  # type: ignore[attr-defined]
-    stmt = (
-        sa.select(table.c.id, table.c.params_json)
-        .where(table.c.suite == SUITE, table.c.status == "complete")
-        .order_by(table.c.created_at.desc())
-    )
-    with store.engine.connect() as conn:
-        for matrix_id, params_json in conn.execute(stmt):
-            try:
-                params = json.loads(params_json)
-            except ValueError:
-                continue
-            if isinstance(params, dict) and params.get("accompanies") == run_id:
-                return str(matrix_id)
-    return None
 
 
 def accompanying_summary(

@@ -92,7 +92,7 @@ from reports._stats import (
     permutation_pvalue,
     wilson_interval,
 )
-from reports.matrix_summary import accompanying_summary, agent_skill
+from reports.matrix_runs import accompanying_matrix
 from reports.model import PROFILE_SCHEMA, RunProfile
 
 __all__ = [
@@ -184,15 +184,20 @@ def build_profile(
     """The profile of every agent in run ``run_id`` (see the module docstring).
 
     ``seed`` is the bootstrap's seed, not the run's. Each agent's skill S comes from the
-    matrix run that accompanies this run, if any (:func:`reports.matrix_summary.
-    accompanying_summary`). A held-out run's own seed is withheld
+    matrix run that accompanies this run, if any (:func:`reports.matrix_runs.
+    accompanying_matrix`). A held-out run's own seed is withheld
     (``run.seed`` None, ``run.seed_withheld`` true) unless ``reveal_held_out`` — for operators
     only: the seed regenerates the held-out items.
 
     Raises :class:`~mindledger.errors.NotFoundError` for an unknown run id.
     """
     data = load_run(store, run_id)
-    matrix = accompanying_summary(store, run_id, n_boot=n_boot, stats_seed=seed)
+    matrix = None
+    matrix_id = accompanying_matrix(store, run_id)
+    if matrix_id is not None:  # the matrix's statistics load only for a run that has one
+        from reports.matrix_summary import summarise_run
+
+        matrix = summarise_run(store, matrix_id, n_boot=n_boot, stats_seed=seed)
     return analyse(
         data, seed=seed, n_boot=n_boot, reveal_held_out=reveal_held_out, matrix=matrix
     ).profile
@@ -1024,6 +1029,8 @@ class Analysis:
                 "reason": "no matrix run accompanies this run (S comes from the prediction "
                 "ledger, through a matrix run)",
             }
+        from reports.matrix_summary import agent_skill
+
         return agent_skill(self.matrix, name)
 
     def _validity(

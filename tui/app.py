@@ -4,36 +4,33 @@ Runs is the root. Enter opens a run (its matrix for a matrix run); on a run, ent
 agent's trials and, on a trial, its transcript; space marks runs and c compares two; a opens an
 agent's history; l, s and w open the prediction ledger, the schedule and the queue from
 anywhere; escape goes back; ? shows the current screen's keys.
+
+Only the runs screen is imported with the App: every other screen's module, and the reports
+behind it, is imported when the screen is first opened.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.app import App
 from textual.binding import Binding
 from textual.screen import Screen
 
-from reports.matrix_summary import SUITE as MATRIX_SUITE
+from reports.matrix_runs import SUITE as MATRIX_SUITE
 from tui.messages import (
     CompareRequested,
     HistoryRequested,
     TranscriptRequested,
     TrialsRequested,
 )
-from tui.screens.compare import CompareScreen
 from tui.screens.help import HelpScreen, screen_keys
-from tui.screens.history import HistoryScreen
-from tui.screens.ledger import LedgerScreen
-from tui.screens.matrix import MatrixScreen
-from tui.screens.queue import QueueScreen
-from tui.screens.run import RunScreen
 from tui.screens.runs import RunsScreen
-from tui.screens.schedule import ScheduleScreen
-from tui.screens.transcript import TranscriptScreen
-from tui.screens.trials import TrialsScreen
-from tui.source import DashboardSource
 from tui.widgets.runs_table import RunsTable
+
+if TYPE_CHECKING:
+    from tui.source import DashboardSource
 
 __all__ = ["DashboardApp"]
 
@@ -80,24 +77,36 @@ class DashboardApp(App[None]):
         if isinstance(self.screen, HelpScreen):
             return
         if suite == MATRIX_SUITE:
+            from tui.screens.matrix import MatrixScreen
+
             self.push_screen(MatrixScreen(self.source, run_id))
         else:
+            from tui.screens.run import RunScreen
+
             self.push_screen(RunScreen(self.source, run_id, export_dir=self.export_dir))
 
     def on_compare_requested(self, message: CompareRequested) -> None:
         if not isinstance(self.screen, HelpScreen):
+            from tui.screens.compare import CompareScreen
+
             self.push_screen(CompareScreen(self.source, message.run_a, message.run_b))
 
     def on_history_requested(self, message: HistoryRequested) -> None:
         if not isinstance(self.screen, HelpScreen):
+            from tui.screens.history import HistoryScreen
+
             self.push_screen(HistoryScreen(self.source, message.agent))
 
     def on_trials_requested(self, message: TrialsRequested) -> None:
         if not isinstance(self.screen, HelpScreen):
+            from tui.screens.trials import TrialsScreen
+
             self.push_screen(TrialsScreen(self.source, message.run_id, message.agent))
 
     def on_transcript_requested(self, message: TranscriptRequested) -> None:
         if not isinstance(self.screen, HelpScreen):
+            from tui.screens.transcript import TranscriptScreen
+
             self.push_screen(TranscriptScreen(self.source, message.run_id, message.agent,
                                               message.item, message.position))
 
@@ -112,6 +121,10 @@ class DashboardApp(App[None]):
     def action_open(self, which: str) -> None:
         """Open the ledger, the schedule or the queue screen, unless it is the one shown (or
         help is)."""
+        from tui.screens.ledger import LedgerScreen
+        from tui.screens.queue import QueueScreen
+        from tui.screens.schedule import ScheduleScreen
+
         kinds: dict[str, type[Screen[None]]] = {
             "ledger": LedgerScreen,
             "schedule": ScheduleScreen,

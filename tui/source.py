@@ -10,21 +10,23 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ledger.chain import Verification
 from ledger.db import Clock, utc_now
-from ledger.models import RunRow
-from ledger.predictions import Ledger
-from ledger.protocol import PredictionState
-from ledger.store import FailureCounts, Store
 from mindledger.disclosure import SEED_WITHHELD, disclosed_prediction, shown_seed
 from mindledger.errors import NotFoundError
-from reports.history import AgentHistory
-from reports.trials import TrialView, list_trials, one_trial
-from tui.operations import QueueSnapshot, ScheduleSnapshot
 from tui.state import AgentCount, RunSummary
-from tui.trials_view import AgentTrials, item_positions
+
+if TYPE_CHECKING:  # what only some screens read is imported when they first read it
+    from ledger.chain import Verification
+    from ledger.models import RunRow
+    from ledger.predictions import Ledger
+    from ledger.protocol import PredictionState
+    from ledger.store import FailureCounts, Store
+    from reports.history import AgentHistory
+    from reports.trials import TrialView
+    from tui.operations import QueueSnapshot, ScheduleSnapshot
+    from tui.trials_view import AgentTrials
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -157,6 +159,9 @@ class DashboardSource:
     def trials(self, run_id: str, agent: str, outcome: str | None = None) -> AgentTrials:
         """``agent``'s trials in the run (those with ``outcome`` only, if given), each with its
         item's place in the run (see :func:`reports.trials.list_trials`)."""
+        from reports.trials import list_trials
+        from tui.trials_view import AgentTrials, item_positions
+
         views = list_trials(self.store, run_id, agent=agent, outcome=outcome,
                             reveal_held_out=False)
         return AgentTrials(
@@ -170,6 +175,8 @@ class DashboardSource:
     def trial(self, run_id: str, agent: str, item: str) -> TrialView:
         """One trial whole (see :func:`reports.trials.one_trial`; a held-out run's is
         refused)."""
+        from reports.trials import one_trial
+
         return one_trial(self.store, run_id, agent, item, reveal_held_out=False)
 
     def schedule(self) -> ScheduleSnapshot:
@@ -181,6 +188,8 @@ class DashboardSource:
     def queue(self) -> QueueSnapshot:
         """The worker queue; not ``available`` when none was handed in."""
         if self.read_queue is None:
+            from tui.operations import QueueSnapshot
+
             return QueueSnapshot(False, "no queue is configured for this dashboard")
         return self.read_queue()
 

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mindledger.disclosure import seed_cell, seed_phrase
-from reports.model import AgentProfile
 from reports.present import (
     INVALID,
     MISSING,
@@ -382,6 +381,8 @@ def _contrast_rows(label: str, block: Mapping[str, Any] | None) -> list[Contrast
 
 def agent_views(profile: Mapping[str, Any]) -> list[AgentView]:
     """One view per agent, agents under test first, then controls, ablations, references."""
+    from reports.model import AgentProfile  # pydantic: not for the runs screen
+
     agents: Mapping[str, Any] = profile.get("agents") or {}
     out = []
     for name in sorted(agents, key=lambda n: _role_key(str(agents[n].get("role")), n)):

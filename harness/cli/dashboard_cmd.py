@@ -13,7 +13,7 @@ import json
 import pickle
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import sqlalchemy as sa
@@ -23,12 +23,14 @@ from harness.settings import Settings
 from harness.workspace import Workspace
 from ledger.db import Clock, utc_now
 from ledger.models import RunAgentRow, RunRow
-from ledger.predictions import Ledger
-from ledger.store import Store
 from mindledger.errors import NotFoundError
 from tui.operations import QueueBatch, QueueSnapshot, QueueWorker, ScheduledJob, ScheduleSnapshot
 from tui.source import run_summary
 from tui.state import RunSummary
+
+if TYPE_CHECKING:  # the ledger (and its cryptography) loads when the ledger screen opens it
+    from ledger.predictions import Ledger
+    from ledger.store import Store
 
 __all__ = ["dashboard", "ledger_opener", "queue_reader", "schedule_reader"]
 

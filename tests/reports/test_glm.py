@@ -5,6 +5,8 @@ the exact McNemar test (reports._stats), and a degradation slope end to end."""
 from __future__ import annotations
 
 import math
+import sys
+import types
 import warnings
 
 import numpy as np
@@ -136,3 +138,14 @@ def test_mcnemar_exact_is_statsmodels(b: int) -> None:
         expected = 1.0 if b + c == 0 else float(
             min(1.0, mcnemar([[0, b], [c, 0]], exact=True).pvalue))
         assert mcnemar_exact(b, c) == expected
+
+
+def test_mcnemar_exact_falls_back_to_scipy_stats(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The binomial comes from scipy.special's private ufunc (no scipy.stats import); a SciPy
+    without it gets the same number from scipy.stats."""
+    pairs = ((1, 9), (17, 41), (133, 150))
+    fast = [mcnemar_exact(b, c) for b, c in pairs]
+    assert stats.binom is not None  # scipy.stats is loaded before its ufuncs are hidden
+    monkeypatch.setitem(sys.modules, "scipy.special._ufuncs", types.ModuleType("without"))
+    assert [mcnemar_exact(b, c) for b, c in pairs] == fast
+    assert fast[0] == pytest.approx(22 / 1024)

@@ -5,7 +5,7 @@ report to a file."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import work
@@ -15,7 +15,6 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Footer, Header, LoadingIndicator, Static
 from textual.worker import Worker, WorkerState
 
-from ledger.store import FailureCounts
 from tui.messages import HistoryRequested, TrialsRequested
 from tui.screens._base import WorkerScreen
 from tui.source import DashboardSource
@@ -31,6 +30,9 @@ from tui.state import (
 from tui.widgets.agent_detail import AgentDetail
 from tui.widgets.depth_chart import DepthChart
 from tui.widgets.tables import fill_table
+
+if TYPE_CHECKING:
+    from ledger.store import FailureCounts
 
 __all__ = ["RunScreen"]
 
