@@ -35,6 +35,12 @@ NO_TRIALS = FailureCounts(0, 0, 0, 0)
 NAME_WIDTH = 16
 """Characters of the worst agent's name in the ``failed`` column (JSON has them whole)."""
 
+NO_RUNS = (
+    "No runs stored yet. `mindledger quickstart` makes one on the embedded model; "
+    "`mindledger run --agent NAME` runs your agent."
+)
+"""What the table says in place of an empty one."""
+
 RUN_ID_WIDTH = 22
 """A run id's usual length (``20261203-043516-13e847``): the table never breaks one that long."""
 
@@ -160,6 +166,9 @@ def runs(limit: int, verify_id: str | None, reveal_held_out: bool, fmt: str) -> 
     records = [run_record(r, reveal_held_out=reveal_held_out) for r in listed]
     if fmt == "json":
         echo_json(records)
+        return
+    if not listed:
+        click.echo(NO_RUNS)
         return
     _table(records, listed, reveal_held_out)
 
