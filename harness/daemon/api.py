@@ -64,8 +64,10 @@ import math
 import re
 import time
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
 from starlette.applications import Starlette
@@ -95,7 +97,7 @@ from harness.daemon.witness_api import HeadSender, witness_routes
 from harness.runs import new_run_id
 from harness.settings import MODULES, Settings
 from harness.suites import SUITES
-from ledger.calls import summarise
+from ledger.calls import CallTally, summarise
 from ledger.db import Clock, utc_now
 from ledger.errors import LedgerIntegrityError, LedgerKeyError, LedgerStateError
 from ledger.models import RunRow
@@ -634,6 +636,8 @@ def create_app(
                 )
             who = own
         tallies = await run_in_threadpool(ledger.calls, who)
+        if not principal.is_operator:
+            tallies = [_as_the_proxy_answered(t) for t in tallies]
         head = await run_in_threadpool(ledger.head)
         as_of = None if head is None else head.time  # obligations age by the ledger's time
         return JSONResponse(
@@ -823,6 +827,18 @@ def _committed_query(body: Mapping[str, Any]) -> tuple[str, str | None]:
             field="query",
         )
     return text, qhash
+
+
+def _as_the_proxy_answered(tally: CallTally) -> CallTally:
+    """An agent's own record as the proxy answered its calls: a call that named another
+    agent's prediction counts as one that named an unknown prediction, so the record confirms
+    no more than the answer did (operators read the reason the ledger recorded)."""
+    refusals = Counter(tally.refusals)
+    theirs = refusals.pop("wrong_predictor", 0)
+    if not theirs:
+        return tally
+    refusals["unknown_prediction"] += theirs
+    return replace(tally, refusals=refusals)
 
 
 def _clip(text: str, n: int = 80) -> str:
