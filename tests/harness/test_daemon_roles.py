@@ -106,8 +106,6 @@ class World:
     operator: str
     sides: dict[str, Side]
     shared_run: str
-    fake: FakeOpenAI
-    dice: list[float]
 
     def token(self, caller: str | None) -> str | None:
         if caller is None:
@@ -128,9 +126,6 @@ class World:
         if token is not None:
             headers["Authorization"] = f"Bearer {token}"
         return httpx.request(method, self.url + path, headers=headers, timeout=120, **kw)
-
-    def draw(self) -> float:
-        return self.dice.pop(0) if self.dice else PASSED
 
 
 def _ask(side: Side, what: str) -> dict[str, Any]:
@@ -210,10 +205,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
                        run_id=run_id)  # fmt: skip
             asyncio.run(execute_stored_run(ws.store, settings, run_id))
         ws.close()
-        dice: list[float] = []
-        holder: list[World] = []
+        dice: list[float] = []  # the service's dice: scripted, then every call passes
         daemon = build_daemon(
-            settings, draw=lambda: holder[0].draw(), scheduler_options={"expire_every": None}
+            settings,
+            draw=lambda: dice.pop(0) if dice else PASSED,
+            scheduler_options={"expire_every": None},
         )
         assert daemon.scheduler is not None
         daemon.scheduler.start()
@@ -227,8 +223,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         operator = create_token(daemon.engine, None, scope="operator", label="ops")
         try:
             with BackgroundServer(daemon.app) as server:
-                w = World(daemon, server.url, operator, sides, shared, fake, dice)
-                holder.append(w)
+                w = World(daemon, server.url, operator, sides, shared)
                 for side in sides.values():
                     made = _predicted(w, side)
                     side.pid, side.body, side.salt = made.pid, made.body, made.salt
@@ -239,7 +234,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
                     assert _call(w, side, _ask(side, "unpredicted")).status_code == 200
                     assert _call(w, side, _ask(side, "sampled")).status_code == 428
                     assert not dice
-                w.send("POST", "/witness/cosign", None, json=_cosign_body(w))
+                assert w.send("POST", "/witness/cosign", None, json=_cosign_body(w)).is_success
                 yield w
         finally:
             daemon.close()
