@@ -107,11 +107,18 @@ def _owned_by(agent: str, token_id: str | None) -> Any:
     under_test = sa.select(ra.c.run_id).where(
         sa.or_(sa.and_(ra.c.agent == agent, ra.c.role == "agent"), ra.c.base_agent == agent)
     )
+    shared = sa.select(ra.c.run_id).where(
+        sa.or_(
+            sa.and_(ra.c.role == "agent", ra.c.agent != agent),
+            sa.and_(ra.c.base_agent.is_not(None), ra.c.base_agent != agent),
+        )
+    )
     owned = runs.c.id.in_(under_test)
-    if token_id is None:
-        return owned
-    req = ApiRunRequestRow.__table__  # type: ignore[attr-defined]
-    return sa.or_(owned, runs.c.id.in_(sa.select(req.c.run_id).where(req.c.token_id == token_id)))
+    if token_id is not None:
+        req = ApiRunRequestRow.__table__  # type: ignore[attr-defined]
+        asked = sa.select(req.c.run_id).where(req.c.token_id == token_id)
+        owned = sa.or_(owned, runs.c.id.in_(asked))
+    return sa.and_(owned, runs.c.id.not_in(shared))
 
 
 class Store:
@@ -301,9 +308,11 @@ class Store:
         ]
 
     def owns_run(self, run_id: str, agent: str, token_id: str | None = None) -> bool:
-        """Whether run ``run_id`` is ``agent``'s: the agent is its agent under test (role
+        """Whether run ``run_id`` is ``agent``'s alone: the agent is its agent under test (role
         ``agent``) or the base of one of its agents (its control, its ablations), or the API
-        token ``token_id`` requested it. Reference agents own nothing."""
+        token ``token_id`` requested it — and no other agent is under test in it (a run shared
+        with another agent holds that agent's trials too: it is nobody's alone). Reference
+        agents own nothing."""
         runs = RunRow.__table__  # type: ignore[attr-defined]
         stmt = sa.select(runs.c.id).where(runs.c.id == run_id, _owned_by(agent, token_id))
         with self.engine.connect() as conn:

@@ -9,6 +9,7 @@ predictions, calls the query proxy as that caller and requests that agent's runs
 GET      /health                                  liveness (no token needed)
 GET      /openapi.json                            this API as an OpenAPI 3.1 document (no token)
 GET      /metrics                                 counts: runs, trials, predictions; ledger head
+                                                  (operators only)
 GET      /whoami                                  the token's id, scope and agent
 GET      /runs?limit=N                            the latest runs (an agent token: its own)
 GET      /runs/{id}                               a run's summary and trial counts per agent
@@ -41,11 +42,16 @@ recorded), 428 from the proxy when a prediction is owed, 429 (with ``Retry-After
 token has as many runs open as it may, 503 when the database or the ledger cannot be used. Bad
 input never yields a 500.
 
+**Who may call what** is one table, :data:`harness.daemon.access.ACCESS`: each route is built
+by ``route`` (in :func:`create_app`), whose guard authenticates the token and refuses the scope
+the table refuses (403) before the handler runs; the handler then scopes what an agent token
+reads to its own agent's things. The OpenAPI document states the same table (``x-roles``).
+
 **Whose runs.** An agent token lists and reads only its agent's own runs and profiles: those in
 which the agent is the agent under test or the base of a derived agent (its control, its
-ablations), and those its token requested (:meth:`ledger.store.Store.owns_run`). Any other run
-is answered 404, as an unknown one is, so ids are not confirmed. An operator token reads every
-run.
+ablations), and those its token requested, unless another agent is under test in them too
+(:meth:`ledger.store.Store.owns_run`). Any other run is answered 404, as an unknown one is, so
+ids are not confirmed. An operator token reads every run.
 
 **Held-out runs** (:mod:`mindledger.disclosure`): a held-out run's seeds, item ids and item
 bodies, and the query, item and observed answers of a prediction made on one of its items,
@@ -64,8 +70,10 @@ import math
 import re
 import time
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
 from starlette.applications import Starlette
@@ -77,12 +85,14 @@ from starlette.routing import Route
 
 from harness.build import PlanFields, plan_agents
 from harness.daemon import tokens
+from harness.daemon.access import access_of
 from harness.daemon.openapi import openapi_document
 from harness.daemon.proxy import Draw, Proxy, TransportFactory, system_draw
 from harness.daemon.scheduler import DaemonScheduler
 from harness.daemon.tokens import Principal, claim_run_request, release_run_request
 from harness.daemon.web import (
     ApiError,
+    Handler,
     check_keys,
     error_response,
     json_object,
@@ -95,7 +105,7 @@ from harness.daemon.witness_api import HeadSender, witness_routes
 from harness.runs import new_run_id
 from harness.settings import MODULES, Settings
 from harness.suites import SUITES
-from ledger.calls import summarise
+from ledger.calls import CallTally, summarise
 from ledger.db import Clock, utc_now
 from ledger.errors import LedgerIntegrityError, LedgerKeyError, LedgerStateError
 from ledger.models import RunRow
@@ -115,6 +125,8 @@ MAX_ABLATIONS = 8
 """Most modules one run request may ablate (each adds a variant running the whole suite)."""
 REVEAL_PARAM = "reveal_held_out"
 """The query parameter with which an operator token asks for held-out seeds and items."""
+Guarded = Callable[[Request, Principal], Awaitable[Response]]
+"""A handler of a route that needs a token: it gets the caller the guard authenticated."""
 RUN_FIELDS = PlanFields(agent="agent", control="control", reference="references", ablate="ablate")
 """The fields of ``POST /runs`` that name agents, as the run planner's errors name them."""
 
@@ -303,8 +315,7 @@ def create_app(
     async def openapi(request: Request) -> Response:
         return JSONResponse(document)
 
-    async def whoami(request: Request) -> Response:
-        principal = await authenticate(request)
+    async def whoami(request: Request, principal: Principal) -> Response:
         return JSONResponse(
             {
                 "token": principal.token_id,
@@ -314,14 +325,12 @@ def create_app(
             }
         )
 
-    async def metrics(request: Request) -> Response:
-        await authenticate(request)
+    async def metrics(request: Request, principal: Principal) -> Response:
         return JSONResponse(await run_in_threadpool(_metrics))
 
     # -- runs --
 
-    async def list_runs(request: Request) -> Response:
-        principal = await authenticate(request)
+    async def list_runs(request: Request, principal: Principal) -> Response:
         raw = request.query_params.get("limit", "50")
         try:
             limit = int(raw)
@@ -360,15 +369,13 @@ def create_app(
             "trial_counts": store.trial_counts(run_id),
         }
 
-    async def get_run(request: Request) -> Response:
-        principal = await authenticate(request)
+    async def get_run(request: Request, principal: Principal) -> Response:
         run_id = _path_id(request)
         reveal = _reveal(request, principal)
         detail = await run_in_threadpool(_run_detail, principal, run_id, reveal)
         return JSONResponse(detail)
 
-    async def run_profile(request: Request) -> Response:
-        principal = await authenticate(request)
+    async def run_profile(request: Request, principal: Principal) -> Response:
         run_id = _path_id(request)
         from reports.profile import build_profile
         from reports.render import render_json
@@ -383,8 +390,7 @@ def create_app(
         text = await run_in_threadpool(build)
         return Response(text, media_type="application/json")
 
-    async def post_run(request: Request) -> Response:
-        principal = await authenticate(request)
+    async def post_run(request: Request, principal: Principal) -> Response:
         body = await json_object(request)
         check_keys(body, ("suite", "agent", "references", "ablate"))
         suite = text_field(body, "suite", required=False) or scheduler_suite()
@@ -484,8 +490,7 @@ def create_app(
 
     # -- predictions --
 
-    async def commit(request: Request) -> Response:
-        principal = await authenticate(request)
+    async def commit(request: Request, principal: Principal) -> Response:
         agent = _acting_agent(principal, "commit predictions")
         body = await json_object(request)
         check_keys(
@@ -543,8 +548,7 @@ def create_app(
             raise ApiError(404, "not_found", f"no prediction with id {pid!r}")
         return state
 
-    async def show_prediction(request: Request) -> Response:
-        principal = await authenticate(request)
+    async def show_prediction(request: Request, principal: Principal) -> Response:
         pid = _path_id(request)
         reveal = _reveal(request, principal)
         state = await _readable_state(principal, pid)
@@ -554,18 +558,10 @@ def create_app(
         )
         return JSONResponse(shown)
 
-    async def observe(request: Request) -> Response:
-        principal = await authenticate(request)
+    async def observe(request: Request, principal: Principal) -> Response:
         pid = _path_id(request)
-        if not principal.may_observe:
-            raise ApiError(
-                403,
-                "forbidden",
-                "only whoever asked the target records its answers (the proxy, the matrix, the "
-                "runner) or an operator: an agent's token may not. Send the query through "
-                "/proxy/<target>/v1/chat/completions with the prediction's id instead.",
-                field="Authorization",
-            )
+        if not principal.may_observe:  # the guard refused them already (access.ACCESS)
+            raise ApiError(403, "forbidden", "operator tokens only", field="Authorization")
         body = await json_object(request)
         check_keys(body, ("answer", "request"))
         if not isinstance(body.get("answer"), str):
@@ -593,8 +589,7 @@ def create_app(
             status_code=201,
         )
 
-    async def reveal(request: Request) -> Response:
-        principal = await authenticate(request)
+    async def reveal(request: Request, principal: Principal) -> Response:
         pid = _path_id(request)
         body = await json_object(request)
         check_keys(body, ("prediction", "salt"))
@@ -623,8 +618,7 @@ def create_app(
 
     # -- the proxy's record --
 
-    async def calls(request: Request) -> Response:
-        principal = await authenticate(request)
+    async def calls(request: Request, principal: Principal) -> Response:
         who = request.query_params.get("agent")
         if not principal.is_operator:
             own = _acting_agent(principal, "see other agents' calls")
@@ -634,6 +628,8 @@ def create_app(
                 )
             who = own
         tallies = await run_in_threadpool(ledger.calls, who)
+        if not principal.is_operator:
+            tallies = [_as_the_proxy_answered(t) for t in tallies]
         head = await run_in_threadpool(ledger.head)
         as_of = None if head is None else head.time  # obligations age by the ledger's time
         return JSONResponse(
@@ -647,23 +643,20 @@ def create_app(
 
     # -- the ledger as a transparency log --
 
-    async def tree_head(request: Request) -> Response:
-        await authenticate(request)
+    async def tree_head(request: Request, principal: Principal) -> Response:
         head = await run_in_threadpool(ledger.tree_head)
         if head is None:
             raise ApiError(404, "not_found", "the ledger is empty: there is no head yet")
         return JSONResponse(head.to_dict())
 
-    async def inclusion(request: Request) -> Response:
-        await authenticate(request)
+    async def inclusion(request: Request, principal: Principal) -> Response:
         seq = _int_param(request, "seq")
         if seq is None:
             raise ApiError(400, "missing_field", "expected ?seq=<entry>", field="seq")
         size = _int_param(request, "size")
         return JSONResponse(await run_in_threadpool(ledger.inclusion_proof, seq, size))
 
-    async def consistency(request: Request) -> Response:
-        await authenticate(request)
+    async def consistency(request: Request, principal: Principal) -> Response:
         old = _int_param(request, "old")
         if old is None:
             raise ApiError(400, "missing_field", "expected ?old=<tree size>", field="old")
@@ -672,8 +665,7 @@ def create_app(
 
     # -- the proxy --
 
-    async def proxy_chat(request: Request) -> Response:
-        principal = await authenticate(request)
+    async def proxy_chat(request: Request, principal: Principal) -> Response:
         caller = _acting_agent(principal, "call the query proxy")
         return await proxy.handle(request, caller, str(request.path_params["target"]))
 
@@ -735,27 +727,50 @@ def create_app(
             for hook in on_shutdown:
                 await run_in_threadpool(hook)
 
-    q = known_query
+    def route(method: str, path: str, handler: Guarded, *params: str) -> Route:
+        """The route of one operation of :data:`~harness.daemon.access.ACCESS`: an unknown
+        query parameter is refused (400), then the token (401) and its scope (403) as the
+        table says, then ``handler`` answers with the caller in hand."""
+        access = access_of(method, path)
+        assert access.needs_token, path
+
+        async def guarded(request: Request) -> Response:
+            principal = await authenticate(request)
+            why = access.refusal(principal)
+            if why is not None:
+                raise ApiError(403, "forbidden", why, field="Authorization")
+            return await handler(request, principal)
+
+        return Route(path, known_query(guarded, *params), methods=[method])
+
+    def open_route(method: str, path: str, handler: Handler) -> Route:
+        assert not access_of(method, path).needs_token, path
+        return Route(path, known_query(handler), methods=[method])
+
     routes = [
-        Route("/health", q(health), methods=["GET"]),
-        Route("/openapi.json", q(openapi), methods=["GET"]),
-        Route("/metrics", q(metrics), methods=["GET"]),
-        Route("/whoami", q(whoami), methods=["GET"]),
-        Route("/runs", q(list_runs, "limit", REVEAL_PARAM), methods=["GET"]),
-        Route("/runs", q(post_run), methods=["POST"]),
-        Route("/runs/{id}", q(get_run, REVEAL_PARAM), methods=["GET"]),
-        Route("/runs/{id}/profile", q(run_profile, REVEAL_PARAM), methods=["GET"]),
-        Route("/predictions", q(commit), methods=["POST"]),
-        Route("/predictions/{id}", q(show_prediction, REVEAL_PARAM), methods=["GET"]),
-        Route("/predictions/{id}/observe", q(observe), methods=["POST"]),
-        Route("/predictions/{id}/reveal", q(reveal), methods=["POST"]),
-        Route("/calls", q(calls, "agent"), methods=["GET"]),
-        Route("/ledger/head", q(tree_head), methods=["GET"]),
-        Route("/ledger/proof", q(inclusion, "seq", "size"), methods=["GET"]),
-        Route("/ledger/consistency", q(consistency, "old", "new"), methods=["GET"]),
-        Route("/proxy/{target}/v1/chat/completions", q(proxy_chat), methods=["POST"]),
+        open_route("GET", "/health", health),
+        open_route("GET", "/openapi.json", openapi),
+        route("GET", "/metrics", metrics),
+        route("GET", "/whoami", whoami),
+        route("GET", "/runs", list_runs, "limit", REVEAL_PARAM),
+        route("POST", "/runs", post_run),
+        route("GET", "/runs/{id}", get_run, REVEAL_PARAM),
+        route("GET", "/runs/{id}/profile", run_profile, REVEAL_PARAM),
+        route("POST", "/predictions", commit),
+        route("GET", "/predictions/{id}", show_prediction, REVEAL_PARAM),
+        route("POST", "/predictions/{id}/observe", observe),
+        route("POST", "/predictions/{id}/reveal", reveal),
+        route("GET", "/calls", calls, "agent"),
+        route("GET", "/ledger/head", tree_head),
+        route("GET", "/ledger/proof", inclusion, "seq", "size"),
+        route("GET", "/ledger/consistency", consistency, "old", "new"),
+        route("POST", "/proxy/{target}/v1/chat/completions", proxy_chat),
         *witness_routes(settings, limit=limiter.take),
     ]
+    for r in routes:  # the witness's routes too: every operation has its row in the table
+        for method in r.methods or ():
+            if method != "HEAD":
+                access_of(method, r.path)
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         ApiError: on_api_error,
         UserError: on_user_error,
@@ -823,6 +838,18 @@ def _committed_query(body: Mapping[str, Any]) -> tuple[str, str | None]:
             field="query",
         )
     return text, qhash
+
+
+def _as_the_proxy_answered(tally: CallTally) -> CallTally:
+    """An agent's own record as the proxy answered its calls: a call that named another
+    agent's prediction counts as one that named an unknown prediction, so the record confirms
+    no more than the answer did (operators read the reason the ledger recorded)."""
+    refusals = Counter(tally.refusals)
+    theirs = refusals.pop("wrong_predictor", 0)
+    if not theirs:
+        return tally
+    refusals["unknown_prediction"] += theirs
+    return replace(tally, refusals=refusals)
 
 
 def _clip(text: str, n: int = 80) -> str:

@@ -1,6 +1,8 @@
 """The daemon's API, specified: an OpenAPI 3.1 document, served at ``GET /openapi.json``.
 
-A test keeps it in step with the routes (every route is documented, nothing else is), and
+Who may call each operation is the ``x-roles`` extension, stated from the one table the route
+guards enforce (:data:`harness.daemon.access.ACCESS`). A test keeps the document in step with
+the routes (every route is documented, nothing else is), and
 ``schemathesis`` runs against a live daemon in CI to check that no request yields a 500, a
 response outside the document, or an answer without a valid token.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from harness.daemon.access import Access, access_of
 from harness.daemon.witness_api import WITNESS_PATHS
 from harness.suites import SUITES
 
@@ -131,14 +134,14 @@ def openapi_document(
     modules = sorted(set(modules))
     secured: list[dict[str, list[str]]] = [{"bearer": []}]
     body = _responses
-    return {
+    document: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {
             "title": "mindledger daemon",
             "version": "1",
             "description": "Runs, profiles, the prediction ledger and the query proxy. Every "
             "path but /health, /openapi.json and /witness/… needs `Authorization: Bearer <token>` "
-            "(`mindledger serve token`).",
+            "(`mindledger serve token`).\n\n" + ROLES_RULE,
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -419,3 +422,35 @@ def openapi_document(
             **WITNESS_PATHS,
         },
     }
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            _add_roles(operation, access_of(method.upper(), path))
+    return document
+
+
+ROLES_RULE = (
+    "**Who may call what.** Each operation's `x-roles` says, for a caller with no token "
+    "(`anonymous`), an agent token on its own agent's things (`agent`), an agent token naming "
+    "another agent's things (`other_agent`: another agent's run or prediction id, or its name) "
+    "and an operator token (`operator`), the status it gets and what it reads (null: the "
+    "operation names nothing of another agent's). The route guards enforce the same table. "
+    "Refusals: 401 without a valid token; 404 where any other answer would confirm another "
+    "agent's id (its run, profile or prediction is answered exactly as an unknown id); 403 "
+    "where what was asked is public knowledge (a route for the other scope; another agent's "
+    "name — the declared agents are listed in this document). The ledger's routes serve hashes "
+    "and proofs to any token, never an entry's body."
+)
+"""The rule of the ``x-roles`` extension, as the document's description states it."""
+
+
+def _add_roles(operation: dict[str, Any], access: Access) -> None:
+    """State ``access`` in ``operation``: its ``x-roles``, and a documented response for every
+    status the table gives a caller."""
+    operation["x-roles"] = access.x_roles()
+    responses = operation["responses"]
+    for status in sorted(access.statuses()):
+        if str(status) not in responses:
+            reason = _REASONS.get(status, "success")
+            schema = ERROR if status >= 400 else ANY_OBJECT
+            responses[str(status)] = {"description": reason, **_json(schema)}
+    operation["responses"] = dict(sorted(responses.items()))

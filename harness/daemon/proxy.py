@@ -20,7 +20,9 @@ the proxy
 4. **with** a prediction: forwards the call only if the prediction is the caller's, about this
    target, open, unused, committed to exactly this query (its query hash), and the caller has
    not put this query to this target before (it would know the answer); a prediction unlocks
-   one answered call;
+   one answered call. Another caller's prediction is answered 404 ``unknown_prediction``,
+   word for word as an id that names none, so the answer confirms no one's id (the ledger's
+   ``refuse`` entry records ``wrong_predictor``, for operators);
 5. forwards the body (with the target's declared ``model``, or none: never the caller's) and
    returns the target's response unchanged, and records in the ledger, in one transaction, the
    call (``call`` entry) and, for a predicted call, the target's answer against the prediction
@@ -83,7 +85,6 @@ Draw = Callable[[], float]
 """A source of uniform numbers in [0, 1): the service's dice."""
 
 _STATUS = {
-    "wrong_predictor": 403,
     "unknown_prediction": 404,
     "wrong_target": 409,
     "query_mismatch": 409,
@@ -250,10 +251,13 @@ class Proxy:
                     "owed": {"query_hash": owed.query_hash, "since": owed.seq},
                 },
             )
+        # another caller's prediction is answered as an unknown one, so that its id is not
+        # confirmed (as GET /predictions/{id} answers it); the ledger records the reason
+        said = "unknown_prediction" if reason == "wrong_predictor" else reason
         return error_response(
-            _STATUS[reason],
-            reason,
-            f"prediction {pid} cannot unlock this call: {REFUSALS[reason]}",
+            _STATUS[said],
+            said,
+            f"prediction {pid} cannot unlock this call: {REFUSALS[said]}",
             field=PREDICTION_HEADER,
             headers=headers,
             extra={"refusal": entry.seq},

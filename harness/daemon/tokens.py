@@ -4,14 +4,15 @@ A token has a **scope**:
 
 * ``agent`` — names one agent and acts as it: commits and reveals that agent's predictions,
   calls the query proxy as that caller, requests runs of that agent only, lists and reads only
-  its own runs and profiles (:meth:`ledger.store.Store.owns_run`) and its own predictions, and
-  never sees a held-out run's seeds or items;
+  its own runs and profiles (:meth:`ledger.store.Store.owns_run`), its own predictions and its
+  own calls, and never sees a held-out run's seeds or items;
 * ``operator`` — names no agent (an optional label says whose it is): records observations,
-  reads every run, profile and prediction, requests runs of any agent, and sees a held-out
-  run's seeds and items when it asks (``?reveal_held_out=true``).
+  reads every run, profile, prediction and call and the daemon's metrics, requests runs of any
+  agent, and sees a held-out run's seeds and items when it asks (``?reveal_held_out=true``).
 
 The rules live in :class:`Principal`, which :func:`authenticate` returns for a token that is
-known, not expired and not revoked (None otherwise). Each token has a short public id
+known, not expired and not revoked (None otherwise); which route may be called by which scope is
+the table :data:`harness.daemon.access.ACCESS`. Each token has a short public id
 (:func:`token_id_of`: ``tok_`` + the first 8 hex digits of its hash) that is safe to print, so
 tokens can be listed and revoked without their secret.
 

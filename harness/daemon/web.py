@@ -20,6 +20,7 @@ from mindledger.secrets import scrub
 __all__ = [
     "MAX_BODY",
     "ApiError",
+    "Handler",
     "ScrubSecrets",
     "check_keys",
     "error_response",
@@ -118,6 +119,7 @@ async def json_object(request: Request) -> dict[str, Any]:
 
 
 Handler = Callable[[Request], Awaitable[Response]]
+"""An ASGI route's handler (Starlette's request → response)."""
 
 
 def known_query(handler: Handler, *allowed: str) -> Handler:

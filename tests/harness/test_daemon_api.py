@@ -182,7 +182,6 @@ def test_tokens_are_stored_only_as_their_hash(env: Env) -> None:
     assert [tuple(r) for r in rows] == [(hash_token(env.token), "piper", "agent")]
     assert env.token not in repr(rows)
     with env.client() as c:
-        assert c.get("/metrics").json()["runs"] == 0
         who = c.get("/whoami").json()
         assert (who["scope"], who["agent"]) == ("agent", "piper")
 
@@ -327,10 +326,21 @@ def test_a_prediction_unlocks_only_its_own_call_once(env: Env) -> None:
         r = proxy(c, ask(1), other)
         assert (r.status_code, r.json()["error"]["code"]) == (409, "query_mismatch")
         assert proxy(c, ask(1)).status_code == 428  # still owed
-        # another caller's prediction
+        # another caller's prediction: answered as an unknown one, word for word (its id is
+        # not confirmed), and recorded as what it was
         theirs, _, _ = commit(m, ask(1), {"7": 1.0}, predictor="mallory")
         r = proxy(c, ask(1), theirs)
-        assert (r.status_code, r.json()["error"]["code"]) == (403, "wrong_predictor")
+        unknown = proxy(c, ask(1), "p" + "f" * 20)
+        assert (r.status_code, r.json()["error"]["code"]) == (404, "unknown_prediction")
+        assert r.json()["error"]["message"].replace(theirs, "ID") == unknown.json()["error"][
+            "message"
+        ].replace("p" + "f" * 20, "ID")
+        refused = {"obligation": 1, "query_mismatch": 1, "sampled": 1}
+        mine = c.get("/calls").json()["agents"]["piper"]["refusals"]
+        assert mine == {**refused, "unknown_prediction": 2}
+        with env.client(env.token_for(scope="operator")) as o:  # operators read the reason
+            seen = o.get("/calls").json()["agents"]["piper"]["refusals"]
+            assert seen == {**refused, "unknown_prediction": 1, "wrong_predictor": 1}
         # a prediction about another target
         wren, _, _ = commit(c, ask(1), {"7": 1.0}, target="wren")
         r = proxy(c, ask(1), wren)
@@ -362,6 +372,7 @@ def test_a_prediction_unlocks_only_its_own_call_once(env: Env) -> None:
         "query_mismatch",
         "obligation",
         "wrong_predictor",
+        "unknown_prediction",
         "wrong_target",
         "unknown_prediction",
         "prediction_used",
