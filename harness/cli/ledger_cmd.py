@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from harness.cli.common import echo_json, get_settings, get_workspace
+from harness.cli.common import echo_json, get_settings, get_workspace, is_read_only, reads_only
 from harness.cli.conventions import format_option
 from harness.workspace import Workspace
 from ledger.chain import Verification
@@ -54,7 +54,9 @@ def _open(ctx: click.Context, db: str | None = None) -> Ledger:
     changes nothing)."""
     if not db:
         return get_workspace(ctx).ledger
-    workspace = Workspace.open(get_settings(ctx), migrate=False, database_url=db)
+    workspace = Workspace.open(
+        get_settings(ctx), migrate=False, database_url=db, read_only=is_read_only(ctx)
+    )
     pending = pending_migrations(workspace.engine)
     if "0002_predictions" in pending:
         raise StorageError(
@@ -314,6 +316,7 @@ def _report(ctx: click.Context, v: Verification, as_json: bool) -> None:
     ctx.exit(1)
 
 
+@reads_only
 @ledger.command("verify")
 @click.option("--db", "db_url", default=None, help="Database URL (default: the configured one).")
 @click.option(
@@ -601,6 +604,7 @@ def export_cmd(ctx: click.Context, out: str, reveal_held_out: bool) -> None:
     echo_json({"file": out, "entries": n, "public_key": led.public_key_hex})
 
 
+@reads_only
 @ledger.command("show")
 @click.option("--predictor", default=None, help="Only this predictor's predictions.")
 @click.option("--target", default=None, help="Only predictions of this target.")

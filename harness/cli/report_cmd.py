@@ -8,12 +8,13 @@ from typing import Any
 
 import click
 
-from harness.cli.common import echo_json, get_store, resolve_run
+from harness.cli.common import echo_json, get_store, reads_only, resolve_run
 from ledger.store import Store
 
 __all__ = ["report"]
 
 
+@reads_only
 @click.command("report")
 @click.argument("run_id", required=False)
 @click.option(

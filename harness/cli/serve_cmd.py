@@ -152,7 +152,7 @@ def token(
         if agent is not None or creating:
             extra = ", ".join(([] if agent is None else ["AGENT"]) + creating)
             raise InputError(f"takes no {extra} (those make a token)", where=mode)
-        with Workspace.open(get_settings(ctx)) as workspace:
+        with Workspace.open(get_settings(ctx), read_only=True) as workspace:
             engine = workspace.engine
             if list_:
                 _print_tokens(list_tokens(engine), fmt, utc_now())

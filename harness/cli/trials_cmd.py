@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from harness.cli.common import echo_json, get_store, resolve_run
+from harness.cli.common import echo_json, get_store, reads_only, resolve_run
 from harness.cli.conventions import format_option
 
 if TYPE_CHECKING:
@@ -54,6 +54,7 @@ CELL = 28
 """Characters of an answer shown in a table cell; a longer one ends in …."""
 
 
+@reads_only
 @click.command("trials")
 @click.argument("run_ref", metavar="RUN")
 @click.option("--agent", default=None, help="Only this agent's trials (with --item: whose trial).")

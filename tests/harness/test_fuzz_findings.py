@@ -1,0 +1,172 @@
+"""Regression tests for what fuzzing the command line found (issue 25, item 5), each through
+the real entry point: exit 2 and one line naming what was wrong, never a traceback; and a
+command that only reads creates nothing on disk."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from ledger.db import private_home
+from tests.cli import run_main as cli
+
+
+def one_line(err: str) -> str:
+    """The one line on stderr (failing the test when there are more, or a traceback)."""
+    assert "Traceback" not in err, err
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+# -- database URLs ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "needle"),
+    [
+        ("postgresql://u:s3cret@[::1/db", "opens '[' without closing it"),
+        ("postgresql://u:s3cret@host:abc/db", "port could not be cast to integer"),
+        ("postgresql://u:s3cret@host:99999/db", "port out of range"),
+        ("postgres://u:s3cret@h:1:2/db", "port could not be cast to integer"),
+    ],
+)
+def test_a_database_url_that_does_not_parse_is_named_with_its_password_masked(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str], url: str, needle: str
+) -> None:
+    code, _, err = cli(capsys, "--db", url, "db", "status")
+    line = one_line(err)
+    assert code == 2 and line.startswith("error: not a database URL: ") and needle in line
+    assert "s3cret" not in line and url.rsplit("@", 1)[1] in line
+
+
+# -- commands that only read create nothing -----------------------------------------------------
+
+READ_ONLY = [
+    ["db", "status"],
+    ["trials", "latest"],
+    ["report", "latest"],
+    ["history", "local"],
+    ["ledger", "show"],
+    ["ledger", "show", "--id", "p0"],
+    ["ledger", "verify"],
+    ["serve", "token", "--list"],
+    ["runs", "--verify", "20261203-000000-abcdef"],
+]
+
+
+@pytest.mark.parametrize("args", READ_ONLY, ids=" ".join)
+def test_a_read_only_command_on_a_missing_database_creates_nothing(
+    isolated_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    where = tmp_path / "nonexistent" / "dir" / "x.db"
+    code, _, err = cli(capsys, "--db", f"sqlite:///{where}", *args)
+    line = one_line(err)
+    assert code == 2 and f"no database at {where}" in line and "only reads" in line
+    assert not (tmp_path / "nonexistent").exists()
+    assert list(isolated_home.iterdir()) == []
+
+
+@pytest.mark.parametrize("args", [*READ_ONLY, ["runs"], ["doctor", "--no-probe"]], ids=" ".join)
+def test_a_read_only_command_in_a_fresh_data_directory_creates_nothing(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    home = isolated_home / "fresh"
+    os.environ["MINDLEDGER_HOME"] = str(home)
+    code, out, err = cli(capsys, *args)
+    assert not home.exists(), args
+    if args[0] in ("runs", "doctor") and len(args) < 3:  # they answer without a database
+        assert code == 0 and "Traceback" not in err, err
+        assert "run" in out.split() or "none yet" in out
+    else:
+        assert code == 2 and "no database at" in one_line(err)
+
+
+def test_ledger_verify_of_another_missing_database_creates_nothing(
+    isolated_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    where = tmp_path / "elsewhere" / "y.db"
+    code, _, err = cli(capsys, "ledger", "verify", "--db", f"sqlite:///{where}")
+    assert code == 2 and f"no database at {where}" in one_line(err)
+    assert not where.parent.exists()
+
+
+def test_a_read_only_command_creates_no_service_key(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli(capsys, "db", "migrate")[0] == 0
+    before = sorted(p.name for p in isolated_home.iterdir())
+    code, out, err = cli(capsys, "ledger", "show")
+    assert code == 0 and out == "" and "no predictions" in err, err
+    code, out, err = cli(capsys, "ledger", "verify")
+    assert code == 0 and out.startswith("ok: 0 entries"), err
+    assert sorted(p.name for p in isolated_home.iterdir()) == before  # no keys/, no witness
+
+
+def test_a_ledger_with_entries_but_no_key_is_refused_not_rekeyed(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = cli(
+        capsys, "ledger", "commit", "--predictor", "p", "--target", "t", "--query", "q",
+        "--distribution", '{"a": 1.0}',
+    )  # fmt: skip
+    assert code == 0, err
+    keys = isolated_home / "keys"
+    for f in keys.iterdir():
+        f.unlink()
+    keys.rmdir()
+    for args in (["ledger", "show"], ["ledger", "verify"]):
+        code, _, err = cli(capsys, *args)
+        line = one_line(err)
+        assert code == 2 and "has 2 entries, but there is no service key" in line, line
+    assert not keys.exists()
+
+
+def test_a_database_without_schema_is_not_given_one_by_a_read_only_command(
+    isolated_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sqlite3
+
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE notes (x)")
+    code, _, err = cli(capsys, "--db", f"sqlite:///{other}", "trials", "latest")
+    assert code == 2 and "no mindledger database at" in one_line(err)
+    with sqlite3.connect(other) as conn:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert tables == {"notes"}
+
+
+# -- the data directory is private --------------------------------------------------------------
+
+
+def test_an_open_data_directory_is_made_private_when_opened(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    os.chmod(isolated_home, 0o755)
+    code, _, err = cli(capsys, "db", "migrate")
+    assert code == 0 and err == ""
+    assert stat.S_IMODE(isolated_home.stat().st_mode) == 0o700
+
+
+def test_a_shared_or_foreign_data_directory_is_left_alone_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    line = private_home(shared)
+    assert line is not None and line.startswith("warning: ") and "shared (mode 1777)" in line
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o1777
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    os.chmod(foreign, 0o750)
+    monkeypatch.setattr(os, "geteuid", lambda: foreign.stat().st_uid + 1)
+    line = private_home(foreign)
+    assert line is not None and "not you" in line
+    assert stat.S_IMODE(foreign.stat().st_mode) == 0o750
+    os.chmod(foreign, 0o700)
+    assert private_home(foreign) is None
