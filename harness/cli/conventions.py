@@ -1,6 +1,7 @@
 """What every ``mindledger`` command has in common, beyond settings and the database (those are
 :mod:`harness.cli.common`): the ``--format table|json`` option of the listing commands, and
-help texts that end with their examples. Tables for people fit the terminal with
+help texts that end with their examples, the ranges of count and seed options (every integer
+option has one, shown in its help). Tables for people fit the terminal with
 :mod:`harness.cli.tables`.
 
 Light on imports on purpose: :mod:`harness.cli.main` uses it before any command is loaded, and
@@ -16,9 +17,34 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["OUTPUT_FORMATS", "examples_last", "format_option"]
+__all__ = [
+    "BATCH",
+    "CONCURRENCY",
+    "GENERATED",
+    "LISTED",
+    "OUTPUT_FORMATS",
+    "SEED",
+    "examples_last",
+    "format_option",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+GENERATED = click.IntRange(0, 100_000)
+"""How many stories, items or scenarios one ``generate`` / ``abc`` call writes: at most 100,000
+(a minute or so of work and some hundreds of MB); for more, call again with another seed."""
+
+LISTED = click.IntRange(1, 1_000_000)
+"""How many rows a listing shows at most (``runs --limit``, ``trials --limit``)."""
+
+CONCURRENCY = click.IntRange(1, 10_000)
+"""Requests or batches in flight at once: the range of the ``concurrency`` setting."""
+
+BATCH = click.IntRange(1, 100_000)
+"""Items per queued batch."""
+
+SEED = click.IntRange(0, 2**63 - 1)
+"""A generator or bootstrap seed, as the ``seed`` setting takes it: 0 … 2**63 − 1."""
 
 OUTPUT_FORMATS = ("table", "json")
 """What a listing command prints: ``table`` for people (the default), ``json`` for scripts —

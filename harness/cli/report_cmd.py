@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from harness.cli.common import echo_json, get_store, reads_only, resolve_run
+from harness.cli.conventions import SEED
 from ledger.store import Store
 
 __all__ = ["report"]
@@ -43,7 +44,7 @@ __all__ = ["report"]
     default=None,
     help="Show what changed from RUN_A to RUN_B for the agents in both (md or json).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Bootstrap seed.")
 @click.option(
     "--reveal-held-out",
     is_flag=True,

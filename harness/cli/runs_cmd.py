@@ -25,7 +25,7 @@ from typing import Any
 import click
 
 from harness.cli.common import echo_json, get_settings, get_store, reads_only
-from harness.cli.conventions import format_option
+from harness.cli.conventions import LISTED, format_option
 from ledger.catalog import FailureCounts, ListedRun, read_run_listing
 from mindledger.disclosure import seed_cell, shown_seed
 from mindledger.errors import NoDatabaseError
@@ -132,7 +132,7 @@ def _table(records: list[dict[str, Any]], runs: list[ListedRun], reveal_held_out
 
 @reads_only
 @click.command()
-@click.option("--limit", default=20, show_default=True, help="How many runs to list.")
+@click.option("--limit", type=LISTED, default=20, show_default=True, help="How many runs to list.")
 @click.option(
     "--verify",
     "verify_id",

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from harness.cli.common import echo_json, get_store, reads_only, resolve_run
-from harness.cli.conventions import format_option
+from harness.cli.conventions import LISTED, format_option
 
 if TYPE_CHECKING:
     from ledger.store import Store
@@ -68,7 +68,7 @@ CELL = 28
     "no answer could be read from its reply.",
 )
 @click.option("--family", default=None, help="Only items of this family (nesttom, games, …).")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many trials.")
+@click.option("--limit", type=LISTED, default=None, help="At most this many trials.")
 @click.option(
     "--item",
     default=None,

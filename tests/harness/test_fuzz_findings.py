@@ -8,6 +8,7 @@ import os
 import stat
 from pathlib import Path
 
+import click
 import pytest
 
 from ledger.db import private_home
@@ -170,3 +171,71 @@ def test_a_shared_or_foreign_data_directory_is_left_alone_with_a_warning(
     assert stat.S_IMODE(foreign.stat().st_mode) == 0o750
     os.chmod(foreign, 0o700)
     assert private_home(foreign) is None
+
+
+# -- every count has a range ----------------------------------------------------------------------
+
+CHECKED_BY_SEED_POLICY = {"run --seed", "quickstart --seed", "matrix --seed"}
+"""Integer options whose range the seed policy checks (with the held-out share) before
+anything is written: ``harness.seeds.check_seed``."""
+
+
+def _integer_options() -> list[tuple[str, click.Option]]:
+    import click
+
+    from harness.cli.main import cli
+
+    found: list[tuple[str, click.Option]] = []
+
+    def walk(command: click.Command, path: str) -> None:
+        if isinstance(command, click.Group):
+            ctx = click.Context(command)
+            for name in command.list_commands(ctx):
+                sub = command.get_command(ctx, name)
+                assert sub is not None
+                walk(sub, f"{path} {name}".strip())
+        for param in command.params:
+            if isinstance(param, click.Option) and isinstance(param.type, click.types.IntParamType):
+                found.append((f"{path} {param.opts[0]}", param))
+
+    walk(cli, "")
+    return found
+
+
+def test_every_integer_option_has_a_documented_range() -> None:
+    options = _integer_options()
+    assert len(options) >= 15 and "nesttom generate --n" in dict(options)
+    unbounded = [
+        name
+        for name, option in options
+        if name not in CHECKED_BY_SEED_POLICY
+        and not (
+            isinstance(option.type, click.IntRange)
+            and option.type.min is not None
+            and option.type.max is not None
+        )
+    ]
+    assert unbounded == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["nesttom", "generate", "--seed", "1", "--n", "100000000000"],
+        ["games", "generate", "--seed", "1", "--n", "100000000000"],
+        ["games", "abc", "--seed", "-1", "--n", "1"],
+        ["runs", "--limit", "100000000000000000000000"],
+        ["trials", "latest", "--limit", "0"],
+        ["matrix", "--agent", "a", "--items", "100000000000"],
+        ["report", "latest", "--seed", "-1"],
+        ["quickstart", "--seed", "-1"],
+    ],
+    ids=" ".join,
+)
+def test_a_count_out_of_range_is_one_line_and_writes_nothing(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    code, out, err = cli(capsys, *args)
+    line = one_line(err)
+    assert code == 2 and out == "" and line.startswith("error: ") and "--" in line, line
+    assert list(isolated_home.iterdir()) == []
