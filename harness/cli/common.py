@@ -10,6 +10,7 @@ import click
 
 from harness.settings import Settings, load_settings
 from mindledger.errors import NotFoundError
+from mindledger.names import check_agent_name
 
 if TYPE_CHECKING:  # the database is imported when a command opens it: `config` never does
     from harness.workspace import Workspace
@@ -99,6 +100,7 @@ def known_agent(
     ``run --agent`` refuses an unknown one, followed by ``hint``."""
     from harness.build import BUILTIN_AGENTS
 
+    check_agent_name(name, where=what)
     settings = get_settings(ctx)
     if name in settings.agents or name in BUILTIN_AGENTS or name in also:
         return name

@@ -17,6 +17,9 @@ from typing import Any, TypeVar
 
 import click
 
+from mindledger.errors import InputError
+from mindledger.names import check_agent_name
+
 __all__ = [
     "BATCH",
     "CONCURRENCY",
@@ -24,6 +27,7 @@ __all__ = [
     "LISTED",
     "OUTPUT_FORMATS",
     "SEED",
+    "agent_name",
     "examples_last",
     "format_option",
 ]
@@ -50,6 +54,17 @@ OUTPUT_FORMATS = ("table", "json")
 """What a listing command prints: ``table`` for people (the default), ``json`` for scripts —
 one JSON document on stdout and nothing else there (notes and warnings go to stderr); and
 ``csv`` where the data are rows (a header line, then one line per row)."""
+
+
+def agent_name(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A click callback: ``value`` (each value of a repeatable option; None passes) checked by
+    :func:`mindledger.names.check_agent_name`, the one rule for agent names."""
+    for name in value if isinstance(value, tuple) else () if value is None else (value,):
+        try:
+            check_agent_name(name, where="")
+        except InputError as exc:
+            raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+    return value
 
 
 def format_option(what: str, *, csv: str | None = None) -> Callable[[F], F]:

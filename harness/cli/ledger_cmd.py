@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from harness.cli.common import echo_json, get_settings, get_workspace, is_read_only, reads_only
-from harness.cli.conventions import format_option
+from harness.cli.conventions import agent_name, format_option
 from harness.workspace import Workspace
 from ledger.chain import Verification
 from ledger.db import mask
@@ -114,8 +114,10 @@ def ledger() -> None:
 
 
 @ledger.command("commit")
-@click.option("--predictor", required=True, help="Who predicts (the agent).")
-@click.option("--target", required=True, help="Whose answer is predicted.")
+@click.option(
+    "--predictor", required=True, callback=agent_name, help="Who predicts (the agent)."
+)
+@click.option("--target", required=True, callback=agent_name, help="Whose answer is predicted.")
 @click.option("--query", required=True, help="The query the target will be asked.")
 @click.option(
     "--distribution",
@@ -782,7 +784,9 @@ def _print_prediction(p: dict[str, Any]) -> None:
 
 
 @ledger.command("register")
-@click.option("--predictor", required=True, help="The agent registering its key.")
+@click.option(
+    "--predictor", required=True, callback=agent_name, help="The agent registering its key."
+)
 @click.option("--public-key", required=True, help="Its Ed25519 public key (hex, or a PEM file).")
 @click.pass_context
 def register_cmd(ctx: click.Context, predictor: str, public_key: str) -> None:

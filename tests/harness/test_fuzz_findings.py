@@ -12,6 +12,7 @@ import click
 import pytest
 
 from ledger.db import private_home
+from mindledger.errors import InputError
 from tests.cli import run_main as cli
 
 
@@ -239,3 +240,51 @@ def test_a_count_out_of_range_is_one_line_and_writes_nothing(
     line = one_line(err)
     assert code == 2 and out == "" and line.startswith("error: ") and "--" in line, line
     assert list(isolated_home.iterdir()) == []
+
+
+# -- agent names: one rule wherever a name enters -------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["a\\u0000b", "a b", "-x", "é", "x" * 101, "a\\nb"])
+def test_a_settings_agent_name_outside_the_rule_is_refused(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    (isolated_home / "mindledger.toml").write_text(
+        f'[agents."{name}"]\nadapter = "reference"\npolicy = "oracle"\n', encoding="utf-8"
+    )
+    code, _, err = cli(capsys, "config", "show")
+    line = one_line(err)
+    assert code == 2 and "agents: expected an agent name (letters, digits and _ . : -" in line
+    assert "\x00" not in line and "\n" not in line.strip()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["ledger", "commit", "--predictor", "a\x00b", "--target", "t", "--query", "q",
+         "--distribution", '{"a": 1.0}'],
+        ["ledger", "commit", "--predictor", "p", "--target", "t\x00", "--query", "q",
+         "--distribution", '{"a": 1.0}'],
+        ["ledger", "register", "--predictor", "a b", "--public-key", "00" * 32],
+        ["history", "a\x00b"],
+        ["serve", "token", "a\x00b"],
+    ],
+    ids=["commit --predictor", "commit --target", "register", "history", "serve token"],
+)  # fmt: skip
+def test_an_agent_name_outside_the_rule_is_refused_on_the_command_line(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    code, _, err = cli(capsys, *args)
+    line = one_line(err)
+    assert code == 2 and "expected an agent name" in line and "\x00" not in line, line
+    assert list(isolated_home.iterdir()) == []
+
+
+def test_the_token_api_and_the_settings_share_the_rule() -> None:
+    from harness.daemon import tokens
+    from mindledger import names
+
+    assert tokens.check_agent_name is names.check_agent_name
+    assert names.check_agent_name("ref:oracle") == "ref:oracle"
+    with pytest.raises(InputError, match="got 'a\\\\x00b'"):
+        names.check_agent_name("a\x00b", where="target")
