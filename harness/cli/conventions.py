@@ -28,8 +28,10 @@ __all__ = [
     "OUTPUT_FORMATS",
     "SEED",
     "agent_name",
+    "an_id",
     "examples_last",
     "format_option",
+    "non_empty",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -65,6 +67,28 @@ def agent_name(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
         except InputError as exc:
             raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
     return value
+
+
+def non_empty(what: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """A click callback refusing an empty (or blank) value, or such a value among a repeatable
+    or multi-value option's: ``--id ""`` would otherwise read as no ``--id`` at all."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        for text in value if isinstance(value, tuple) else () if value is None else (value,):
+            if isinstance(text, str) and not text.strip():
+                raise click.BadParameter(
+                    f"expected {what}, got {'an empty string' if not text else 'only spaces'}",
+                    ctx=ctx,
+                    param=param,
+                )
+        return value
+
+    return check
+
+
+an_id = non_empty("an id")
+"""The callback of every option and argument that names a stored thing by id (a run, an item,
+a prediction, a token, a log)."""
 
 
 def format_option(what: str, *, csv: str | None = None) -> Callable[[F], F]:

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from harness.cli.common import echo_json, get_settings, get_workspace, is_read_only, reads_only
-from harness.cli.conventions import agent_name, format_option
+from harness.cli.conventions import agent_name, an_id, format_option, non_empty
 from harness.workspace import Workspace
 from ledger.chain import Verification
 from ledger.db import mask
@@ -127,7 +127,7 @@ def ledger() -> None:
 @click.option("--top1", default=None, help="Top-1 guess (default: the most probable answer).")
 @click.option("--rationale", default=None, help="Why (revealed with the prediction).")
 @click.option("--own-answer", default=None, help="The predictor's own answer to the query.")
-@click.option("--item", default=None, help="Item id the query comes from.")
+@click.option("--item", default=None, callback=an_id, help="Item id the query comes from.")
 @click.option("--condition", default=None, help="Condition or context, as JSON.")
 @click.option(
     "--agent-key",
@@ -196,7 +196,7 @@ def commit_cmd(
 
 
 @ledger.command("observe")
-@click.argument("prediction_id")
+@click.argument("prediction_id", callback=an_id)
 @click.option(
     "--answer",
     "answers",
@@ -237,7 +237,7 @@ def observe_cmd(
 
 
 @ledger.command("reveal")
-@click.argument("prediction_id")
+@click.argument("prediction_id", callback=an_id)
 @click.option("--distribution", required=True, help="The committed distribution, as JSON.")
 @click.option("--salt", required=True, help="The salt printed by commit (hex).")
 @click.option("--top1", default=None, help="The committed top-1 guess, if one was given.")
@@ -320,7 +320,13 @@ def _report(ctx: click.Context, v: Verification, as_json: bool) -> None:
 
 @reads_only
 @ledger.command("verify")
-@click.option("--db", "db_url", default=None, help="Database URL (default: the configured one).")
+@click.option(
+    "--db",
+    "db_url",
+    default=None,
+    callback=non_empty("a database URL"),
+    help="Database URL (default: the configured one).",
+)
 @click.option(
     "--file",
     "file",
@@ -518,7 +524,7 @@ def head_cmd(ctx: click.Context) -> None:
 
 
 @ledger.command("prove")
-@click.argument("subject")
+@click.argument("subject", callback=an_id)
 @REVEAL_OPTION
 @click.pass_context
 def prove_cmd(ctx: click.Context, subject: str, reveal_held_out: bool) -> None:
@@ -610,7 +616,9 @@ def export_cmd(ctx: click.Context, out: str, reveal_held_out: bool) -> None:
 @ledger.command("show")
 @click.option("--predictor", default=None, help="Only this predictor's predictions.")
 @click.option("--target", default=None, help="Only predictions of this target.")
-@click.option("--id", "prediction_id", default=None, help="One prediction, in full.")
+@click.option(
+    "--id", "prediction_id", default=None, callback=an_id, help="One prediction, in full."
+)
 @REVEAL_OPTION
 @format_option(
     "an object of predictions and summary (with --id, the one prediction)",

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from harness.cli.conventions import examples_last
+from harness.cli.conventions import examples_last, non_empty
 from mindledger.errors import MindledgerError, readable
 from mindledger.secrets import scrub
 
@@ -148,7 +148,13 @@ class LazyGroup(click.Group):
     default=None,
     help="Settings file (default: ./mindledger.toml, else $MINDLEDGER_HOME/mindledger.toml).",
 )
-@click.option("--db", "db_url", default=None, help="Database URL (overrides settings).")
+@click.option(
+    "--db",
+    "db_url",
+    default=None,
+    callback=non_empty("a database URL"),
+    help="Database URL (overrides settings).",
+)
 @click.option(
     "-o",
     "--set",

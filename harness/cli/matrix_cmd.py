@@ -13,7 +13,7 @@ from rich.table import Table
 
 from harness.build import plan_agents
 from harness.cli.common import echo_json, get_settings, get_workspace, resolve_run
-from harness.cli.conventions import CONCURRENCY, format_option
+from harness.cli.conventions import CONCURRENCY, an_id, format_option
 from harness.cli.progress import TrialProgress, progress_option
 from harness.cli.tables import PIPED_WIDTH, fits, print_table, stdout_console
 from harness.matrix import (
@@ -318,6 +318,7 @@ def report_matrix(
     "--resume",
     "resume_id",
     default=None,
+    callback=an_id,
     metavar="RUN",
     help="Finish a stored matrix run (its id, the id's start, latest or latest~N): only its "
     "items without every trial are run again.",

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from harness.cli.common import echo_json, get_store, reads_only, resolve_run
-from harness.cli.conventions import SEED
+from harness.cli.conventions import SEED, an_id
 from ledger.store import Store
 
 __all__ = ["report"]
@@ -17,7 +17,7 @@ __all__ = ["report"]
 
 @reads_only
 @click.command("report")
-@click.argument("run_id", required=False)
+@click.argument("run_id", required=False, callback=an_id)
 @click.option(
     "--format",
     "fmt",
@@ -40,6 +40,7 @@ __all__ = ["report"]
     "--compare",
     "compare_ids",
     nargs=2,
+    callback=an_id,
     metavar="RUN_A RUN_B",
     default=None,
     help="Show what changed from RUN_A to RUN_B for the agents in both (md or json).",

@@ -25,7 +25,7 @@ from typing import Any
 import click
 
 from harness.cli.common import echo_json, get_settings, get_store, reads_only
-from harness.cli.conventions import LISTED, format_option
+from harness.cli.conventions import LISTED, an_id, format_option
 from ledger.catalog import FailureCounts, ListedRun, read_run_listing
 from mindledger.disclosure import seed_cell, shown_seed
 from mindledger.errors import NoDatabaseError
@@ -137,6 +137,7 @@ def _table(records: list[dict[str, Any]], runs: list[ListedRun], reveal_held_out
     "--verify",
     "verify_id",
     default=None,
+    callback=an_id,
     metavar="RUN_ID",
     help="Instead of listing, regenerate every item of RUN_ID from its generator, seed and "
     "parameters and check it matches the stored copy bit for bit (exit 1 if not).",

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from harness.cli.common import echo_json, get_store, reads_only, resolve_run
-from harness.cli.conventions import LISTED, format_option
+from harness.cli.conventions import LISTED, an_id, format_option
 
 if TYPE_CHECKING:
     from ledger.store import Store
@@ -56,7 +56,7 @@ CELL = 28
 
 @reads_only
 @click.command("trials")
-@click.argument("run_ref", metavar="RUN")
+@click.argument("run_ref", metavar="RUN", callback=an_id)
 @click.option("--agent", default=None, help="Only this agent's trials (with --item: whose trial).")
 @click.option(
     "--status",
@@ -72,6 +72,7 @@ CELL = 28
 @click.option(
     "--item",
     default=None,
+    callback=an_id,
     metavar="ID",
     help="Show one trial whole: ID is the item's id, its unique start (as listed), or its "
     "position in the run (1 is the first item).",

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import click
 
 from harness.cli.common import get_settings, get_store, resolve_run
-from harness.cli.conventions import BATCH, CONCURRENCY
+from harness.cli.conventions import BATCH, CONCURRENCY, an_id
 from harness.queue import STALLED_AFTER
 
 
@@ -93,7 +93,7 @@ def worker(concurrency: int, once: bool, name: str | None, stalled_after: float)
 
 
 @click.command()
-@click.argument("run_id")
+@click.argument("run_id", callback=an_id)
 @click.option(
     "--batch-size",
     type=BATCH,

@@ -288,3 +288,75 @@ def test_the_token_api_and_the_settings_share_the_rule() -> None:
     assert names.check_agent_name("ref:oracle") == "ref:oracle"
     with pytest.raises(InputError, match="got 'a\\\\x00b'"):
         names.check_agent_name("a\x00b", where="target")
+
+
+# -- empty ids --------------------------------------------------------------------------------------
+
+EMPTY_IDS = [
+    ["ledger", "show", "--id", ""],
+    ["ledger", "show", "--id", "  "],
+    ["ledger", "observe", "", "--answer", "a"],
+    ["ledger", "reveal", "", "--distribution", "{}", "--salt", "00"],
+    ["ledger", "prove", ""],
+    ["ledger", "commit", "--predictor", "p", "--target", "t", "--query", "q",
+     "--distribution", '{"a": 1.0}', "--item", ""],
+    ["ledger", "verify", "--db", ""],
+    ["--db", "", "runs"],
+    ["runs", "--verify", ""],
+    ["trials", ""],
+    ["trials", "latest", "--item", ""],
+    ["report", ""],
+    ["report", "--compare", "latest", ""],
+    ["run", "--resume", ""],
+    ["matrix", "--resume", ""],
+    ["judge", ""],
+    ["enqueue", ""],
+    ["serve", "token", "--revoke", ""],
+    ["witness", "head", ""],
+    ["witness", "add-log", "", "00" * 32],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("args", EMPTY_IDS, ids=lambda a: " ".join(x or "''" for x in a))
+def test_an_empty_id_is_refused_in_one_line(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    code, out, err = cli(capsys, *args)
+    line = one_line(err)
+    assert code == 2 and out == "", line
+    assert "got an empty string" in line or "got only spaces" in line, line
+    assert list(isolated_home.iterdir()) == []
+
+
+def test_every_id_parameter_refuses_an_empty_one() -> None:
+    """A new option or argument that names a stored thing gets the same callback."""
+    from harness.cli import conventions
+
+    ids = [
+        (where, param)
+        for where, param in _string_parameters()
+        if param.name is not None
+        and (param.name.endswith(("_id", "_ids", "_ref")) or param.name in ("subject", "item"))
+    ]
+    assert len(ids) >= 12 and "ledger show prediction_id" in dict(ids)
+    assert [where for where, param in ids if param.callback is not conventions.an_id] == []
+
+
+def _string_parameters() -> list[tuple[str, click.Parameter]]:
+    from harness.cli.main import cli
+
+    found: list[tuple[str, click.Parameter]] = []
+
+    def walk(command: click.Command, path: str) -> None:
+        if isinstance(command, click.Group):
+            ctx = click.Context(command)
+            for name in command.list_commands(ctx):
+                sub = command.get_command(ctx, name)
+                assert sub is not None
+                walk(sub, f"{path} {name}".strip())
+        for param in command.params:
+            if isinstance(param.type, click.types.StringParamType) and param.name:
+                found.append((f"{path} {param.name}", param))
+
+    walk(cli, "")
+    return found
