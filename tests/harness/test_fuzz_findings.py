@@ -360,3 +360,11 @@ def _string_parameters() -> list[tuple[str, click.Parameter]]:
 
     walk(cli, "")
     return found
+
+
+def test_config_show_masks_a_database_url_that_does_not_parse(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = cli(capsys, "--db", "postgres://u:s3cret@h:x/db", "config", "show")
+    assert code == 0 and "Traceback" not in err, err
+    assert "s3cret" not in out and "@h:x/db" in out
