@@ -48,10 +48,8 @@ from typing import Any
 
 import procrastinate
 import psycopg
-import sqlalchemy as sa
 from procrastinate.jobs import Status
 from procrastinate.schema import SchemaManager
-from sqlalchemy.exc import ArgumentError
 
 from harness.execution import (
     LocalModelSource,
@@ -74,7 +72,7 @@ from harness.progress import LineProgress
 from harness.runner import RunSummary
 from harness.settings import Settings
 from harness.workspace import SeedPolicy, Workspace
-from ledger.db import mask, normalise_url
+from ledger.db import mask, normalise_url, parse_url
 from ledger.predictions import Ledger
 from ledger.store import Store
 from mindledger.errors import UserError
@@ -143,10 +141,8 @@ def _store_dsn(store: Store) -> str | None:
 
 
 def _libpq_url(url: str) -> str:
-    try:
-        parsed = sa.engine.make_url(normalise_url(url))
-    except ArgumentError:
-        raise UserError(f"not a database URL: {mask(url)!r}") from None
+    parse_url(url)  # a StorageError naming the URL as given, and what is wrong with it
+    parsed = parse_url(normalise_url(url))
     if parsed.get_backend_name() != "postgresql":
         raise UserError(
             f"queueing trials for workers needs PostgreSQL, but the database is {mask(url)}; "

@@ -51,7 +51,8 @@ import platformdirs
 from harness.notify_config import NotifyConfig, parse_notify
 from harness.schedule_config import MatrixSchedule, parse_matrix_schedule
 from harness.witness_config import WitnessConfig, parse_witnesses
-from mindledger.errors import ConfigError
+from mindledger.errors import ConfigError, InputError
+from mindledger.names import check_agent_name
 from mindledger.secrets import scrub, strip_credentials
 
 if TYPE_CHECKING:
@@ -430,7 +431,11 @@ AGENT_FIELDS = {f.name: f for f in fields(AgentConfig)}
 
 
 def parse_agent(name: str, table: Any, *, source: str) -> AgentConfig:
-    """Validate one ``[agents.NAME]`` table."""
+    """Validate one ``[agents.NAME]`` table (NAME by :func:`mindledger.names.check_agent_name`)."""
+    try:
+        check_agent_name(name, where="")
+    except InputError as exc:
+        raise ConfigError(str(exc), file=source, key="agents") from None
     key = f"agents.{name}"
     if not isinstance(table, Mapping):
         raise ConfigError("expected a table of agent settings", file=source, key=key)

@@ -5,7 +5,10 @@
 it, the prediction :class:`~ledger.predictions.Ledger` (signed with the service key of the data
 directory, its head witness and heads file there, ``settings.reveal_timeout``) and the seed
 policy (``settings.held_out_fraction``). The ledger is opened on first use, so a command that
-never touches it never creates a service key.
+never touches it never creates a service key. Opened ``read_only`` (the commands that only
+read), a workspace creates nothing: no data directory, database, schema or service key (see
+:meth:`Workspace.open`). Opening makes an existing data directory private (0700), as a new one is
+(:func:`~ledger.db.private_home`).
 
 ::
 
@@ -17,19 +20,23 @@ never touches it never creates a service key.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from functools import cached_property
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from harness.seeds import check_seed, draw_seed, is_held_out
 from harness.settings import Settings
-from ledger.db import open_engine
+from ledger.db import mask, open_engine, private_home
 from ledger.store import Store
 
 if TYPE_CHECKING:  # the ledger's modules (and its cryptography) load when it is first opened
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     from ledger.predictions import Ledger
 
 __all__ = ["SeedPolicy", "Workspace"]
@@ -66,16 +73,33 @@ class Workspace:
     engine: Engine
     store: Store
     seeds: SeedPolicy
+    read_only: bool = False
+    """Whether this workspace may create nothing (see :meth:`open`)."""
 
     @classmethod
     def open(
-        cls, settings: Settings, *, migrate: bool = True, database_url: str | None = None
+        cls,
+        settings: Settings,
+        *,
+        migrate: bool = True,
+        database_url: str | None = None,
+        read_only: bool = False,
     ) -> Workspace:
         """Open the database of ``settings`` (or ``database_url``: another database, with the
         data directory's key material), migrated to the current schema unless ``migrate`` is
-        false."""
-        engine = open_engine(database_url or settings.database_url, migrate_schema=migrate)
-        return cls(settings, engine, Store(engine), SeedPolicy.of(settings))
+        false.
+
+        ``read_only``: create nothing. A database that is not there (or has no schema, when
+        ``migrate``) is a :class:`~mindledger.errors.NoDatabaseError` (exit 2); one at an older
+        schema is still migrated; the ledger opens without creating a service key
+        (:meth:`new_ledger`)."""
+        note = private_home(settings.home)
+        if note:
+            print(note, file=sys.stderr)
+        engine = open_engine(
+            database_url or settings.database_url, migrate_schema=migrate, create=not read_only
+        )
+        return cls(settings, engine, Store(engine), SeedPolicy.of(settings), read_only)
 
     # -- the prediction ledger ----------------------------------------------------------------
 
@@ -89,19 +113,44 @@ class Workspace:
     def new_ledger(self, *, heads_file: bool = True) -> Ledger:
         """A fresh :class:`Ledger` over this engine (the caller closes it), signed with the
         data directory's service key (created if missing); ``heads_file`` false: signed heads
-        are not kept, nor checked against the published ones."""
-        from ledger.keys import load_or_create_service_key
+        are not kept, nor checked against the published ones.
+
+        A read-only workspace creates no key: with none in the data directory it opens an
+        empty ledger with a key that is never written (it has nothing to sign or check), and
+        refuses (LedgerKeyError, exit 2) a ledger that has entries."""
+        from ledger.keys import KEY_FILE, load_or_create_service_key, load_private_key
         from ledger.predictions import WITNESS_DIR, Ledger
         from ledger.tree import HEADS_FILE
 
         home = self.settings.home
+        if self.read_only and not self.has_service_key:
+            key = self._unwritten_key()
+        elif self.read_only:
+            key = load_private_key(home / KEY_FILE)
+        else:
+            key = load_or_create_service_key(home)
         return Ledger(
             self.engine,
-            load_or_create_service_key(home),
+            key,
             reveal_timeout=self.settings.reveal_timeout,
             witness_dir=home / WITNESS_DIR,
             heads_file=home / HEADS_FILE if heads_file else None,
         )
+
+    def _unwritten_key(self) -> Ed25519PrivateKey:
+        from ledger.errors import LedgerKeyError
+        from ledger.keys import KEY_FILE, generate_key
+
+        with self.engine.connect() as conn:
+            entries = conn.execute(sa.text("SELECT COUNT(*) FROM ledger_entries")).scalar_one()
+        if entries:
+            raise LedgerKeyError(
+                f"the ledger in {mask(self.engine.url.render_as_string(hide_password=False))} "
+                f"has {entries} entries, but there is no service key at "
+                f"{self.settings.home / KEY_FILE}: restore the key (a new one would not be the "
+                "ledger's), or verify an export with `ledger verify --file F --public-key K`"
+            )
+        return generate_key()
 
     @cached_property
     def ledger(self) -> Ledger:

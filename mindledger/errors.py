@@ -8,6 +8,7 @@
     │   ├── InputError         bad story, game spec, JSON argument or request (carries the field)
     │   └── NotFoundError      a run, agent, item or prediction id that does not exist
     ├── StorageError           the database cannot be reached or is in a bad state (CLI exits 2)
+    │   └── NoDatabaseError    there is no database where a command that only reads looked
     ├── AgentError             an agent endpoint failed (recorded on the trial, not raised to users)
     ├── RunFailedError         a run finished, but too many of an agent's trials failed; exit 3
     └── ModelNotInstalledError the embedded model is missing; the message says how to install it
@@ -27,6 +28,7 @@ __all__ = [
     "InputError",
     "MindledgerError",
     "ModelNotInstalledError",
+    "NoDatabaseError",
     "NotFoundError",
     "RunFailedError",
     "StorageError",
@@ -95,6 +97,11 @@ class StorageError(MindledgerError):
     """The database cannot be reached, or its schema is not what this version expects."""
 
     exit_code = 2
+
+
+class NoDatabaseError(StorageError):
+    """A command that only reads found no database (or none with mindledger's schema) where
+    the settings point, and created none."""
 
 
 class AgentError(MindledgerError):

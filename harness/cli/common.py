@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from harness.settings import Settings, load_settings
 from mindledger.errors import NotFoundError
+from mindledger.names import check_agent_name
 
 if TYPE_CHECKING:  # the database is imported when a command opens it: `config` never does
     from harness.workspace import Workspace
@@ -21,8 +22,32 @@ __all__ = [
     "get_store",
     "get_workspace",
     "known_agent",
+    "reads_only",
     "resolve_run",
 ]
+
+C = TypeVar("C", bound=click.Command)
+
+READS_ONLY = "mindledger_reads_only"
+"""The attribute :func:`reads_only` sets on a command."""
+
+
+def reads_only(command: C) -> C:
+    """Mark ``command`` as one that only reads: the workspace it opens (:func:`get_workspace`)
+    creates nothing — no data directory, database, schema or service key — and a database
+    that is not there is a NoDatabaseError (exit 2). Put it above ``@click.command``."""
+    setattr(command, READS_ONLY, True)
+    return command
+
+
+def is_read_only(ctx: click.Context) -> bool:
+    """Whether the command of ``ctx`` (or a group above it) is marked :func:`reads_only`."""
+    current: click.Context | None = ctx
+    while current is not None:
+        if getattr(current.command, READS_ONLY, False):
+            return True
+        current = current.parent
+    return False
 
 
 def get_settings(ctx: click.Context) -> Settings:
@@ -38,13 +63,14 @@ def get_settings(ctx: click.Context) -> Settings:
 
 def get_workspace(ctx: click.Context) -> Workspace:
     """The workspace of the configured settings: its database migrated to the current schema
-    (opened once per command; its ledger opens on first use)."""
+    (opened once per command; its ledger opens on first use); read-only for a command marked
+    :func:`reads_only`."""
     from harness.workspace import Workspace
 
     settings = get_settings(ctx)
     obj = ctx.find_root().obj
     if "workspace" not in obj:
-        obj["workspace"] = Workspace.open(settings)
+        obj["workspace"] = Workspace.open(settings, read_only=is_read_only(ctx))
     workspace: Workspace = obj["workspace"]
     return workspace
 
@@ -74,6 +100,7 @@ def known_agent(
     ``run --agent`` refuses an unknown one, followed by ``hint``."""
     from harness.build import BUILTIN_AGENTS
 
+    check_agent_name(name, where=what)
     settings = get_settings(ctx)
     if name in settings.agents or name in BUILTIN_AGENTS or name in also:
         return name

@@ -1,6 +1,7 @@
 """What every ``mindledger`` command has in common, beyond settings and the database (those are
 :mod:`harness.cli.common`): the ``--format table|json`` option of the listing commands, and
-help texts that end with their examples. Tables for people fit the terminal with
+help texts that end with their examples, the ranges of count and seed options (every integer
+option has one, shown in its help). Tables for people fit the terminal with
 :mod:`harness.cli.tables`.
 
 Light on imports on purpose: :mod:`harness.cli.main` uses it before any command is loaded, and
@@ -16,14 +17,78 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["OUTPUT_FORMATS", "examples_last", "format_option"]
+from mindledger.errors import InputError
+from mindledger.names import check_agent_name
+
+__all__ = [
+    "BATCH",
+    "CONCURRENCY",
+    "GENERATED",
+    "LISTED",
+    "OUTPUT_FORMATS",
+    "SEED",
+    "agent_name",
+    "an_id",
+    "examples_last",
+    "format_option",
+    "non_empty",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+GENERATED = click.IntRange(0, 100_000)
+"""How many stories, items or scenarios one ``generate`` / ``abc`` call writes: at most 100,000
+(a minute or so of work and some hundreds of MB); for more, call again with another seed."""
+
+LISTED = click.IntRange(1, 1_000_000)
+"""How many rows a listing shows at most (``runs --limit``, ``trials --limit``)."""
+
+CONCURRENCY = click.IntRange(1, 10_000)
+"""Requests or batches in flight at once: the range of the ``concurrency`` setting."""
+
+BATCH = click.IntRange(1, 100_000)
+"""Items per queued batch."""
+
+SEED = click.IntRange(0, 2**63 - 1)
+"""A generator or bootstrap seed, as the ``seed`` setting takes it: 0 … 2**63 − 1."""
 
 OUTPUT_FORMATS = ("table", "json")
 """What a listing command prints: ``table`` for people (the default), ``json`` for scripts —
 one JSON document on stdout and nothing else there (notes and warnings go to stderr); and
 ``csv`` where the data are rows (a header line, then one line per row)."""
+
+
+def agent_name(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A click callback: ``value`` (each value of a repeatable option; None passes) checked by
+    :func:`mindledger.names.check_agent_name`, the one rule for agent names."""
+    for name in value if isinstance(value, tuple) else () if value is None else (value,):
+        try:
+            check_agent_name(name, where="")
+        except InputError as exc:
+            raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+    return value
+
+
+def non_empty(what: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """A click callback refusing an empty (or blank) value, or such a value among a repeatable
+    or multi-value option's: ``--id ""`` would otherwise read as no ``--id`` at all."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        for text in value if isinstance(value, tuple) else () if value is None else (value,):
+            if isinstance(text, str) and not text.strip():
+                raise click.BadParameter(
+                    f"expected {what}, got {'an empty string' if not text else 'only spaces'}",
+                    ctx=ctx,
+                    param=param,
+                )
+        return value
+
+    return check
+
+
+an_id = non_empty("an id")
+"""The callback of every option and argument that names a stored thing by id (a run, an item,
+a prediction, a token, a log)."""
 
 
 def format_option(what: str, *, csv: str | None = None) -> Callable[[F], F]:

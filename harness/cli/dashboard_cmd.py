@@ -19,6 +19,7 @@ import click
 import sqlalchemy as sa
 
 from harness.cli.common import get_workspace
+from harness.cli.conventions import SEED
 from harness.settings import Settings
 from harness.workspace import Workspace
 from ledger.db import Clock, utc_now
@@ -267,7 +268,7 @@ def queue_reader(store: Store, *, stalled_after: float | None = None) -> Callabl
     show_default=True,
     help="Where the run screen's m and h keys write reports.",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Bootstrap seed.")
 @click.option(
     "--bootstrap",
     "n_boot",

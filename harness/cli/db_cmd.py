@@ -34,7 +34,7 @@ def status(fmt: str) -> None:
     """
     settings = get_settings(click.get_current_context())
     url = settings.database_url
-    engine = Workspace.open(settings, migrate=False).engine
+    engine = Workspace.open(settings, migrate=False, read_only=True).engine
     version, _ = schema_version(engine)
     pending = pending_migrations(engine)
     if fmt == "json":

@@ -19,7 +19,7 @@ from harness.local_model import model_status
 from harness.settings import AgentConfig, Settings, with_overrides
 from harness.workspace import Workspace
 from ledger.db import mask, schema_version
-from mindledger.errors import MindledgerError
+from mindledger.errors import MindledgerError, NoDatabaseError
 from mindledger.items import Item
 from mindledger.secrets import scrub
 
@@ -213,12 +213,21 @@ def doctor(fmt: str, no_probe: bool) -> None:
     checks.append(Check("settings", True, where))
     url = settings.database_url
     try:
-        engine = Workspace.open(settings, migrate=False).engine
+        engine = Workspace.open(settings, migrate=False, read_only=True).engine
         version, pending = schema_version(engine)
         detail = f"{mask(url)}, schema {version or 'empty'}"
         if pending:
             detail += f", {pending} migration(s) pending (applied on first use, or `mindledger db migrate`)"
         checks.append(Check("database", True, detail))
+    except NoDatabaseError:
+        checks.append(
+            Check(
+                "database",
+                True,
+                f"{mask(url)}: none yet (the first command that writes, or "
+                "`mindledger db migrate`, creates it)",
+            )
+        )
     except MindledgerError as exc:
         checks.append(Check("database", False, str(exc)))
     ok, detail = model_status()

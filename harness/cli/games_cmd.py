@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
-from harness.cli.conventions import format_option
+from harness.cli.conventions import GENERATED, SEED, format_option
 from mindledger.canonical import canonical_json
 from mindledger.errors import MindledgerError
 from mindledger.items import Item
@@ -224,8 +224,8 @@ def _lambdas(values: Sequence[float]) -> tuple[float, ...]:
 
 
 @games.command(name="generate")
-@click.option("--seed", required=True, type=int, help="Seed of the batch.")
-@click.option("--n", "n", required=True, type=click.IntRange(0), help="Number of items.")
+@click.option("--seed", required=True, type=SEED, help="Seed of the batch.")
+@click.option("--n", "n", required=True, type=GENERATED, help="Number of items.")
 @click.option(
     "--game",
     "game_names",
@@ -294,8 +294,8 @@ def generate(
 
 
 @games.command(name="abc")
-@click.option("--seed", required=True, type=int, help="Seed of the batch.")
-@click.option("--n", "n", required=True, type=click.IntRange(0), help="Number of scenarios.")
+@click.option("--seed", required=True, type=SEED, help="Seed of the batch.")
+@click.option("--n", "n", required=True, type=GENERATED, help="Number of scenarios.")
 @click.option(
     "--kind",
     "kinds",

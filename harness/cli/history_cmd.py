@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from harness.cli.common import echo_json, get_settings, get_store, known_agent
+from harness.cli.common import echo_json, get_settings, get_store, known_agent, reads_only
 from harness.cli.conventions import format_option
 from mindledger.errors import InputError
 
@@ -38,6 +38,7 @@ def _since(value: str | None) -> dt.date | dt.datetime | None:
                          where="--since") from None
 
 
+@reads_only
 @click.command("history")
 @click.argument("agent")
 @click.option("--metric", "metrics", multiple=True, type=click.Choice(METRIC_KEYS),

@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 
 from harness.cli.common import get_settings, get_store, resolve_run
+from harness.cli.conventions import an_id
 from harness.cli.progress import CountProgress, progress_option
 from harness.judging import JudgeCounts, judge_config, judge_stored_run
 from harness.settings import Settings
@@ -74,7 +75,7 @@ def judge_after_run(store: Store, settings: Settings, run_id: str, console: Cons
 
 
 @click.command("judge")
-@click.argument("run_id")
+@click.argument("run_id", callback=an_id)
 @click.option(
     "--judge",
     "judge_name",

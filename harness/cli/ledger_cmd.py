@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from harness.cli.common import echo_json, get_settings, get_workspace
-from harness.cli.conventions import format_option
+from harness.cli.common import echo_json, get_settings, get_workspace, is_read_only, reads_only
+from harness.cli.conventions import agent_name, an_id, format_option, non_empty
 from harness.workspace import Workspace
 from ledger.chain import Verification
 from ledger.db import mask
@@ -54,7 +54,9 @@ def _open(ctx: click.Context, db: str | None = None) -> Ledger:
     changes nothing)."""
     if not db:
         return get_workspace(ctx).ledger
-    workspace = Workspace.open(get_settings(ctx), migrate=False, database_url=db)
+    workspace = Workspace.open(
+        get_settings(ctx), migrate=False, database_url=db, read_only=is_read_only(ctx)
+    )
     pending = pending_migrations(workspace.engine)
     if "0002_predictions" in pending:
         raise StorageError(
@@ -112,8 +114,10 @@ def ledger() -> None:
 
 
 @ledger.command("commit")
-@click.option("--predictor", required=True, help="Who predicts (the agent).")
-@click.option("--target", required=True, help="Whose answer is predicted.")
+@click.option(
+    "--predictor", required=True, callback=agent_name, help="Who predicts (the agent)."
+)
+@click.option("--target", required=True, callback=agent_name, help="Whose answer is predicted.")
 @click.option("--query", required=True, help="The query the target will be asked.")
 @click.option(
     "--distribution",
@@ -123,7 +127,7 @@ def ledger() -> None:
 @click.option("--top1", default=None, help="Top-1 guess (default: the most probable answer).")
 @click.option("--rationale", default=None, help="Why (revealed with the prediction).")
 @click.option("--own-answer", default=None, help="The predictor's own answer to the query.")
-@click.option("--item", default=None, help="Item id the query comes from.")
+@click.option("--item", default=None, callback=an_id, help="Item id the query comes from.")
 @click.option("--condition", default=None, help="Condition or context, as JSON.")
 @click.option(
     "--agent-key",
@@ -192,7 +196,7 @@ def commit_cmd(
 
 
 @ledger.command("observe")
-@click.argument("prediction_id")
+@click.argument("prediction_id", callback=an_id)
 @click.option(
     "--answer",
     "answers",
@@ -233,7 +237,7 @@ def observe_cmd(
 
 
 @ledger.command("reveal")
-@click.argument("prediction_id")
+@click.argument("prediction_id", callback=an_id)
 @click.option("--distribution", required=True, help="The committed distribution, as JSON.")
 @click.option("--salt", required=True, help="The salt printed by commit (hex).")
 @click.option("--top1", default=None, help="The committed top-1 guess, if one was given.")
@@ -319,8 +323,15 @@ def _report(ctx: click.Context, v: Verification, as_json: bool) -> None:
     ctx.exit(1)
 
 
+@reads_only
 @ledger.command("verify")
-@click.option("--db", "db_url", default=None, help="Database URL (default: the configured one).")
+@click.option(
+    "--db",
+    "db_url",
+    default=None,
+    callback=non_empty("a database URL"),
+    help="Database URL (default: the configured one).",
+)
 @click.option(
     "--file",
     "file",
@@ -520,7 +531,7 @@ def head_cmd(ctx: click.Context) -> None:
 
 
 @ledger.command("prove")
-@click.argument("subject")
+@click.argument("subject", callback=an_id)
 @REVEAL_OPTION
 @click.pass_context
 def prove_cmd(ctx: click.Context, subject: str, reveal_held_out: bool) -> None:
@@ -608,10 +619,13 @@ def export_cmd(ctx: click.Context, out: str, reveal_held_out: bool) -> None:
     echo_json({"file": out, "entries": n, "public_key": led.public_key_hex})
 
 
+@reads_only
 @ledger.command("show")
 @click.option("--predictor", default=None, help="Only this predictor's predictions.")
 @click.option("--target", default=None, help="Only predictions of this target.")
-@click.option("--id", "prediction_id", default=None, help="One prediction, in full.")
+@click.option(
+    "--id", "prediction_id", default=None, callback=an_id, help="One prediction, in full."
+)
 @REVEAL_OPTION
 @format_option(
     "an object of predictions and summary (with --id, the one prediction)",
@@ -785,7 +799,9 @@ def _print_prediction(p: dict[str, Any]) -> None:
 
 
 @ledger.command("register")
-@click.option("--predictor", required=True, help="The agent registering its key.")
+@click.option(
+    "--predictor", required=True, callback=agent_name, help="The agent registering its key."
+)
 @click.option("--public-key", required=True, help="Its Ed25519 public key (hex, or a PEM file).")
 @click.pass_context
 def register_cmd(ctx: click.Context, predictor: str, public_key: str) -> None:

@@ -4,7 +4,8 @@ Subcommands live in one module each under :mod:`harness.cli` and are imported on
 so ``mindledger --help`` stays fast. Every command's docstring ends with its examples, which
 ``--help`` shows last (:func:`~harness.cli.conventions.examples_last`). Errors: a
 :class:`~mindledger.errors.MindledgerError` prints its message and exits with its ``exit_code``
-(2 for user errors); Ctrl-C exits 130; anything else is a bug and shows its traceback.
+(2 for user errors); a usage error (a bad option value, a missing argument) is one line too, exit
+2; Ctrl-C exits 130; anything else is a bug and shows its traceback.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import click
 
-from harness.cli.conventions import examples_last
+from harness.cli.conventions import examples_last, non_empty
 from mindledger.errors import MindledgerError, readable
 from mindledger.secrets import scrub
 
@@ -147,7 +148,13 @@ class LazyGroup(click.Group):
     default=None,
     help="Settings file (default: ./mindledger.toml, else $MINDLEDGER_HOME/mindledger.toml).",
 )
-@click.option("--db", "db_url", default=None, help="Database URL (overrides settings).")
+@click.option(
+    "--db",
+    "db_url",
+    default=None,
+    callback=non_empty("a database URL"),
+    help="Database URL (overrides settings).",
+)
 @click.option(
     "-o",
     "--set",
@@ -186,6 +193,15 @@ def cli(
 examples_last(cli)
 
 
+def _usage_line(exc: click.UsageError) -> str:
+    """A usage error (a bad option value, a missing argument, an unknown option) as one line,
+    as every other user error prints: what is wrong, then where the command's help is."""
+    message = " ".join(exc.format_message().split()).removesuffix(".")
+    message = message[:1].lower() + message[1:]
+    hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+    return f"error: {readable(scrub(message))}{hint}"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI and turn errors into exit codes."""
     try:
@@ -208,6 +224,12 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        exc.show()
+        sys.exit(2)
+    except click.UsageError as exc:
+        click.echo(_usage_line(exc), err=True)
+        sys.exit(2)
     except click.ClickException as exc:
         exc.show()
         sys.exit(2 if exc.exit_code == 2 else exc.exit_code)

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from harness.build import plan_agents
 from harness.cli.common import echo_json, get_settings, get_workspace, resolve_run
-from harness.cli.conventions import format_option
+from harness.cli.conventions import CONCURRENCY, an_id, format_option
 from harness.cli.progress import TrialProgress, progress_option
 from harness.cli.tables import PIPED_WIDTH, fits, print_table, stdout_console
 from harness.matrix import (
@@ -253,12 +253,12 @@ def report_matrix(
     help="Reference agent: random, habit, clairvoyant or projection (repeatable; a "
     "clairvoyant needs reference targets only).",
 )
-@click.option("--items", "n_items", type=click.IntRange(min=1), default=20, show_default=True,
+@click.option("--items", "n_items", type=click.IntRange(1, 10_000), default=20, show_default=True,
               help="Items in the matrix (at most; the pilot may keep fewer). S gets an "
               "interval from 20 items, the other figures from 10.")
 @click.option(
     "--samples",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, 1_000),
     default=10,
     show_default=True,
     help="K: times each target is asked each item, in the pilot and the matrix (≥ 2 gives "
@@ -274,7 +274,7 @@ def report_matrix(
 @click.option(
     "--candidates",
     "n_candidates",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, 100_000),
     default=None,
     help="Candidates the pilot puts through every target (default: 5 × --items).",
 )
@@ -308,7 +308,7 @@ def report_matrix(
 )
 @click.option(
     "--concurrency",
-    type=click.IntRange(min=1),
+    type=CONCURRENCY,
     default=64,
     show_default=True,
     help="Model requests in flight at once, across all agents (each agent's own concurrency "
@@ -318,6 +318,7 @@ def report_matrix(
     "--resume",
     "resume_id",
     default=None,
+    callback=an_id,
     metavar="RUN",
     help="Finish a stored matrix run (its id, the id's start, latest or latest~N): only its "
     "items without every trial are run again.",

@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 import click
 
+from harness.cli.conventions import GENERATED, SEED
 from mindledger.canonical import canonical_json
 from mindledger.errors import InputError
 from mindledger.items import Item
@@ -98,8 +99,8 @@ def answer(story_path: str) -> None:
 
 
 @nesttom.command("generate")
-@click.option("--seed", type=click.IntRange(min=0), required=True, help="Generator seed.")
-@click.option("--n", "n", type=click.IntRange(min=0), default=None, help="Number of stories.")
+@click.option("--seed", type=SEED, required=True, help="Generator seed.")
+@click.option("--n", "n", type=GENERATED, default=None, help="Number of stories.")
 @click.option(
     "--depth", "depths", multiple=True, help="R0 R1 R2 R2-self R3 R3-loop R4 R5 (default all)."
 )

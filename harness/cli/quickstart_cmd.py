@@ -72,11 +72,13 @@ def quickstart(seed: int | None, progress_mode: str) -> None:
     from harness.cli.tables import stdout_console
     from harness.local_model import server_count
     from harness.runs import create_run
+    from harness.workspace import SeedPolicy
     from reports import build_profile
     from reports.trials import failure_summary
 
     ctx = click.get_current_context()
     settings = get_settings(ctx)
+    SeedPolicy.of(settings).check_seed(seed)  # before the database is opened: writes nothing
     store = get_store(ctx)
     console = Console(stderr=True, soft_wrap=True)  # a log keeps its lines whole
     planned = plan_agents(settings, agents=("local",), references=QUICKSTART_REFERENCES)

@@ -8,14 +8,16 @@ from typing import Any
 
 import click
 
-from harness.cli.common import echo_json, get_store, resolve_run
+from harness.cli.common import echo_json, get_store, reads_only, resolve_run
+from harness.cli.conventions import SEED, an_id
 from ledger.store import Store
 
 __all__ = ["report"]
 
 
+@reads_only
 @click.command("report")
-@click.argument("run_id", required=False)
+@click.argument("run_id", required=False, callback=an_id)
 @click.option(
     "--format",
     "fmt",
@@ -38,11 +40,12 @@ __all__ = ["report"]
     "--compare",
     "compare_ids",
     nargs=2,
+    callback=an_id,
     metavar="RUN_A RUN_B",
     default=None,
     help="Show what changed from RUN_A to RUN_B for the agents in both (md or json).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Bootstrap seed.")
 @click.option(
     "--reveal-held-out",
     is_flag=True,

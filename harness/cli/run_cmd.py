@@ -14,7 +14,7 @@ from rich.text import Text
 
 from harness.build import plan_agents
 from harness.cli.common import echo_json, get_settings, get_store, resolve_run
-from harness.cli.conventions import format_option
+from harness.cli.conventions import an_id, format_option
 from harness.cli.progress import TrialProgress, duration, progress_option
 from harness.cli.tables import print_table, stdout_console
 from harness.runner import RunSummary
@@ -276,6 +276,7 @@ def _run(
     "--resume",
     "resume_id",
     default=None,
+    callback=an_id,
     metavar="RUN_ID",
     help="Continue an interrupted run: attempt only what has no stored trial (RUN_ID may be "
     "latest, latest~N or the start of an id).",

@@ -13,8 +13,9 @@ lists them — and failed ÷ trials that asked it something, null before any did
 
 The table's ``failed`` column names the agent with the largest failure share (``3/26 mybot``).
 A database at the current schema is read without SQLAlchemy by :mod:`ledger.catalog`, in three
-queries however many runs are listed; any other through the store, which creates or migrates it
-first. ``--verify`` always goes through the store.
+queries however many runs are listed; any other through the store, which migrates it first. The
+command only reads: where there is no database it lists no runs and creates none. ``--verify``
+always goes through the store.
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from typing import Any
 
 import click
 
-from harness.cli.common import echo_json, get_settings, get_store
-from harness.cli.conventions import format_option
+from harness.cli.common import echo_json, get_settings, get_store, reads_only
+from harness.cli.conventions import LISTED, an_id, format_option
 from ledger.catalog import FailureCounts, ListedRun, read_run_listing
 from mindledger.disclosure import seed_cell, shown_seed
+from mindledger.errors import NoDatabaseError
 
 __all__ = ["listed_runs", "run_record", "runs"]
 
@@ -48,10 +50,13 @@ RUN_ID_WIDTH = 22
 def listed_runs(ctx: click.Context, limit: int) -> list[ListedRun]:
     """The ``limit`` newest runs of the configured database: read by :mod:`ledger.catalog`
     when it can (a database that exists, at the current schema), else through the store, which
-    creates or migrates the database first."""
+    migrates the database first; none where there is no database (``runs`` creates none)."""
     listing = read_run_listing(get_settings(ctx).database_url, limit)
     if listing is None:
-        listing = get_store(ctx).run_listing(limit)
+        try:
+            listing = get_store(ctx).run_listing(limit)
+        except NoDatabaseError:
+            return []
     return listing
 
 
@@ -131,12 +136,14 @@ def _table(records: list[dict[str, Any]], runs: list[ListedRun], reveal_held_out
     print_table(stdout_console(), table, drop=("held out", "agents", "seed", "suite", "created"))
 
 
+@reads_only
 @click.command()
-@click.option("--limit", default=20, show_default=True, help="How many runs to list.")
+@click.option("--limit", type=LISTED, default=20, show_default=True, help="How many runs to list.")
 @click.option(
     "--verify",
     "verify_id",
     default=None,
+    callback=an_id,
     metavar="RUN_ID",
     help="Instead of listing, regenerate every item of RUN_ID from its generator, seed and "
     "parameters and check it matches the stored copy bit for bit (exit 1 if not).",

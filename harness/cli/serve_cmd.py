@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from harness.cli.common import echo_json, get_settings, get_store, known_agent
-from harness.cli.conventions import format_option
+from harness.cli.conventions import an_id, format_option
 from mindledger.errors import InputError, NotFoundError
 
 if TYPE_CHECKING:
@@ -86,7 +86,9 @@ _CREATE_OPTIONS = ("--scope", "--operator", "--label", "--expires", "--max-runs"
 )
 @click.option("--list", "list_", is_flag=True, help="List the tokens (ids, never secrets).")
 @format_option("with --list, an array of tokens (never a token or its hash)")
-@click.option("--revoke", default=None, metavar="ID", help="Revoke the token with this id.")
+@click.option(
+    "--revoke", default=None, metavar="ID", callback=an_id, help="Revoke the token with this id."
+)
 @click.pass_context
 def token(
     ctx: click.Context,
@@ -152,7 +154,7 @@ def token(
         if agent is not None or creating:
             extra = ", ".join(([] if agent is None else ["AGENT"]) + creating)
             raise InputError(f"takes no {extra} (those make a token)", where=mode)
-        with Workspace.open(get_settings(ctx)) as workspace:
+        with Workspace.open(get_settings(ctx), read_only=True) as workspace:
             engine = workspace.engine
             if list_:
                 _print_tokens(list_tokens(engine), fmt, utc_now())

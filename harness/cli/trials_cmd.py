@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from harness.cli.common import echo_json, get_store, resolve_run
-from harness.cli.conventions import format_option
+from harness.cli.common import echo_json, get_store, reads_only, resolve_run
+from harness.cli.conventions import LISTED, an_id, format_option
 
 if TYPE_CHECKING:
     from ledger.store import Store
@@ -54,8 +54,9 @@ CELL = 28
 """Characters of an answer shown in a table cell; a longer one ends in …."""
 
 
+@reads_only
 @click.command("trials")
-@click.argument("run_ref", metavar="RUN")
+@click.argument("run_ref", metavar="RUN", callback=an_id)
 @click.option("--agent", default=None, help="Only this agent's trials (with --item: whose trial).")
 @click.option(
     "--status",
@@ -67,10 +68,11 @@ CELL = 28
     "no answer could be read from its reply.",
 )
 @click.option("--family", default=None, help="Only items of this family (nesttom, games, …).")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many trials.")
+@click.option("--limit", type=LISTED, default=None, help="At most this many trials.")
 @click.option(
     "--item",
     default=None,
+    callback=an_id,
     metavar="ID",
     help="Show one trial whole: ID is the item's id, its unique start (as listed), or its "
     "position in the run (1 is the first item).",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from harness.cli.common import echo_json, get_settings
+from harness.cli.conventions import an_id
 from ledger.cosign import WITNESS_DIR, WitnessStore
 from ledger.db import utc_now
 from ledger.keys import WITNESS_KEY_FILE, load_or_create_witness_key, public_key_hex
@@ -28,7 +29,7 @@ def witness() -> None:
 
 
 @witness.command("add-log")
-@click.argument("name")
+@click.argument("name", callback=an_id)
 @click.argument("public_key")
 @click.pass_context
 def add_log_cmd(ctx: click.Context, name: str, public_key: str) -> None:
@@ -94,7 +95,7 @@ def key_cmd(ctx: click.Context) -> None:
 
 
 @witness.command("head")
-@click.argument("name")
+@click.argument("name", callback=an_id)
 @click.pass_context
 def head_cmd(ctx: click.Context, name: str) -> None:
     """Print the latest head cosigned for log NAME: anyone can check the log against it with

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import click
 
 from harness.cli.common import get_settings, get_store, resolve_run
+from harness.cli.conventions import BATCH, CONCURRENCY, an_id
 from harness.queue import STALLED_AFTER
 
 
@@ -36,7 +37,7 @@ def _stalled_after_option(f: Callable[..., None]) -> Callable[..., None]:
 @click.command()
 @click.option(
     "--concurrency",
-    type=click.IntRange(min=1),
+    type=CONCURRENCY,
     default=1,
     show_default=True,
     help="Batches executed at a time by this worker (each batch runs its trials concurrently).",
@@ -92,10 +93,10 @@ def worker(concurrency: int, once: bool, name: str | None, stalled_after: float)
 
 
 @click.command()
-@click.argument("run_id")
+@click.argument("run_id", callback=an_id)
 @click.option(
     "--batch-size",
-    type=click.IntRange(min=1),
+    type=BATCH,
     default=None,
     help="Items per queued batch: of one agent for a suite run (default 50); of a matrix "
     "run, every predictor and target on each (default 5).",

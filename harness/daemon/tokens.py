@@ -47,6 +47,7 @@ from sqlalchemy.engine import Connection, Engine
 from ledger.db import Clock, utc_now
 from ledger.models import ApiRunRequestRow, ApiTokenRow, RunRow
 from mindledger.errors import InputError, NotFoundError
+from mindledger.names import AGENT_NAME, check_agent_name
 
 __all__ = [
     "AGENT_NAME",
@@ -82,8 +83,6 @@ SCOPES: tuple[Scope, ...] = ("agent", "operator")
 TOKEN_PREFIX = "mlt_"
 """Every token starts with this, so a leaked one is easy to recognise in logs and scanners."""
 TOKEN_ID_PREFIX = "tok_"
-AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
-"""What an agent name looks like."""
 _LABEL = re.compile(r"^[^\x00-\x1f\x7f]{1,100}$")
 _DURATION = re.compile(r"^(\d{1,5})([mhdw])$")
 _UNITS = {
@@ -228,16 +227,6 @@ def parse_scope(text: str, *, where: str = "scope") -> Scope:
     if text not in SCOPES:
         raise InputError(f"expected one of {', '.join(SCOPES)}, got {text!r}", where=where)
     return cast(Scope, text)
-
-
-def check_agent_name(name: object, *, where: str = "agent") -> str:
-    """``name`` if it is an agent name (letters, digits and ``_ . : -``, up to 100)."""
-    if not isinstance(name, str) or not AGENT_NAME.match(name):
-        raise InputError(
-            "expected an agent name: letters, digits and _ . : - (up to 100 characters)",
-            where=where,
-        )
-    return name
 
 
 def check_label(label: object, *, where: str = "label") -> str:

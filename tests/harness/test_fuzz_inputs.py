@@ -3,7 +3,8 @@ documents and hostile ones (valid documents with one part replaced by arbitrary 
 JSON, and raw bytes), at least 2,000 cases per kind, and checks the one rule: a clear error or
 success, never a traceback (CLI: exit 0, 1 or 2, one short error line) and never a 500 (API).
 
-Longer runs outside CI: ``python bench/fuzz_inputs.py`` (atheris, coverage-guided)."""
+Longer runs: ``python bench/fuzz_inputs.py --runs 100000`` (every target, the command line too;
+``tests/harness/test_fuzz_bench.py`` runs it on a small budget in CI), or ``--atheris TARGET``."""
 
 from __future__ import annotations
 

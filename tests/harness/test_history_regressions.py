@@ -296,6 +296,9 @@ def test_history_cli_refuses_a_bad_date_and_prints_an_empty_history(
     assert bad.stderr.strip() == ("error: --since: expected a date like 2026-11-30 (or an ISO "
                                   "time), got 'yesterday'")
     runner = CliRunner()
+    missing = runner.invoke(cli, ["--config", str(cfg), "history", "bot"])
+    assert missing.exit_code == 1 and "no database at" in str(missing.exception)  # reads only
+    assert runner.invoke(cli, ["--config", str(cfg), "db", "migrate"]).exit_code == 0
     empty = runner.invoke(cli, ["--config", str(cfg), "history", "bot", "--format", "json"])
     assert empty.exit_code == 0, empty.output
     assert json.loads(empty.stdout)["runs"] == [] and "no finished run" in empty.stderr
