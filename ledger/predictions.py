@@ -99,6 +99,7 @@ from ledger.tree import (
 from mindledger.canonical import canonical_json
 from mindledger.errors import InputError, NotFoundError, StorageError
 from mindledger.jsonin import parse_json
+from mindledger.names import check_agent_name
 
 __all__ = [
     "WITNESS_DIR",
@@ -654,7 +655,7 @@ class Ledger:
     def register_agent(self, predictor: str, public_key: str) -> Entry:
         """Register ``predictor``'s Ed25519 public key (hex): from now on its commits must
         carry its signature over :func:`~ledger.protocol.commit_message`."""
-        _text(predictor, "predictor")
+        check_agent_name(predictor, where="predictor")
         key_hex = public_key_hex(parse_public_key(public_key))
         entries, _ = self._append(
             lambda cur, now: (
@@ -688,8 +689,8 @@ class Ledger:
         that can change the answer; by default ``query`` as one user message): the query proxy
         forwards a call carrying this prediction only if the call hashes to it. (The daemon
         checks that ``query`` is the request's question before it calls this.)"""
-        _text(predictor, "predictor")
-        _text(target, "target")
+        check_agent_name(predictor, where="predictor")
+        check_agent_name(target, where="target")
         _text(query, "query")
         _text(item, "item", optional=True)
         if query_hash is None:
