@@ -7,11 +7,9 @@ before anything is written.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import sqlite3
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 
+from ledger.clock import Clock, utc_now
 from ledger.migrations import MIGRATIONS, applied_migrations, migrate
 from mindledger.errors import StorageError
 
@@ -31,14 +30,6 @@ __all__ = [
     "schema_version",
     "utc_now",
 ]
-
-Clock = Callable[[], str]
-"""A function returning the current time as an ISO 8601 UTC string."""
-
-
-def utc_now() -> str:
-    """The current time as an ISO 8601 UTC string with microseconds (the stored form)."""
-    return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
 
 
 def private_dir(path: Path) -> None:
