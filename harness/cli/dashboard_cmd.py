@@ -361,4 +361,8 @@ def dashboard(
     source = dashboard_source(
         get_settings(ctx), lambda: get_workspace(ctx), n_boot=n_boot, seed=seed, suite=suite
     )
-    DashboardApp(source, refresh_seconds=refresh, export_dir=Path(export_dir)).run()
+    try:
+        DashboardApp(source, refresh_seconds=refresh, export_dir=Path(export_dir)).run()
+    finally:
+        if source.reader is not None:
+            source.reader.close()
