@@ -57,10 +57,8 @@ from pathlib import Path
 
 from textual.widgets import DataTable
 
-from harness.cli.dashboard_cmd import ledger_opener, queue_reader, schedule_reader
 from harness.settings import load_settings
-from harness.workspace import Workspace
-from tui import DashboardApp, DashboardSource
+from tui import DashboardApp
 from tui.screens import RunScreen, RunsScreen
 
 
@@ -77,12 +75,27 @@ async def filled(app: DashboardApp, screen: type, table: str) -> None:
 
 
 async def main(run_id: str) -> None:
-    workspace = Workspace.open(load_settings(None))
-    source = DashboardSource(
-        workspace.store, ledger_opener(workspace), n_boot=2000, seed=0,
-        schedule=schedule_reader(workspace.settings, workspace.store),
-        queue=queue_reader(workspace.store),
-    )
+    settings = load_settings(None)
+    try:
+        from harness.cli.dashboard_cmd import dashboard_source
+    except ImportError:  # an older tree (--against), before dashboard_source
+        from harness.cli.dashboard_cmd import ledger_opener, queue_reader, schedule_reader
+        from harness.workspace import Workspace
+        from tui import DashboardSource
+
+        workspace = Workspace.open(settings)
+        source = DashboardSource(
+            workspace.store, ledger_opener(workspace), n_boot=2000, seed=0,
+            schedule=schedule_reader(workspace.settings, workspace.store),
+            queue=queue_reader(workspace.store),
+        )
+    else:
+        def open_workspace():  # as `mindledger dashboard`: when a screen first needs it
+            from harness.workspace import Workspace
+
+            return Workspace.open(settings)
+
+        source = dashboard_source(settings, open_workspace, n_boot=2000, seed=0)
     app = DashboardApp(source, export_dir=Path.cwd())
     async with app.run_test(size=(160, 50)):
         await filled(app, RunsScreen, "#runs")

@@ -7,14 +7,12 @@ before anything is written.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import re
 import sqlite3
 import stat
 import time
 import urllib.parse
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 
+from ledger.clock import Clock, utc_now
 from ledger.migrations import MIGRATIONS, applied_migrations, migrate
 from mindledger.errors import NoDatabaseError, StorageError
 
@@ -36,14 +35,6 @@ __all__ = [
     "schema_version",
     "utc_now",
 ]
-
-Clock = Callable[[], str]
-"""A function returning the current time as an ISO 8601 UTC string."""
-
-
-def utc_now() -> str:
-    """The current time as an ISO 8601 UTC string with microseconds (the stored form)."""
-    return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
 
 
 def private_dir(path: Path) -> None:

@@ -34,6 +34,7 @@ from ledger.models import (
     RunRow,
     TrialRow,
 )
+from ledger.reader import Reader, RunAgent
 from mindledger.canonical import canonical_json, content_hash
 from mindledger.disclosure import disclosed_prediction
 from mindledger.errors import NotFoundError, StorageError, readable
@@ -63,17 +64,6 @@ _TRIAL_COLUMNS = (
 
 def _json(value: Any) -> str:
     return canonical_json(value).decode("utf-8")
-
-
-@dataclass(frozen=True)
-class RunAgent:
-    """An agent's part in a run: its role (agent, control, reference, ablation) and the spec
-    the harness needs to rebuild its adapter when the run is resumed."""
-
-    name: str
-    role: str
-    spec: dict[str, Any]
-    base_agent: str | None = None
 
 
 @dataclass
@@ -443,9 +433,9 @@ class Store:
             return list(s.exec(stmt).all())
 
     def run_agents(self, run_id: str) -> list[RunAgent]:
-        with Session(self.engine) as s:
-            rows = s.exec(select(RunAgentRow).where(RunAgentRow.run_id == run_id)).all()
-            return [RunAgent(r.agent, r.role, json.loads(r.spec_json), r.base_agent) for r in rows]
+        """The run's agents (:meth:`ledger.reader.Reader.run_agents`)."""
+        with self.reader() as r:
+            return r.run_agents(run_id)
 
     def run_items(self, run_id: str) -> StoredItems:
         """The run's items in order, rebuilt from storage (their ids are re-checked) a page at
@@ -556,47 +546,26 @@ class Store:
             return list(s.exec(stmt.order_by(col(TrialRow.id))).all())
 
     def trial_counts(self, run_id: str) -> dict[str, dict[str, int]]:
-        """Per agent: trials by status, and how many were correct."""
-        out: dict[str, dict[str, int]] = {}
-        with Session(self.engine) as s:
-            stmt = (
-                select(TrialRow.agent, TrialRow.status, TrialRow.correct, sa.func.count())
-                .where(TrialRow.run_id == run_id)
-                .group_by(col(TrialRow.agent), col(TrialRow.status), col(TrialRow.correct))
-            )
-            for agent, status, correct, n in s.exec(stmt).all():
-                d = out.setdefault(agent, {"ok": 0, "api_error": 0, "not_applicable": 0, "correct": 0})
-                d[status] = d.get(status, 0) + n
-                if correct:
-                    d["correct"] += n
-        return out
+        """Per agent: trials by status, and how many were correct
+        (:meth:`ledger.reader.Reader.trial_counts`)."""
+        with self.reader() as r:
+            return r.trial_counts(run_id)
 
     def failure_counts(self, run_ids: Sequence[str]) -> dict[str, dict[str, FailureCounts]]:
         """Per run of ``run_ids`` and agent with trials: its trials and failures, in one
-        aggregate query (no trial is read)."""
-        tr = TrialRow.__table__  # type: ignore[attr-defined]
-        error = tr.c.status == "api_error"
-        not_applicable = tr.c.status == "not_applicable"
-        unparsed = sa.and_(
-            tr.c.status.not_in(("api_error", "not_applicable")),
-            sa.or_(tr.c.answer_json.is_(None), tr.c.answer_json == "null"),
-        )
+        aggregate query (:meth:`ledger.reader.Reader.failure_counts`; no trial is read)."""
+        with self.reader() as r:
+            return r.failure_counts(run_ids)
 
-        def count(condition: Any) -> Any:
-            return sa.func.sum(sa.case((condition, 1), else_=0))
-
-        out: dict[str, dict[str, FailureCounts]] = {}
-        with self.engine.connect() as conn:
-            for chunk in _chunks(run_ids, 500):
-                stmt = (
-                    sa.select(tr.c.run_id, tr.c.agent, sa.func.count(), count(error),
-                              count(unparsed), count(not_applicable))
-                    .where(tr.c.run_id.in_(chunk))
-                    .group_by(tr.c.run_id, tr.c.agent)
-                )  # fmt: skip
-                for run_id, agent, *numbers in conn.execute(stmt):
-                    out.setdefault(run_id, {})[agent] = FailureCounts(*map(int, numbers))
-        return out
+    @contextmanager
+    def reader(self) -> Iterator[Reader]:
+        """A :class:`~ledger.reader.Reader` over one of the engine's pooled connections: the
+        same SQL the dashboard asks without SQLAlchemy (returned to the pool afterwards)."""
+        conn = self.engine.raw_connection()
+        try:
+            yield Reader(conn, "?" if self.engine.dialect.name == "sqlite" else "%s")
+        finally:
+            conn.close()
 
     # -- response cache -------------------------------------------------------------------
 

@@ -20,20 +20,21 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import sqlalchemy as sa
 
 from ledger.calls import Calls, summarise
-from ledger.models import ItemRow, RunItemRow, TrialRow
-from ledger.store import RunAgent, Store, TrialRecord
+from ledger.reader import TRIAL_COLUMNS, Readable, RunAgent, StoredRun
 from mindledger.design import DesignRecord, common_design
 from mindledger.family import UnknownFamilyError, registry
 from mindledger.items import Item
 from nesttom import DEPTHS
 from nesttom.family import depth_number
+
+if TYPE_CHECKING:
+    from ledger.store import TrialRecord
 
 __all__ = [
     "DEPTH_ORDER",
@@ -434,62 +435,21 @@ def _from_columns(
     return RunData(dict(run), list(agents), table, tt)
 
 
-_TRIAL_COLUMNS = (
-    "agent",
-    "item_id",
-    "status",
-    "correct",
-    "confidence",
-    "score_value",
-    "primary_error",
-    "tokens_in",
-    "tokens_out",
-    "latency_s",
-    "score_json",
-    "answer_json",
-    "error",
-)
+_TRIAL_COLUMNS = TRIAL_COLUMNS
 
 
-def load_run(store: Store, run_id: str) -> RunData:
-    """Read one run (raises :class:`~mindledger.errors.NotFoundError` for an unknown id)."""
-    row = store.get_run(run_id)
-    try:
-        params = json.loads(row.params_json)
-    except ValueError:
-        params = {}
-    run = {
-        "id": row.id,
-        "suite": row.suite,
-        "seed": row.seed,
-        "held_out": bool(row.held_out),
-        "status": row.status,
-        "created_at": row.created_at,
-        "finished_at": row.finished_at,
-        "params": params,
-    }
-    agents = store.run_agents(run_id)
-    it = ItemRow.__table__  # type: ignore[attr-defined]
-    ri = RunItemRow.__table__  # type: ignore[attr-defined]
-    tr = TrialRow.__table__  # type: ignore[attr-defined]
-    with store.engine.connect() as conn:
-        bodies = [
-            json.loads(body)
-            for (body,) in conn.execute(
-                sa.select(it.c.body_json)
-                .join(ri, ri.c.item_id == it.c.id)
-                .where(ri.c.run_id == run_id)
-                .order_by(ri.c.position)
-            )
-        ]
+def load_run(store: Readable, run_id: str) -> RunData:
+    """Read one run (raises :class:`~mindledger.errors.NotFoundError` for an unknown id)
+    through a :class:`~ledger.reader.Reader`: a :class:`~ledger.store.Store`'s, or one opened
+    without SQLAlchemy."""
+    with store.reader() as r:
+        run = run_dict(r.get_run(run_id))
+        agents = r.run_agents(run_id)
+        bodies = [json.loads(body) for body in r.item_bodies(run_id)]
         # the items' columns before the trials' rows: fewer live objects for the collector
         table = ItemTable.from_bodies(bodies)
         del bodies
-        rows = conn.execute(
-            sa.select(*[tr.c[c] for c in _TRIAL_COLUMNS])
-            .where(tr.c.run_id == run_id)
-            .order_by(tr.c.id)
-        ).all()
+        rows = r.trial_rows(run_id)
     if rows:
         transposed = list(zip(*rows, strict=True))
         columns = {c: transposed[j] for j, c in enumerate(_TRIAL_COLUMNS)}
@@ -501,25 +461,26 @@ def load_run(store: Store, run_id: str) -> RunData:
     return data
 
 
-def judgements_of(store: Store, run_id: str) -> dict[tuple[str, str], Judged]:
+def run_dict(run: StoredRun) -> dict[str, Any]:
+    """A stored run as :attr:`RunData.run` holds it."""
+    return {
+        "id": run.id,
+        "suite": run.suite,
+        "seed": run.seed,
+        "held_out": run.held_out,
+        "status": run.status,
+        "created_at": run.created_at,
+        "finished_at": run.finished_at,
+        "params": run.params,
+    }
+
+
+def judgements_of(store: Readable, run_id: str) -> dict[tuple[str, str], Judged]:
     """The run's judgements by (agent, item id); of a trial judged by several judges, the
     latest readable one (the latest, if none is); {} when there are none."""
-    jt = sa.table(
-        "judgements", sa.column("id"), sa.column("run_id"), sa.column("agent"),
-        sa.column("item_id"), sa.column("judge"), sa.column("status"), sa.column("cached"),
-        sa.column("grounded"), sa.column("ungrounded"), sa.column("dropped"),
-        sa.column("score_json"),
-    )  # fmt: skip
     out: dict[tuple[str, str], Judged] = {}
-    with store.engine.connect() as conn:
-        if not sa.inspect(conn).has_table("judgements"):
-            return out
-        rows = conn.execute(
-            sa.select(jt.c.agent, jt.c.item_id, jt.c.judge, jt.c.status, jt.c.cached,
-                      jt.c.grounded, jt.c.ungrounded, jt.c.dropped, jt.c.score_json)
-            .where(jt.c.run_id == run_id)
-            .order_by(jt.c.id)
-        ).all()  # fmt: skip
+    with store.reader() as r:
+        rows = r.judgement_rows(run_id)
     for agent, item_id, judge, status, cached, grounded, ungrounded, dropped, score_json in rows:
         details: Mapping[str, Any] = {}
         if score_json:
@@ -536,26 +497,18 @@ def judgements_of(store: Store, run_id: str) -> dict[tuple[str, str], Judged]:
     return out
 
 
-def proxy_record(store: Store, callers: Sequence[str]) -> dict[str, dict[str, Any]]:
+def proxy_record(store: Readable, callers: Sequence[str]) -> dict[str, dict[str, Any]]:
     """The query proxy's record (``call`` and ``refuse`` entries of the prediction ledger) of
     ``callers``, per caller, with their obligations as of the ledger's last entry; callers that
     never called the proxy are left out."""
     subjects = sorted({f"agent:{c}" for c in callers})
     if not subjects:
         return {}
-    le = sa.table(
-        "ledger_entries", sa.column("seq"), sa.column("subject"), sa.column("kind"),
-        sa.column("payload_json"), sa.column("time"),
-    )  # fmt: skip
     fold = Calls()
-    with store.engine.connect() as conn:
-        for seq, kind, payload, time in conn.execute(
-            sa.select(le.c.seq, le.c.kind, le.c.payload_json, le.c.time)
-            .where(le.c.subject.in_(subjects), le.c.kind.in_(("call", "refuse")))
-            .order_by(le.c.seq)
-        ):
-            fold.apply(int(seq), kind, json.loads(payload), str(time))
+    with store.reader() as r:
+        for seq, kind, payload, time in r.proxy_entries(subjects):
+            fold.apply(seq, kind, json.loads(payload), time)
         if not fold.tallies:
             return {}
-        as_of = conn.execute(sa.select(le.c.time).order_by(le.c.seq.desc()).limit(1)).scalar()
-    return summarise(fold.by_caller(), None if as_of is None else str(as_of))
+        as_of = r.last_entry_time()
+    return summarise(fold.by_caller(), as_of)

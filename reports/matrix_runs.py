@@ -4,12 +4,7 @@ the profile of a run no matrix accompanies) does not import the matrix's statist
 
 from __future__ import annotations
 
-import json
-
-import sqlalchemy as sa
-
-from ledger.models import RunRow
-from ledger.store import Store
+from ledger.reader import Readable
 
 __all__ = ["SUITE", "accompanying_matrix"]
 
@@ -17,21 +12,11 @@ SUITE = "matrix"
 """The suite name of a stored matrix run."""
 
 
-def accompanying_matrix(store: Store, run_id: str) -> str | None:
+def accompanying_matrix(store: Readable, run_id: str) -> str | None:
     """The latest complete matrix run that accompanies the suite run ``run_id`` (its params
     say so), or None."""
-    table = RunRow.__table__  # type: ignore[attr-defined]
-    stmt = (
-        sa.select(table.c.id, table.c.params_json)
-        .where(table.c.suite == SUITE, table.c.status == "complete")
-        .order_by(table.c.created_at.desc())
-    )
-    with store.engine.connect() as conn:
-        for matrix_id, params_json in conn.execute(stmt):
-            try:
-                params = json.loads(params_json)
-            except ValueError:
-                continue
-            if isinstance(params, dict) and params.get("accompanies") == run_id:
-                return str(matrix_id)
+    with store.reader() as r:
+        for run in r.runs_of_suite(SUITE, "complete"):
+            if run.params.get("accompanies") == run_id:
+                return run.id
     return None

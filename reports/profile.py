@@ -57,7 +57,7 @@ import numpy as np
 import numpy.typing as npt
 
 from games import POPULATION_MIN_ANSWERS
-from ledger.store import RunAgent, Store
+from ledger.reader import Readable, RunAgent
 from mindledger import family as family_registry
 from mindledger.family import UnknownFamilyError
 from reports._data import RunData, depth_sort_key, load_run
@@ -174,7 +174,7 @@ BoolArray = npt.NDArray[np.bool_]
 
 
 def build_profile(
-    store: Store,
+    store: Readable,
     run_id: str,
     *,
     seed: int = 0,
@@ -195,8 +195,12 @@ def build_profile(
     matrix = None
     matrix_id = accompanying_matrix(store, run_id)
     if matrix_id is not None:  # the matrix's statistics load only for a run that has one
+        from ledger.store import Store
         from reports.matrix_summary import summarise_run
 
+        if not isinstance(store, Store):
+            raise TypeError(f"run {run_id!r} has a matrix run beside it ({matrix_id}): its "
+                            "profile is built from a Store, not a Reader")
         matrix = summarise_run(store, matrix_id, n_boot=n_boot, stats_seed=seed)
     return analyse(
         data, seed=seed, n_boot=n_boot, reveal_held_out=reveal_held_out, matrix=matrix

@@ -7,19 +7,20 @@ only from ``@work(thread=True)`` workers, never on the UI thread.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ledger.db import Clock, utc_now
+from ledger.clock import Clock, utc_now
+from ledger.reader import Readable, Reader, StoredRun
 from mindledger.disclosure import SEED_WITHHELD, disclosed_prediction, shown_seed
 from mindledger.errors import NotFoundError
 from tui.state import AgentCount, RunSummary
 
 if TYPE_CHECKING:  # what only some screens read is imported when they first read it
     from ledger.chain import Verification
-    from ledger.models import RunRow
     from ledger.predictions import Ledger
     from ledger.protocol import PredictionState
     from ledger.store import FailureCounts, Store
@@ -48,23 +49,24 @@ class NoSchedule(NotFoundError):
     """There is no schedule to show here; the message says why, for a person."""
 
 
-def run_summary(store: Store, run: str | RunRow) -> RunSummary:
+def run_summary(store: Readable, run: str | StoredRun) -> RunSummary:
     """A stored run (or its id) with its agents' trial counts, its seed withheld when held
     out."""
-    if isinstance(run, str):
-        run = store.get_run(run)
-    counts = store.trial_counts(run.id)
-    agents = tuple(
-        AgentCount(
-            name=a.name,
-            role=a.role,
-            ok=counts.get(a.name, {}).get("ok", 0),
-            api_error=counts.get(a.name, {}).get("api_error", 0),
-            not_applicable=counts.get(a.name, {}).get("not_applicable", 0),
-            correct=counts.get(a.name, {}).get("correct", 0),
+    with store.reader() as r:
+        if isinstance(run, str):
+            run = r.get_run(run)
+        counts = r.trial_counts(run.id)
+        agents = tuple(
+            AgentCount(
+                name=a.name,
+                role=a.role,
+                ok=counts.get(a.name, {}).get("ok", 0),
+                api_error=counts.get(a.name, {}).get("api_error", 0),
+                not_applicable=counts.get(a.name, {}).get("not_applicable", 0),
+                correct=counts.get(a.name, {}).get("correct", 0),
+            )
+            for a in r.run_agents(run.id)
         )
-        for a in store.run_agents(run.id)
-    )
     return RunSummary(
         id=run.id,
         suite=run.suite,
@@ -95,11 +97,17 @@ class DashboardSource:
     profile's bootstrap settings; ``clock`` gives "now" for predictions past their deadline.
     ``schedule`` and ``queue`` build the daemon's schedule and the worker queue (the harness
     knows them; :mod:`tui` may not import it); without them those screens say there is none.
+
+    ``store`` is the :class:`~ledger.store.Store`, or a function that opens it (called once,
+    in a worker, by the first screen that needs it). With a ``reader`` (a
+    :class:`~ledger.reader.Reader` of the same database, opened without SQLAlchemy) the runs
+    and a run's screen read through it and do not open the Store (unless a matrix run
+    accompanies the run); they read the same SQL either way.
     """
 
     def __init__(
         self,
-        store: Store,
+        store: Store | Callable[[], Store],
         ledger: Callable[[], Ledger] | None = None,
         *,
         n_boot: int = 2000,
@@ -108,8 +116,11 @@ class DashboardSource:
         run_limit: int = 200,
         schedule: Callable[[], ScheduleSnapshot] | None = None,
         queue: Callable[[], QueueSnapshot] | None = None,
+        reader: Reader | None = None,
     ):
-        self.store = store
+        self._store = store
+        self._store_lock = threading.Lock()
+        self.reader = reader
         self.open_ledger = ledger
         self.read_schedule = schedule
         self.read_queue = queue
@@ -118,16 +129,34 @@ class DashboardSource:
         self.clock = clock
         self.run_limit = run_limit
 
+    @property
+    def store(self) -> Store:
+        """The Store (opened on first use when a function to open it was handed in)."""
+        with self._store_lock:
+            if callable(self._store) and not hasattr(self._store, "engine"):
+                self._store = self._store()
+            return self._store  # type: ignore[return-value]
+
+    def reads(self) -> Readable:
+        """Where the runs and a run's screen read: the reader, else the Store."""
+        return self.reader if self.reader is not None else self.store
+
     def runs(self) -> list[RunSummary]:
         """The latest runs with their agents' trial counts."""
-        return [run_summary(self.store, run) for run in self.store.list_runs(limit=self.run_limit)]
+        with self.reads().reader() as r:
+            return [run_summary(r, run) for run in r.list_runs(self.run_limit)]
 
     def profile(self, run_id: str) -> dict[str, Any]:
-        """The run's profile (see :func:`reports.build_profile`)."""
+        """The run's profile (see :func:`reports.build_profile`); read through the Store when
+        a matrix run accompanies the run (the matrix's summary needs it)."""
         from reports import build_profile
+        from reports.matrix_runs import accompanying_matrix
 
+        reads = self.reads()
+        if accompanying_matrix(reads, run_id) is not None:
+            reads = self.store
         return build_profile(
-            self.store, run_id, seed=self.seed, n_boot=self.n_boot, reveal_held_out=False
+            reads, run_id, seed=self.seed, n_boot=self.n_boot, reveal_held_out=False
         )
 
     def matrix(self, run_id: str) -> dict[str, Any]:
@@ -154,7 +183,8 @@ class DashboardSource:
     def failures(self, run_id: str) -> dict[str, FailureCounts]:
         """Per agent of the run with trials: its trials and how many failed (API errors and
         unreadable answers), counted in the database (no trial is read)."""
-        return self.store.failure_counts([run_id]).get(run_id, {})
+        with self.reads().reader() as r:
+            return r.failure_counts([run_id]).get(run_id, {})
 
     def trials(self, run_id: str, agent: str, outcome: str | None = None) -> AgentTrials:
         """``agent``'s trials in the run (those with ``outcome`` only, if given), each with its

@@ -9,31 +9,34 @@ ledger's opener, the daemon's schedule (:func:`schedule_reader`) and the worker 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import pickle
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-import sqlalchemy as sa
 
-from harness.cli.common import get_workspace
+from harness.cli.common import get_settings, get_workspace
 from harness.cli.conventions import SEED
 from harness.settings import Settings
-from harness.workspace import Workspace
-from ledger.db import Clock, utc_now
-from ledger.models import RunAgentRow, RunRow
+from ledger.clock import Clock, utc_now
 from mindledger.errors import NotFoundError
 from tui.operations import QueueBatch, QueueSnapshot, QueueWorker, ScheduledJob, ScheduleSnapshot
-from tui.source import run_summary
+from tui.source import DashboardSource, run_summary
 from tui.state import RunSummary
 
-if TYPE_CHECKING:  # the ledger (and its cryptography) loads when the ledger screen opens it
+if TYPE_CHECKING:  # SQLAlchemy, the Store and the ledger load when a screen first needs them
+    import sqlalchemy as sa
+
+    from harness.workspace import Workspace
     from ledger.predictions import Ledger
     from ledger.store import Store
 
-__all__ = ["dashboard", "ledger_opener", "queue_reader", "schedule_reader"]
+__all__ = ["dashboard", "dashboard_source", "ledger_opener", "queue_reader", "schedule_reader"]
+
 
 RUNS_AHEAD = 3
 """Next run times shown per scheduled job."""
@@ -61,6 +64,8 @@ def ledger_opener(workspace: Workspace) -> Callable[[], Ledger]:
 
 def _stored_jobs(engine: sa.Engine) -> dict[str, tuple[dt.datetime | None, dict[str, Any]]]:
     """The daemon's stored jobs (APScheduler's table): id → (next run time, job state)."""
+    import sqlalchemy as sa
+
     from harness.daemon.scheduler import JOBS_TABLE
 
     if not sa.inspect(engine).has_table(JOBS_TABLE):
@@ -96,6 +101,10 @@ def _last_run(
 ) -> RunSummary | None:
     """The latest held-out suite run of ``agent`` as the agent under test (what its nightly
     job makes), or run ``run_id``; None when there is none."""
+    import sqlalchemy as sa
+
+    from ledger.models import RunAgentRow, RunRow
+
     if run_id is not None:
         try:
             return run_summary(store, run_id)
@@ -202,6 +211,8 @@ def queue_reader(store: Store, *, stalled_after: float | None = None) -> Callabl
     failed, and the workers. Not ``available`` unless the database is PostgreSQL."""
 
     def read() -> QueueSnapshot:
+        import sqlalchemy as sa
+
         backend = store.engine.url.get_backend_name()
         if backend != "postgresql":
             name = {"sqlite": "SQLite"}.get(backend, backend)
@@ -248,6 +259,50 @@ def queue_reader(store: Store, *, stalled_after: float | None = None) -> Callabl
         )
 
     return read
+
+
+def dashboard_source(
+    settings: Settings,
+    open_workspace: Callable[[], Workspace],
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    suite: str = "quick",
+) -> DashboardSource:
+    """The dashboard's source over the database of ``settings``, as ``mindledger dashboard``
+    builds it. A database at the current schema is read by a :class:`~ledger.reader.Reader`
+    without SQLAlchemy, and the workspace (``open_workspace()``: SQLAlchemy, the Store, the
+    ledger) is opened by the first screen that needs it, in its worker; any other database is
+    opened (created or migrated) now. ``suite`` as :func:`schedule_reader` takes it."""
+    from ledger.reader import Reader
+
+    reader = Reader.open(settings.database_url)
+    if reader is None:
+        ws = open_workspace()
+        return DashboardSource(
+            ws.store, ledger_opener(ws), n_boot=n_boot, seed=seed,
+            schedule=schedule_reader(settings, ws.store, suite=suite),
+            queue=queue_reader(ws.store),
+        )  # fmt: skip
+    lock = threading.Lock()
+
+    @functools.cache
+    def opened() -> Workspace:
+        return open_workspace()
+
+    def workspace() -> Workspace:
+        with lock:  # screens' workers run in threads
+            return opened()
+
+    return DashboardSource(
+        lambda: workspace().store,
+        lambda: ledger_opener(workspace())(),
+        n_boot=n_boot,
+        seed=seed,
+        schedule=lambda: schedule_reader(settings, workspace().store, suite=suite)(),
+        queue=lambda: queue_reader(workspace().store)(),
+        reader=reader,
+    )
 
 
 # -- the command ------------------------------------------------------------------------------
@@ -302,15 +357,13 @@ def dashboard(
       mindledger --db postgresql://eval@db/mindledger dashboard --refresh 10
       mindledger dashboard --export-dir reports/ --bootstrap 500
     """
-    from tui import DashboardApp, DashboardSource
+    from tui import DashboardApp
 
-    workspace = get_workspace(ctx)
-    source = DashboardSource(
-        workspace.store,
-        ledger_opener(workspace),
-        n_boot=n_boot,
-        seed=seed,
-        schedule=schedule_reader(workspace.settings, workspace.store, suite=suite),
-        queue=queue_reader(workspace.store),
+    source = dashboard_source(
+        get_settings(ctx), lambda: get_workspace(ctx), n_boot=n_boot, seed=seed, suite=suite
     )
-    DashboardApp(source, refresh_seconds=refresh, export_dir=Path(export_dir)).run()
+    try:
+        DashboardApp(source, refresh_seconds=refresh, export_dir=Path(export_dir)).run()
+    finally:
+        if source.reader is not None:
+            source.reader.close()

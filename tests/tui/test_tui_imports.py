@@ -19,9 +19,19 @@ import asyncio, json, sys
 
 from textual.widgets import DataTable
 
-from ledger.db import open_engine
-from ledger.store import Store
 from tui import DashboardApp, DashboardSource
+
+
+def Store(engine):
+    from ledger.store import Store
+
+    return Store(engine)
+
+
+def open_engine(url):
+    from ledger.db import open_engine
+
+    return open_engine(url)
 
 
 async def until_rows(app, screen, table):
@@ -33,8 +43,25 @@ async def until_rows(app, screen, table):
     print(screen, json.dumps(sorted(sys.modules)), flush=True)
 
 
+def source(url):
+    if sys.argv[3] == "store":
+        return DashboardSource(Store(open_engine(url)), n_boot=200)
+    # as `mindledger dashboard` builds it (a current database: read without SQLAlchemy)
+    from harness.cli.dashboard_cmd import dashboard_source
+    from harness.settings import load_settings
+
+    settings = load_settings(None, flags={"db_url": url})
+
+    def open_workspace():
+        from harness.workspace import Workspace
+
+        return Workspace.open(settings)
+
+    return dashboard_source(settings, open_workspace, n_boot=200)
+
+
 async def main(url, run_id):
-    app = DashboardApp(DashboardSource(Store(open_engine(url)), n_boot=200), refresh_seconds=0)
+    app = DashboardApp(source(url), refresh_seconds=0)
     async with app.run_test(size=(160, 50)):
         await until_rows(app, "RunsScreen", "#runs")
         app.open_run(run_id)
@@ -54,11 +81,13 @@ OTHER_SCREENS = {
 STATS = {"scipy.stats", "statsmodels"}
 
 
-def loaded(seeded: Seeded, run_id: str) -> dict[str, set[str]]:
-    """The modules loaded when each screen had its rows, by screen."""
+def loaded(seeded: Seeded, run_id: str, how: str = "store") -> dict[str, set[str]]:
+    """The modules loaded when each screen had its rows, by screen; the source over a Store
+    (``how`` "store") or as ``mindledger dashboard`` builds it ("command")."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MINDLEDGER_")}
+    env["MINDLEDGER_HOME"] = str(seeded.home)
     r = subprocess.run(
-        [sys.executable, "-c", SCRIPT, f"sqlite:///{seeded.home / 'dash.db'}", run_id],
+        [sys.executable, "-c", SCRIPT, f"sqlite:///{seeded.home / 'dash.db'}", run_id, how],
         cwd=seeded.home, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
@@ -79,3 +108,16 @@ def test_the_runs_and_run_screens_load_only_what_they_show(seeded: Seeded) -> No
     assert not {m for m in runs if m.partition(".")[0] in {"scipy", "statsmodels", "numpy"}}
     assert {"tui.screens.run", "reports.profile"} <= run
     assert run & (OTHER_SCREENS | STATS) == set()
+
+
+def test_the_dashboard_reads_a_current_database_without_sqlalchemy(seeded: Seeded) -> None:
+    """Built as `mindledger dashboard` builds it, over a database at the current schema, the
+    runs and run screens fill without importing SQLAlchemy, SQLModel or the Store."""
+    by_screen = loaded(seeded, "run-a", "command")
+    orm = {"sqlalchemy", "sqlmodel", "ledger.store", "ledger.models", "ledger.db",
+           "harness.workspace"}  # fmt: skip
+    for screen, modules in by_screen.items():
+        assert modules & orm == set(), screen
+    assert {"tui.screens.run", "reports.profile", "ledger.reader"} <= by_screen["RunScreen"]
+    # the same script over a Store loads them: the check can fail
+    assert {"sqlalchemy", "ledger.store"} <= loaded(seeded, "run-a")["RunsScreen"]
