@@ -39,6 +39,7 @@ timeouts and exceptions. It costs about half the CPU of the same request through
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import ssl
 import time
@@ -58,6 +59,8 @@ _HEAD_LIMIT = 64 * 1024
 _NO_BODY_STATUS = frozenset({204, 304})
 
 _LENGTH, _CHUNKED, _UNTIL_CLOSE = 0, 1, 2
+_PROXY_KEY = ("proxy", "", 0)
+"""Where FastTransport's pools keep the one to its proxy (beside each origin sent through it)."""
 
 
 _Head = tuple[int, bytes, list[tuple[bytes, bytes]], int, int, bool]
@@ -479,7 +482,11 @@ class FastTransport(httpx.AsyncBaseTransport):
 
     ``max_connections`` limits open connections *per origin*; ``keepalive_expiry`` is how long
     an idle connection is kept; ``verify`` is an ``ssl.SSLContext`` or a bool, as in httpx
-    (True: ``SSL_CERT_FILE``/``SSL_CERT_DIR`` if set, else certifi's CA bundle).
+    (True: ``SSL_CERT_FILE``/``SSL_CERT_DIR`` if set, else certifi's CA bundle). ``proxy``, an
+    ``http://`` URL (with ``user:password@`` for Basic proxy authentication), sends every
+    request to that proxy with its absolute URL as the target; only ``http://`` URLs can go
+    through it (an ``https://`` one would need a CONNECT tunnel, which is not spoken here:
+    ``httpx.UnsupportedProtocol``).
     """
 
     def __init__(
@@ -488,9 +495,21 @@ class FastTransport(httpx.AsyncBaseTransport):
         max_connections: int = 100,
         keepalive_expiry: float = 4.0,
         verify: ssl.SSLContext | bool = True,
+        proxy: str | httpx.URL | None = None,
     ) -> None:
         if max_connections < 1:
             raise ValueError("max_connections must be at least 1")
+        self._proxy: httpx.URL | None = None
+        self._proxy_headers: list[tuple[bytes, bytes]] | None = None  # added for the proxy
+        if proxy is not None:
+            self._proxy_headers = []
+            url = httpx.URL(proxy)
+            if url.scheme != "http" or not url.host:
+                raise ValueError("FastTransport's proxy must be an http:// URL with a host")
+            if url.userinfo:
+                auth = base64.b64encode(f"{url.username}:{url.password or ''}".encode())
+                self._proxy_headers.append((b"Proxy-Authorization", b"Basic " + auth))
+            self._proxy = url.copy_with(username=None, password=None)
         self.max_connections = max_connections
         self.keepalive_expiry = keepalive_expiry
         self._verify = verify
@@ -529,10 +548,32 @@ class FastTransport(httpx.AsyncBaseTransport):
         port = url.port or _DEFAULT_PORTS[scheme]
         key = (scheme, url.host, port)
         pool = self._pools.get(key)
-        if pool is None:
+        if pool is not None:
+            return pool
+        if self._proxy is None:
             ctx = self._ssl() if scheme == "https" else None
             pool = _Pool(scheme, url.host, port, self.max_connections, self.keepalive_expiry, ctx)
-            self._pools[key] = pool
+        elif scheme != "http":
+            raise httpx.UnsupportedProtocol(
+                "FastTransport sends only http:// requests through a proxy (an https:// one "
+                "needs a CONNECT tunnel)",
+                request=request,
+            )
+        else:  # one pool of connections to the proxy, for every origin
+            pool = self._pools.get(_PROXY_KEY)
+            if pool is None:
+                proxy = self._proxy
+                proxy_port = proxy.port or _DEFAULT_PORTS["http"]
+                pool = _Pool(
+                    "http",
+                    proxy.host,
+                    proxy_port,
+                    self.max_connections,
+                    self.keepalive_expiry,
+                    None,
+                )
+                self._pools[_PROXY_KEY] = pool
+        self._pools[key] = pool
         return pool
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -548,7 +589,7 @@ class FastTransport(httpx.AsyncBaseTransport):
                 close_requested = True
         reply = conn.expect(close_requested, request.method == "HEAD", _EAGER_BODY)
         try:
-            await _send(conn, request, timeouts.get("write"))
+            await _send(conn, request, timeouts.get("write"), self._proxy_headers)
             try:
                 async with asyncio.timeout(read_timeout):
                     status, reason, headers, keep, body = await reply
@@ -573,7 +614,7 @@ class FastTransport(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         self._closed = True
-        for pool in self._pools.values():
+        for pool in {id(pool): pool for pool in self._pools.values()}.values():
             pool.close()
         self._pools.clear()
 
@@ -600,7 +641,8 @@ class FastTransport(httpx.AsyncBaseTransport):
         conn = await pool.acquire(None, pool_timeout, connect_timeout)
         try:
             reply = conn.expect(head.close, head.head_only, None)
-            conn.transport.write(b"%s%d\r\n\r\n%s" % (head.data, len(content), content))
+            data = head.data if self._proxy_headers is None else head.via(self._proxy_headers)
+            conn.transport.write(b"%s%d\r\n\r\n%s" % (data, len(content), content))
             if conn.paused:  # the kernel did not take it all, and more waits to be sent
                 try:
                     async with asyncio.timeout(write_timeout):
@@ -639,7 +681,7 @@ class RequestHead:
     ``Transfer-Encoding``). A CR or LF inside a name or value is refused
     (``httpx.LocalProtocolError``), as for any request."""
 
-    __slots__ = ("close", "data", "head_only", "origin", "url")
+    __slots__ = ("_headers", "_method", "_via", "close", "data", "head_only", "origin", "url")
 
     def __init__(self, method: str, url: httpx.URL, headers: Sequence[tuple[bytes, bytes]]):
         for name, _ in headers:
@@ -652,8 +694,21 @@ class RequestHead:
         self.close = any(
             name.lower() == b"connection" and b"close" in value.lower() for name, value in headers
         )
-        self.data = _encode_head(method, url.raw_path, [*headers, (b"Content-Length", b"")], None)
+        self._method = method
+        self._headers = [*headers, (b"Content-Length", b"")]
+        self.data = _encode_head(method, url.raw_path, self._headers, None)
         self.data = self.data[: -len(b"\r\n\r\n")]  # the length goes here, per request
+        self._via: tuple[list[tuple[bytes, bytes]], bytes] | None = None
+
+    def via(self, proxy_headers: list[tuple[bytes, bytes]]) -> bytes:
+        """``data`` for a proxy: the absolute URL as the target, ``proxy_headers`` before
+        ``Content-Length`` (encoded once per list of proxy headers)."""
+        if self._via is None or self._via[0] is not proxy_headers:
+            target = _absolute_target(self.url)
+            headers = [*self._headers[:-1], *proxy_headers, self._headers[-1]]
+            data = _encode_head(self._method, target, headers, None)[: -len(b"\r\n\r\n")]
+            self._via = (proxy_headers, data)
+        return self._via[1]
 
 
 class Reply:
@@ -730,14 +785,25 @@ def _encode_head(
     return head
 
 
-async def _send(conn: _Connection, request: httpx.Request, timeout: float | None) -> None:
-    """Write the request."""
+async def _send(
+    conn: _Connection,
+    request: httpx.Request,
+    timeout: float | None,
+    proxy_headers: list[tuple[bytes, bytes]] | None,
+) -> None:
+    """Write the request (to a proxy if ``proxy_headers`` is not None: its target the
+    absolute URL, those headers added)."""
     raw_headers = request.headers.raw
     chunked = False
     for name, value in raw_headers:
         if name.lower() == b"transfer-encoding":
             chunked = b"chunked" in value.lower()
-    head = _encode_head(request.method, request.url.raw_path, raw_headers, request)
+    url = request.url
+    if proxy_headers is None:
+        head = _encode_head(request.method, url.raw_path, raw_headers, request)
+    else:
+        target = _absolute_target(url)
+        head = _encode_head(request.method, target, [*raw_headers, *proxy_headers], request)
     write = conn.transport.write
     try:
         content: bytes | None = request.content
@@ -764,6 +830,11 @@ async def _send(conn: _Connection, request: httpx.Request, timeout: float | None
         raise httpx.WriteTimeout(
             f"writing the request took over {timeout} s", request=request
         ) from None
+
+
+def _absolute_target(url: httpx.URL) -> bytes:
+    """The request target in absolute form, as a proxy is sent it (RFC 9112 §3.2.2)."""
+    return b"%s://%s%s" % (url.raw_scheme, url.netloc, url.raw_path)
 
 
 def _forget(reply: asyncio.Future[Any]) -> None:
