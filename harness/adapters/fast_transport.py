@@ -303,11 +303,11 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         buf = self.parser.buffer
         buf += data
-        if self._streaming and len(buf) > _READ_HIGH and not self._reading_paused:
-            self._reading_paused = True  # the reader of the stream is behind
-            self.transport.pause_reading()
         if self._waiter is not None:
             self._advance()
+        elif self._streaming and len(buf) > _READ_HIGH and not self._reading_paused:
+            self._reading_paused = True  # the stream's reader is behind
+            self.transport.pause_reading()
 
     def eof_received(self) -> bool:
         self.parser.eof = True
@@ -351,7 +351,8 @@ class _Connection(asyncio.Protocol):
         if got is not None:
             self._waiter = None
             waiter.set_result(got)
-        if self._reading_paused and len(self.parser.buffer) <= _READ_HIGH:
+        # the reader caught up, or is waiting for more than is held (a chunk larger than that)
+        if self._reading_paused and (got is None or len(self.parser.buffer) <= _READ_HIGH):
             self._reading_paused = False
             self.transport.resume_reading()
 

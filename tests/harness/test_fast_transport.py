@@ -383,6 +383,20 @@ async def test_body_until_close_and_informational_heads(
         assert r.content == b"until the end"
 
 
+async def test_a_chunk_larger_than_the_read_pause_mark_streams_to_a_slow_reader(
+    canned: Callable[[list[bytes]], Awaitable[str]],
+) -> None:
+    big = bytes(range(256)) * 4096  # 1 MiB in one chunk: more than is held before pausing
+    reply = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    reply += b"%x\r\n%s\r\n0\r\n\r\n" % (len(big), big)
+    base = await canned([reply, b"HTTP/1.1 204 No Content\r\n\r\n"])
+    async with client(FastTransport(), timeout=10) as c:
+        async with c.stream("GET", base) as r:
+            await asyncio.sleep(0.2)  # the whole reply arrives before anyone reads
+            assert await r.aread() == big
+        assert (await c.get(base)).status_code == 204  # and the connection was kept
+
+
 @pytest.mark.parametrize(
     "reply, error",
     [
