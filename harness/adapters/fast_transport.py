@@ -640,8 +640,8 @@ class FastTransport(httpx.AsyncBaseTransport):
             raise RuntimeError("the transport has been closed")
         pool = self._pools.get(head.origin) or self._origin_pool(head.url, None)
         conn = await pool.acquire(None, pool_timeout, connect_timeout)
+        reply = conn.expect(head.close, head.head_only, None)
         try:
-            reply = conn.expect(head.close, head.head_only, None)
             data = head.data if self._proxy_headers is None else head.via(self._proxy_headers)
             conn.transport.write(b"%s%d\r\n\r\n%s" % (data, len(content), content))
             if conn.paused:  # the kernel did not take it all, and more waits to be sent
