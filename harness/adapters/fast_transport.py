@@ -9,8 +9,9 @@ shared/PERFORMANCE-NOTES.md and ``bench/bench_http.py``). :class:`FastTransport`
 * one pool per origin (scheme, host, port) with a hard limit on open connections, a LIFO list of
   idle keep-alive connections, and a keep-alive expiry (4 s, below the 5 s idle timeout of
   common servers, so we rarely reuse a connection the server is closing);
-* HTTP/1.1 only, over TCP or TLS (SNI and certificate checks as in httpx); no proxies
-  (:func:`harness.adapters.transports.default_transport` says what it does when one is set);
+* HTTP/1.1 only, over TCP or TLS (SNI and certificate checks as in httpx); ``http://``
+  requests through an ``http://`` proxy, no CONNECT tunnel (so no ``https://`` through a proxy:
+  :func:`harness.adapters.transports.default_transport` says what it does then);
 * one response parser, :class:`_ResponseParser` (no I/O: fed the bytes as they arrive), used
   by every request: bodies framed by ``Content-Length`` (gathered whole when small, so the
   connection goes back to the pool before httpx sees the response), ``Transfer-Encoding:
