@@ -1,4 +1,4 @@
-"""A small, fast HTTP/1.1 transport for httpx on asyncio streams.
+"""A small, fast HTTP/1.1 transport for httpx on asyncio.
 
 httpx's own connection pool (httpcore) does work per request that grows with the number of
 pooled connections, so at the concurrency an evaluation run needs (64 requests in flight) one
@@ -9,11 +9,15 @@ shared/PERFORMANCE-NOTES.md and ``bench/bench_http.py``). :class:`FastTransport`
 * one pool per origin (scheme, host, port) with a hard limit on open connections, a LIFO list of
   idle keep-alive connections, and a keep-alive expiry (4 s, below the 5 s idle timeout of
   common servers, so we rarely reuse a connection the server is closing);
-* HTTP/1.1 only, over TCP or TLS (SNI and certificate checks as in httpx); no proxies
-  (:func:`harness.adapters.transports.default_transport` uses httpx's pool when one is set);
-* response bodies framed by ``Content-Length`` (read in one go when small, so the connection goes
-  back to the pool before httpx sees the response), ``Transfer-Encoding: chunked`` or the end of
-  the connection, streamed to httpx otherwise; request bodies of known length or chunked;
+* HTTP/1.1 only, over TCP or TLS (SNI and certificate checks as in httpx); ``http://``
+  requests through an ``http://`` proxy, no CONNECT tunnel (so no ``https://`` through a proxy:
+  :func:`harness.adapters.transports.default_transport` says what it does then);
+* one response parser, :class:`_ResponseParser` (no I/O: fed the bytes as they arrive), used
+  by every request: bodies framed by ``Content-Length`` (gathered whole when small, so the
+  connection goes back to the pool before httpx sees the response), ``Transfer-Encoding:
+  chunked`` (extensions ignored, trailers dropped) or the end of the connection, streamed to
+  httpx otherwise (reading pauses while the reader is behind); request bodies of known length
+  or chunked; a ``Content-Encoding`` is left to httpx's decoders;
 * httpx's timeouts (connect, read, write, pool; the read timeout covers a response's head and a
   small body together) and exception classes: a server that closes the
   connection shows as ``RemoteProtocolError`` (as in httpcore), a reset as ``ReadError``;
@@ -22,12 +26,13 @@ shared/PERFORMANCE-NOTES.md and ``bench/bench_http.py``). :class:`FastTransport`
 A pooled connection that the server has closed (EOF seen) is discarded, never reused. A request
 that fails on a connection is *not* retried here: retries belong to the caller, which counts them.
 
-Beside httpx's interface, :meth:`FastTransport.exchange` is a direct path for a caller that
-sends many requests with one head and an in-memory body and reads every response whole (the
-``openai`` adapter): the head is encoded once (:class:`RequestHead`), and the response is parsed
-as it arrives by an ``asyncio.Protocol`` (:class:`_Direct`) that wakes the request once, with all
-of it (:class:`Reply`), by the same framing rules, on the same pools, limits and timeouts,
-raising the same httpx exceptions. It costs about half the CPU of the same request through
+Each connection is an ``asyncio.Protocol`` (:class:`_Connection`) that hands what it receives to
+its parser and wakes the waiting request once, when the response (or the head of one to be
+streamed) is in. Beside httpx's interface, :meth:`FastTransport.exchange` is a direct path for a
+caller that sends many requests with one head and an in-memory body and reads every response
+whole (the ``openai`` adapter): the head is encoded once (:class:`RequestHead`) and no httpx
+request or response objects are built (:class:`Reply`); same connections, pools, limits,
+timeouts and exceptions. It costs about half the CPU of the same request through
 ``httpx.AsyncClient`` on this transport (``bench/bench_runner.py``: 0.07 ms a call against
 0.15).
 """
@@ -35,11 +40,12 @@ raising the same httpx exceptions. It costs about half the CPU of the same reque
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import httpx
 
@@ -48,164 +54,67 @@ __all__ = ["FastTransport", "Reply", "RequestHead"]
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _EAGER_BODY = 256 * 1024
 """Bodies with a Content-Length up to this many bytes are read before the response is returned."""
-_READ_SIZE = 64 * 1024
+_READ_HIGH = 256 * 1024
+"""A streamed body's reader is behind once this many bytes wait: reading pauses."""
 _HEAD_LIMIT = 64 * 1024
 _NO_BODY_STATUS = frozenset({204, 304})
 
 _LENGTH, _CHUNKED, _UNTIL_CLOSE = 0, 1, 2
-
-_P = TypeVar("_P", bound=asyncio.BaseProtocol)
-_C = TypeVar("_C", "_Connection", "_Direct")
-
-
-class _Connection:
-    __slots__ = ("idle_since", "reader", "writer")
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
-        self.idle_since = 0.0
-
-    def usable(self, now: float, expiry: float) -> bool:
-        """Not closed by either side (no EOF seen) and not idle too long."""
-        return (
-            not self.writer.transport.is_closing()
-            and not self.reader.at_eof()
-            and self.reader.exception() is None
-            and now - self.idle_since < expiry
-        )
-
-    def abort(self) -> None:
-        self.writer.transport.abort()
-
-    def close(self) -> None:
-        self.writer.close()
+_PROXY_KEY = ("proxy", "", 0)
+"""Where FastTransport's pools keep the one to its proxy (beside each origin sent through it)."""
 
 
-_Response = tuple[int, bytes, list[tuple[bytes, bytes]], bool, bytes]
-"""status, reason, headers, whether the connection is reusable, body"""
+_Head = tuple[int, bytes, list[tuple[bytes, bytes]], int, int, bool]
+"""status, reason, headers, body framing (mode, length), whether the connection is reusable"""
+
+_Response = tuple[int, bytes, list[tuple[bytes, bytes]], bool, bytes | None]
+"""status, reason, headers, whether the connection is reusable, body (None: to be streamed)"""
 
 
-class _Direct(asyncio.Protocol):
-    """A keep-alive connection for :meth:`FastTransport.exchange`: the response is gathered
-    and parsed as it arrives, with the rules (and errors) of :func:`_receive` and
-    :class:`_BodyStream`, and the waiting request is woken once, with the whole of it."""
+class _ResponseParser:
+    """The one HTTP/1.1 response parser: no I/O, fed the bytes a connection receives
+    (``buffer``, with ``eof`` and ``error`` set when the connection ends). :meth:`head` returns
+    the final head once it is in (1xx informational heads skipped); :meth:`body` then returns
+    the body, whole or as it comes. Both return None while more is needed and raise httpx's
+    errors: ``RemoteProtocolError`` for a malformed response or one the server cut short,
+    ``ReadError`` once the connection failed (a reset)."""
+
+    __slots__ = (
+        "_chunk_left",
+        "_chunks",
+        "_close_requested",
+        "_head_only",
+        "_left",
+        "_trailers",
+        "buffer",
+        "eof",
+        "error",
+        "framing",
+    )
 
     def __init__(self) -> None:
-        self.transport: asyncio.Transport = None  # type: ignore[assignment]  # connection_made
         self.buffer = bytearray()
-        self.idle_since = 0.0
         self.eof = False
         self.error: BaseException | None = None
-        self.paused = False
-        self._drained: asyncio.Future[None] | None = None
-        self._reply: asyncio.Future[_Response] | None = None
-        self._close_requested = False
-        self._head_only = False
-        # the response being read: its head, then (chunked) the chunks read and what is left
-        self._head: tuple[int, bytes, list[tuple[bytes, bytes]], int, int, bool] | None = None
-        self._chunks: list[bytes] = []
-        self._chunk_left = -1  # -1: a chunk-size line is next
-        self._trailers = False
+        self.start(False, False)
 
-    def usable(self, now: float, expiry: float) -> bool:
-        """Not closed by either side, nothing unasked-for received, not idle too long."""
-        return (
-            not self.eof
-            and not self.buffer
-            and not self.transport.is_closing()
-            and now - self.idle_since < expiry
-        )
-
-    def abort(self) -> None:
-        self.transport.abort()
-
-    def close(self) -> None:
-        self.transport.close()
-
-    def expect(self, close_requested: bool, head_only: bool) -> asyncio.Future[_Response]:
-        """Get ready for the response to the request about to be sent; it comes in the
-        future returned (or an httpx error)."""
-        self._close_requested = close_requested
-        self._head_only = head_only
+    def start(self, close_requested: bool, head_only: bool) -> None:
+        """Get ready for the next response, to a request that asked to close the connection
+        (``close_requested``) or was a HEAD (``head_only``)."""
         if not self.buffer:  # a fresh one: not holding on to the room a large body took
             self.buffer = bytearray()
-        self._head = None
-        self._chunks = []
-        self._chunk_left = -1
+        self._close_requested = close_requested
+        self._head_only = head_only
+        self.framing: _Head | None = None
+        self._left = 0  # Content-Length bytes still to come
+        self._chunks: list[bytes] = []
+        self._chunk_left = -1  # -1: a chunk-size (or trailer) line is next
         self._trailers = False
-        self._reply = reply = asyncio.get_running_loop().create_future()
-        return reply
 
-    async def drained(self) -> None:
-        """Return once the transport takes writes again (raise if the connection is lost)."""
-        while self.paused:
-            if self.error is not None or self.eof:
-                raise httpx.WriteError(
-                    f"connection failed while sending: {self.error or 'Connection lost'}"
-                )
-            self._drained = asyncio.get_running_loop().create_future()
-            await self._drained
-
-    # -- asyncio.Protocol
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        if self._reply is not None:
-            self._advance()
-
-    def eof_received(self) -> bool:
-        self.eof = True
-        if self._reply is not None:
-            self._advance()
-        return False  # close the transport: nothing more can be read
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.eof = True
-        if exc is not None:
-            self.error = exc
-        if self._drained is not None and not self._drained.done():
-            self._drained.set_result(None)
-        if self._reply is not None:
-            self._advance()
-
-    def pause_writing(self) -> None:
-        self.paused = True
-
-    def resume_writing(self) -> None:
-        self.paused = False
-        if self._drained is not None and not self._drained.done():
-            self._drained.set_result(None)
-
-    # -- reading the response
-
-    def _advance(self) -> None:
-        reply = self._reply
-        assert reply is not None
-        if reply.done():  # its request was cancelled
-            self._reply = None
-            return
-        try:
-            response = self._parse()
-        except Exception as exc:
-            self._reply = None
-            if not isinstance(exc, httpx.HTTPError):  # a bug here must not hang the request
-                exc = httpx.RemoteProtocolError(f"unreadable response ({exc!r})")
-            reply.set_exception(exc)
-            return
-        if response is not None:
-            self._reply = None
-            reply.set_result(response)
-
-    def _parse(self) -> _Response | None:
-        """The whole response if it is in, None if more is to come; raises what
-        :func:`_receive` and :class:`_BodyStream` raise for the same bytes."""
+    def head(self) -> _Head | None:
+        """The response's head (and its body's framing) once it is in."""
         buf = self.buffer
-        head = self._head
-        while head is None:
+        while self.framing is None:
             end = buf.find(b"\r\n\r\n")
             if end < 0 or end + 4 > _HEAD_LIMIT:
                 if end >= 0 or len(buf) > _HEAD_LIMIT:
@@ -224,56 +133,73 @@ class _Direct(asyncio.Protocol):
                 mode, length, keep = _framing(
                     None, status, version, headers, self._close_requested, self._head_only
                 )
-                self._head = head = (status, reason, headers, mode, length, keep)
-        status, reason, headers, mode, length, keep = head
+                self.framing = (status, reason, headers, mode, length, keep)
+                self._left = length
+        return self.framing
+
+    def body(self, whole: bool) -> tuple[bytes, bool] | None:
+        """After :meth:`head`: (bytes, whether the body is complete), or None if nothing new
+        is in. ``whole``: only the whole body, once it is all in; else what has come since
+        the last call (whole chunks of a chunked body)."""
+        framing = self.framing
+        assert framing is not None
+        buf = self.buffer
+        mode = framing[3]
         if mode == _LENGTH:
-            if len(buf) < length:
+            left = self._left
+            if len(buf) < left and (whole or not buf):
                 self._check_open("peer closed connection without sending complete message body")
                 return None
-            body = bytes(buf[:length])
-            del buf[:length]
-        elif mode == _CHUNKED:
-            chunked = self._chunked()
-            if chunked is None:
+            n = min(left, len(buf))
+            data = bytes(buf[:n])
+            del buf[:n]
+            self._left = left - n
+            return data, n == left
+        if mode == _CHUNKED:
+            done = self._chunked()
+            if not (done or (self._chunks and not whole)):
                 return None
-            body = chunked
-        else:  # until the connection closes
-            if self.error is not None:
-                raise httpx.ReadError(f"connection failed while reading: {self.error}")
-            if not self.eof:
-                return None
-            body = bytes(buf)
-            buf.clear()
-        return status, reason, headers, keep, body
+            data = b"".join(self._chunks)
+            self._chunks = []
+            return data, done
+        # until the connection closes
+        if self.error is not None:
+            raise httpx.ReadError(f"connection failed while reading: {self.error}")
+        if not (self.eof or (buf and not whole)):
+            return None
+        data = bytes(buf)
+        buf.clear()
+        return data, self.eof
 
-    def _chunked(self) -> bytes | None:
+    def _chunked(self) -> bool:
+        """Read the chunks that are in into ``_chunks``; True once the last one and the
+        trailers (dropped) are read."""
         buf = self.buffer
         while True:
             if self._chunk_left < 0:  # a chunk-size line, or a trailer line
                 end = buf.find(b"\r\n")
                 if end < 0 or end + 2 > _HEAD_LIMIT:
-                    if end >= 0 or len(buf) > _HEAD_LIMIT or self.eof:
-                        if self.error is not None:
-                            raise httpx.ReadError(
-                                f"connection failed while reading: {self.error}"
-                            )
+                    if end >= 0 or len(buf) > _HEAD_LIMIT:
                         raise httpx.RemoteProtocolError(
-                            "peer closed connection without sending complete message body "
-                            "(incomplete chunked read)"
+                            f"chunk line longer than {_HEAD_LIMIT} bytes"
                         )
-                    return None
+                    self._check_open(
+                        "peer closed connection without sending complete message body "
+                        "(incomplete chunked read)"
+                    )
+                    return False
                 line = bytes(buf[: end + 2])
                 del buf[: end + 2]
                 if self._trailers:
                     if line == b"\r\n":
-                        return b"".join(self._chunks)
+                        return True
                     continue  # trailers are dropped
                 try:
                     size = int(line.split(b";", 1)[0].strip(), 16)
                 except ValueError:
-                    raise httpx.RemoteProtocolError(
-                        f"bad chunk size line {line[:40]!r}"
-                    ) from None
+                    raise httpx.RemoteProtocolError(f"bad chunk size line {line[:40]!r}") from None
+                if size < 0:
+                    raise httpx.RemoteProtocolError(f"bad chunk size line {line[:40]!r}")
                 if size == 0:
                     self._trailers = True
                 else:
@@ -281,15 +207,12 @@ class _Direct(asyncio.Protocol):
             else:
                 need = self._chunk_left + 2
                 if len(buf) < need:
-                    self._check_open(
-                        "peer closed connection without sending complete message body"
-                    )
-                    return None
-                data = bytes(buf[:need])
-                del buf[:need]
-                if data[-2:] != b"\r\n":
+                    self._check_open("peer closed connection without sending complete message body")
+                    return False
+                if buf[need - 2 : need] != b"\r\n":
                     raise httpx.RemoteProtocolError("bad chunk terminator")
-                self._chunks.append(data[:-2])
+                self._chunks.append(bytes(buf[: need - 2]))
+                del buf[:need]
                 self._chunk_left = -1
 
     def _check_open(self, closed: str) -> None:
@@ -301,9 +224,157 @@ class _Direct(asyncio.Protocol):
             raise httpx.RemoteProtocolError(closed)
 
 
+class _Connection(asyncio.Protocol):
+    """A keep-alive connection: what it receives goes to its :class:`_ResponseParser` as it
+    arrives, and the waiting request is woken once, when the response (or, for a body to be
+    streamed, its head; then each part of the body) is in."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport = None  # type: ignore[assignment]  # connection_made
+        self.parser = _ResponseParser()
+        self.idle_since = 0.0
+        self.paused = False
+        self._drained: asyncio.Future[None] | None = None
+        self._waiter: asyncio.Future[Any] | None = None
+        self._eager: int | None = None
+        self._streaming = False
+        self._reading_paused = False
+
+    def usable(self, now: float, expiry: float) -> bool:
+        """Not closed by either side, nothing unasked-for received, not idle too long."""
+        p = self.parser
+        return (
+            not p.eof
+            and not p.buffer
+            and not self.transport.is_closing()
+            and now - self.idle_since < expiry
+        )
+
+    def abort(self) -> None:
+        self.transport.abort()
+
+    def close(self) -> None:
+        self.transport.close()
+
+    def expect(
+        self, close_requested: bool, head_only: bool, eager: int | None
+    ) -> asyncio.Future[_Response]:
+        """Get ready for the response to the request about to be sent; it comes in the
+        future returned (or an httpx error), with its whole body if ``eager`` is None or the
+        body is framed by a Content-Length of at most ``eager`` bytes, else with None, and the
+        body is then read by :meth:`read_body`."""
+        self.parser.start(close_requested, head_only)
+        self._eager = eager
+        self._streaming = False
+        self._waiter = reply = asyncio.get_running_loop().create_future()
+        return reply
+
+    async def read_body(
+        self, timeout: float | None, request: httpx.Request | None
+    ) -> tuple[bytes, bool]:
+        """The part of a streamed body that has come since the last call, and whether the
+        body is complete."""
+        self._waiter = waiter = asyncio.get_running_loop().create_future()
+        self._advance()
+        try:
+            async with asyncio.timeout(timeout):
+                got: tuple[bytes, bool] = await waiter
+        except TimeoutError:
+            raise httpx.ReadTimeout(
+                f"body not received within {timeout} s", request=request
+            ) from None
+        return got
+
+    async def drained(self) -> None:
+        """Return once the transport takes writes again (raise if the connection is lost)."""
+        while self.paused:
+            p = self.parser
+            if p.error is not None or p.eof:
+                raise httpx.WriteError(
+                    f"connection failed while sending: {p.error or 'Connection lost'}"
+                )
+            self._drained = asyncio.get_running_loop().create_future()
+            await self._drained
+
+    # -- asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        buf = self.parser.buffer
+        buf += data
+        if self._waiter is not None:
+            self._advance()
+        elif self._streaming and len(buf) > _READ_HIGH and not self._reading_paused:
+            self._reading_paused = True  # the stream's reader is behind
+            self.transport.pause_reading()
+
+    def eof_received(self) -> bool:
+        self.parser.eof = True
+        if self._waiter is not None:
+            self._advance()
+        return False  # close the transport: nothing more can be read
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.parser.eof = True
+        if exc is not None:
+            self.parser.error = exc
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+        if self._waiter is not None:
+            self._advance()
+
+    def pause_writing(self) -> None:
+        self.paused = True
+
+    def resume_writing(self) -> None:
+        self.paused = False
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+
+    # -- reading the response
+
+    def _advance(self) -> None:
+        waiter = self._waiter
+        assert waiter is not None
+        if waiter.done():  # its request was cancelled
+            self._waiter = None
+            return
+        try:
+            got = self._step()
+        except Exception as exc:
+            self._waiter = None
+            if not isinstance(exc, httpx.HTTPError):  # a bug here must not hang the request
+                exc = httpx.RemoteProtocolError(f"unreadable response ({exc!r})")
+            waiter.set_exception(exc)
+            return
+        if got is not None:
+            self._waiter = None
+            waiter.set_result(got)
+        # the reader caught up, or is waiting for more than is held (a chunk larger than that)
+        if self._reading_paused and (got is None or len(self.parser.buffer) <= _READ_HIGH):
+            self._reading_paused = False
+            self.transport.resume_reading()
+
+    def _step(self) -> _Response | tuple[bytes, bool] | None:
+        parser = self.parser
+        if self._streaming:
+            return parser.body(whole=False)
+        head = parser.head()
+        if head is None:
+            return None
+        status, reason, headers, mode, length, keep = head
+        eager = self._eager
+        if eager is not None and (mode != _LENGTH or length > eager):
+            self._streaming = True
+            return status, reason, headers, keep, None
+        body = parser.body(whole=True)
+        return None if body is None else (status, reason, headers, keep, body[0])
+
+
 class _Pool:
-    """Connections to one origin: at most ``limit`` open, idle ones kept for reuse (those on
-    streams, for httpx's requests, and those for :meth:`FastTransport.exchange`, apart)."""
+    """Connections to one origin: at most ``limit`` open, idle ones kept for reuse."""
 
     def __init__(
         self,
@@ -321,7 +392,6 @@ class _Pool:
         self.ssl_context = ssl_context
         self.slots = asyncio.Semaphore(limit)
         self.idle: list[_Connection] = []
-        self.direct_idle: list[_Direct] = []
         self.closed = False
 
     async def acquire(
@@ -330,27 +400,13 @@ class _Pool:
         pool_timeout: float | None,
         connect_timeout: float | None,
     ) -> _Connection:
-        """A connection on streams (for httpx's requests), reused or new."""
+        """A connection, reused or new."""
         await self._slot(request, pool_timeout)
         try:
-            conn = self._reuse(self.idle)
-            return conn if conn is not None else await self._connect(request, connect_timeout)
-        except BaseException:
-            self.slots.release()
-            raise
-
-    async def acquire_direct(
-        self, pool_timeout: float | None, connect_timeout: float | None
-    ) -> _Direct:
-        """A connection for :meth:`FastTransport.exchange`, reused or new (under the same
-        limit as the others)."""
-        await self._slot(None, pool_timeout)
-        try:
-            conn = self._reuse(self.direct_idle)
-            if conn is not None:
-                return conn
-            _, proto = await self._open(None, connect_timeout, _Direct)
-            return proto
+            conn = self._reuse()
+            if conn is None:
+                conn = await self._open(request, connect_timeout)
+            return conn
         except BaseException:
             self.slots.release()
             raise
@@ -368,8 +424,9 @@ class _Pool:
         else:
             await self.slots.acquire()  # returns at once: a slot is free
 
-    def _reuse(self, idle: list[_C]) -> _C | None:
+    def _reuse(self) -> _Connection | None:
         now = time.monotonic()
+        idle = self.idle
         while idle:
             conn = idle.pop()
             if conn.usable(now, self.expiry):
@@ -377,28 +434,15 @@ class _Pool:
             conn.abort()
         return None
 
-    async def _connect(self, request: httpx.Request | None, timeout: float | None) -> _Connection:
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=_HEAD_LIMIT, loop=loop)
-        transport, proto = await self._open(
-            request, timeout, lambda: asyncio.StreamReaderProtocol(reader, loop=loop)
-        )
-        return _Connection(reader, asyncio.StreamWriter(transport, proto, reader, loop))
-
-    async def _open(
-        self,
-        request: httpx.Request | None,
-        timeout: float | None,
-        protocol: Callable[[], _P],
-    ) -> tuple[asyncio.Transport, _P]:
+    async def _open(self, request: httpx.Request | None, timeout: float | None) -> _Connection:
         server_hostname = None
         if self.ssl_context is not None:
             sni = None if request is None else request.extensions.get("sni_hostname")
             server_hostname = sni.decode() if isinstance(sni, bytes) else (sni or self.host)
         try:
             async with asyncio.timeout(timeout):
-                transport, proto = await asyncio.get_running_loop().create_connection(
-                    protocol,
+                _, conn = await asyncio.get_running_loop().create_connection(
+                    _Connection,
                     self.host,
                     self.port,
                     ssl=self.ssl_context,
@@ -413,11 +457,11 @@ class _Pool:
             raise httpx.ConnectError(
                 f"cannot connect to {self.host}:{self.port}: {exc}", request=request
             ) from exc
-        return transport, proto  # type: ignore[return-value]
+        return conn
 
-    def release(self, conn: _Connection | _Direct, reusable: bool) -> None:
+    def release(self, conn: _Connection, reusable: bool) -> None:
         if reusable and not self.closed:
-            idle: list[Any] = self.direct_idle if type(conn) is _Direct else self.idle
+            idle = self.idle
             now = time.monotonic()
             conn.idle_since = now
             idle.append(conn)
@@ -430,19 +474,21 @@ class _Pool:
 
     def close(self) -> None:
         self.closed = True
-        conns: list[_Connection | _Direct] = [*self.idle, *self.direct_idle]
-        for conn in conns:
+        for conn in self.idle:
             conn.close()
         self.idle.clear()
-        self.direct_idle.clear()
 
 
 class FastTransport(httpx.AsyncBaseTransport):
-    """HTTP/1.1 keep-alive transport for ``httpx.AsyncClient`` on asyncio streams.
+    """HTTP/1.1 keep-alive transport for ``httpx.AsyncClient`` on asyncio.
 
     ``max_connections`` limits open connections *per origin*; ``keepalive_expiry`` is how long
     an idle connection is kept; ``verify`` is an ``ssl.SSLContext`` or a bool, as in httpx
-    (True: ``SSL_CERT_FILE``/``SSL_CERT_DIR`` if set, else certifi's CA bundle).
+    (True: ``SSL_CERT_FILE``/``SSL_CERT_DIR`` if set, else certifi's CA bundle). ``proxy``, an
+    ``http://`` URL (with ``user:password@`` for Basic proxy authentication), sends every
+    request to that proxy with its absolute URL as the target; only ``http://`` URLs can go
+    through it (an ``https://`` one would need a CONNECT tunnel, which is not spoken here:
+    ``httpx.UnsupportedProtocol``).
     """
 
     def __init__(
@@ -451,9 +497,21 @@ class FastTransport(httpx.AsyncBaseTransport):
         max_connections: int = 100,
         keepalive_expiry: float = 4.0,
         verify: ssl.SSLContext | bool = True,
+        proxy: str | httpx.URL | None = None,
     ) -> None:
         if max_connections < 1:
             raise ValueError("max_connections must be at least 1")
+        self._proxy: httpx.URL | None = None
+        self._proxy_headers: list[tuple[bytes, bytes]] | None = None  # added for the proxy
+        if proxy is not None:
+            self._proxy_headers = []
+            url = httpx.URL(proxy)
+            if url.scheme != "http" or not url.host:
+                raise ValueError("FastTransport's proxy must be an http:// URL with a host")
+            if url.userinfo:
+                auth = base64.b64encode(f"{url.username}:{url.password or ''}".encode())
+                self._proxy_headers.append((b"Proxy-Authorization", b"Basic " + auth))
+            self._proxy = url.copy_with(username=None, password=None)
         self.max_connections = max_connections
         self.keepalive_expiry = keepalive_expiry
         self._verify = verify
@@ -492,10 +550,32 @@ class FastTransport(httpx.AsyncBaseTransport):
         port = url.port or _DEFAULT_PORTS[scheme]
         key = (scheme, url.host, port)
         pool = self._pools.get(key)
-        if pool is None:
+        if pool is not None:
+            return pool
+        if self._proxy is None:
             ctx = self._ssl() if scheme == "https" else None
             pool = _Pool(scheme, url.host, port, self.max_connections, self.keepalive_expiry, ctx)
-            self._pools[key] = pool
+        elif scheme != "http":
+            raise httpx.UnsupportedProtocol(
+                "FastTransport sends only http:// requests through a proxy (an https:// one "
+                "needs a CONNECT tunnel)",
+                request=request,
+            )
+        else:  # one pool of connections to the proxy, for every origin
+            pool = self._pools.get(_PROXY_KEY)
+            if pool is None:
+                proxy = self._proxy
+                proxy_port = proxy.port or _DEFAULT_PORTS["http"]
+                pool = _Pool(
+                    "http",
+                    proxy.host,
+                    proxy_port,
+                    self.max_connections,
+                    self.keepalive_expiry,
+                    None,
+                )
+                self._pools[_PROXY_KEY] = pool
+        self._pools[key] = pool
         return pool
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -505,26 +585,38 @@ class FastTransport(httpx.AsyncBaseTransport):
         timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
         read_timeout = timeouts.get("read")
         conn = await pool.acquire(request, timeouts.get("pool"), timeouts.get("connect"))
+        close_requested = False
+        for name, value in request.headers.raw:
+            if name.lower() == b"connection" and b"close" in value.lower():
+                close_requested = True
+        reply = conn.expect(close_requested, request.method == "HEAD", _EAGER_BODY)
         try:
-            close_requested = await _send(conn, request, timeouts.get("write"))
-            status, reason, headers, mode, length, keep, body = await _receive(
-                conn, request, read_timeout, close_requested, request.method == "HEAD"
-            )
-        except BaseException:
+            await _send(conn, request, timeouts.get("write"), self._proxy_headers)
+            try:
+                async with asyncio.timeout(read_timeout):
+                    status, reason, headers, keep, body = await reply
+            except TimeoutError:
+                raise httpx.ReadTimeout(
+                    f"no complete response within {read_timeout} s", request=request
+                ) from None
+        except BaseException as exc:
+            _forget(reply)
             pool.release(conn, reusable=False)
+            if isinstance(exc, httpx.RequestError) and exc._request is None:
+                exc.request = request
             raise
         extensions: dict[str, Any] = {"http_version": b"HTTP/1.1", "reason_phrase": reason}
         if body is not None:
             pool.release(conn, keep)
             return _read_response(status, headers, body, request, extensions)
-        stream = _BodyStream(pool, conn, request, mode, length, keep, read_timeout)
+        stream = _BodyStream(pool, conn, request, keep, read_timeout)
         return httpx.Response(
             status, headers=headers, stream=stream, request=request, extensions=extensions
         )
 
     async def aclose(self) -> None:
         self._closed = True
-        for pool in self._pools.values():
+        for pool in {id(pool): pool for pool in self._pools.values()}.values():
             pool.close()
         self._pools.clear()
 
@@ -548,10 +640,11 @@ class FastTransport(httpx.AsyncBaseTransport):
         if self._closed:
             raise RuntimeError("the transport has been closed")
         pool = self._pools.get(head.origin) or self._origin_pool(head.url, None)
-        conn = await pool.acquire_direct(pool_timeout, connect_timeout)
+        conn = await pool.acquire(None, pool_timeout, connect_timeout)
+        reply = conn.expect(head.close, head.head_only, None)
         try:
-            reply = conn.expect(head.close, head.head_only)
-            conn.transport.write(b"%s%d\r\n\r\n%s" % (head.data, len(content), content))
+            data = head.data if self._proxy_headers is None else head.via(self._proxy_headers)
+            conn.transport.write(b"%s%d\r\n\r\n%s" % (data, len(content), content))
             if conn.paused:  # the kernel did not take it all, and more waits to be sent
                 try:
                     async with asyncio.timeout(write_timeout):
@@ -571,9 +664,11 @@ class FastTransport(httpx.AsyncBaseTransport):
                         f"no complete response within {read_timeout} s"
                     ) from None
         except BaseException:
+            _forget(reply)
             pool.release(conn, reusable=False)
             raise
         pool.release(conn, keep)
+        assert body is not None  # expected whole (eager None)
         for name, _ in headers:
             if name.lower() == b"content-encoding":  # httpx's decoders undo it
                 body = httpx.Response(status, headers=headers, content=body).content
@@ -588,7 +683,7 @@ class RequestHead:
     ``Transfer-Encoding``). A CR or LF inside a name or value is refused
     (``httpx.LocalProtocolError``), as for any request."""
 
-    __slots__ = ("close", "data", "head_only", "origin", "url")
+    __slots__ = ("_headers", "_method", "_via", "close", "data", "head_only", "origin", "url")
 
     def __init__(self, method: str, url: httpx.URL, headers: Sequence[tuple[bytes, bytes]]):
         for name, _ in headers:
@@ -601,8 +696,21 @@ class RequestHead:
         self.close = any(
             name.lower() == b"connection" and b"close" in value.lower() for name, value in headers
         )
-        self.data = _encode_head(method, url.raw_path, [*headers, (b"Content-Length", b"")], None)
+        self._method = method
+        self._headers = [*headers, (b"Content-Length", b"")]
+        self.data = _encode_head(method, url.raw_path, self._headers, None)
         self.data = self.data[: -len(b"\r\n\r\n")]  # the length goes here, per request
+        self._via: tuple[list[tuple[bytes, bytes]], bytes] | None = None
+
+    def via(self, proxy_headers: list[tuple[bytes, bytes]]) -> bytes:
+        """``data`` for a proxy: the absolute URL as the target, ``proxy_headers`` before
+        ``Content-Length`` (encoded once per list of proxy headers)."""
+        if self._via is None or self._via[0] is not proxy_headers:
+            target = _absolute_target(self.url)
+            headers = [*self._headers[:-1], *proxy_headers, self._headers[-1]]
+            data = _encode_head(self._method, target, headers, None)[: -len(b"\r\n\r\n")]
+            self._via = (proxy_headers, data)
+        return self._via[1]
 
 
 class Reply:
@@ -679,97 +787,65 @@ def _encode_head(
     return head
 
 
-async def _send(conn: _Connection, request: httpx.Request, timeout: float | None) -> bool:
-    """Write the request; True if it asks to close the connection afterwards."""
+async def _send(
+    conn: _Connection,
+    request: httpx.Request,
+    timeout: float | None,
+    proxy_headers: list[tuple[bytes, bytes]] | None,
+) -> None:
+    """Write the request (to a proxy if ``proxy_headers`` is not None: its target the
+    absolute URL, those headers added)."""
     raw_headers = request.headers.raw
-    chunked = close = False
+    chunked = False
     for name, value in raw_headers:
-        lname = name.lower()
-        if lname == b"transfer-encoding":
+        if name.lower() == b"transfer-encoding":
             chunked = b"chunked" in value.lower()
-        elif lname == b"connection":
-            close = b"close" in value.lower()
-    head = _encode_head(request.method, request.url.raw_path, raw_headers, request)
-    writer = conn.writer
+    url = request.url
+    if proxy_headers is None:
+        head = _encode_head(request.method, url.raw_path, raw_headers, request)
+    else:
+        target = _absolute_target(url)
+        head = _encode_head(request.method, target, [*raw_headers, *proxy_headers], request)
+    write = conn.transport.write
     try:
         content: bytes | None = request.content
     except httpx.RequestNotRead:
         content = None
     try:
         if content is not None:
-            writer.write(head + content)
-            if writer.transport.get_write_buffer_size():  # the kernel did not take it all
+            write(head + content)
+            if conn.paused:  # the kernel did not take it all
                 async with asyncio.timeout(timeout):
-                    await writer.drain()
-            return close
+                    await conn.drained()
+            return
         async with asyncio.timeout(timeout):
-            writer.write(head)
+            write(head)
             assert isinstance(request.stream, httpx.AsyncByteStream)
             async for chunk in request.stream:
                 if chunk:
-                    writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk)
-                    await writer.drain()
+                    write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk)
+                    await conn.drained()
             if chunked:
-                writer.write(b"0\r\n\r\n")
-            await writer.drain()
-        return close
+                write(b"0\r\n\r\n")
+            await conn.drained()
     except TimeoutError:
         raise httpx.WriteTimeout(
             f"writing the request took over {timeout} s", request=request
         ) from None
-    except OSError as exc:
-        raise httpx.WriteError(f"connection failed while sending: {exc}", request=request) from exc
 
 
-async def _receive(
-    conn: _Connection,
-    request: httpx.Request | None,
-    timeout: float | None,
-    close_requested: bool,
-    head_only: bool,
-) -> tuple[int, bytes, list[tuple[bytes, bytes]], int, int, bool, bytes | None]:
-    """Read the response head and, if it is small and framed by Content-Length, the body (one
-    read timeout for both). Returns status, reason, headers, body framing (mode, length),
-    whether the connection is reusable after the body, and the body if read."""
-    reader = conn.reader
-    got_head = False
-    try:
-        async with asyncio.timeout(timeout):
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                status, reason, version, headers = _parse_head(head, request)
-                if status >= 200 or status == 101:
-                    break  # skip 1xx informational heads (100 Continue, 103 Early Hints)
-            got_head = True
-            mode, length, keep = _framing(
-                request, status, version, headers, close_requested, head_only
-            )
-            body = None
-            if mode == _LENGTH and length <= _EAGER_BODY:
-                body = await reader.readexactly(length) if length else b""
-    except TimeoutError:
-        raise httpx.ReadTimeout(
-            f"no complete response within {timeout} s", request=request
-        ) from None
-    except asyncio.IncompleteReadError as exc:
-        if got_head:
-            raise httpx.RemoteProtocolError(
-                "peer closed connection without sending complete message body", request=request
-            ) from None
-        if not exc.partial:
-            raise httpx.RemoteProtocolError(
-                "Server disconnected without sending a response.", request=request
-            ) from None
-        raise httpx.RemoteProtocolError(
-            "Server disconnected in the middle of the response head.", request=request
-        ) from None
-    except asyncio.LimitOverrunError:
-        raise httpx.RemoteProtocolError(
-            f"response head larger than {_HEAD_LIMIT} bytes", request=request
-        ) from None
-    except OSError as exc:
-        raise httpx.ReadError(f"connection failed while reading: {exc}", request=request) from exc
-    return status, reason, headers, mode, length, keep, body
+def _absolute_target(url: httpx.URL) -> bytes:
+    """The request target in absolute form, as a proxy is sent it (RFC 9112 §3.2.2)."""
+    return b"%s://%s%s" % (url.raw_scheme, url.netloc, url.raw_path)
+
+
+def _forget(reply: asyncio.Future[Any]) -> None:
+    """Drop a reply no one will wait for (its error, if any, seen)."""
+    if reply.done():
+        if not reply.cancelled():
+            reply.exception()
+    else:
+        reply.cancel()
 
 
 def _framing(
@@ -831,40 +907,6 @@ def _parse_head(
     return int(parts[1]), reason, parts[0], headers
 
 
-async def _read_exactly(
-    conn: _Connection, request: httpx.Request | None, n: int, timeout: float | None
-) -> bytes:
-    try:
-        async with asyncio.timeout(timeout):
-            return await conn.reader.readexactly(n)
-    except TimeoutError:
-        raise httpx.ReadTimeout(f"body not received within {timeout} s", request=request) from None
-    except asyncio.IncompleteReadError:
-        raise httpx.RemoteProtocolError(
-            "peer closed connection without sending complete message body", request=request
-        ) from None
-    except OSError as exc:
-        raise httpx.ReadError(f"connection failed while reading: {exc}", request=request) from exc
-
-
-async def _read_line(
-    conn: _Connection, request: httpx.Request | None, timeout: float | None
-) -> bytes:
-    try:
-        async with asyncio.timeout(timeout):
-            return await conn.reader.readuntil(b"\r\n")
-    except TimeoutError:
-        raise httpx.ReadTimeout(f"body not received within {timeout} s", request=request) from None
-    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-        raise httpx.RemoteProtocolError(
-            "peer closed connection without sending complete message body (incomplete chunked "
-            "read)",
-            request=request,
-        ) from None
-    except OSError as exc:
-        raise httpx.ReadError(f"connection failed while reading: {exc}", request=request) from exc
-
-
 class _BodyStream(httpx.AsyncByteStream):
     """A response body read from the connection as httpx iterates; frees the connection on
     close (back to the pool only if the body was read to its end)."""
@@ -873,17 +915,13 @@ class _BodyStream(httpx.AsyncByteStream):
         self,
         pool: _Pool,
         conn: _Connection,
-        request: httpx.Request | None,
-        mode: int,
-        length: int,
+        request: httpx.Request,
         keep: bool,
         timeout: float | None,
     ) -> None:
         self._pool = pool
         self._conn: _Connection | None = conn
         self._request = request
-        self._mode = mode
-        self._length = length
         self._keep = keep
         self._timeout = timeout
         self._complete = False
@@ -893,44 +931,15 @@ class _BodyStream(httpx.AsyncByteStream):
         if conn is None:
             raise httpx.StreamClosed()
         request, timeout = self._request, self._timeout
-        if self._mode == _LENGTH:
-            remaining = self._length
-            while remaining:
-                chunk = await _read_exactly(conn, request, min(remaining, _READ_SIZE), timeout)
-                remaining -= len(chunk)
-                yield chunk
-        elif self._mode == _CHUNKED:
-            while True:
-                line = await _read_line(conn, request, timeout)
-                try:
-                    size = int(line.split(b";", 1)[0].strip(), 16)
-                except ValueError:
-                    raise httpx.RemoteProtocolError(
-                        f"bad chunk size line {line[:40]!r}", request=request
-                    ) from None
-                if size == 0:
-                    while await _read_line(conn, request, timeout) != b"\r\n":
-                        pass  # trailers are dropped
-                    break
-                data = await _read_exactly(conn, request, size + 2, timeout)
-                if data[-2:] != b"\r\n":
-                    raise httpx.RemoteProtocolError("bad chunk terminator", request=request)
-                yield data[:-2]
-        else:
-            while True:
-                try:
-                    async with asyncio.timeout(timeout):
-                        data = await conn.reader.read(_READ_SIZE)
-                except TimeoutError:
-                    raise httpx.ReadTimeout(
-                        f"body not received within {timeout} s", request=request
-                    ) from None
-                except OSError as exc:
-                    raise httpx.ReadError(
-                        f"connection failed while reading: {exc}", request=request
-                    ) from exc
-                if not data:
-                    break
+        done = False
+        while not done:
+            try:
+                data, done = await conn.read_body(timeout, request)
+            except httpx.RequestError as exc:
+                if exc._request is None:
+                    exc.request = request
+                raise
+            if data:
                 yield data
         self._complete = True
 

@@ -1,15 +1,18 @@
 """Which httpx transport an adapter's ``httpx.AsyncClient`` gets.
 
 Measured side by side by ``bench/bench_http.py`` (2,000 calls, 50 ms server, 64 in flight):
-:class:`~harness.adapters.fast_transport.FastTransport` is the default; httpx's own pool is kept
-for proxies (which FastTransport does not speak) and both it and httpx-aiohttp's
-``AiohttpTransport`` remain selectable for comparison (the latter needs the ``bench`` extra:
+:class:`~harness.adapters.fast_transport.FastTransport` is the default, also through an
+``http://`` proxy set in the environment for an ``http://`` endpoint; httpx's own pool is kept
+for the proxies FastTransport does not speak (an ``https://`` endpoint, which needs a CONNECT
+tunnel, or a proxy that is not ``http://``), which is logged once per proxy; both it and
+httpx-aiohttp's ``AiohttpTransport`` remain selectable for comparison (the latter needs the ``bench`` extra:
 ``pip install -e ".[bench]"``). On FastTransport the ``openai`` adapter sends by its direct path
 (:meth:`~harness.adapters.fast_transport.FastTransport.exchange`), not through httpx's client.
 """
 
 from __future__ import annotations
 
+import logging
 import urllib.request
 
 import httpx
@@ -18,6 +21,10 @@ from harness.adapters.fast_transport import FastTransport
 from mindledger.errors import UserError
 
 __all__ = ["TRANSPORT_KINDS", "default_transport", "make_transport"]
+
+log = logging.getLogger("mindledger.transports")
+_told: set[tuple[str, str]] = set()
+"""(endpoint scheme, proxy without credentials) already logged as going through httpx's pool."""
 
 TRANSPORT_KINDS = ("fast", "aiohttp", "httpx")
 """fast: FastTransport; aiohttp: httpx-aiohttp's AiohttpTransport; httpx: httpx's own pool."""
@@ -54,12 +61,28 @@ def env_proxy(url: httpx.URL) -> str | None:
 
 
 def default_transport(base_url: str, *, max_connections: int = 64) -> httpx.AsyncBaseTransport:
-    """The fastest correct transport for ``base_url``: FastTransport, or httpx's own pool through
-    the proxy when the environment sets one for that URL."""
-    proxy = env_proxy(httpx.URL(base_url))
-    if proxy is not None:
-        limits = httpx.Limits(
-            max_connections=max_connections, max_keepalive_connections=max_connections
+    """The fastest correct transport for ``base_url``: FastTransport, through the proxy the
+    environment sets for that URL if it is an ``http://`` proxy and an ``http://`` URL; else,
+    when a proxy is set, httpx's own pool through it (logged once: slower, see the module
+    docstring)."""
+    url = httpx.URL(base_url)
+    proxy = env_proxy(url)
+    if proxy is None:
+        return make_transport("fast", max_connections=max_connections)
+    proxy_url = httpx.URL(proxy)
+    if url.scheme == "http" and proxy_url.scheme == "http" and proxy_url.host:
+        return FastTransport(max_connections=max_connections, proxy=proxy_url)
+    shown = str(proxy_url.copy_with(username=None, password=None))
+    if (url.scheme, shown) not in _told:
+        _told.add((url.scheme, shown))
+        log.warning(
+            "%s:// requests go through httpx's connection pool to the proxy %s (FastTransport "
+            "sends only http:// requests through an http:// proxy, without CONNECT): expect "
+            "more CPU per request",
+            url.scheme,
+            shown,
         )
-        return httpx.AsyncHTTPTransport(limits=limits, proxy=proxy)
-    return make_transport("fast", max_connections=max_connections)
+    limits = httpx.Limits(
+        max_connections=max_connections, max_keepalive_connections=max_connections
+    )
+    return httpx.AsyncHTTPTransport(limits=limits, proxy=proxy)

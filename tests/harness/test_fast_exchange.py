@@ -48,7 +48,13 @@ async def by_httpx(url: str, method: str = "POST") -> httpx.Response:
 
 def chunked(*parts: bytes, trailer: bytes = b"") -> bytes:
     body = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts)
-    return b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + body + b"0\r\n" + trailer + b"\r\n"
+    return (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + body
+        + b"0\r\n"
+        + trailer
+        + b"\r\n"
+    )
 
 
 GOOD = {
@@ -91,6 +97,26 @@ async def test_a_head_request_reads_no_body(canned: Serve) -> None:
         assert got.content == b"" and got.headers["content-length"] == "5"
         assert (await transport.exchange(head_for(base), b"")).content == b"ok"  # in step
     assert len(canned.heads) == 2  # type: ignore[attr-defined]
+
+
+async def test_through_a_proxy_the_head_names_the_absolute_url(canned: Serve) -> None:
+    proxy = await canned([GOOD["length"], GOOD["chunked"]])
+    url = "http://models.example.test:8000/v1/chat/completions"
+    head = head_for(url)
+    async with FastTransport(proxy=proxy.replace("http://", "http://u:p@")) as transport:
+        assert (await transport.exchange(head, CHAT)).content == b"ok"
+        assert (await transport.exchange(head, CHAT)).content.endswith(b"end")
+    first, second = canned.heads  # type: ignore[attr-defined]
+    assert first == second  # one connection, the head encoded once
+    lines = first.split(b"\r\n")
+    assert lines[0] == b"POST http://models.example.test:8000/v1/chat/completions HTTP/1.1"
+    assert lines[1] == b"Host: models.example.test:8000"
+    assert lines[2] == b"Proxy-Authorization: Basic dTpw"  # u:p
+    assert lines[3] == b"Content-Length: %d" % len(CHAT)
+    async with FastTransport() as plain:  # without a proxy, the same head names the path
+        base = await canned([GOOD["length"]])
+        assert (await plain.exchange(head_for(base + "/v1/chat/completions"), CHAT)).content
+    assert canned.heads[-1].startswith(b"POST /v1/chat/completions HTTP/1.1")  # type: ignore[attr-defined]
 
 
 BAD = {
@@ -137,7 +163,9 @@ async def test_a_bad_reply_raises_what_httpx_raises(
 
 
 async def test_a_body_that_does_not_decode_is_a_decoding_error(canned: Serve) -> None:
-    base = await canned([b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 3\r\n\r\nnot"])
+    base = await canned(
+        [b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 3\r\n\r\nnot"]
+    )
     async with FastTransport() as transport:
         with pytest.raises(httpx.DecodingError):
             await transport.exchange(head_for(base), b"")

@@ -5,9 +5,11 @@ streaming, large bodies, HEAD/204/304, TLS) and canned byte-exact replies (odd f
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime as dt
 import ipaddress
 import json
+import logging
 import socket
 import ssl
 import time
@@ -20,7 +22,7 @@ import httpx
 import pytest
 from aiohttp import web
 
-from harness.adapters import FastTransport, default_transport, make_transport
+from harness.adapters import FastTransport, default_transport, make_transport, transports
 from harness.testing import FakeOpenAI, Faults
 
 
@@ -381,6 +383,20 @@ async def test_body_until_close_and_informational_heads(
         assert r.content == b"until the end"
 
 
+async def test_a_chunk_larger_than_the_read_pause_mark_streams_to_a_slow_reader(
+    canned: Callable[[list[bytes]], Awaitable[str]],
+) -> None:
+    big = bytes(range(256)) * 4096  # 1 MiB in one chunk: more than is held before pausing
+    reply = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    reply += b"%x\r\n%s\r\n0\r\n\r\n" % (len(big), big)
+    base = await canned([reply, b"HTTP/1.1 204 No Content\r\n\r\n"])
+    async with client(FastTransport(), timeout=10) as c:
+        async with c.stream("GET", base) as r:
+            await asyncio.sleep(0.2)  # the whole reply arrives before anyone reads
+            assert await r.aread() == big
+        assert (await c.get(base)).status_code == 204  # and the connection was kept
+
+
 @pytest.mark.parametrize(
     "reply, error",
     [
@@ -420,16 +436,57 @@ async def test_closed_transport_refuses_requests() -> None:
         await transport.handle_async_request(httpx.Request("GET", "http://127.0.0.1:1/"))
 
 
-def test_default_transport_is_fast_unless_a_proxy_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_transport_through_a_proxy_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     for var in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
         monkeypatch.delenv(var, raising=False)
         monkeypatch.delenv(var.upper(), raising=False)
-    assert isinstance(default_transport("https://api.example.test/v1"), FastTransport)
-    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example.test:3128")
-    assert isinstance(default_transport("https://api.example.test/v1"), httpx.AsyncHTTPTransport)
+    monkeypatch.setattr(transports, "_told", set())
+    plain = default_transport("https://api.example.test/v1")
+    assert isinstance(plain, FastTransport) and plain._proxy is None
+    # an https:// endpoint needs CONNECT: httpx's pool, said once, without the credentials
+    monkeypatch.setenv("HTTPS_PROXY", "http://user:secret@proxy.example.test:3128")
+    with caplog.at_level(logging.WARNING, logger="mindledger.transports"):
+        first = default_transport("https://api.example.test/v1")
+        again = default_transport("https://api.example.test/v1")
+    assert isinstance(first, httpx.AsyncHTTPTransport)
+    assert isinstance(again, httpx.AsyncHTTPTransport)
+    said = [r.getMessage() for r in caplog.records if r.name == "mindledger.transports"]
+    assert len(said) == 1
+    assert "proxy.example.test:3128" in said[0] and "secret" not in said[0]
+    # an http:// endpoint through an http:// proxy: FastTransport, sending to the proxy
     assert isinstance(default_transport("http://127.0.0.1:8000/v1"), FastTransport)
-    monkeypatch.setenv("NO_PROXY", "api.example.test")
-    assert isinstance(default_transport("https://api.example.test/v1"), FastTransport)
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.example.test:3128")
+    via = default_transport("http://models.example.test:8000/v1")
+    assert isinstance(via, FastTransport)
+    assert via._proxy == httpx.URL("http://proxy.example.test:3128")
+    monkeypatch.setenv("NO_PROXY", "api.example.test,models.example.test")
+    for url in ("https://api.example.test/v1", "http://models.example.test:8000/v1"):
+        direct = default_transport(url)
+        assert isinstance(direct, FastTransport) and direct._proxy is None
+
+
+async def test_requests_through_a_proxy_name_their_absolute_url(
+    canned: Callable[[list[bytes]], Awaitable[str]],
+) -> None:
+    ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    proxy = await canned([ok, ok])
+    with_credentials = proxy.replace("http://", "http://us%40er:pa%3Ass@")
+    async with client(FastTransport(proxy=with_credentials)) as c:
+        assert (await c.get("http://models.example.test:8000/v1/x?q=1")).content == b"ok"
+        assert (await c.post("http://other.example.test/y", content=b"hi")).content == b"ok"
+        with pytest.raises(httpx.UnsupportedProtocol, match="CONNECT"):
+            await c.get("https://models.example.test/v1")
+    heads = canned.heads  # type: ignore[attr-defined]
+    assert len(heads) == 2  # one connection to the proxy, kept alive for both origins
+    first, second = (head.split(b"\r\n") for head in heads)
+    assert first[0] == b"GET http://models.example.test:8000/v1/x?q=1 HTTP/1.1"
+    assert b"Host: models.example.test:8000" in first
+    assert b"Proxy-Authorization: Basic " + base64.b64encode(b"us@er:pa:ss") in first
+    assert second[0] == b"POST http://other.example.test/y HTTP/1.1"
+    with pytest.raises(ValueError, match="http:// URL"):
+        FastTransport(proxy="socks5://127.0.0.1:1080")
 
 
 def test_make_transport_kinds() -> None:
