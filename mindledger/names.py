@@ -14,10 +14,13 @@ import re
 
 from mindledger.errors import InputError
 
-__all__ = ["AGENT_NAME", "AGENT_NAME_RULE", "check_agent_name"]
+__all__ = ["AGENT_NAME", "AGENT_NAME_PATTERN", "AGENT_NAME_RULE", "check_agent_name"]
 
-AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}\Z")
-"""What an agent name looks like."""
+AGENT_NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$"
+"""What an agent name looks like, as a JSON Schema (ECMA) pattern: the API's documents use it."""
+
+AGENT_NAME = re.compile(AGENT_NAME_PATTERN[:-1] + r"\Z")
+r"""What an agent name looks like (``\Z``: no newline at the end, which Python's ``$`` allows)."""
 
 AGENT_NAME_RULE = "letters, digits and _ . : -, starting with a letter or digit, up to 100"
 """:data:`AGENT_NAME` in words, for error messages."""

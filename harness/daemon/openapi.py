@@ -15,11 +15,14 @@ from typing import Any
 from harness.daemon.access import Access, access_of
 from harness.daemon.witness_api import WITNESS_PATHS
 from harness.suites import SUITES
+from mindledger.names import AGENT_NAME_PATTERN
 
 __all__ = ["openapi_document"]
 
 DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
 TEXT = {"type": "string", "minLength": 1}
+NAME = {"type": "string", "pattern": AGENT_NAME_PATTERN}
+"""An agent name (:mod:`mindledger.names`): the predictor and target of a commit."""
 POLICY = "^(oracle|random|reality-leak|not-reality|depth-capped:[0-9]|level:[0-9])$"
 """The reference agents a run may name (the daemon accepts larger N and K too)."""
 ERROR = {"$ref": "#/components/schemas/Error"}
@@ -285,8 +288,8 @@ def openapi_document(
                                     _only("messages", ("request", "query", "query_hash")),
                                 ],
                                 "properties": {
-                                    "predictor": TEXT,
-                                    "target": TEXT,
+                                    "predictor": NAME,
+                                    "target": NAME,
                                     "query": TEXT,
                                     "commitment": DIGEST,
                                     "item": {"type": ["string", "null"]},
