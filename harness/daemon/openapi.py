@@ -292,7 +292,7 @@ def openapi_document(
                                     "target": NAME,
                                     "query": TEXT,
                                     "commitment": DIGEST,
-                                    "item": {"type": ["string", "null"]},
+                                    "item": {"type": ["string", "null"], "minLength": 1},
                                     "condition": {
                                         "anyOf": [
                                             SCALAR,
