@@ -4,6 +4,7 @@
 Ctrl-C exits 130 even when it lands while the command line is still being imported.
 """
 
+import os
 import sys
 
 
@@ -13,6 +14,7 @@ def run() -> None:
         from harness.cli.main import main
 
         main()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # before main's own handler exists (its imports)
         sys.stderr.write("Interrupted.\n")
-        sys.exit(130)
+        sys.stderr.flush()
+        os._exit(130)

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -202,6 +203,21 @@ def _usage_line(exc: click.UsageError) -> str:
     return f"error: {readable(scrub(message))}{hint}"
 
 
+def interrupted() -> NoReturn:
+    """Say "Interrupted." and exit 130 — at once, without the interpreter's finalisation: when
+    Ctrl-C lands while CPython runs code through its own ``PyRun`` entry points (as an import
+    of the database layer can), CPython remembers the KeyboardInterrupt as unhandled even after
+    it is caught here, and at exit kills the process with SIGINT (exit −2) instead of 130. Every
+    ``finally`` block has run by the time the exception gets here; the streams are flushed."""
+    sys.stderr.write("Interrupted.\n")
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(130)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI and turn errors into exit codes."""
     try:
@@ -216,12 +232,8 @@ def main(argv: list[str] | None = None) -> None:
                 )
                 sys.exit(2)
         rv = cli.main(args=argv, prog_name="mindledger", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("Interrupted.", err=True)
-        sys.exit(130)
-    except KeyboardInterrupt:
-        click.echo("Interrupted.", err=True)
-        sys.exit(130)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        interrupted()
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.NoArgsIsHelpError as exc:
