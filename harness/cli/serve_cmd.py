@@ -46,8 +46,13 @@ def serve(
     daemon = build_daemon(settings, scheduler=not no_scheduler, suite=suite)
     bound_host = host or settings.api_host
     bound_port = port or settings.api_port
-    click.echo(f"mindledger daemon on http://{bound_host}:{bound_port}", err=True)
-    daemon.serve(bound_host, bound_port)
+    daemon.serve(
+        bound_host,
+        bound_port,
+        announce=lambda: click.echo(
+            f"mindledger daemon on http://{bound_host}:{bound_port}", err=True
+        ),
+    )
 
 
 _CREATE_OPTIONS = ("--scope", "--operator", "--label", "--expires", "--max-runs", "--new")

@@ -12,7 +12,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,12 +43,35 @@ class Daemon:
     scheduler: DaemonScheduler | None
     app: Starlette
 
-    def serve(self, host: str | None = None, port: int | None = None) -> None:
+    def serve(
+        self,
+        host: str | None = None,
+        port: int | None = None,
+        *,
+        announce: Callable[[], None] | None = None,
+    ) -> None:
         """Start the scheduler and serve the API until interrupted: after a clean shutdown,
         Ctrl-C (SIGINT) raises KeyboardInterrupt and SIGTERM exits 143, wherever the signal
-        landed."""
-        if self.scheduler is not None:
-            self.scheduler.start()
+        landed. From ``announce`` (the caller's "daemon on …" line) on, a signal is recorded
+        rather than raised — a KeyboardInterrupt raised inside a garbage-collector callback is
+        printed and dropped by CPython, which left a daemon running after Ctrl-C — and acted
+        on once uvicorn is up."""
+        early: list[int] = []
+        in_main = threading.current_thread() is threading.main_thread()
+        original = (
+            {sig: signal.signal(sig, lambda signum, _frame: early.append(signum))
+             for sig in HANDLED_SIGNALS}
+            if in_main else {}
+        )  # fmt: skip
+        try:
+            if announce is not None:
+                announce()
+            if self.scheduler is not None:
+                self.scheduler.start()
+        except BaseException:
+            for sig, handler in original.items():
+                signal.signal(sig, handler)
+            raise
         server = _Server(
             uvicorn.Config(
                 self.app,
@@ -58,9 +81,13 @@ class Daemon:
                 lifespan="on",
             )
         )
+        server.early = early
+        server.original_handlers = original
         try:
             server.run()
         finally:
+            for sig, handler in original.items():
+                signal.signal(sig, handler)
             self.close()
         caught = server.caught
         if signal.SIGINT in caught:
@@ -83,6 +110,10 @@ class _Server(uvicorn.Server):
     made ``mindledger serve`` exit 0 instead of 130 now and then. The signals are recorded
     (uvicorn's ``handle_exit``) and :meth:`Daemon.serve` acts on them after the shutdown."""
 
+    early: list[int]
+    """Signals recorded before uvicorn was up (see :meth:`Daemon.serve`)."""
+    original_handlers: dict[signal.Signals, Any]
+
     @property
     def caught(self) -> list[int]:
         return list(getattr(self, "_captured_signals", []))
@@ -92,11 +123,14 @@ class _Server(uvicorn.Server):
         if threading.current_thread() is not threading.main_thread():
             yield
             return
-        original = {sig: signal.signal(sig, self.handle_exit) for sig in HANDLED_SIGNALS}
+        for sig in HANDLED_SIGNALS:
+            signal.signal(sig, self.handle_exit)
+        for sig in getattr(self, "early", []):
+            self.handle_exit(sig, None)  # a Ctrl-C before uvicorn was up stops it now
         try:
             yield
         finally:
-            for sig, handler in original.items():
+            for sig, handler in getattr(self, "original_handlers", {}).items():
                 signal.signal(sig, handler)
 
 
