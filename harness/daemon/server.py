@@ -8,6 +8,7 @@ interrupted; :class:`BackgroundServer` serves the app on a thread (a real socket
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import socket
 import threading
@@ -16,9 +17,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import h11
 import uvicorn
 from sqlalchemy.engine import Engine
 from starlette.applications import Starlette
+from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import HANDLED_SIGNALS
 
 from harness.daemon.api import create_app
@@ -29,7 +32,37 @@ from harness.workspace import Workspace
 from ledger.predictions import Ledger
 from ledger.store import Store
 
-__all__ = ["BackgroundServer", "Daemon", "build_daemon"]
+__all__ = ["BackgroundServer", "Daemon", "JsonErrorsH11", "build_daemon"]
+
+
+class JsonErrorsH11(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol, answering a request that is not valid HTTP (a
+    ``Content-Length`` of ``^``, a header name with a space) with the API's JSON error body
+    rather than uvicorn's plain text: every 400 a client can get has one shape."""
+
+    def send_400_response(self, msg: str) -> None:
+        body = json.dumps(
+            {
+                "error": {
+                    "code": "bad_http",
+                    "message": f"{msg.rstrip('.')}: expected a valid HTTP/1.1 request "
+                    "(request line, header names and values, Content-Length)",
+                    "field": None,
+                }
+            }
+        ).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]
+        for event in (
+            h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+            h11.Data(data=body),
+            h11.EndOfMessage(),
+        ):
+            self.transport.write(self.conn.send(event) or b"")
+        self.transport.close()
 
 
 @dataclass
@@ -79,6 +112,7 @@ class Daemon:
                 port=port or self.settings.api_port,
                 log_level="info",
                 lifespan="on",
+                http=JsonErrorsH11,
             )
         )
         server.early = early
@@ -194,7 +228,7 @@ class BackgroundServer:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((self.host, self.port))
         self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self.app, log_level="warning", lifespan="on")
+        config = uvicorn.Config(self.app, log_level="warning", lifespan="on", http=JsonErrorsH11)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [sock]}, daemon=True

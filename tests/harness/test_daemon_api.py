@@ -5,6 +5,7 @@ generator here, so which calls are sampled is the same on every run."""
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -719,6 +720,30 @@ def test_malformed_bodies_give_400_naming_the_field_and_write_nothing(env: Env) 
         assert c.get("/health").status_code == 200
     assert env.fake.stats()["requests"] == 0
     assert env.daemon.ledger.verify() == []
+
+
+def test_a_request_that_is_not_valid_http_gets_the_json_error_body(env: Env) -> None:
+    """uvicorn refuses malformed HTTP before the app sees it; its plain-text 400 was the one
+    answer outside the document (schemathesis drew ``Content-Length: ^``)."""
+    port = int(env.url.rsplit(":", 1)[1])
+    for head in (
+        b"GET /calls HTTP/1.1\r\nHost: x\r\nContent-Length: ^\r\n\r\n",
+        b"GET /calls HTTP/1.1\r\nHost: x\r\nBad Name: 1\r\n\r\n",
+    ):
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(head)
+            raw = b""
+            while chunk := sock.recv(65536):
+                raw += chunk
+        status, _, rest = raw.partition(b"\r\n")
+        headers, _, body = rest.partition(b"\r\n\r\n")
+        assert status.startswith(b"HTTP/1.1 400"), raw
+        assert b"content-type: application/json" in headers.lower(), raw
+        error = json.loads(body)["error"]
+        assert error["code"] == "bad_http" and error["field"] is None
+        assert "expected a valid HTTP/1.1 request" in error["message"]
+    with env.client() as c:
+        assert c.get("/health").status_code == 200
 
 
 def test_unknown_ids_and_targets_are_404(env: Env) -> None:
