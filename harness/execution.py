@@ -82,6 +82,7 @@ def embedded_model(settings: Settings) -> Iterator[ModelEndpoint]:
         servers=settings.model_servers,
         threads=settings.model_threads,
         log_dir=settings.home / "logs",
+        weights=settings.model_weights,
     ) as pool:
         yield pool.base_urls
 

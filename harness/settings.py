@@ -291,6 +291,10 @@ class Settings:
     share the cores: see harness.local_model.LocalModelPool)."""
     model_servers: int = 0
     """Embedded model server processes; 0: one per usable CPU core (at most 8)."""
+    model_weights: str = "q8_0"
+    """The embedded model's weights as served: ``q8_0`` (re-encoded once from the packaged
+    Q4_1 and cached; reads prompts about twice as fast, see harness.gguf_q8) or
+    ``as-packaged``."""
     judge_agent: str = "local"
     """Agent that reads game trials' chains of thought as the extraction judge (seed 000
     Appendix D; any declared agent, or ``local``, the embedded model)."""
@@ -913,6 +917,9 @@ def _url_problem(url: str) -> str | None:
     return None
 
 
+MODEL_WEIGHTS = ("q8_0", "as-packaged")
+"""The values of ``model_weights``."""
+
 RANGES: dict[str, tuple[float, float]] = {
     "concurrency": (1, 10_000),
     "timeout": (0.001, 86_400),
@@ -946,6 +953,8 @@ def _check_ranges(s: Settings) -> None:
             raise bad(key, f"a number from {low:g} to {high:g}")
     if s.seed is not None and not 0 <= s.seed < 2**63:
         raise bad("seed", "a seed from 0 to 2**63 - 1")
+    if s.model_weights not in MODEL_WEIGHTS:
+        raise bad("model_weights", f"one of {', '.join(MODEL_WEIGHTS)}")
     if s.db_url and not s.db_url.startswith(("sqlite:", "postgresql:", "postgresql+", "postgres:")):
         raise bad("db_url", "a sqlite:/// or postgresql:// URL")
 
