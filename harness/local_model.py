@@ -83,15 +83,22 @@ def served_model_file(weights: str = "q8_0") -> Path:
         return source
 
 
-def model_status() -> tuple[bool, str]:
-    """(ok, message) for `mindledger doctor`: is the model file and its server installed?"""
+def model_status(weights: str = "q8_0") -> tuple[bool, str]:
+    """(ok, message) for `mindledger doctor`: is the model file and its server installed, and
+    which weights are served (see :func:`served_model_file`)?"""
     try:
         path = find_model_file()
     except ModelNotInstalledError as exc:
         return False, str(exc)
     if importlib.util.find_spec("xllamacpp") is None:
         return False, f"xllamacpp (the llama.cpp server) is not installed; {INSTALL_HINT}"
-    return True, f"{MODEL_NAME} at {path}"
+    if weights == "as-packaged":
+        return True, f"{MODEL_NAME} at {path} (served as packaged, Q4_1)"
+    from harness.gguf_q8 import cached_path
+
+    copy = cached_path(path)
+    when = "cached" if copy.is_file() else "made on the first run, in a few seconds"
+    return True, f"{MODEL_NAME} at {path}, served as Q8_0 from {copy} ({when})"
 
 
 def free_port() -> int:

@@ -133,12 +133,12 @@ async def _probe_agents(
     return {a.name: r for a, r in zip(agents, results, strict=True)}
 
 
-def _agent_check(agent: AgentConfig) -> Check:
+def _agent_check(agent: AgentConfig, weights: str = "q8_0") -> Check:
     name = f"agent {agent.name} ({agent.adapter})"
     if agent.adapter == "reference":
         return Check(name, True, f"scripted policy {agent.policy}")
     if agent.adapter == "local":
-        ok, detail = model_status()
+        ok, detail = model_status(weights)
         return Check(name, ok, detail)
     if agent.adapter == "command":
         exe = agent.command[0]
@@ -230,9 +230,9 @@ def doctor(fmt: str, no_probe: bool) -> None:
         )
     except MindledgerError as exc:
         checks.append(Check("database", False, str(exc)))
-    ok, detail = model_status()
+    ok, detail = model_status(settings.model_weights)
     checks.append(Check("embedded model", ok, detail, needed=False))
-    agent_checks = {a.name: _agent_check(a) for a in settings.agents.values()}
+    agent_checks = {a.name: _agent_check(a, settings.model_weights) for a in settings.agents.values()}
     reachable = [a for a in settings.agents.values() if agent_checks[a.name].ok]
     if reachable and not no_probe:
         results = asyncio.run(_probe_agents(settings, reachable, _probe_items(settings)))
