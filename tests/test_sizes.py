@@ -61,7 +61,6 @@ PARAMETERS_OVER: dict[str, int] = {
     "harness/matrix.py:run_matrix": 15,
     "nesttom/_generator.py:_item": 11,
     "nesttom/_generator.py:generate_items": 13,
-    "reports/_plots.py:_curve": 13,
 }
 """Functions with more than :data:`MAX_PARAMETERS` parameters, with their count today."""
 
