@@ -37,16 +37,17 @@ from nesttom import (
     DEPTHS,
     FORMS,
     MECHANISMS,
+    Design,
     Drawn,
     Story,
     answer_chain,
     validate_story,
 )
+from nesttom._drafts import draw_draft, name_draft
 from nesttom._generator import (
     _cell_rng,
-    _draw_story,
     _item,
-    _to_story,
+    _KeptStory,
     cell_of,
     generate_items,
     generate_story,
@@ -100,8 +101,8 @@ def unfiltered(n: int) -> None:
         hidden_ok = mechanism == "secret-observation" or depth == "R3-loop"
         draft = None
         while draft is None:
-            draft = _draw_story(rng, agents, length, mechanism, hidden_ok, depth == "R2-self")
-        story = _to_story(draft, rng, agents)
+            draft = draw_draft(rng, agents, length, mechanism, hidden_ok, depth == "R2-self")
+        story = name_draft(draft, rng, agents)
         chain: list[str] = []
         names = [a for a in story.agents if a != "you"]
         for _ in range(DEPTH_N[depth]):
@@ -111,15 +112,11 @@ def unfiltered(n: int) -> None:
         drawn = _drawn(story, tuple(chain), story.objects[0][0], depth, mechanism)
         story_dict = story.to_dict(questions=False)
         _item(
-            drawn,
-            seed=SEED,
+            _KeptStory(drawn, SEED, form, story_dict, content_hash(story_dict)),
             params={"index": i},
-            form=form,
             chain=tuple(chain),
             question="belief",
             selection="none",
-            story_dict=story_dict,
-            story_id=content_hash(story_dict),
         )
 
 
@@ -147,15 +144,11 @@ def main() -> None:
             sd = story.to_dict(questions=False)
             d2 = _drawn(story, d.chain, d.object, d.depth, d.mechanism)
             _item(
-                d2,
-                seed=SEED,
+                _KeptStory(d2, SEED, form, sd, content_hash(sd)),
                 params={"index": i},
-                form=form,
                 chain=d.chain,
                 question="belief",
                 selection="x",
-                story_dict=sd,
-                story_id=content_hash(sd),
             )
 
     t_floor = best_of(floor)
@@ -173,7 +166,7 @@ def main() -> None:
     )
     per_depth = []
     for depth in DEPTHS:
-        t = best_of(partial(generate_items, SEED + 1, 64, depths=(depth,)), 2)
+        t = best_of(partial(generate_items, SEED + 1, 64, Design(depths=(depth,))), 2)
         per_depth.append(f"{depth} {64 / t:.0f}")
     print("   by depth (items/s): " + ", ".join(per_depth))
 

@@ -58,6 +58,8 @@ from games._strategic import (
     make_abc_scenario,
     make_population_item,
     make_population_scenario,
+)
+from games._strategic_scoring import (
     population_prediction_scores,
     score_abc_answer,
     summarize_abc,

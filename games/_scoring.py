@@ -35,7 +35,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from games._spec import Action, GameSpec
-from games._strategic import ABC_GENERATOR, score_abc_answer
+from games._strategic import ABC_GENERATOR
+from games._strategic_scoring import score_abc_answer
 from mindledger.errors import InputError
 from mindledger.items import Item, Score
 
@@ -372,7 +373,7 @@ def score_reply(
 def score(item: Item, answer: Any) -> Score:
     """Score one answer to a games item (pure): a trial by :func:`score_reply` (a mapping
     answer's belief, chain and mentalizing fields are read as stated); an A/B/C/K item by
-    :func:`games._strategic.score_abc_answer`."""
+    :func:`games._strategic_scoring.score_abc_answer`."""
     if item.family != "games":
         raise InputError(f"not a games item (family {item.family!r})", where="item")
     if item.generator == ABC_GENERATOR:

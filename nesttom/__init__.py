@@ -7,8 +7,9 @@ accepts a path, for convenience; the CLI passes it parsed data.)
 - Story model and validation: :class:`Story`, :func:`validate_story`.
 - Exact semantics: :func:`answer_chain` (alias :func:`belief_of_chain`), :func:`chain_answers`,
   :func:`answer_questions` (the ``mindledger nesttom answer`` contract).
-- Generation: :func:`generate_items`, :func:`generate_story`, :func:`regenerate`,
-  :func:`verify_items`; baseline builders :func:`b1_items`, :func:`b2_items`, :func:`b4_items`.
+- Generation: :func:`generate_items` over a :class:`Design`, :func:`generate_story`,
+  :func:`regenerate`, :func:`verify_items`; baseline builders :func:`b1_items`,
+  :func:`b2_items`, :func:`b4_items`.
 - Scoring: :func:`score`, :func:`error_codes`, :func:`reference_answer`, and
   :func:`ambiguities` (what an item's error coding cannot tell apart).
 - External items: :func:`import_hitom`.
@@ -21,28 +22,30 @@ from typing import Any
 
 from mindledger.errors import InputError
 from mindledger.items import Item
-from nesttom._generator import (
+from nesttom._design import (
     APPLIED_DEPTHS,
     BELIEF_TYPES,
     DEPTH_N,
     DEPTHS,
-    FORMS,
-    GENERATOR,
-    LURES,
     MECHANISMS,
-    VERSION,
-    Drawn,
+    Design,
     cell_of,
     decisive_feasible,
     depth_label,
     feasible,
+)
+from nesttom._generator import (
+    GENERATOR,
+    LURES,
+    VERSION,
+    Drawn,
     generate_items,
     generate_story,
     regenerate,
 )
 from nesttom._hitom import import_hitom, parse_hitom_question, parse_hitom_story
 from nesttom._model import Enter, Event, Leave, Move, Question, Story, Tell, validate_story
-from nesttom._render import render_prompt, render_story
+from nesttom._render import FORMS, render_prompt, render_story
 from nesttom._scoring import (
     ERROR_TYPES,
     POLICIES,
@@ -74,6 +77,7 @@ __all__ = [
     "MECHANISMS",
     "POLICIES",
     "VERSION",
+    "Design",
     "Drawn",
     "Enter",
     "Event",

@@ -321,6 +321,21 @@ def import_hitom(path_or_data: Any) -> tuple[list[Item], dict[str, Any]]:
                 meta=meta,
             )
         )
+    report = _import_report(len(records), len(items), by_order, checked, labels, unknown_lines)
+    return items, report
+
+
+def _import_report(
+    n_records: int,
+    n_items: int,
+    by_order: Counter[str],
+    checked: list[dict[str, Any]],
+    labels: Mapping[tuple[str, str], set[str]],
+    unknown_lines: Counter[str],
+) -> dict[str, Any]:
+    """The report of :func:`import_hitom`: records and items by order, and over the ``checked``
+    stories (those without communication) the labels that disagree with NestToM semantics,
+    overall and by prompting type; ``labels`` holds the labels of each (story, question)."""
     disagree = [d for d in checked if not d["agrees"]]
     by_type: dict[str, Any] = {}
     for kind in sorted({d["type"] for d in checked}):
@@ -337,9 +352,9 @@ def import_hitom(path_or_data: Any) -> tuple[list[Item], dict[str, Any]]:
                 for o in orders
             },
         }
-    report = {
-        "records": len(records),
-        "items": len(items),
+    return {
+        "records": n_records,
+        "items": n_items,
         "by_order": dict(sorted(by_order.items())),
         "checked_records": len(checked),
         "disagreements": len(disagree),
@@ -357,4 +372,3 @@ def import_hitom(path_or_data: Any) -> tuple[list[Item], dict[str, Any]]:
             "released labels also predate Hi-ToM's permutation-bug fix."
         ),
     }
-    return items, report

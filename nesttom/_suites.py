@@ -35,17 +35,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from mindledger.items import Item
-from nesttom._generator import (
-    APPLIED_DEPTHS,
-    BELIEF_TYPES,
-    DEPTHS,
-    FORMS,
-    MECHANISMS,
-    _check_seed,
-    _story_items,
-    cell_of,
-    generate_items,
-)
+from nesttom._design import APPLIED_DEPTHS, BELIEF_TYPES, DEPTHS, Design
+from nesttom._generator import _check_seed, _story_items, generate_items
 
 __all__ = ["B1_STREAM", "B2_STREAM", "b1_items", "b2_items", "b4_items", "baseline_items"]
 
@@ -65,15 +56,13 @@ def b1_items(
     block: str = "B1",
 ) -> list[Item]:
     """B1: for each of the 8 depths, ``per_cell`` false-belief and ``per_cell`` true-belief
-    items (16 × ``per_cell`` items), factors crossed as :func:`~nesttom._generator.cell_of`
+    items (16 × ``per_cell`` items), factors crossed as :func:`~nesttom._design.cell_of`
     says. ``companions`` (True, or the belief types whose stories get them) adds, on each story,
     the items of every shallower prefix chain for joint accuracy."""
     return generate_items(
         seed,
         len(DEPTHS) * len(BELIEF_TYPES) * per_cell,
-        depths=DEPTHS,
-        length=length,
-        agents=agents,
+        Design(lengths=(length,), agents=(agents,)),
         stream=B1_STREAM,
         companions=companions,
         lures=LURES,
@@ -96,10 +85,12 @@ def b2_items(
             generate_items(
                 seed,
                 len(belief_types) * per_cell,
-                depths=("R2",),
-                belief_types=belief_types,
-                length=length,
-                agents=agents,
+                Design(
+                    depths=("R2",),
+                    belief_types=tuple(belief_types),
+                    lengths=(length,),
+                    agents=(agents,),
+                ),
                 stream=B2_STREAM,
                 lures=LURES,
                 block=block,
@@ -119,19 +110,12 @@ def b4_items(
     story per depth (the quick suite) has both polarities."""
     _check_seed(seed)
     out: list[Item] = []
+    design = Design(lengths=(length,), agents=(agents,))  # B1's
     story = 0  # B4's own count of stories, across depths
     for depth in APPLIED_DEPTHS:
         index = DEPTHS.index(depth)
         for _ in range(per_cell):
-            cell, form, _ = cell_of(
-                index,
-                depths=DEPTHS,
-                belief_types=BELIEF_TYPES,
-                mechanisms=MECHANISMS,
-                forms=FORMS,
-                lengths=(length,),
-                agents=(agents,),
-            )
+            cell, form, _ = design.cell(index)
             items = _story_items(
                 seed,
                 B1_STREAM,

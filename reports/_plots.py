@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from reports import _svg as s
@@ -446,38 +447,52 @@ def _depth_points(
     return sorted(out, key=lambda t: t[1])
 
 
+@dataclass(frozen=True)
+class _Style:
+    """How :func:`_curve` draws a series: its colour, the marker ``shape`` (None: none, or a
+    small dot where there are no interval bars either), the line's ``width`` and ``dash``,
+    ``hollow`` markers, each point's interval as a bar (``bars``), and the ``opacity``."""
+
+    colour: str
+    shape: str | None = None
+    width: float = 1.0
+    dash: str | None = None
+    hollow: bool = False
+    bars: bool = True
+    opacity: float | None = None
+
+
 def _curve(
     series: str,
     pts: Sequence[tuple[str, float, float, float, float, Mapping[str, Any]]],
     xs: s.Scale,
     ys: s.Scale,
-    colour: str,
+    style: _Style,
     *,
-    shape: str | None,
-    width: float,
-    dash: str | None = None,
-    hollow: bool = False,
-    bars: bool = True,
-    opacity: float | None = None,
     who: str = "",
     dx: float = 0.0,
 ) -> str:
     """One series: a line through its points, a marker with hover text per point and, when
-    ``bars``, each point's interval."""
+    ``style.bars``, each point's interval; shifted ``dx`` to the right."""
     if not pts:
         return ""
+    colour = style.colour
     coords = [(xs(x) + dx, ys(v)) for _, x, v, _, _, _ in pts]
-    body = s.polyline(coords, stroke=colour, width=width, dash=dash) if len(coords) > 1 else ""
+    body = (
+        s.polyline(coords, stroke=colour, width=style.width, dash=style.dash)
+        if len(coords) > 1
+        else ""
+    )
     for (lab, _, _, lo, hi, cell), (px, py) in zip(pts, coords, strict=True):
         mark = ""
-        if bars and math.isfinite(lo) and math.isfinite(hi):
+        if style.bars and math.isfinite(lo) and math.isfinite(hi):
             mark += _vbar(px, ys.clamped(lo), ys.clamped(hi), colour)
-        if shape:
-            mark += _marker(shape, px, py, colour, hollow=hollow)
-        elif not bars:
+        if style.shape:
+            mark += _marker(style.shape, px, py, colour, hollow=style.hollow)
+        elif not style.bars:
             mark += s.circle(px, py, 2.0, fill=colour)
         body += s.group(mark, title=f"{who} {lab}: {proportion_text(cell)}", class_="point")
-    return s.group(body, data_series=series, opacity=opacity)
+    return s.group(body, data_series=series, opacity=style.opacity)
 
 
 def _guide(kind: str, xs: s.Scale, y: float, colour: str, dash: str) -> str:
@@ -542,11 +557,7 @@ def _depth_panel(
                     _depth_points(agents[ref], "false", xpos),
                     xs,
                     ys,
-                    REFERENCE_COLOUR,
-                    shape=None,
-                    width=0.9,
-                    bars=False,
-                    opacity=0.45,
+                    _Style(REFERENCE_COLOUR, width=0.9, bars=False, opacity=0.45),
                     who=ref,
                 )
             )
@@ -558,10 +569,7 @@ def _depth_panel(
                 _depth_points(agents[c], "false", xpos),
                 xs,
                 ys,
-                colour,
-                shape="s",
-                width=1.6,
-                dash="5 3",
+                _Style(colour, shape="s", width=1.6, dash="5 3"),
                 who=f"{c} false belief",
                 dx=3.0,
             )
@@ -573,12 +581,7 @@ def _depth_panel(
             _depth_points(a, "true", xpos),
             xs,
             ys,
-            AGENT_COLOUR,
-            shape="^",
-            width=1.0,
-            dash="1 2",
-            hollow=True,
-            bars=False,
+            _Style(AGENT_COLOUR, shape="^", width=1.0, dash="1 2", hollow=True, bars=False),
             who=f"{name} true belief",
         )
     )
@@ -588,11 +591,13 @@ def _depth_panel(
             _depth_points(a, "false", xpos),
             xs,
             ys,
-            INVALID_CURVE if invalid else AGENT_COLOUR,
-            shape="o",
-            width=1.2 if invalid else 2.2,
-            dash="5 3" if invalid else None,
-            hollow=invalid,
+            _Style(
+                INVALID_CURVE if invalid else AGENT_COLOUR,
+                shape="o",
+                width=1.2 if invalid else 2.2,
+                dash="5 3" if invalid else None,
+                hollow=invalid,
+            ),
             who=f"{name} false belief",
             dx=-3.0,
         )
@@ -644,9 +649,7 @@ def _reality(
         [("R0", 0.0, v, *(_ends(rc.get("ci")) or (math.nan, math.nan)), rc)],
         xs,
         ys,
-        colour,
-        shape=shape,
-        width=1.0,
+        _Style(colour, shape=shape, width=1.0),
         who=f"{name} reality check",
         dx=dx,
     )
@@ -912,7 +915,9 @@ def reliability(profile: Mapping[str, Any]) -> str | None:
                 )
             )
         parts.append(
-            _curve(f"calibration:{n}", pts, xs, ys, AGENT_COLOUR, shape="o", width=1.5, who=n)
+            _curve(
+                f"calibration:{n}", pts, xs, ys, _Style(AGENT_COLOUR, shape="o", width=1.5), who=n
+            )
         )
         e = cal.get("ece") or {}
         ece = _num(e.get("value"))

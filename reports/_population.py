@@ -13,8 +13,8 @@ against the run's realised plays:
   as the prompt says ("the other agents").
 - **Scores.** The same as against a scripted population
   (:func:`games.population_prediction_scores`): the mean log score over the population's plays
-  (probabilities floored at ``games._strategic.LOG_FLOOR``), the mean Brier score, and top-1 —
-  a unique most likely predicted choice that is a modal choice of the population.
+  (probabilities floored at ``games._strategic_scoring.LOG_FLOOR``), the mean Brier score, and
+  top-1 — a unique most likely predicted choice that is a modal choice of the population.
 - **Not estimable.** A scenario whose population holds fewer than
   :data:`games.POPULATION_MIN_ANSWERS` valid plays (no play items in the run, the other agents'
   answers all invalid or failed, a run with one agent) scores nothing for that predictor, and

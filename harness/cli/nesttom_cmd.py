@@ -174,20 +174,19 @@ def generate(
         if n is None:
             raise click.UsageError("give --n (the number of stories) or --suite")
         try:
-            items = nesttom.generate_items(
-                seed,
-                n,
-                depths=_choices(depths, nesttom.DEPTHS, "--depth") or nesttom.DEPTHS,
-                length=[int(x) for x in lengths] or 12,
-                agents=list(agents) or 4,
-                mechanisms=_choices(mechanisms, nesttom.MECHANISMS, "--mechanism")
-                or nesttom.MECHANISMS,
-                forms=_choices(forms, nesttom.FORMS, "--form") or nesttom.FORMS,
-                belief_types=_choices(beliefs, nesttom.BELIEF_TYPES, "--belief")
-                or nesttom.BELIEF_TYPES,
-                applied=applied,
-                companions=companions,
+            design = nesttom.Design(
+                depths=tuple(_choices(depths, nesttom.DEPTHS, "--depth") or nesttom.DEPTHS),
+                lengths=tuple(int(x) for x in lengths) or (12,),
+                agents=tuple(agents) or (4,),
+                mechanisms=tuple(
+                    _choices(mechanisms, nesttom.MECHANISMS, "--mechanism") or nesttom.MECHANISMS
+                ),
+                forms=tuple(_choices(forms, nesttom.FORMS, "--form") or nesttom.FORMS),
+                belief_types=tuple(
+                    _choices(beliefs, nesttom.BELIEF_TYPES, "--belief") or nesttom.BELIEF_TYPES
+                ),
             )
+            items = nesttom.generate_items(seed, n, design, applied=applied, companions=companions)
         except ValueError as exc:
             raise InputError(str(exc)) from exc
     if out is None:

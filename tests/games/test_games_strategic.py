@@ -21,7 +21,7 @@ from games import (
     summarize_abc,
     symmetric_equilibria,
 )
-from games._strategic import beauty_best_response
+from games._strategic_scenarios import beauty_best_response
 from mindledger.items import Item
 
 ITEMS = generate_abc_items(77, 18)

@@ -17,6 +17,7 @@ from nesttom import (
     FORMS,
     MECHANISMS,
     VERSION,
+    Design,
     Move,
     Tell,
     b1_items,
@@ -204,7 +205,7 @@ def test_surface_forms_render_the_same_events() -> None:
         for line in lines:
             assert line in text
     # the same index tells the same story in every form
-    items = {f: generate_items(9, 1, forms=(f,))[0] for f in FORMS}
+    items = {f: generate_items(9, 1, Design(forms=(f,)))[0] for f in FORMS}
     assert len({i.meta["story_id"] for i in items.values()}) == 1
     assert len({i.prompt for i in items.values()}) == 3
 
@@ -220,7 +221,7 @@ def test_prompt_ends_with_question_and_instruction(b1: list[Item]) -> None:
 
 
 def test_applied_items_balance_yes_and_no() -> None:
-    items = generate_items(2, 96, depths=("R1", "R2", "R3"), applied=True)
+    items = generate_items(2, 96, Design(depths=("R1", "R2", "R3")), applied=True)
     judgments = [i for i in items if i.meta["question"] == "judgment"]
     behaviour = [i for i in items if i.meta["question"] == "behaviour"]
     assert len(judgments) == len(behaviour) == 96
@@ -252,7 +253,7 @@ def test_b2_and_b4_builders() -> None:
 
 
 def test_companions_give_every_prefix_on_the_same_story() -> None:
-    items = generate_items(6, 8, depths=("R4",), companions=True)
+    items = generate_items(6, 8, Design(depths=("R4",)), companions=True)
     main = items[0]
     mine = [i for i in items if i.meta["story_id"] == main.meta["story_id"]]
     assert [i.meta["depth_n"] for i in mine] == [4, 0, 1, 2, 3]
@@ -264,14 +265,38 @@ def test_companions_give_every_prefix_on_the_same_story() -> None:
     ]
 
 
+def test_a_design_crosses_the_levels_it_is_given_and_refuses_unknown_or_missing_ones() -> None:
+    design = Design(depths=["R1", "R2"], lengths=[6, 20], agents=[3])  # lists are kept as tuples
+    assert design == Design(depths=("R1", "R2"), lengths=(6, 20), agents=(3,))
+    assert hash(design) == hash(Design(depths=("R1", "R2"), lengths=(6, 20), agents=(3,)))
+    cells = [design.cell(i)[0] for i in range(8)]
+    assert {c[0] for c in cells} == {"R1", "R2"} and {c[1] for c in cells} == {"false", "true"}
+    assert {c[3] for c in cells} == {6, 20} and {c[4] for c in cells} == {3}
+    items = generate_items(1, 4, design)
+    assert [(i.meta["depth"], i.meta["length"], i.meta["agents"]) for i in items] == [
+        ("R1", 6, 3),
+        ("R2", 6, 3),
+        ("R1", 6, 3),
+        ("R2", 6, 3),
+    ]
+    for factors, match in (
+        ({"depths": ()}, "no depth given"),
+        ({"forms": ("telegram",)}, "unknown form 'telegram'"),
+        ({"belief_types": ("maybe",)}, "unknown belief type"),
+        ({"agents": ()}, "no length or agent count"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            Design(**factors)
+
+
 def test_bad_parameters() -> None:
     with pytest.raises(ValueError, match="infeasible"):
         generate_story(
             np.random.default_rng(0), depth="R3-loop", belief="false", mechanism="absence"
         )
     with pytest.raises(ValueError, match="no feasible mechanism"):
-        generate_items(0, 1, depths=("R3-loop",), mechanisms=("absence",))
+        generate_items(0, 1, Design(depths=("R3-loop",), mechanisms=("absence",)))
     with pytest.raises(ValueError, match="seed"):
         generate_items(-1, 1)
     with pytest.raises(ValueError, match="unknown depth"):
-        generate_items(0, 1, depths=("R9",))
+        generate_items(0, 1, Design(depths=("R9",)))

@@ -20,6 +20,7 @@ from mindledger.items import Item
 from nesttom import (
     DEPTHS,
     MECHANISMS,
+    Design,
     ambiguities,
     answer_chain,
     b1_items,
@@ -83,11 +84,13 @@ def test_required_lures_are_identifiable(seed: int, cell: tuple[Any, ...]) -> No
     items = generate_items(
         seed,
         1,
-        depths=(depth,),
-        belief_types=(belief,),
-        mechanisms=(mechanism,),
-        length=length,
-        agents=agents,
+        Design(
+            depths=(depth,),
+            belief_types=(belief,),
+            mechanisms=(mechanism,),
+            lengths=(length,),
+            agents=(agents,),
+        ),
         applied=True,
         lures="require",
     )
@@ -101,7 +104,9 @@ def test_required_lures_are_identifiable(seed: int, cell: tuple[Any, ...]) -> No
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 2**32), st.sampled_from(["R2", "R3", "R3-loop", "R4", "R5"]))
 def test_a_required_false_belief_is_coded_as_what_answered_it(seed: int, depth: str) -> None:
-    item = generate_items(seed, 1, depths=(depth,), belief_types=("false",), lures="require")[0]
+    item = generate_items(
+        seed, 1, Design(depths=(depth,), belief_types=("false",)), lures="require"
+    )[0]
     reality, projection, truncations, _ = lures(item)
     assert error_codes(item, reality) == (("reality_leak",), "reality_leak")
     assert error_codes(item, projection) == (("projection",), "projection")
@@ -152,11 +157,11 @@ def test_prefer_falls_back_and_says_so() -> None:
 
 def test_require_needs_long_enough_stories() -> None:
     with pytest.raises(ValueError, match="at least 6 events"):
-        generate_items(0, 1, depths=("R3",), length=5, lures="require")
+        generate_items(0, 1, Design(depths=("R3",), lengths=(5,)), lures="require")
     with pytest.raises(ValueError, match="unknown lures"):
         generate_items(0, 1, lures="always")
     # depth 0 and 1 have nothing to tell apart beyond the adversarial filter
-    assert generate_items(0, 2, depths=("R1",), length=4, lures="require")
+    assert generate_items(0, 2, Design(depths=("R1",), lengths=(4,)), lures="require")
 
 
 def test_regeneration_keeps_block_and_lures() -> None:

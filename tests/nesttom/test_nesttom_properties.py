@@ -16,13 +16,14 @@ from nesttom import (
     BELIEF_TYPES,
     DEPTHS,
     MECHANISMS,
+    Design,
     answer_chain,
     chain_answers,
     feasible,
     generate_items,
     validate_story,
 )
-from nesttom._generator import _table
+from nesttom._tables import belief_table
 
 CONTAINERS = ["c0", "c1", "c2", "c3"]
 
@@ -152,7 +153,7 @@ def test_generator_table_matches_the_semantics(story: dict[str, Any]) -> None:
     # the generator selects chains from a table of every (first agent, tail set) belief
     s = validate_story(story)
     comp = s.compiled
-    table = _table(len(s.agents), comp.initial["key"], comp.records["key"])
+    table = belief_table(len(s.agents), comp.initial["key"], comp.records["key"])
     for chain in chains_of(story["agents"], 4)[1:]:
         tail = 0
         for a in chain[1:]:
@@ -183,11 +184,13 @@ def test_generated_items_hold_their_invariants(seed: int, cell: tuple[Any, ...])
     items = generate_items(
         seed,
         1,
-        depths=(depth,),
-        belief_types=(belief,),
-        mechanisms=(mechanism,),
-        length=length,
-        agents=agents,
+        Design(
+            depths=(depth,),
+            belief_types=(belief,),
+            mechanisms=(mechanism,),
+            lengths=(length,),
+            agents=(agents,),
+        ),
         applied=True,
         companions=True,
     )
@@ -221,11 +224,13 @@ def test_generated_items_hold_their_invariants(seed: int, cell: tuple[Any, ...])
     again = generate_items(
         seed,
         1,
-        depths=(depth,),
-        belief_types=(belief,),
-        mechanisms=(mechanism,),
-        length=length,
-        agents=agents,
+        Design(
+            depths=(depth,),
+            belief_types=(belief,),
+            mechanisms=(mechanism,),
+            lengths=(length,),
+            agents=(agents,),
+        ),
         applied=True,
         companions=True,
     )
