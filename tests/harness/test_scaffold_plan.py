@@ -16,9 +16,9 @@ from typing import Any
 
 import games
 from games.repeated import make_episode_item
+from harness.adapters import OpenAIBackend
 from harness.adapters.openai import OpenAIChat
 from harness.agents import ChatAgent
-from harness.backends import OpenAIBackend
 from harness.episodes import play_episode
 from harness.scaffold import Preliminary, Scaffold, WitnessLog
 from harness.settings import MODULES
