@@ -15,6 +15,7 @@ from harness.adapters import (
     KINDS,
     BuildContext,
     CachedBackend,
+    ChatPolicy,
     OpenAIBackend,
     OpenAIChat,
     adapter_kind,
@@ -429,7 +430,7 @@ async def test_built_agents_use_the_cache_only_when_the_settings_keep_it(
 
 async def test_openai_backend_takes_its_client() -> None:
     async with FakeOpenAI(answer=lambda body: "hello") as server:
-        backend = OpenAIBackend(OpenAIChat(server.base_url, "m", max_retries=0))
+        backend = OpenAIBackend(OpenAIChat(server.base_url, "m", policy=ChatPolicy(max_retries=0)))
         reply = await backend.chat([{"role": "user", "content": "hi"}], max_tokens=9)
         await backend.aclose()
         (body,) = [entry.body for entry in server.log]
