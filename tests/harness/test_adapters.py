@@ -195,7 +195,8 @@ def test_a_stored_spec_of_the_wrong_type_is_a_config_error() -> None:
 
 
 def test_every_settings_adapter_has_a_kind_and_an_unknown_kind_names_the_known() -> None:
-    assert set(KINDS) == set(ADAPTERS)
+    assert tuple(KINDS) == tuple(ADAPTERS)
+    assert {name: kind.name for name, kind in KINDS.items()} == {name: name for name in KINDS}
     with pytest.raises(ConfigError, match=r"unknown adapter 'telepathy' \(known: .*reference"):
         adapter_kind("telepathy")
     facts = {
