@@ -31,7 +31,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from harness.adapters import OpenAIChat, make_transport
+from harness.adapters import ChatPolicy, OpenAIChat, make_transport
 from harness.testing import FakeOpenAIProcess
 
 CANDIDATES = ("fast", "aiohttp", "httpx", "raw-aiohttp")
@@ -95,7 +95,9 @@ async def via_adapter(
     kind: str, base_url: str, calls: int, concurrency: int
 ) -> tuple[float, float, int]:
     transport = make_transport(kind, max_connections=concurrency)
-    async with OpenAIChat(base_url, "bench", concurrency=concurrency, transport=transport) as chat:
+    async with OpenAIChat(
+        base_url, "bench", policy=ChatPolicy(concurrency=concurrency), transport=transport
+    ) as chat:
         await asyncio.gather(*(chat.chat(messages(-1 - i)) for i in range(concurrency)))  # warm
         wall0, cpu0 = time.perf_counter(), time.process_time()
         results = await asyncio.gather(*(chat.chat(messages(i)) for i in range(calls)))

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.adapters import OpenAIBackend, OpenAIChat
+from harness.adapters import ChatPolicy, OpenAIBackend, OpenAIChat
 from harness.agents import ChatAgent
 from harness.build import plan_agents
 from harness.local_model import die_with_parent
@@ -143,7 +143,7 @@ class MatrixServer:
 
 async def bare_calls(base_url: str, n: int, concurrency: int) -> None:
     """``n`` chat calls through the adapter by ``concurrency`` workers (as bench_runner's)."""
-    async with OpenAIChat(base_url, "bench", concurrency=concurrency) as client:
+    async with OpenAIChat(base_url, "bench", policy=ChatPolicy(concurrency=concurrency)) as client:
         msgs = [{"role": "user", "content": "Pick a number."}]
         left = n
 
@@ -185,7 +185,7 @@ def matrix_once(
             async def go() -> dict[str, Any]:
                 agents = {
                     name: ChatAgent(name, OpenAIBackend(OpenAIChat(
-                        base_url, f"m{i}", concurrency=adapter_concurrency
+                        base_url, f"m{i}", policy=ChatPolicy(concurrency=adapter_concurrency)
                     )), spec={}, answer_mode="tools")
                     for i, name in enumerate(AGENTS)
                 }

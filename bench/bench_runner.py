@@ -40,7 +40,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import games
-from harness.adapters import OpenAIBackend, OpenAIChat
+from harness.adapters import ChatPolicy, OpenAIBackend, OpenAIChat
 from harness.agents import ChatAgent, ReferenceAgent
 from harness.runner import execute_run
 from harness.testing import FakeOpenAIProcess
@@ -54,7 +54,7 @@ async def bare_calls(base_url: str, n: int, concurrency: int) -> None:
     ``concurrency`` workers, each taking the next call when its last one is done (not ``n``
     calls queued at once on the adapter's semaphore, whose waiters would then cost the floor
     CPU that the runner never pays)."""
-    async with OpenAIChat(base_url, "bench", concurrency=concurrency) as client:
+    async with OpenAIChat(base_url, "bench", policy=ChatPolicy(concurrency=concurrency)) as client:
         msgs = [{"role": "user", "content": "Pick a number."}]
         left = n
 
@@ -103,7 +103,8 @@ def latency_scenario(
 
         def timed(what: str, run_id: str, run_items: Sequence[Item]) -> None:
             async def run() -> None:
-                backend = OpenAIBackend(OpenAIChat(server.base_url, "bench", concurrency=conc))
+                client = OpenAIChat(server.base_url, "bench", policy=ChatPolicy(concurrency=conc))
+                backend = OpenAIBackend(client)
                 agent = ChatAgent("fake", backend, spec={}, answer_mode="tools")
                 try:
                     await execute_run(store, run_id, [agent], run_items,

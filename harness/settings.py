@@ -43,6 +43,7 @@ import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -70,8 +71,18 @@ __all__ = [
     "load_settings",
 ]
 
-ADAPTERS = ("openai", "command", "local", "reference")
-"""The adapter kinds an agent may use."""
+ADAPTERS: Mapping[str, str] = MappingProxyType(
+    {
+        "openai": "harness.adapters.openai_compatible:OPENAI",
+        "command": "harness.adapters.command:COMMAND",
+        "local": "harness.adapters.openai_compatible:LOCAL",
+        "reference": "harness.adapters.reference:REFERENCE",
+    }
+)
+"""The adapter kinds an agent may use, by the name its ``adapter`` gives: where each kind is
+defined (``module:attribute``, an :class:`~harness.adapters.kinds.AdapterKind`). The one list of
+kinds: :data:`harness.adapters.registry.KINDS` loads them from here (the settings cannot import
+the adapters, which import the settings), so a new kind is its module and one line here."""
 
 MODULES = ("perspective", "witness_log", "opponent_sim")
 """The reference scaffold's switchable modules (seed 002 §16–17: A′, B, D)."""

@@ -13,6 +13,7 @@ from harness.adapters.kinds import AdapterKind, Agent, BuildContext
 from harness.adapters.openai import (
     RETRY_AFTER_CAP,
     ChatError,
+    ChatPolicy,
     ChatResult,
     OpenAIChat,
     RateLimiter,
@@ -30,6 +31,7 @@ __all__ = [
     "BuildContext",
     "CachedBackend",
     "ChatError",
+    "ChatPolicy",
     "ChatResult",
     "FastTransport",
     "OpenAIBackend",

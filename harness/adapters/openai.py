@@ -46,6 +46,7 @@ from mindledger.errors import AgentError
 __all__ = [
     "RETRY_AFTER_CAP",
     "ChatError",
+    "ChatPolicy",
     "ChatResult",
     "OpenAIChat",
     "RateLimiter",
@@ -233,11 +234,42 @@ _WHAT = {
 }
 
 
+@dataclass(frozen=True)
+class ChatPolicy:
+    """How an :class:`OpenAIChat` client sends its requests (the module docstring says how they
+    are retried). Raises ValueError for a value out of range."""
+
+    concurrency: int = 64
+    """Requests in flight at once (at least 1)."""
+    rate_limit: float | None = None
+    """Requests sent per second at most; None: no limit."""
+    timeout: float | None = 120.0
+    """Seconds to wait for a complete reply; None: no timeout."""
+    max_retries: int = 5
+    """Retries after the first attempt."""
+    backoff_base: float = 0.5
+    """The backoff ceiling before the first retry, in seconds (it doubles per retry)."""
+    backoff_max: float = 30.0
+    """The highest backoff ceiling, in seconds."""
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        if self.timeout is not None and not self.timeout > 0:
+            raise ValueError("timeout must be positive (or None for no timeout)")
+        if self.max_retries < 0 or self.backoff_base < 0 or self.backoff_max < 0:
+            raise ValueError("max_retries, backoff_base and backoff_max must not be negative")
+        if self.rate_limit is not None and not self.rate_limit > 0:
+            raise ValueError("rate_limit must be positive (or None for no limit)")
+
+
 class OpenAIChat:
     """Client of one OpenAI-compatible endpoint. ``base_url`` is the API root (``…/v1``; a bare
     ``http://host:port`` gets ``/v1``); ``model`` None leaves the model to the server.
 
-    ``transport`` defaults to the fastest correct one (see :mod:`harness.adapters.transports`);
+    ``policy`` says how many requests it holds in flight, how fast it sends, how long it waits
+    and how it retries (:class:`ChatPolicy`). ``transport`` defaults to the fastest correct one
+    (see :mod:`harness.adapters.transports`);
     tests inject ``httpx.MockTransport``. ``rng`` draws the backoff jitter; ``sleep`` waits it
     out (tests pass a fake). ``headers`` are sent with every request besides the client's own
     (an agent's declared headers); ``extra_body`` fields are added to every request body, as
@@ -250,26 +282,13 @@ class OpenAIChat:
         model: str | None,
         *,
         api_key: str | None = None,
-        concurrency: int = 64,
-        rate_limit: float | None = None,
-        timeout: float | None = 120.0,
-        max_retries: int = 5,
-        backoff_base: float = 0.5,
-        backoff_max: float = 30.0,
+        policy: ChatPolicy = ChatPolicy(),
         transport: httpx.AsyncBaseTransport | None = None,
         rng: np.random.Generator | None = None,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         headers: Mapping[str, str] | None = None,
         extra_body: Mapping[str, Any] | None = None,
     ) -> None:
-        if concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
-        if timeout is not None and not timeout > 0:
-            raise ValueError("timeout must be positive (or None for no timeout)")
-        if max_retries < 0 or backoff_base < 0 or backoff_max < 0:
-            raise ValueError("max_retries, backoff_base and backoff_max must not be negative")
-        if rate_limit is not None and not rate_limit > 0:
-            raise ValueError("rate_limit must be positive (or None for no limit)")
         root = httpx.URL(base_url)
         path = root.path.rstrip("/") or "/v1"
         self.base_url = str(root.copy_with(path=path))
@@ -277,15 +296,17 @@ class OpenAIChat:
         # What messages and logs show: no user:password, no query (where some put keys).
         self.shown_url = str(self.url.copy_with(userinfo=b"", query=None))
         self.model = model
-        self.concurrency = concurrency
-        self.timeout = timeout
-        self.max_retries = max_retries
-        self.backoff_base = backoff_base
-        self.backoff_max = backoff_max
+        self.policy = policy
+        # the policy's fields the client reads per request, as its own attributes
+        self.concurrency = policy.concurrency
+        self.timeout = policy.timeout
+        self.max_retries = policy.max_retries
+        self.backoff_base = policy.backoff_base
+        self.backoff_max = policy.backoff_max
         self._rng = rng if rng is not None else np.random.default_rng()
         self._sleep = sleep
-        self._slots = asyncio.Semaphore(concurrency)
-        self._limiter = RateLimiter(rate_limit, sleep=sleep) if rate_limit else None
+        self._slots = asyncio.Semaphore(policy.concurrency)
+        self._limiter = RateLimiter(policy.rate_limit, sleep=sleep) if policy.rate_limit else None
         sent = {
             "content-type": "application/json",
             "accept": "application/json",
@@ -297,11 +318,11 @@ class OpenAIChat:
         # the agent's own body fields, sent with every request (as chat's ``extra``, under it)
         self.extra_body: dict[str, Any] = dict(extra_body or {})
         if transport is None:
-            transport = default_transport(self.base_url, max_connections=concurrency)
+            transport = default_transport(self.base_url, max_connections=policy.concurrency)
         self._client = _CookielessClient(
             transport=transport,
             headers=sent,
-            timeout=httpx.Timeout(timeout),
+            timeout=httpx.Timeout(policy.timeout),
             follow_redirects=False,
             trust_env=False,
         )

@@ -18,7 +18,7 @@ from harness.adapters.balanced import BalancedBackend
 from harness.adapters.cache import CachedBackend
 from harness.adapters.chat import OpenAIBackend
 from harness.adapters.kinds import BuildContext, chat_agent
-from harness.adapters.openai import OpenAIChat
+from harness.adapters.openai import ChatPolicy, OpenAIChat
 from harness.agents import ChatAgent, ChatBackend
 from harness.settings import AgentConfig, Settings
 from mindledger.errors import ConfigError, UserError
@@ -54,18 +54,21 @@ class OpenAICompatible:
 
     def build(self, config: AgentConfig, context: BuildContext) -> ChatAgent:
         urls = self._base_urls(config, context)
+        policy = ChatPolicy(
+            concurrency=self.concurrency(config, context.settings),
+            rate_limit=config.rate_limit,
+            # The embedded model is ours and only ever busy, never gone: a timeout would
+            # cancel a generation it is still making and start it again.
+            timeout=None if self.embedded else context.settings.timeout,
+            max_retries=context.settings.max_retries,
+        )
         backends: list[ChatBackend] = [
             OpenAIBackend(
                 OpenAIChat(
                     url,
                     config.model,
                     api_key=_api_key(config),
-                    concurrency=self.concurrency(config, context.settings),
-                    rate_limit=config.rate_limit,
-                    # The embedded model is ours and only ever busy, never gone: a timeout
-                    # would cancel a generation it is still making and start it again.
-                    timeout=None if self.embedded else context.settings.timeout,
-                    max_retries=context.settings.max_retries,
+                    policy=policy,
                     headers=config.headers,
                     extra_body=config.extra_body,
                 )

@@ -1,28 +1,35 @@
 """The adapter kinds by name: ask here, never compare ``config.adapter`` with a string.
 
 A new kind is one module implementing :class:`~harness.adapters.kinds.AdapterKind` and one line
-in :data:`KINDS` (and its name in :data:`harness.settings.ADAPTERS`, which the settings accept;
-a test checks the two agree).
+in :data:`harness.settings.ADAPTERS` naming it and where it is defined: :data:`KINDS` is loaded
+from there (the settings accept exactly those names, and cannot import this package, which
+imports them), as :data:`mindledger.family.BUILTIN` names the families.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from harness.adapters.command import COMMAND
 from harness.adapters.kinds import AdapterKind, Agent, BuildContext
-from harness.adapters.openai_compatible import LOCAL, OPENAI
-from harness.adapters.reference import REFERENCE
-from harness.settings import AgentConfig
+from harness.settings import ADAPTERS, AgentConfig
 from mindledger.errors import ConfigError
 
 __all__ = ["KINDS", "adapter_kind", "build_agent", "check_applicable"]
 
+
+def _load(where: str) -> AdapterKind:
+    """The kind defined at ``where`` (``module:attribute``)."""
+    module, _, attribute = where.partition(":")
+    kind: AdapterKind = getattr(importlib.import_module(module), attribute)
+    return kind
+
+
 KINDS: Mapping[str, AdapterKind] = MappingProxyType(
-    {kind.name: kind for kind in (OPENAI, COMMAND, LOCAL, REFERENCE)}
+    {name: _load(where) for name, where in ADAPTERS.items()}
 )
-"""Every adapter kind, by the name the settings give it."""
+"""Every adapter kind, by the name the settings give it (:data:`harness.settings.ADAPTERS`)."""
 
 
 def adapter_kind(name: str, *, agent: str | None = None) -> AdapterKind:

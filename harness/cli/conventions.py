@@ -1,7 +1,8 @@
 """What every ``mindledger`` command has in common, beyond settings and the database (those are
 :mod:`harness.cli.common`): the ``--format table|json`` option of the listing commands, and
 help texts that end with their examples, the ranges of count and seed options (every integer
-option has one, shown in its help). Tables for people fit the terminal with
+option has one, shown in its help), and :func:`options_as`, which hands a command with many
+options one frozen value instead of a keyword per option. Tables for people fit the terminal with
 :mod:`harness.cli.tables`.
 
 Light on imports on purpose: :mod:`harness.cli.main` uses it before any command is loaded, and
@@ -10,6 +11,7 @@ Light on imports on purpose: :mod:`harness.cli.main` uses it before any command 
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from collections.abc import Callable
@@ -25,6 +27,7 @@ __all__ = [
     "CONCURRENCY",
     "GENERATED",
     "LISTED",
+    "OPTIONS",
     "OUTPUT_FORMATS",
     "SEED",
     "agent_name",
@@ -32,9 +35,12 @@ __all__ = [
     "examples_last",
     "format_option",
     "non_empty",
+    "options_as",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+D = TypeVar("D")
+R = TypeVar("R")
 
 GENERATED = click.IntRange(0, 100_000)
 """How many stories, items or scenarios one ``generate`` / ``abc`` call writes: at most 100,000
@@ -128,6 +134,37 @@ def format_option(what: str, *, csv: str | None = None) -> Callable[[F], F]:
         if any("--json" in p.opts for p in own):  # keeps it (doctor, for now)
             return chosen(f)
         return chosen(alias(f))
+
+    return decorate
+
+
+OPTIONS = "mindledger_options"
+"""The attribute :func:`options_as` sets on a command's callback: its options' dataclass."""
+
+
+def options_as(
+    options: type[D],
+) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """Hand a command its options as one frozen dataclass value instead of a keyword each.
+
+    Put it right above the ``def`` (below the ``@click.option`` lines and any
+    ``@click.pass_context``); the command then reads ``def run(opts: RunOptions)`` (or
+    ``def cmd(ctx, opts)``). The dataclass has one field per option or argument, named as click
+    names its parameter; click still parses, checks and documents every option as declared, so
+    ``--help``, defaults and errors are the same. The callback keeps the dataclass as its
+    :data:`OPTIONS` attribute (a test checks, over every command, that fields and parameters
+    agree)."""
+    params = getattr(options, "__dataclass_params__", None)
+    if params is None or not params.frozen:
+        raise TypeError(f"{options.__name__} is not a frozen dataclass")
+
+    def decorate(command: Callable[..., R]) -> Callable[..., R]:
+        @functools.wraps(command)
+        def gathered(*args: Any, **values: Any) -> R:
+            return command(*args, options(**values))
+
+        setattr(gathered, OPTIONS, options)  # kept by click.pass_context's update_wrapper
+        return gathered
 
     return decorate
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import getpass
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 
 from harness.cli.common import echo_json, get_settings, get_workspace, is_read_only, reads_only
-from harness.cli.conventions import agent_name, an_id, format_option, non_empty
+from harness.cli.conventions import agent_name, an_id, format_option, non_empty, options_as
 from harness.workspace import Workspace
 from ledger.chain import Verification
 from ledger.db import mask
@@ -113,6 +114,32 @@ def ledger() -> None:
     """
 
 
+@dataclass(frozen=True)
+class CommitOptions:
+    """The options of ``mindledger ledger commit``, as given."""
+
+    predictor: str
+    """--predictor: who predicts."""
+    target: str
+    """--target: whose answer is predicted."""
+    query: str
+    """--query: the query the target will be asked."""
+    distribution: str
+    """--distribution: the predicted answers, as JSON text."""
+    top1: str | None
+    """--top1: the top-1 guess."""
+    rationale: str | None
+    """--rationale: why."""
+    own_answer: str | None
+    """--own-answer: the predictor's own answer to the query."""
+    item: str | None
+    """--item: the item the query comes from."""
+    condition: str | None
+    """--condition: the condition or context, as JSON text."""
+    agent_key: str | None
+    """--agent-key: the agent's private key file to sign the commit with."""
+
+
 @ledger.command("commit")
 @click.option(
     "--predictor", required=True, callback=agent_name, help="Who predicts (the agent)."
@@ -136,19 +163,8 @@ def ledger() -> None:
     help="The agent's Ed25519 private key (PEM) to sign the commit with.",
 )
 @click.pass_context
-def commit_cmd(
-    ctx: click.Context,
-    predictor: str,
-    target: str,
-    query: str,
-    distribution: str,
-    top1: str | None,
-    rationale: str | None,
-    own_answer: str | None,
-    item: str | None,
-    condition: str | None,
-    agent_key: str | None,
-) -> None:
+@options_as(CommitOptions)
+def commit_cmd(ctx: click.Context, opts: CommitOptions) -> None:
     """Commit a prediction: prints its id, the commitment and the salt. Keep the salt (and the
     distribution): the reveal needs both, and only the committer has them.
 
@@ -157,30 +173,31 @@ def commit_cmd(
       mindledger ledger commit --predictor piper --target dusk \\
           --query "Pick a number from 1 to 10" --distribution '{"7": 0.6, "3": 0.4}'
     """
-    cond = _json_arg(condition, "--condition")
+    cond = _json_arg(opts.condition, "--condition")
     body = _body(
-        predictor=predictor,
-        target=target,
-        query=query,
-        distribution=_distribution(distribution),
-        top1=top1,
-        rationale=rationale,
-        own_answer=own_answer,
-        item=item,
+        predictor=opts.predictor,
+        target=opts.target,
+        query=opts.query,
+        distribution=_distribution(opts.distribution),
+        top1=opts.top1,
+        rationale=opts.rationale,
+        own_answer=opts.own_answer,
+        item=opts.item,
         condition=cond,
     )
     salt = new_salt()
     digest = commitment(body, salt)
     fields = commit_fields(body, digest)
     signature = None
-    if agent_key:
-        signature = sign(load_private_key(Path(agent_key)), COMMIT_TAG, commit_message(fields))
+    if opts.agent_key:
+        key = load_private_key(Path(opts.agent_key))
+        signature = sign(key, COMMIT_TAG, commit_message(fields))
     receipt = _open(ctx).commit(
-        predictor,
-        target,
-        query,
+        opts.predictor,
+        opts.target,
+        opts.query,
         digest,
-        item=item,
+        item=opts.item,
         condition=cond,
         agent_signature=signature,
         query_hash=fields["query_hash"],
@@ -323,6 +340,34 @@ def _report(ctx: click.Context, v: Verification, as_json: bool) -> None:
     ctx.exit(1)
 
 
+@dataclass(frozen=True)
+class VerifyOptions:
+    """The options of ``mindledger ledger verify``, as given."""
+
+    db_url: str | None
+    """--db: the database to verify instead of the configured one."""
+    file: str | None
+    """--file: an export file to verify offline instead."""
+    public_key: str | None
+    """--public-key: the service public key, for --file and --proof."""
+    full: bool
+    """--full: check every signature and re-derive every score too."""
+    heads: tuple[str, ...]
+    """--head: files of signed tree heads the ledger must extend."""
+    proof: str | None
+    """--proof: an inclusion-proof bundle to check instead."""
+    witness_urls: tuple[str, ...]
+    """--witness: witnesses whose latest cosigned head the ledger must extend."""
+    witness_heads: tuple[str, ...]
+    """--witness-head: files of heads a witness cosigned, checked offline."""
+    witness_key: str | None
+    """--witness-key: the public key of a witness not in the settings."""
+    witness_log: str | None
+    """--witness-log: the name such a witness knows this ledger by."""
+    fmt: str
+    """--format: how the report is printed."""
+
+
 @reads_only
 @ledger.command("verify")
 @click.option(
@@ -396,20 +441,8 @@ def _report(ctx: click.Context, v: Verification, as_json: bool) -> None:
     "signatures, failures, warnings); with --proof, ok and problems"
 )
 @click.pass_context
-def verify_cmd(
-    ctx: click.Context,
-    db_url: str | None,
-    file: str | None,
-    public_key: str | None,
-    full: bool,
-    heads: tuple[str, ...],
-    proof: str | None,
-    witness_urls: tuple[str, ...],
-    witness_heads: tuple[str, ...],
-    witness_key: str | None,
-    witness_log: str | None,
-    fmt: str,
-) -> None:
+@options_as(VerifyOptions)
+def verify_cmd(ctx: click.Context, opts: VerifyOptions) -> None:
     """Verify the ledger: every hash, link, reveal and signature, the Merkle tree, the heads
     it published, every head given with --head, and the latest head each --witness cosigned.
     Exit 0 and one line when intact; exit 1 naming the first bad entry and what is wrong
@@ -426,20 +459,20 @@ def verify_cmd(
       mindledger ledger verify --proof p871d2d04f.proof.json --public-key KEY
       mindledger ledger verify --format json | jq '.failures'
     """
-    as_json = fmt == "json"
-    if proof:
-        _check_proof(ctx, Path(proof), public_key, as_json)
+    as_json = opts.fmt == "json"
+    if opts.proof:
+        _check_proof(ctx, Path(opts.proof), opts.public_key, as_json)
         return
-    saved = [(TreeHead.load(Path(h)), f"the head in {h}") for h in heads]
-    if witness_urls or witness_heads:
+    saved = [(TreeHead.load(Path(h)), f"the head in {h}") for h in opts.heads]
+    if opts.witness_urls or opts.witness_heads:
         from harness.witnesses import witnessed_heads
 
         found, problems = witnessed_heads(
             get_settings(ctx).witnesses,
-            witness_urls,
-            witness_heads,
-            key=witness_key,
-            log_name=witness_log,
+            opts.witness_urls,
+            opts.witness_heads,
+            key=opts.witness_key,
+            log_name=opts.witness_log,
         )
         if problems:
             if as_json:
@@ -448,19 +481,19 @@ def verify_cmd(
                 click.echo(f"FAILED: {p}", err=True)
             ctx.exit(1)
         saved.extend(found)
-    elif witness_key or witness_log:
+    elif opts.witness_key or opts.witness_log:
         raise InputError("only used with --witness or --witness-head", where="--witness-key")
-    if file:
-        if not public_key:
+    if opts.file:
+        if not opts.public_key:
             raise InputError(
                 "verifying a file needs the service's public key", where="--public-key"
             )
-        v = verify_export(Path(file), public_key, full=full, heads=saved)
+        v = verify_export(Path(opts.file), opts.public_key, full=opts.full, heads=saved)
     else:
-        if public_key:
+        if opts.public_key:
             raise InputError("only used with --file or --proof", where="--public-key")
-        led = _open(ctx, db_url)
-        v = led.verification(full=full, heads=saved)
+        led = _open(ctx, opts.db_url)
+        v = led.verification(full=opts.full, heads=saved)
         if v.ok and saved and not as_json:
             for head, _ in saved:
                 c = led.consistency_proof(head.size, v.head_seq)

@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 import click
 
-from harness.cli.conventions import GENERATED, SEED
+from harness.cli.conventions import GENERATED, SEED, options_as
 from mindledger.canonical import canonical_json
 from mindledger.errors import InputError
 from mindledger.items import Item
@@ -98,6 +99,36 @@ def answer(story_path: str) -> None:
     click.echo(json.dumps(answers, indent=2, ensure_ascii=False))
 
 
+@dataclass(frozen=True)
+class GenerateOptions:
+    """The options of ``mindledger nesttom generate``, as given."""
+
+    seed: int
+    """--seed: the generator seed."""
+    n: int | None
+    """--n: the number of stories (None: only with --suite)."""
+    depths: tuple[str, ...]
+    """--depth: the depths, each possibly comma-separated."""
+    lengths: tuple[str, ...]
+    """--length: events per story."""
+    agents: tuple[int, ...]
+    """--agents: agents per story."""
+    mechanisms: tuple[str, ...]
+    """--mechanism: the divergence mechanisms."""
+    forms: tuple[str, ...]
+    """--form: the story forms."""
+    beliefs: tuple[str, ...]
+    """--belief: the belief types."""
+    applied: bool
+    """--applied: add behaviour and judgment items."""
+    companions: bool
+    """--companions: add the items of every prefix chain."""
+    suite: str | None
+    """--suite: a baseline test's items at its default size instead."""
+    out: str | None
+    """--out: the output file (None: stdout)."""
+
+
 @nesttom.command("generate")
 @click.option("--seed", type=SEED, required=True, help="Generator seed.")
 @click.option("--n", "n", type=GENERATED, default=None, help="Number of stories.")
@@ -135,20 +166,8 @@ def answer(story_path: str) -> None:
     default=None,
     help="Output file (default stdout).",
 )
-def generate(
-    seed: int,
-    n: int | None,
-    depths: tuple[str, ...],
-    lengths: tuple[str, ...],
-    agents: tuple[int, ...],
-    mechanisms: tuple[str, ...],
-    forms: tuple[str, ...],
-    beliefs: tuple[str, ...],
-    applied: bool,
-    companions: bool,
-    suite: str | None,
-    out: str | None,
-) -> None:
+@options_as(GenerateOptions)
+def generate(opts: GenerateOptions) -> None:
     """Generate NestToM items as JSON Lines (one item per line, canonical JSON).
 
     --n stories, each giving one belief item (plus applied and prefix items when asked).
@@ -163,38 +182,40 @@ def generate(
     """
     import nesttom
 
-    if suite is not None:
+    if opts.suite is not None:
         builders: dict[str, Callable[[int], list[Item]]] = {
             "b1": nesttom.b1_items,
             "b2": nesttom.b2_items,
             "b4": nesttom.b4_items,
         }
-        items = builders[suite](seed)
+        items = builders[opts.suite](opts.seed)
     else:
-        if n is None:
+        if opts.n is None:
             raise click.UsageError("give --n (the number of stories) or --suite")
         try:
             design = nesttom.Design(
-                depths=tuple(_choices(depths, nesttom.DEPTHS, "--depth") or nesttom.DEPTHS),
-                lengths=tuple(int(x) for x in lengths) or (12,),
-                agents=tuple(agents) or (4,),
+                depths=tuple(_choices(opts.depths, nesttom.DEPTHS, "--depth") or nesttom.DEPTHS),
+                lengths=tuple(int(x) for x in opts.lengths) or (12,),
+                agents=tuple(opts.agents) or (4,),
                 mechanisms=tuple(
-                    _choices(mechanisms, nesttom.MECHANISMS, "--mechanism") or nesttom.MECHANISMS
+                    _choices(opts.mechanisms, nesttom.MECHANISMS, "--mechanism") or nesttom.MECHANISMS
                 ),
-                forms=tuple(_choices(forms, nesttom.FORMS, "--form") or nesttom.FORMS),
+                forms=tuple(_choices(opts.forms, nesttom.FORMS, "--form") or nesttom.FORMS),
                 belief_types=tuple(
-                    _choices(beliefs, nesttom.BELIEF_TYPES, "--belief") or nesttom.BELIEF_TYPES
+                    _choices(opts.beliefs, nesttom.BELIEF_TYPES, "--belief") or nesttom.BELIEF_TYPES
                 ),
             )
-            items = nesttom.generate_items(seed, n, design, applied=applied, companions=companions)
+            items = nesttom.generate_items(
+                opts.seed, opts.n, design, applied=opts.applied, companions=opts.companions
+            )
         except ValueError as exc:
             raise InputError(str(exc)) from exc
-    if out is None:
+    if opts.out is None:
         _write_items(items, sys.stdout)
     else:
-        with open(out, "w", encoding="utf-8") as fh:
+        with open(opts.out, "w", encoding="utf-8") as fh:
             count = _write_items(items, fh)
-        click.echo(f"wrote {count} items to {out}", err=True)
+        click.echo(f"wrote {count} items to {opts.out}", err=True)
 
 
 @nesttom.command("import-hitom")

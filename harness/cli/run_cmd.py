@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +15,7 @@ from rich.text import Text
 
 from harness.build import plan_agents
 from harness.cli.common import echo_json, get_settings, get_store, resolve_run
-from harness.cli.conventions import an_id, format_option
+from harness.cli.conventions import an_id, format_option, options_as
 from harness.cli.progress import TrialProgress, duration, progress_option
 from harness.cli.tables import print_table, stdout_console
 from harness.runner import RunSummary
@@ -210,6 +211,38 @@ def _run(
     return summary
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """The options of ``mindledger run``, as given."""
+
+    suite: str
+    """--suite: the suite preset."""
+    agents: tuple[str, ...]
+    """--agent: the agents under test."""
+    control: str | None
+    """--control: the control agent, instead of each agent's own."""
+    no_control: bool
+    """--no-control: run without a control."""
+    references: tuple[str, ...]
+    """--reference: the reference agents' policies."""
+    ablate: tuple[str, ...]
+    """--ablate: the modules whose switched-off variants run too."""
+    seed: int | None
+    """--seed: the run's seed (None: drawn fresh)."""
+    held_out: bool
+    """--held-out: draw from the held-out seed share."""
+    hitom_path: Path | None
+    """--hitom: the Hi-ToM file that adds test B3."""
+    use_queue: bool
+    """--queue: queue the trials for workers instead of running them here."""
+    resume_id: str | None
+    """--resume: the run to continue."""
+    progress_mode: str
+    """--progress: how progress is shown."""
+    fmt: str
+    """--format: how the closing summary is printed."""
+
+
 @click.command()
 @click.option(
     "--suite",
@@ -283,21 +316,8 @@ def _run(
 )
 @progress_option
 @format_option("the run's summary: per agent its trials, right answers, failures and causes")
-def run(
-    suite: str,
-    agents: tuple[str, ...],
-    control: str | None,
-    no_control: bool,
-    references: tuple[str, ...],
-    ablate: tuple[str, ...],
-    seed: int | None,
-    held_out: bool,
-    hitom_path: Path | None,
-    use_queue: bool,
-    resume_id: str | None,
-    progress_mode: str,
-    fmt: str,
-) -> None:
+@options_as(RunOptions)
+def run(opts: RunOptions) -> None:
     """Run a suite against agents, their controls and reference agents.
 
     Items are generated from the seed and stored with the run before any trial; every trial is
@@ -319,45 +339,45 @@ def run(
     """
     ctx = click.get_current_context()
     settings = get_settings(ctx)
-    if use_queue:
+    if opts.use_queue:
         from harness.queue import conninfo
 
         conninfo(settings)  # PostgreSQL only: say so before anything is stored
     console = Console(stderr=True, soft_wrap=True)  # a log keeps its lines whole
-    if resume_id:
-        if agents or references or ablate or seed is not None:
+    if opts.resume_id:
+        if opts.agents or opts.references or opts.ablate or opts.seed is not None:
             raise click.UsageError("--resume takes no other run options: the run's own are used")
         store = get_store(ctx)
-        run_id = resolve_run(ctx, resume_id)
+        run_id = resolve_run(ctx, opts.resume_id)
         console.print(f"resuming run {run_id}", highlight=False)
     else:
         # every argument is checked before the database is opened (or created)
-        get_suite(suite)
-        SeedPolicy.of(settings).check_seed(seed, held_out=held_out)
+        get_suite(opts.suite)
+        SeedPolicy.of(settings).check_seed(opts.seed, held_out=opts.held_out)
         planned = plan_agents(
             settings,
-            agents=agents,
-            control=control,
-            references=references,
-            ablate=ablate,
-            no_control=no_control,
+            agents=opts.agents,
+            control=opts.control,
+            references=opts.references,
+            ablate=opts.ablate,
+            no_control=opts.no_control,
         )
         store = get_store(ctx)
         run_id, used_seed, n = create_run(
             store,
             settings,
-            suite=suite,
+            suite=opts.suite,
             planned=planned,
-            seed=seed,
-            held_out=held_out,
-            hitom_path=hitom_path,
+            seed=opts.seed,
+            held_out=opts.held_out,
+            hitom_path=opts.hitom_path,
         )
         seed_text = seed_phrase(used_seed, held_out=store.get_run(run_id).held_out)
         console.print(
-            f"run {run_id}: suite {suite}, {seed_text}, {n} items × "
+            f"run {run_id}: suite {opts.suite}, {seed_text}, {n} items × "
             f"{len(planned)} agents ({', '.join(ra.name for ra in planned)})"
         )
-    if use_queue:
+    if opts.use_queue:
         from harness.queue import enqueue_run
 
         done = enqueue_run(store, settings, run_id)
@@ -367,9 +387,9 @@ def run(
             "`mindledger worker` (any machine with this database URL)"
         )
         return
-    summary = _run(store, settings, run_id, console, progress_mode)
+    summary = _run(store, settings, run_id, console, opts.progress_mode)
     try:
-        finish(store, settings, run_id, summary, fmt=fmt, err=console)
+        finish(store, settings, run_id, summary, fmt=opts.fmt, err=console)
     finally:
         from harness.cli.judge_cmd import judge_after_run  # the judge stage, when switched on
 

@@ -3,12 +3,13 @@ tokens."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import click
 
 from harness.cli.common import echo_json, get_settings, get_store, known_agent
-from harness.cli.conventions import an_id, format_option
+from harness.cli.conventions import an_id, format_option, options_as
 from mindledger.errors import InputError, NotFoundError
 
 if TYPE_CHECKING:
@@ -58,6 +59,32 @@ def serve(
 _CREATE_OPTIONS = ("--scope", "--operator", "--label", "--expires", "--max-runs", "--new")
 
 
+@dataclass(frozen=True)
+class TokenOptions:
+    """The argument and options of ``mindledger serve token``, as given."""
+
+    agent: str | None
+    """AGENT: the agent the token acts as."""
+    scope: str | None
+    """--scope: agent or operator."""
+    operator: bool
+    """--operator: make an operator token."""
+    label: str | None
+    """--label: whose the token is."""
+    expires: str | None
+    """--expires: when the token expires, as given."""
+    max_runs: str | None
+    """--max-runs: the cap on its open runs, as given."""
+    new: bool
+    """--new: the agent may be one this installation has not met."""
+    list_: bool
+    """--list: list the tokens instead."""
+    fmt: str
+    """--format: how --list prints them."""
+    revoke: str | None
+    """--revoke: the id of a token to revoke instead."""
+
+
 @serve.command("token")
 @click.argument("agent", required=False)
 @click.option(
@@ -95,19 +122,8 @@ _CREATE_OPTIONS = ("--scope", "--operator", "--label", "--expires", "--max-runs"
     "--revoke", default=None, metavar="ID", callback=an_id, help="Revoke the token with this id."
 )
 @click.pass_context
-def token(
-    ctx: click.Context,
-    agent: str | None,
-    scope: str | None,
-    operator: bool,
-    label: str | None,
-    expires: str | None,
-    max_runs: str | None,
-    new: bool,
-    list_: bool,
-    fmt: str,
-    revoke: str | None,
-) -> None:
+@options_as(TokenOptions)
+def token(ctx: click.Context, opts: TokenOptions) -> None:
     """Create an API token and print it, or list or revoke tokens.
 
     The token is printed once on stdout: the database keeps only its hash. Send it as
@@ -141,77 +157,85 @@ def token(
     from ledger.db import utc_now
 
     given = {
-        "--scope": scope is not None,
-        "--operator": operator,
-        "--label": label is not None,
-        "--expires": expires is not None,
-        "--max-runs": max_runs is not None,
-        "--new": new,
+        "--scope": opts.scope is not None,
+        "--operator": opts.operator,
+        "--label": opts.label is not None,
+        "--expires": opts.expires is not None,
+        "--max-runs": opts.max_runs is not None,
+        "--new": opts.new,
     }
     creating = [name for name in _CREATE_OPTIONS if given[name]]
     # every check comes before the database is opened: bad input writes nothing
-    if list_ and revoke is not None:
+    if opts.list_ and opts.revoke is not None:
         raise InputError("give --list or --revoke, not both", where="--revoke")
-    if ctx.get_parameter_source("fmt") is not click.core.ParameterSource.DEFAULT and not list_:
+    fmt_given = ctx.get_parameter_source("fmt") is not click.core.ParameterSource.DEFAULT
+    if fmt_given and not opts.list_:
         raise InputError("goes with --list", where="--format")
-    if list_ or revoke is not None:
-        mode = "--list" if list_ else "--revoke"
-        if agent is not None or creating:
-            extra = ", ".join(([] if agent is None else ["AGENT"]) + creating)
+    if opts.list_ or opts.revoke is not None:
+        mode = "--list" if opts.list_ else "--revoke"
+        if opts.agent is not None or creating:
+            extra = ", ".join(([] if opts.agent is None else ["AGENT"]) + creating)
             raise InputError(f"takes no {extra} (those make a token)", where=mode)
         with Workspace.open(get_settings(ctx), read_only=True) as workspace:
             engine = workspace.engine
-            if list_:
-                _print_tokens(list_tokens(engine), fmt, utc_now())
+            if opts.list_:
+                _print_tokens(list_tokens(engine), opts.fmt, utc_now())
                 return
-            assert revoke is not None
+            assert opts.revoke is not None
             try:
-                info = revoke_token(engine, revoke.strip())
+                info = revoke_token(engine, opts.revoke.strip())
             except NotFoundError as exc:
                 raise NotFoundError(f"--revoke: {exc}") from None
         whose = f"agent {info.agent!r}" if info.agent else info.scope
         click.echo(f"{info.token_id} ({whose}) is revoked since {info.revoked_at}", err=True)
         return
 
-    if operator and scope not in (None, "operator"):
+    if opts.operator and opts.scope not in (None, "operator"):
         raise InputError("--operator makes an operator token; drop one of them", where="--scope")
-    chosen = "operator" if operator else parse_scope(scope or "agent", where="--scope")
+    chosen = "operator" if opts.operator else parse_scope(opts.scope or "agent", where="--scope")
     if chosen == "agent":
-        if agent is None:
+        if opts.agent is None:
             raise InputError(
                 "expected the agent the token acts as (or --operator for an operator token)",
                 where="AGENT",
             )
-        check_agent_name(agent, where="AGENT")
-    elif new:
+        check_agent_name(opts.agent, where="AGENT")
+    elif opts.new:
         raise InputError("goes with an agent token (AGENT), not an operator token", where="--new")
-    elif agent is not None:
+    elif opts.agent is not None:
         raise InputError(
-            f"an operator token names no agent; drop {agent!r} or use --label", where="AGENT"
+            f"an operator token names no agent; drop {opts.agent!r} or use --label",
+            where="AGENT",
         )
-    if label is not None:
-        check_label(label, where="--label")
-    cap = None if max_runs is None else _parse_cap(max_runs)
+    if opts.label is not None:
+        check_label(opts.label, where="--label")
+    cap = None if opts.max_runs is None else _parse_cap(opts.max_runs)
     now = utc_now()
-    expires_at = "default" if expires is None else parse_expiry(expires, now=now, where="--expires")
-    if agent is not None and not new:
+    expires_at = (
+        "default"
+        if opts.expires is None
+        else parse_expiry(opts.expires, now=now, where="--expires")
+    )
+    if opts.agent is not None and not opts.new:
         holders = {t.agent for t in list_tokens(get_store(ctx).engine) if t.agent}
-        known_agent(ctx, agent, also=holders, hint="; --new makes a token for an agent "
+        known_agent(ctx, opts.agent, also=holders, hint="; --new makes a token for an agent "
                     "this installation has not met yet")
     with Workspace.open(get_settings(ctx)) as workspace:
         engine = workspace.engine
         secret = create_token(
             engine,
-            agent,
+            opts.agent,
             scope=chosen,
-            label=label,
+            label=opts.label,
             expires_at=expires_at,
             max_queued_runs=cap,
             clock=lambda: now,
         )
         info = next(t for t in list_tokens(engine) if t.token_id == token_id_of(secret))
     click.echo(secret)
-    terms = [f"for {agent!r}"] if agent else [f"label {label!r}"] if label else []
+    terms = (
+        [f"for {opts.agent!r}"] if opts.agent else [f"label {opts.label!r}"] if opts.label else []
+    )
     terms.append(f"expires {info.expires_at}" if info.expires_at else "never expires")
     if cap is not None:
         terms.append(f"at most {cap} open run{'' if cap == 1 else 's'}")

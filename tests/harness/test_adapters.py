@@ -15,6 +15,7 @@ from harness.adapters import (
     KINDS,
     BuildContext,
     CachedBackend,
+    ChatPolicy,
     OpenAIBackend,
     OpenAIChat,
     adapter_kind,
@@ -194,7 +195,8 @@ def test_a_stored_spec_of_the_wrong_type_is_a_config_error() -> None:
 
 
 def test_every_settings_adapter_has_a_kind_and_an_unknown_kind_names_the_known() -> None:
-    assert set(KINDS) == set(ADAPTERS)
+    assert tuple(KINDS) == tuple(ADAPTERS)
+    assert {name: kind.name for name, kind in KINDS.items()} == {name: name for name in KINDS}
     with pytest.raises(ConfigError, match=r"unknown adapter 'telepathy' \(known: .*reference"):
         adapter_kind("telepathy")
     facts = {
@@ -429,7 +431,7 @@ async def test_built_agents_use_the_cache_only_when_the_settings_keep_it(
 
 async def test_openai_backend_takes_its_client() -> None:
     async with FakeOpenAI(answer=lambda body: "hello") as server:
-        backend = OpenAIBackend(OpenAIChat(server.base_url, "m", max_retries=0))
+        backend = OpenAIBackend(OpenAIChat(server.base_url, "m", policy=ChatPolicy(max_retries=0)))
         reply = await backend.chat([{"role": "user", "content": "hi"}], max_tokens=9)
         await backend.aclose()
         (body,) = [entry.body for entry in server.log]

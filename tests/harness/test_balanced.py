@@ -13,7 +13,7 @@ import pytest
 
 from harness.adapters.balanced import BalancedBackend
 from harness.adapters.kinds import BuildContext
-from harness.adapters.openai import OpenAIChat
+from harness.adapters.openai import ChatPolicy, OpenAIChat
 from harness.adapters.registry import build_agent
 from harness.agents import ChatAgent, ChatReply
 from harness.build import BUILTIN_AGENTS
@@ -75,9 +75,9 @@ def test_a_balanced_backend_needs_a_backend() -> None:
 
 
 def test_no_timeout_is_allowed_and_a_bad_one_refused() -> None:
-    assert OpenAIChat("http://127.0.0.1:9/v1", "m", timeout=None).timeout is None
+    assert OpenAIChat("http://127.0.0.1:9/v1", "m", policy=ChatPolicy(timeout=None)).timeout is None
     with pytest.raises(ValueError, match="timeout must be positive"):
-        OpenAIChat("http://127.0.0.1:9/v1", "m", timeout=0)
+        ChatPolicy(timeout=0)
 
 
 async def test_scaffold_steps_are_capped_by_the_agents_own_max_tokens() -> None:

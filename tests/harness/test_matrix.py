@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from harness.adapters import OpenAIBackend, OpenAIChat
+from harness.adapters import ChatPolicy, OpenAIBackend, OpenAIChat
 from harness.agents import ChatAgent, ReferenceAgent
 from harness.matrix import NO_ANSWER, make_item, make_items, prediction_item, run_matrix
 from harness.testing import FakeOpenAI
@@ -107,7 +107,8 @@ async def run_three(tmp_path: Path, n_items: int = 3, samples: int = 3) -> tuple
     try:
         for name, server in servers.items():
             await server.start()
-            backend = OpenAIBackend(OpenAIChat(server.base_url, "m", timeout=5.0, max_retries=0))
+            policy = ChatPolicy(timeout=5.0, max_retries=0)
+            backend = OpenAIBackend(OpenAIChat(server.base_url, "m", policy=policy))
             mode = "json" if name == "oracle" else "tools"
             agents[name] = ChatAgent(name, backend, spec={}, answer_mode=mode)
         result = await run_matrix(agents, items(n_items), led, samples=samples)
@@ -253,19 +254,21 @@ async def test_failures_are_counted_not_hidden(tmp_path: Path) -> None:
     await bad.start()
     dead = ChatAgent(
         "dead",
-        OpenAIBackend(OpenAIChat("http://127.0.0.1:1/v1", "m", timeout=1.0, max_retries=0)),
+        OpenAIBackend(
+            OpenAIChat("http://127.0.0.1:1/v1", "m", policy=ChatPolicy(timeout=1.0, max_retries=0))
+        ),
         spec={},
         answer_mode="tools",
     )
     agents = {
         "oracle": ChatAgent(
             "oracle",
-            OpenAIBackend(OpenAIChat(good.base_url, "m", max_retries=0)),
+            OpenAIBackend(OpenAIChat(good.base_url, "m", policy=ChatPolicy(max_retries=0))),
             answer_mode="json",
         ),
         "mute": ChatAgent(
             "mute",
-            OpenAIBackend(OpenAIChat(bad.base_url, "m", max_retries=0)),
+            OpenAIBackend(OpenAIChat(bad.base_url, "m", policy=ChatPolicy(max_retries=0))),
             answer_mode="tools",
         ),
         "dead": dead,

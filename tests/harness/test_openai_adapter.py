@@ -10,6 +10,7 @@ import email.utils
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,6 +20,7 @@ import pytest
 
 from harness.adapters import (
     ChatError,
+    ChatPolicy,
     ChatResult,
     OpenAIChat,
     RateLimiter,
@@ -53,6 +55,14 @@ class Sleeps:
         self.delays.append(delay)
 
 
+def client(base_url: str, model: str | None, **kw: Any) -> OpenAIChat:
+    """An adapter whose :class:`ChatPolicy` fields (``max_retries=0``, …) are given in ``kw``
+    beside its own arguments."""
+    named = {f.name for f in fields(ChatPolicy)}
+    policy = ChatPolicy(**{k: kw.pop(k) for k in list(kw) if k in named})
+    return OpenAIChat(base_url, model, policy=policy, **kw)
+
+
 def mock(
     handler: Callable[[httpx.Request], Any], **kw: Any
 ) -> tuple[OpenAIChat, list[httpx.Request], Sleeps]:
@@ -65,7 +75,7 @@ def mock(
 
     sleeps = Sleeps()
     kw.setdefault("rng", np.random.default_rng(0))
-    chat = OpenAIChat(
+    chat = client(
         kw.pop("base_url", "http://endpoint.test/v1"),
         kw.pop("model", "m"),
         transport=httpx.MockTransport(record),
@@ -245,7 +255,7 @@ async def test_backoff_is_full_jitter_under_an_exponential_ceiling() -> None:
 
 
 def test_retry_delay_statistics() -> None:
-    chat = OpenAIChat("http://x.test/v1", "m", rng=np.random.default_rng(1), backoff_base=1.0)
+    chat = client("http://x.test/v1", "m", rng=np.random.default_rng(1), backoff_base=1.0)
     draws = np.array([chat.retry_delay(3) for _ in range(4000)])
     assert draws.min() >= 0 and draws.max() <= 4.0
     assert abs(draws.mean() - 2.0) < 0.1  # uniform on [0, 4]
@@ -395,7 +405,7 @@ async def test_rate_limiter_spaces_requests() -> None:
 def test_bad_arguments() -> None:
     for kw in ({"concurrency": 0}, {"timeout": 0}, {"max_retries": -1}, {"rate_limit": 0.0}):
         with pytest.raises(ValueError):
-            OpenAIChat("http://x.test/v1", "m", **kw)  # type: ignore[arg-type]
+            OpenAIChat("http://x.test/v1", "m", policy=ChatPolicy(**kw))  # type: ignore[arg-type]
 
 
 # -- against the real fake server ------------------------------------------------------------
@@ -419,7 +429,7 @@ def real(server: FakeOpenAI, **kw: Any) -> tuple[OpenAIChat, Sleeps]:
     sleeps = Sleeps()
     kw.setdefault("timeout", 0.5)
     kw.setdefault("rng", np.random.default_rng(7))
-    return OpenAIChat(server.base_url, "m", sleep=sleeps, **kw), sleeps
+    return client(server.base_url, "m", sleep=sleeps, **kw), sleeps
 
 
 async def settled(server: FakeOpenAI) -> dict[str, Any]:
@@ -511,7 +521,7 @@ async def test_concurrency_limit_seen_by_the_server(server: FakeOpenAI) -> None:
 
 
 async def test_rate_limit_seen_by_the_server(server: FakeOpenAI) -> None:
-    chat = OpenAIChat(server.base_url, "m", concurrency=8, rate_limit=25.0)
+    chat = client(server.base_url, "m", concurrency=8, rate_limit=25.0)
     async with chat:
         await asyncio.gather(
             *(chat.chat([{"role": "user", "content": f"q{i}"}]) for i in range(10))
@@ -546,10 +556,7 @@ async def test_many_calls_under_random_faults_lose_and_duplicate_nothing(
     chat = OpenAIChat(
         server.base_url,
         "m",
-        concurrency=16,
-        max_retries=12,
-        backoff_base=0.001,
-        backoff_max=0.01,
+        policy=ChatPolicy(concurrency=16, max_retries=12, backoff_base=0.001, backoff_max=0.01),
         rng=np.random.default_rng(5),
     )
     n = 200
@@ -577,6 +584,7 @@ def test_public_api() -> None:
         "BuildContext",
         "CachedBackend",
         "ChatError",
+        "ChatPolicy",
         "ChatResult",
         "FastTransport",
         "OpenAIBackend",

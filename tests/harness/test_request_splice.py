@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.adapters import OpenAIChat
+from harness.adapters import ChatPolicy, OpenAIChat
 from harness.agents import ChatAgent, ChatReply
 from harness.answers import answer_tool
 from harness.frozen_json import FrozenDict, FrozenList, freeze
@@ -74,7 +74,10 @@ def recording_client(model: str | None) -> tuple[OpenAIChat, list[bytes]]:
         return httpx.Response(200, json=REPLY)
 
     client = OpenAIChat(
-        "http://test/v1", model, transport=httpx.MockTransport(handler), max_retries=0
+        "http://test/v1",
+        model,
+        transport=httpx.MockTransport(handler),
+        policy=ChatPolicy(max_retries=0),
     )
     return client, seen
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 import games
-from harness.adapters import OpenAIBackend, OpenAIChat
+from harness.adapters import ChatPolicy, OpenAIBackend, OpenAIChat
 from harness.agents import ChatAgent
 from harness.runner import execute_run
 from harness.testing import FakeOpenAI, Faults
@@ -29,9 +29,10 @@ def setup(url: str) -> tuple[Store, list]:
 
 def run(store: Store, items: list, base_url: str, **client: object) -> object:
     async def go() -> object:
-        backend = OpenAIBackend(OpenAIChat(base_url, "m", concurrency=4, timeout=2.0,
-                                           max_retries=3, backoff_base=0.01, backoff_max=0.05,
-                                           **client))
+        policy = ChatPolicy(
+            concurrency=4, timeout=2.0, max_retries=3, backoff_base=0.01, backoff_max=0.05
+        )
+        backend = OpenAIBackend(OpenAIChat(base_url, "m", policy=policy, **client))
         agent = ChatAgent("a", backend, spec={}, answer_mode="tools")
         try:
             return await execute_run(store, "r", [agent], items, concurrency={"a": 4})

@@ -16,9 +16,9 @@ from typing import Any
 
 import games
 from games.repeated import make_episode_item
-from harness.adapters.openai import OpenAIChat
+from harness.adapters import OpenAIBackend
+from harness.adapters.openai import ChatPolicy, OpenAIChat
 from harness.agents import ChatAgent
-from harness.backends import OpenAIBackend
 from harness.episodes import play_episode
 from harness.scaffold import Preliminary, Scaffold, WitnessLog
 from harness.settings import MODULES
@@ -86,7 +86,9 @@ async def collect() -> dict[str, Any]:
     async with FakeOpenAI(answer=answer) as server:
         for name, mode, item in cases():
             server.reset()
-            backend = OpenAIBackend(OpenAIChat(server.base_url, "m", max_retries=0))
+            backend = OpenAIBackend(
+                OpenAIChat(server.base_url, "m", policy=ChatPolicy(max_retries=0))
+            )
             agent = ChatAgent(
                 name, backend, spec={}, system_prompt=SYSTEM, modules=MODULES, answer_mode=mode
             )
