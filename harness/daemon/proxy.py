@@ -38,15 +38,18 @@ import os
 import secrets
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import httpx
+from pydantic import Field, PlainValidator
+from pydantic_core import PydanticCustomError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
 from harness.adapters.registry import adapter_kind
 from harness.adapters.transports import default_transport
+from harness.daemon.models import Messages, OpenBody, PassedOn, parse
 from harness.daemon.web import ApiError, error_response, json_object
 from harness.settings import AgentConfig, Settings
 from ledger.calls import Obligation
@@ -63,8 +66,10 @@ from ledger.protocol import (
 from mindledger.errors import InputError, NotFoundError
 
 __all__ = [
+    "MAX_PREDICTION_ID",
     "OBSERVED_HEADER",
     "PREDICTION_HEADER",
+    "ChatCompletion",
     "Draw",
     "Proxy",
     "TransportFactory",
@@ -76,6 +81,8 @@ PREDICTION_HEADER = "X-Mindledger-Prediction"
 """Request header naming the caller's commitment (a prediction id) for this query."""
 OBSERVED_HEADER = "X-Mindledger-Observed"
 """Response header: the ledger entry (seq) recording the answer, or ``none``."""
+MAX_PREDICTION_ID = 64
+"""Longest value of :data:`PREDICTION_HEADER` read as a prediction id."""
 REQUEST_HEADER = "X-Mindledger-Request"
 """Response header: the id under which the proxy recorded this call or its refusal."""
 
@@ -92,6 +99,26 @@ _STATUS = {
     "prediction_used": 409,
     "prediction_closed": 409,
 }
+
+
+def _not_streamed(value: Any) -> Any:
+    if value:
+        raise PydanticCustomError("invalid_field", "expected false: the proxy does not stream")
+    return value
+
+
+class ChatCompletion(OpenBody):
+    """A chat completion request, passed on to the target as it is (its ``model`` replaced by
+    the target's). Documented with scalar fields beside the messages; the proxy accepts every
+    OpenAI-compatible field (tools, response_format… are objects and lists), and
+    :func:`~ledger.protocol.query_hash` checks the messages."""
+
+    __pydantic_extra__: dict[str, PassedOn] = Field(init=False)  # type: ignore[assignment]
+
+    messages: Messages
+    stream: Annotated[
+        Any, PlainValidator(_not_streamed, json_schema_input_type=Literal[False])
+    ] = None
 
 
 def system_draw() -> float:
@@ -268,10 +295,7 @@ class Proxy:
     async def handle(self, request: Request, caller: str, target: str) -> Response:
         cfg = self.target(target)
         body = await json_object(request)
-        if body.get("stream"):
-            raise ApiError(
-                400, "invalid_field", "expected false: the proxy does not stream", field="stream"
-            )
+        parse(ChatCompletion, body)
         try:
             qhash = query_hash(body)
         except InputError as exc:
@@ -290,7 +314,7 @@ class Proxy:
                 if qhash not in self._queries(caller, target) and self.draw() < self.share:
                     return await self._refuse(caller, target, "sampled", rid, qhash)
             return await self._forward(cfg, body, caller, target, rid, qhash, None)
-        if len(pid) > 64:
+        if len(pid) > MAX_PREDICTION_ID:
             raise ApiError(400, "invalid_field", "expected a prediction id", field=PREDICTION_HEADER)
         try:
             state: PredictionState | None = await run_in_threadpool(self.ledger.prediction, pid)

@@ -1,4 +1,5 @@
-"""HTTP plumbing shared by the API and the proxy: the JSON error shape and body parsing.
+"""HTTP plumbing shared by the API and the proxy: the JSON error shape and reading a body (its
+fields are checked by the request models, :mod:`harness.daemon.models`).
 
 Every error is ``{"error": {"code", "message", "field"}}``: ``field`` names what was wrong and
 ``message`` says what was expected.
@@ -7,11 +8,11 @@ Every error is ``{"error": {"code", "message", "field"}}``: ``field`` names what
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse
 
 from mindledger.errors import InputError, UserError, readable
 from mindledger.jsonin import parse_json
@@ -20,16 +21,12 @@ from mindledger.secrets import scrub
 __all__ = [
     "MAX_BODY",
     "ApiError",
-    "Handler",
     "ScrubSecrets",
-    "check_keys",
     "error_response",
     "json_object",
     "kind_of",
-    "known_query",
     "read_body",
     "scrub_logs",
-    "text_field",
 ]
 
 MAX_BODY = 4 * 1024 * 1024
@@ -99,16 +96,16 @@ async def read_body(request: Request, limit: int = MAX_BODY) -> bytes:
     return b"".join(chunks)
 
 
-async def json_object(request: Request) -> dict[str, Any]:
+async def json_object(request: Request, limit: int = MAX_BODY) -> dict[str, Any]:
     """The request body as a JSON object (:func:`mindledger.jsonin.parse_json`'s rule), or a
-    400 naming ``body`` (413 past :data:`MAX_BODY`)."""
-    raw = await read_body(request)
+    400 naming ``body`` (413 past ``limit`` bytes)."""
+    raw = await read_body(request, limit)
     if not raw.strip():
         raise ApiError(
             400, "invalid_body", "expected a JSON object, got an empty body", field="body"
         )
     try:
-        obj = parse_json(raw, max_bytes=MAX_BODY)
+        obj = parse_json(raw, max_bytes=limit)
     except InputError as exc:
         raise ApiError(400, "invalid_json", f"expected a JSON object: {exc}", field="body") from None
     if not isinstance(obj, dict):
@@ -116,55 +113,6 @@ async def json_object(request: Request) -> dict[str, Any]:
             400, "invalid_body", f"expected a JSON object, got {type(obj).__name__}", field="body"
         )
     return obj
-
-
-Handler = Callable[[Request], Awaitable[Response]]
-"""An ASGI route's handler (Starlette's request → response)."""
-
-
-def known_query(handler: Handler, *allowed: str) -> Handler:
-    """``handler``, refusing (400, naming it) any query parameter but ``allowed``, and a query
-    parameter given twice: a request says only what the API knows how to read."""
-
-    async def guarded(request: Request) -> Response:
-        seen: set[str] = set()
-        for key, _ in request.query_params.multi_items():
-            if key not in allowed:
-                expected = f"some of: {', '.join(allowed)}" if allowed else "none"
-                raise ApiError(
-                    400, "unknown_field", f"unknown query parameter (expected {expected})",
-                    field=key[:100],
-                )  # fmt: skip
-            if key in seen:
-                raise ApiError(400, "invalid_field", "given more than once", field=key)
-            seen.add(key)
-        return await handler(request)
-
-    return guarded
-
-
-def check_keys(body: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
-    for key in body:
-        if key not in allowed:
-            raise ApiError(
-                400,
-                "unknown_field",
-                f"unknown field (expected some of: {', '.join(allowed)})",
-                field=key,
-            )
-
-
-def text_field(body: Mapping[str, Any], key: str, *, required: bool = True) -> str | None:
-    value = body.get(key)
-    if value is None and not required:
-        return None
-    if value is None:
-        raise ApiError(400, "missing_field", "expected a non-empty string, got nothing", field=key)
-    if not isinstance(value, str) or not value:
-        raise ApiError(
-            400, "invalid_field", f"expected a non-empty string, got {kind_of(value)}", field=key
-        )
-    return value
 
 
 def kind_of(value: Any) -> str:

@@ -801,10 +801,10 @@ def test_errors_name_the_body_field_and_never_a_command_line_flag(env: Env) -> N
 
 
 def test_a_token_over_its_rate_is_told_to_wait(db_url: str, tmp_path: Path) -> None:
-    from harness.daemon.api import RateLimiter
+    from harness.daemon.services import RequestQuota
 
     t = [0.0]
-    limiter = RateLimiter(2.0, burst=4, clock=lambda: t[0])
+    limiter = RequestQuota(2.0, burst=4, clock=lambda: t[0])
     assert [limiter.take("a") for _ in range(4)] == [0.0] * 4
     assert limiter.take("a") == pytest.approx(0.5)
     assert limiter.take("b") == 0.0  # per token
