@@ -41,7 +41,6 @@ FUNCTIONS_OVER: dict[str, int] = {
     "harness/daemon/openapi.py:openapi_document": 302,
     "harness/matrix.py:_run_matrix": 367,
     "harness/matrix.py:_run_matrix._run_item": 183,
-    "ledger/chain.py:_diagnose": 215,
     "nesttom/_generator.py:_draw_story": 186,
     "nesttom/_hitom.py:import_hitom": 152,
     "reports/_stats.py:d50_estimate": 164,
