@@ -136,7 +136,7 @@ def populate(led: Ledger, entries: int) -> None:
                             "item": None,
                             "condition": None,
                             "commitment": digest,
-                            "deadline": led._deadline(now),
+                            "deadline": led.commit_reveal.deadline(now),
                             "agent_signature": None,
                             "query_hash": query_hash(query_messages(body["query"])),
                         },
@@ -150,7 +150,7 @@ def populate(led: Ledger, entries: int) -> None:
                 )
             return specs, None
 
-        led._append(build)  # the bench's shortcut: batches instead of one entry per commit
+        led.writer.append(build)  # the bench's shortcut: batches instead of one entry per commit
         made += 3 * per_batch
 
 

@@ -675,10 +675,60 @@ def _diagnose(
     sizes: frozenset[int],
 ) -> Verification:
     """Check everything, every signature included, and say what is wrong where."""
-    failures: list[Failure] = []
+    return _Diagnosis(entries, pub, pub_hex, witness, sizes).run()
 
-    def fail(seq: int, problem: str, message: str, e: Entry | None = None) -> None:
-        failures.append(
+
+def _signed_order(entries: list[Entry], by_prev: Mapping[str, list[int]]) -> dict[int, int]:
+    """The position each entry was signed at, following the links from the genesis hash (an
+    entry's index in ``entries`` → its seq), as far as they lead to one entry each."""
+    signed_pos: dict[int, int] = {}
+    cur, pos = GENESIS_HASH, 1
+    while True:
+        nxt = [i for i in by_prev.get(cur, []) if i not in signed_pos]
+        if len(nxt) != 1:
+            break
+        signed_pos[nxt[0]] = pos
+        cur, pos = entries[nxt[0]].hash, pos + 1
+    return signed_pos
+
+
+class _Diagnosis:
+    """The slow pass over ``entries``: every check on every entry, each problem recorded as a
+    :class:`Failure` where it is (:meth:`run`)."""
+
+    def __init__(
+        self,
+        entries: list[Entry],
+        pub: Ed25519PublicKey,
+        pub_hex: str,
+        witness: Witness | None,
+        sizes: frozenset[int],
+    ):
+        self.entries = entries
+        self.pub = pub
+        self.pub_hex = pub_hex
+        self.witness = witness
+        self.sizes = sizes
+        self.failures: list[Failure] = []
+        self.by_hash: dict[str, int] = {}
+        by_prev: dict[str, list[int]] = defaultdict(list)
+        for i, e in enumerate(entries):
+            self.by_hash.setdefault(e.hash, i)
+            by_prev[e.prev_hash].append(i)
+        self.signed_pos = _signed_order(entries, by_prev)
+        self.fold = Fold(full=True)
+        self.tree: CompactRange | None = CompactRange()
+        """The tree of the entries as stored, while they stand in seq order."""
+        self.roots: dict[int, bytes] = {}
+        self.prev: Entry | None = None
+        self.prev_authentic = True
+        self.expected = 1
+        self.witness_hash: str | None = None
+        self.searches = 0
+        """Entries searched for the position they were signed at (at most 1,000)."""
+
+    def fail(self, seq: int, problem: str, message: str, e: Entry | None = None) -> None:
+        self.failures.append(
             Failure(
                 seq,
                 problem,
@@ -688,197 +738,223 @@ def _diagnose(
             )
         )
 
-    by_hash: dict[str, int] = {}
-    by_prev: dict[str, list[int]] = defaultdict(list)
-    for i, e in enumerate(entries):
-        by_hash.setdefault(e.hash, i)
-        by_prev[e.prev_hash].append(i)
-    # The signed order: follow the links from the genesis hash.
-    signed_pos: dict[int, int] = {}
-    cur, pos = GENESIS_HASH, 1
-    while True:
-        nxt = [i for i in by_prev.get(cur, []) if i not in signed_pos]
-        if len(nxt) != 1:
-            break
-        signed_pos[nxt[0]] = pos
-        cur, pos = entries[nxt[0]].hash, pos + 1
+    def run(self) -> Verification:
+        for i, e in enumerate(self.entries):
+            self._check_entry(i, e)
+        if self.witness is not None:
+            self._check_witness(self.witness)
+        self._check_keys()
+        return self._result()
 
-    fold = Fold(full=True)
-    tree: CompactRange | None = CompactRange()
-    roots: dict[int, bytes] = {}
-    prev: Entry | None = None
-    prev_authentic = True
-    expected = 1
-    witness_hash: str | None = None
-    searches = 0
-    for i, e in enumerate(entries):
+    def _check_entry(self, i: int, e: Entry) -> None:
+        """Every check on entry ``e``, at index ``i``."""
         if type(e.seq) is not int:
-            fail(expected, "content-changed", f"its seq {e.seq!r} is not an integer", e)
-            prev, prev_authentic, expected = e, False, expected + 1
-            continue
-        gap = e.seq > expected
-        if gap:
+            self.fail(self.expected, "content-changed", f"its seq {e.seq!r} is not an integer", e)
+            self.prev, self.prev_authentic, self.expected = e, False, self.expected + 1
+            return
+        gap = self._check_seq(e)
+        recomputed = _safe_hash(e)
+        opening = not self.fold.opened and e.kind == "open"
+        authentic = _signed(self.fold.signer(e), e)
+        if opening and not authentic and signature_ok(self.pub, e):
+            # the open entry's key was changed: judge the rest by the verifier's key
+            authentic, anchor = True, self.pub_hex
+        else:
+            anchor = None
+        if not authentic:
+            self._unauthentic(e, recomputed)
+        elif recomputed != e.hash:
+            self._moved(i, e)
+        if authentic and not gap:
+            self._check_link(i, e)
+        for problem, message in self.fold.apply(e):
+            self.fail(e.seq, problem, message, e)
+        if opening and anchor is not None and self.fold.keys:
+            self.fold.keys[0] = anchor
+        self._grow_tree(e)
+        if self.witness is not None and e.seq == self.witness.seq:
+            self.witness_hash = e.hash
+        self.prev, self.prev_authentic = e, authentic
+        self.expected = max(self.expected, e.seq) + 1
+
+    def _check_seq(self, e: Entry) -> bool:
+        """Entries missing before ``e``, or ``e`` stored out of order; whether there is a gap."""
+        expected, prev = self.expected, self.prev
+        if e.seq > expected:
             missing = (
                 f"entry {expected} is missing"
                 if e.seq == expected + 1
                 else f"entries {expected} to {e.seq - 1} are missing"
             )
             after = f"entry {prev.seq}" if prev is not None else "the start"
-            fail(expected, "entry-missing", f"{missing} (entry {e.seq} follows {after})")
-        elif e.seq < expected:
-            fail(
+            self.fail(expected, "entry-missing", f"{missing} (entry {e.seq} follows {after})")
+            return True
+        if e.seq < expected:
+            self.fail(
                 e.seq,
                 "order-changed",
                 f"stored after entry {prev.seq if prev else '?'}, but its seq is {e.seq}",
                 e,
             )
-        recomputed = _safe_hash(e)
-        opening = not fold.opened and e.kind == "open"
-        authentic = _signed(fold.signer(e), e)
-        if opening and not authentic and signature_ok(pub, e):
-            # the open entry's key was changed: judge the rest by the verifier's key
-            authentic, anchor = True, pub_hex
+        return False
+
+    def _unauthentic(self, e: Entry, recomputed: str | None) -> None:
+        """``e``'s signature does not verify: forged, or its content changed."""
+        if recomputed == e.hash:
+            self.fail(
+                e.seq,
+                "signature-invalid",
+                "the signature does not verify with the ledger's public key (a forged "
+                "entry, a changed signature, or content changed and its hash re-derived)",
+                e,
+            )
         else:
-            anchor = None
-        if not authentic:
-            if recomputed == e.hash:
-                fail(
-                    e.seq,
-                    "signature-invalid",
-                    "the signature does not verify with the ledger's public key (a forged "
-                    "entry, a changed signature, or content changed and its hash re-derived)",
-                    e,
-                )
-            else:
-                fail(
-                    e.seq,
-                    "content-changed",
-                    "its content does not match its hash, and its signature matches neither",
-                    e,
-                )
-        elif recomputed != e.hash:
-            # Was it signed at another position? (the signed order first, then nearby seqs)
-            signed_as = signed_pos.get(i)
-            if signed_as is not None and _safe_hash(e, signed_as) != e.hash:
-                signed_as = None
-            if signed_as is None and searches < 1000:
-                searches += 1
-                signed_as = next(
-                    (
-                        s
-                        for d in range(1, 65)
-                        for s in (e.seq + d, e.seq - d)
-                        if s > 0 and _safe_hash(e, s) == e.hash
-                    ),
-                    None,
-                )
-            if signed_as is not None and signed_as != e.seq:
-                fail(
-                    e.seq,
-                    "order-changed",
-                    f"it was signed as entry {signed_as} but is stored as entry {e.seq}",
-                    e,
-                )
-            else:
-                fail(
-                    e.seq,
-                    "content-changed",
-                    "its content no longer matches the hash the service signed",
-                    e,
-                )
+            self.fail(
+                e.seq,
+                "content-changed",
+                "its content does not match its hash, and its signature matches neither",
+                e,
+            )
+
+    def _moved(self, i: int, e: Entry) -> None:
+        """``e`` is signed but its content no longer hashes to its hash: was it signed at
+        another position (the signed order first, then nearby seqs), or changed?"""
+        signed_as = self.signed_pos.get(i)
+        if signed_as is not None and _safe_hash(e, signed_as) != e.hash:
+            signed_as = None
+        if signed_as is None and self.searches < 1000:
+            self.searches += 1
+            signed_as = next(
+                (
+                    s
+                    for d in range(1, 65)
+                    for s in (e.seq + d, e.seq - d)
+                    if s > 0 and _safe_hash(e, s) == e.hash
+                ),
+                None,
+            )
+        if signed_as is not None and signed_as != e.seq:
+            self.fail(
+                e.seq,
+                "order-changed",
+                f"it was signed as entry {signed_as} but is stored as entry {e.seq}",
+                e,
+            )
+        else:
+            self.fail(
+                e.seq,
+                "content-changed",
+                "its content no longer matches the hash the service signed",
+                e,
+            )
+
+    def _check_link(self, i: int, e: Entry) -> None:
+        """An authentic ``e`` (after no gap) links to the entry stored before it; if not,
+        say whether it was moved, the one before it replaced, or the one it follows lost."""
+        prev = self.prev
         want_prev = prev.hash if prev is not None else GENESIS_HASH
-        if authentic and e.prev_hash != want_prev and not gap:
-            j = by_hash.get(e.prev_hash)
-            if j is not None and j != i:
-                fail(
-                    e.seq,
-                    "order-changed",
-                    f"it was signed to follow the entry now stored as {entries[j].seq}, "
-                    f"but follows entry {prev.seq if prev else 'none'}",
-                    e,
-                )
-            elif prev is not None and not prev_authentic and prev.seq == e.seq - 1:
-                fail(
-                    prev.seq,
-                    "content-changed",
-                    f"it is not the entry that entry {e.seq} was signed to follow "
-                    f"({e.prev_hash}): it was replaced or rewritten",
-                    prev,
-                )
-            else:
-                fail(
-                    e.seq,
-                    "entry-missing",
-                    f"the entry it was signed to follow ({e.prev_hash}) is not in the ledger",
-                    e,
-                )
-        for problem, message in fold.apply(e):
-            fail(e.seq, problem, message, e)
-        if opening and anchor is not None and fold.keys:
-            fold.keys[0] = anchor
-        if tree is not None:
-            # the tree of the entries as stored, while they stand in seq order
-            if e.seq == tree.size + 1 and is_digest(e.hash):
-                tree.append(leaf_hash(bytes.fromhex(e.hash[7:])))
-                if e.seq in sizes:
-                    roots[e.seq] = tree.root()
-            else:
-                tree = None
-        if witness is not None and e.seq == witness.seq:
-            witness_hash = e.hash
-        prev, prev_authentic, expected = e, authentic, max(expected, e.seq) + 1
-    if witness is not None:
+        if e.prev_hash == want_prev:
+            return
+        j = self.by_hash.get(e.prev_hash)
+        if j is not None and j != i:
+            self.fail(
+                e.seq,
+                "order-changed",
+                f"it was signed to follow the entry now stored as {self.entries[j].seq}, "
+                f"but follows entry {prev.seq if prev else 'none'}",
+                e,
+            )
+        elif prev is not None and not self.prev_authentic and prev.seq == e.seq - 1:
+            self.fail(
+                prev.seq,
+                "content-changed",
+                f"it is not the entry that entry {e.seq} was signed to follow "
+                f"({e.prev_hash}): it was replaced or rewritten",
+                prev,
+            )
+        else:
+            self.fail(
+                e.seq,
+                "entry-missing",
+                f"the entry it was signed to follow ({e.prev_hash}) is not in the ledger",
+                e,
+            )
+
+    def _grow_tree(self, e: Entry) -> None:
+        """Add ``e`` to the tree of the stored entries, or give the tree up once they stop
+        standing in seq order."""
+        tree = self.tree
+        if tree is None:
+            return
+        if e.seq == tree.size + 1 and is_digest(e.hash):
+            tree.append(leaf_hash(bytes.fromhex(e.hash[7:])))
+            if e.seq in self.sizes:
+                self.roots[e.seq] = tree.root()
+        else:
+            self.tree = None
+
+    def _check_witness(self, witness: Witness) -> None:
+        """The head witness recorded an entry beyond the last, or another entry at its seq."""
+        prev = self.prev
         head = prev.seq if prev is not None and type(prev.seq) is int else 0
         if witness.seq > head:
             first = head + 1
             what = f"entry {first}" if first == witness.seq else f"entries {first} to {witness.seq}"
-            fail(
+            self.fail(
                 first,
                 "entry-missing",
                 f"{what} missing from the end: {witness.source} recorded entry {witness.seq} "
                 f"({witness.hash}); the ledger's tail was cut off",
             )
-        elif witness_hash is not None and witness_hash != witness.hash:
-            fail(
+        elif self.witness_hash is not None and self.witness_hash != witness.hash:
+            self.fail(
                 witness.seq,
                 "content-changed",
                 f"{witness.source} recorded this entry as {witness.hash}: the ledger was "
                 "rewritten from here",
             )
-    if entries and pub_hex not in fold.keys:
-        history = ", ".join(fold.keys) or "none"
-        fail(
+
+    def _check_keys(self) -> None:
+        """The verifier's key was never the ledger's."""
+        keys = self.fold.keys
+        if not self.entries or self.pub_hex in keys:
+            return
+        history = ", ".join(keys) or "none"
+        self.fail(
             1,
             "signature-invalid",
-            f"the ledger was opened with public key {history}, not {pub_hex}"
-            if len(fold.keys) <= 1
-            else f"the ledger's keys were {history}, never {pub_hex} (a key changes only "
+            f"the ledger was opened with public key {history}, not {self.pub_hex}"
+            if len(keys) <= 1
+            else f"the ledger's keys were {history}, never {self.pub_hex} (a key changes only "
             "by a key entry signed by the old key)",
-            entries[0],
+            self.entries[0],
         )
-    failures.sort(key=lambda f: (f.seq, _PRIORITY.get(f.problem, 99)))
-    # one failure per (seq, problem, message)
-    unique: list[Failure] = []
-    seen: set[tuple[int, str, str]] = set()
-    for f in failures:
-        k = (f.seq, f.problem, f.message)
-        if k not in seen:
-            seen.add(k)
-            unique.append(f)
-    last = entries[-1] if entries else None
-    return Verification(
-        failures=unique,
-        entries=len(entries),
-        head_seq=last.seq if last is not None and type(last.seq) is int else 0,
-        head_hash=last.hash if last is not None else None,
-        states=fold.states(),
-        signatures="all",
-        ledger_id=fold.ledger_id,
-        keys=list(fold.keys),
-        root=None if tree is None else tree.root(),
-        roots=roots,
-        calls=summarise(
-            fold.calls.by_caller(),
-            last.time if last is not None and isinstance(last.time, str) else None,
-        ),
-    )
+
+    def _result(self) -> Verification:
+        """The verification: failures in order, one per (seq, problem, message)."""
+        self.failures.sort(key=lambda f: (f.seq, _PRIORITY.get(f.problem, 99)))
+        unique: list[Failure] = []
+        seen: set[tuple[int, str, str]] = set()
+        for f in self.failures:
+            k = (f.seq, f.problem, f.message)
+            if k not in seen:
+                seen.add(k)
+                unique.append(f)
+        entries, fold, tree = self.entries, self.fold, self.tree
+        last = entries[-1] if entries else None
+        return Verification(
+            failures=unique,
+            entries=len(entries),
+            head_seq=last.seq if last is not None and type(last.seq) is int else 0,
+            head_hash=last.hash if last is not None else None,
+            states=fold.states(),
+            signatures="all",
+            ledger_id=fold.ledger_id,
+            keys=list(fold.keys),
+            root=None if tree is None else tree.root(),
+            roots=self.roots,
+            calls=summarise(
+                fold.calls.by_caller(),
+                last.time if last is not None and isinstance(last.time, str) else None,
+            ),
+        )

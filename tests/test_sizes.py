@@ -23,8 +23,6 @@ MAX_PARAMETERS = 10
 MODULES_OVER: dict[str, int] = {
     "harness/matrix.py": 1541,
     "harness/matrix_items.py": 1251,
-    "ledger/predictions.py": 1571,
-    "ledger/store.py": 1034,
     "reports/matrix.py": 1251,
     "reports/matrix_summary.py": 1061,
     "reports/profile.py": 2071,
@@ -36,7 +34,6 @@ FUNCTIONS_OVER: dict[str, int] = {
     "harness/cli/matrix_cmd.py:matrix": 162,
     "harness/matrix.py:_run_matrix": 367,
     "harness/matrix.py:_run_matrix._run_item": 183,
-    "ledger/chain.py:_diagnose": 215,
     "reports/matrix_summary.py:_summarise": 153,
 }
 """Functions over :data:`MAX_FUNCTION_LINES`, with their lines today."""

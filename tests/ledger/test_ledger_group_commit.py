@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ledger import open_ledger
+from ledger._commit_reveal import check_taking_answers
 from ledger.client import record_answer, record_answers
 from ledger.errors import LedgerStateError
 from ledger.predictions import Ledger
@@ -26,13 +27,13 @@ def _ledger(tmp_path: Path) -> Ledger:
 def _count_groups(led: Ledger) -> list[int]:
     """From now on, the number of requests in each of ``led``'s transactions."""
     groups: list[int] = []
-    real = led._append_group
+    real = led.writer.append_group
 
     def counted(builds):  # type: ignore[no-untyped-def]
         groups.append(len(builds))
         return real(builds)
 
-    led._append_group = counted  # type: ignore[method-assign]
+    led.writer.append_group = counted  # type: ignore[method-assign]
     return groups
 
 
@@ -67,12 +68,12 @@ def test_a_refused_request_in_a_group_adds_nothing(tmp_path: Path) -> None:
 
     def observe(pid: str):  # type: ignore[no-untyped-def]
         def build(cur, now):  # type: ignore[no-untyped-def]
-            led._check_taking_answers(cur, [pid], now)
+            check_taking_answers(cur, [pid], now)
             return [("observe", pid, {"answer": "x", "provenance": OP})], None
 
         return build
 
-    results = led._append_group([observe(p.id), observe("sha256:" + "0" * 64), observe(p.id)])
+    results = led.writer.append_group([observe(p.id), observe("sha256:" + "0" * 64), observe(p.id)])
     assert isinstance(results[1], NotFoundError)
     first, third = results[0], results[2]
     assert not isinstance(first, BaseException) and not isinstance(third, BaseException)
