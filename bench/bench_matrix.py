@@ -41,7 +41,7 @@ from harness.adapters import ChatPolicy, OpenAIBackend, OpenAIChat
 from harness.agents import ChatAgent
 from harness.build import plan_agents
 from harness.local_model import die_with_parent
-from harness.matrix import create_matrix_run, run_matrix
+from harness.matrix import MatrixOptions, create_matrix_run, run_matrix
 from harness.settings import load_settings
 from harness.testing import FakeOpenAI
 from harness.testing.fake_openai import FakeConfig
@@ -174,7 +174,10 @@ def matrix_once(
         with Workspace.open(settings) as ws:
             planned = plan_agents(settings, agents=AGENTS, no_control=True)
             run_id, _ = create_matrix_run(
-                ws.store, settings, planned=planned, n_items=n_items, samples=samples, seed=11
+                ws.store,
+                settings,
+                planned=planned,
+                options=MatrixOptions(n_items=n_items, samples=samples, seed=11),
             )
             items = list(ws.store.run_items(run_id))
             ledger = ws.ledger
@@ -191,8 +194,14 @@ def matrix_once(
                 }
                 try:
                     return await run_matrix(
-                        agents, items, ledger, samples=samples, concurrency=concurrency,
-                        n_boot=n_boot, store=ws.store, run_id=run_id,
+                        agents,
+                        items,
+                        ledger,
+                        store=ws.store,
+                        run_id=run_id,
+                        options=MatrixOptions(
+                            samples=samples, concurrency=concurrency, n_boot=n_boot
+                        ),
                     )
                 finally:
                     for agent in agents.values():

@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-OWN_PACKAGES = ["mindledger", "nesttom", "games", "ledger", "harness", "reports"]
+OWN_PACKAGES = ["mindledger", "nesttom", "games", "ledger", "matrix", "harness", "reports"]
 """What ``--atheris`` instruments for coverage (not numpy, SQLAlchemy, … under them)."""
 
 _SCRATCH = Path(tempfile.mkdtemp(prefix="mindledger-fuzz-"))

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-import harness.matrix_family  # noqa: F401  (registers the matrix's item family)
 from games import POLICIES as GAME_POLICIES
 from games.repeated import REFERENCE_POLICIES as REPEATED_POLICIES
+from matrix import MATRIX_POLICIES
 from mindledger import family as registry
 from mindledger.errors import UserError
 from mindledger.family import UnknownFamilyError
@@ -30,9 +30,6 @@ __all__ = [
     "verify_items",
 ]
 
-MATRIX_POLICIES = ("random", "habit", "clairvoyant", "projection")
-"""The reference agents of the prediction matrix (:mod:`harness.matrix`); ``habit``,
-``clairvoyant`` and ``projection`` mean nothing to an item family (they never apply)."""
 POLICIES = tuple(
     dict.fromkeys((*BELIEF_POLICIES, *GAME_POLICIES, *REPEATED_POLICIES, *MATRIX_POLICIES))
 )

@@ -30,7 +30,7 @@ from mindledger.errors import ConfigError
 __all__ = ["KNOWN_KINDS", "MatrixSchedule", "parse_matrix_schedule"]
 
 KNOWN_KINDS = ("arbitrary", "preference", "open", "nesttom", "games", "failure")
-"""The pilot's candidate kinds (:data:`harness.matrix_items.DEFAULT_KINDS`, which a test keeps
+"""The pilot's candidate kinds (:data:`matrix.DEFAULT_KINDS`, which a test keeps
 equal to this)."""
 KEYS = ("candidates", "conditions", "enabled", "items", "kinds", "pilot", "samples",
         "second_order")

@@ -1,8 +1,8 @@
 """Item families: the :class:`Family` protocol and the one registry that every layer asks.
 
 A *family* is one kind of item (``Item.family``): NestToM stories, Hi-ToM stories, level-k and
-A/B/C games, repeated games. It declares in one place everything the rest of mindledger needs to
-know about its items:
+A/B/C games, repeated games, the prediction matrix's questions. It declares in one place
+everything the rest of mindledger needs to know about its items:
 
 - ``name`` (the ``Item.family`` value) and ``title`` (one line for reports);
 - ``generators``: the generator names whose items it can rebuild (:meth:`Family.regenerate`);
@@ -26,8 +26,9 @@ or not reports know it specially.
 **Where it lives, and why here.** Every layer asks the registry: the harness (runner, agents,
 scaffold, item verification) and reports. Reports must not import the harness, so the protocol
 and the registry live at the bottom, in :mod:`mindledger`; each family is implemented in its own
-package (``nesttom/family.py``, ``games/family.py``), next to the pure code it wraps.
-:mod:`mindledger` imports neither: the built-in families are named in :data:`BUILTIN` as module
+package (``nesttom/family.py``, ``games/family.py``, ``matrix/family.py``), next to the pure
+code it wraps.
+:mod:`mindledger` imports none of them: the built-in families are named in :data:`BUILTIN` as module
 paths and loaded on the first lookup, as a package's entry points would be. So adding a family
 is one module (a class satisfying :class:`Family`) and one registry line (its module in
 :data:`BUILTIN`, or ``register(MyFamily())`` for a family defined elsewhere, e.g. in a test).
@@ -66,7 +67,7 @@ __all__ = [
 PlayMode = Literal["single", "episode"]
 """How a family's item is played: one turn (``"single"``) or many (``"episode"``)."""
 
-BUILTIN: tuple[str, ...] = ("nesttom.family", "games.family")
+BUILTIN: tuple[str, ...] = ("nesttom.family", "games.family", "matrix.family")
 """Modules holding the built-in families; each exposes ``ITEM_FAMILIES``, a tuple of them."""
 
 

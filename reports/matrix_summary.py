@@ -2,7 +2,9 @@
 matrix run stores as trials) to the matrix of cells and self-advantages, and from a stored
 matrix run back to that matrix (seed 002 §15.2; §18.1 "agent-prediction skill S per target").
 
-:mod:`harness.matrix` runs the matrix and stores each item's :class:`ItemOutcome` as trials;
+:mod:`harness.matrix` runs the matrix and stores each item's :class:`matrix.ItemOutcome` as
+trials (each record's score is the :mod:`matrix` package's, read back by
+:func:`matrix.read_score`);
 :func:`summarise_outcomes` (pure) turns outcomes into the matrix, with the intervals and tests
 of :mod:`reports.matrix`; :func:`summarise_run` rebuilds a stored matrix run's matrix from its
 items and trials alone; :func:`accompanying_matrix` finds the matrix run scheduled beside a
@@ -26,6 +28,19 @@ import numpy as np
 from ledger.models import TrialRow
 from ledger.scoring import ScoreRecord, aggregate
 from ledger.store import Store
+from matrix import (
+    OUTCOMES,
+    SIMULATE,
+    ZERO_SHOT,
+    ItemOutcome,
+    PredictionRecord,
+    SecondOrderRecord,
+    TargetRecord,
+    check_conditions,
+    observed_count,
+    read_score,
+    second_order_triples,
+)
 from mindledger.disclosure import disclosed_matrix, shown_seed
 from mindledger.errors import UserError
 from mindledger.items import Item
@@ -46,6 +61,7 @@ from reports.matrix import (
     skill_terms,
 )
 from reports.matrix_runs import SUITE, accompanying_matrix
+from reports.matrix_skill import agent_skill
 from reports.matrix_unreadable import NO_ANSWER, Unreadable
 
 __all__ = [
@@ -66,42 +82,10 @@ __all__ = [
     "observed_count",
     "outcomes_from_trials",
     "pilot_summary",
+    "second_order_triples",
     "summarise_outcomes",
     "summarise_run",
 ]
-
-ZERO_SHOT = "zero-shot"
-"""The condition with no help: the predictor sees the question and the target's name."""
-SIMULATE = "simulate"
-"""The condition with an explicit instruction to simulate the target."""
-OBSERVE = "observe:"
-"""``observe:m``: the predictor also sees m of the target's past answers on other items."""
-
-
-def observed_count(condition: str) -> int | None:
-    """m of an ``observe:m`` condition (0 for zero-shot, on the learning curve); None for a
-    condition that is not on the curve."""
-    if condition == ZERO_SHOT:
-        return 0
-    if condition.startswith(OBSERVE) and condition[len(OBSERVE):].isdigit():
-        return int(condition[len(OBSERVE):])
-    return None
-
-
-def check_conditions(conditions: Sequence[str]) -> list[str]:
-    """The conditions in order, without repeats; a UserError for one that is not
-    ``zero-shot``, ``simulate`` or ``observe:m`` with m ≥ 1."""
-    out = list(dict.fromkeys(str(c).strip() for c in conditions))
-    if not out:
-        raise UserError("the matrix needs at least one condition")
-    for c in out:
-        m = observed_count(c)
-        if c != SIMULATE and (m is None or (m == 0 and c != ZERO_SHOT)):
-            raise UserError(
-                f"unknown matrix condition {c!r} (expected zero-shot, simulate or observe:m "
-                "with m ≥ 1, e.g. observe:3)"
-            )
-    return out
 
 
 @dataclass
@@ -124,148 +108,30 @@ def _mean(xs: Sequence[float]) -> float | None:
 
 # -- what one item comes to: the records a matrix run stores as trials --------------------------
 
-OUTCOMES = ("scored", "rejected", "unparsed", "unscored", "predictor_error")
-"""What became of one prediction: revealed and scored; revealed but rejected by the ledger
-(penalised); no parseable distribution (penalised, never committed); committed but the target
-gave no answer (left to expire); the predictor's API error (no prediction)."""
-
-
-@dataclass(frozen=True)
-class TargetRecord:
-    """One agent's answers to one base item: its own answer (asked as a predictor, the
-    projection baseline) and its ``samples`` answers as a target."""
-
-    agent: str
-    own: str | None
-    samples: tuple[str, ...]
-    errors: int = 0
-    """Samples lost to API errors."""
-    own_error: str | None = None
-    source: str | None = None
-    """``"trials"`` when the samples are the target's real trials (a failure item), else
-    None (asked)."""
-
-
-@dataclass(frozen=True)
-class PredictionRecord:
-    """One predictor's prediction of one target on one base item, and what became of it."""
-
-    predictor: str
-    target: str
-    outcome: str
-    """One of :data:`OUTCOMES`."""
-    distribution: Mapping[str, float] | None = None
-    top1: str | None = None
-    own_answer: str | None = None
-    prediction_id: str | None = None
-    """The prediction ledger's id of the committed prediction."""
-    scores: Mapping[str, Any] | None = None
-    """The ledger's scores (the penalty for ``rejected`` and ``unparsed``)."""
-    observed: tuple[str, ...] = ()
-    error: str | None = None
-    condition: str = ZERO_SHOT
-
-
-@dataclass(frozen=True)
-class SecondOrderRecord:
-    """P's second-order prediction on one base item (seed 002 §15.2 protocol step 5): the
-    distribution P predicts that Q commits for T's answer, and what became of it. Its ground
-    truth ``truth`` is Q's committed zero-shot distribution, known once Q's prediction is
-    revealed; ``scores`` are :func:`reports.matrix.distribution_scores` (the penalty,
-    :data:`reports.matrix.SECOND_ORDER_PENALTY`, for ``unparsed``)."""
-
-    predictor: str
-    about: str
-    """Q, the predictor whose committed prediction P predicts (the ledger's target)."""
-    target: str
-    """T, the target of Q's prediction."""
-    outcome: str
-    """One of :data:`OUTCOMES`; ``unscored`` when Q committed no distribution to compare with
-    or its prediction was never revealed."""
-    distribution: Mapping[str, float] | None = None
-    truth: Mapping[str, float] | None = None
-    scores: Mapping[str, float] | None = None
-    prediction_id: str | None = None
-    ledger_scores: Mapping[str, Any] | None = None
-    """The ledger's scores of P's distribution on Q's committed top-1 answer (its observation)."""
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class ItemOutcome:
-    """Everything the matrix learned on one base item: what each target answered and what
-    became of every prediction about it, by (predictor, target, condition), and of every
-    second-order prediction, by (P, Q, T)."""
-
-    item_id: str
-    targets: Mapping[str, TargetRecord]
-    predictions: Mapping[tuple[str, str, str], PredictionRecord]
-    second_order: Mapping[tuple[str, str, str], SecondOrderRecord] = field(default_factory=dict)
-
 
 def outcomes_from_trials(rows: Iterable[TrialRow]) -> dict[str, ItemOutcome]:
     """The stored trials of a matrix run read back as outcomes, by base item id (trials not
-    written by the matrix are ignored)."""
+    written by the matrix, and its exposure trials, are ignored; :func:`matrix.read_score`)."""
     targets: dict[str, dict[str, TargetRecord]] = {}
     preds: dict[str, dict[tuple[str, str, str], PredictionRecord]] = {}
     second: dict[str, dict[tuple[str, str, str], SecondOrderRecord]] = {}
     for row in rows:
         score = json.loads(row.score_json) if row.score_json else {}
-        if score.get("scored_by") != "matrix":
+        answer = json.loads(row.answer_json) if row.answer_json else None
+        read = read_score(row.agent, row.item_id, score, answer, row.error)
+        if read is None:
             continue
-        if score.get("role") == "second_order":
-            rec = _second_order_from_trial(row, score)
-            second.setdefault(str(score["item"]), {})[rec.predictor, rec.about, rec.target] = rec
-            continue
-        if score.get("role") == "target":
-            targets.setdefault(row.item_id, {})[row.agent] = TargetRecord(
-                row.agent,
-                score.get("own_answer"),
-                tuple(str(a) for a in score.get("samples") or ()),
-                int(score.get("errors") or 0),
-                score.get("own_error"),
-                score.get("source"),
-            )
-        elif score.get("role") == "prediction":
-            answer = json.loads(row.answer_json) if row.answer_json else None
-            condition = str(score.get("condition") or ZERO_SHOT)
-            preds.setdefault(str(score["item"]), {})[
-                row.agent, str(score["target"]), condition
-            ] = (
-                PredictionRecord(
-                    row.agent,
-                    str(score["target"]),
-                    str(score["outcome"]),
-                    distribution=answer,
-                    top1=score.get("top1"),
-                    own_answer=score.get("own_answer"),
-                    prediction_id=score.get("prediction"),
-                    scores=score.get("scores"),
-                    observed=tuple(str(a) for a in score.get("observed") or ()),
-                    error=row.error,
-                    condition=condition,
-                )
-            )
+        item_id, rec = read
+        if isinstance(rec, TargetRecord):
+            targets.setdefault(item_id, {})[rec.agent] = rec
+        elif isinstance(rec, PredictionRecord):
+            preds.setdefault(item_id, {})[rec.predictor, rec.target, rec.condition] = rec
+        elif isinstance(rec, SecondOrderRecord):
+            second.setdefault(item_id, {})[rec.predictor, rec.about, rec.target] = rec
     return {
         iid: ItemOutcome(iid, targets.get(iid, {}), preds.get(iid, {}), second.get(iid, {}))
         for iid in {*targets, *preds, *second}
     }
-
-
-def _second_order_from_trial(row: TrialRow, score: Mapping[str, Any]) -> SecondOrderRecord:
-    answer = json.loads(row.answer_json) if row.answer_json else None
-    return SecondOrderRecord(
-        row.agent,
-        str(score["about"]),
-        str(score["target"]),
-        str(score["outcome"]),
-        distribution=answer,
-        truth=score.get("truth"),
-        scores=score.get("scores"),
-        prediction_id=score.get("prediction"),
-        ledger_scores=score.get("ledger_scores"),
-        error=row.error,
-    )
 
 
 def _collect(
@@ -364,7 +230,12 @@ def summarise_outcomes(
     seats = [s for s in past_seats if s in names]
     if seats:
         out["past_seat"] = past_seat_section(
-            names, cells, target_answers, out["cells"], seats, n_boot=n_boot,
+            names,
+            cells,
+            target_answers,
+            out["cells"],
+            seats,
+            n_boot=n_boot,
             stats_seed=stats_seed,
         )
     by_depth = depth_section(
@@ -376,9 +247,19 @@ def summarise_outcomes(
         return out
     by_condition: dict[str, Any] = {}
     for c in conditions:
-        summary = out if c == primary else _summarise(
-            names, items, samples, collected[c][0], target_answers, target_errors, n_boot,
-            stats_seed,
+        summary = (
+            out
+            if c == primary
+            else _summarise(
+                names,
+                items,
+                samples,
+                collected[c][0],
+                target_answers,
+                target_errors,
+                n_boot,
+                stats_seed,
+            )
         )
         by_condition[c] = {"cells": summary["cells"], "self_advantage": summary["self_advantage"]}
     out["by_condition"] = by_condition
@@ -445,7 +326,13 @@ def depth_section(
         subset = [it for it in items if str(it.meta.get("depth")) == label]
         cells, target_answers, target_errors = _collect(names, subset, outcomes, condition)
         summary = _summarise(
-            names, subset, samples, cells, target_answers, target_errors, n_boot,
+            names,
+            subset,
+            samples,
+            cells,
+            target_answers,
+            target_errors,
+            n_boot,
             stats_seed + 1000 * (k + 1),
         )
         out.append({"depth": label, "n_items": len(subset), "cells": summary["cells"]})
@@ -472,18 +359,27 @@ def _merge_statistics(row: dict[str, Any], stats: Mapping[str, Any]) -> None:
         # S not estimable where the ledger has a value: a self cell, or a denominator that
         # may be zero (reports.matrix.cell_statistics)
         row["skill"].update(value=None, reason=stats["skill"]["reason"])
-    row["skill"].update(base_kind=stats["base_kind"], test=stats["test"], p=stats["p"],
-                        denominator=stats["denominator"])
+    row["skill"].update(
+        base_kind=stats["base_kind"],
+        test=stats["test"],
+        p=stats["p"],
+        denominator=stats["denominator"],
+    )
 
 
-def _unreadable(cell: _Cell, target: str,
-                target_answers: Mapping[tuple[str, str], list[str]]) -> Unreadable:
+def _unreadable(
+    cell: _Cell, target: str, target_answers: Mapping[tuple[str, str], list[str]]
+) -> Unreadable:
     """What the cell could not read: the target's answers recorded as no answer on the cell's
     items, and the predictor's unparsed predictions."""
-    answers = [a for iid in dict.fromkeys(iid for iid, _ in cell.records)
-               for a in target_answers.get((target, iid), ())]
-    return Unreadable(sum(a == NO_ANSWER for a in answers), len(answers), cell.unparsed,
-                      cell.replies)
+    answers = [
+        a
+        for iid in dict.fromkeys(iid for iid, _ in cell.records)
+        for a in target_answers.get((target, iid), ())
+    ]
+    return Unreadable(
+        sum(a == NO_ANSWER for a in answers), len(answers), cell.unparsed, cell.replies
+    )
 
 
 def _mark_unreadable(row: dict[str, Any], reason: str) -> None:
@@ -525,127 +421,162 @@ independent (its own seeded generator, so the figures do not depend on the threa
 spends its time in numpy, which releases the GIL."""
 
 
-def _summarise(
+Pair = tuple[str, str]
+"""(predictor, target) of a cell."""
+
+
+@dataclass
+class _Rows:
+    """The cells' rows as :func:`_submit_cells` leaves them: the ledger's figures, each cell's
+    per-item records and its statistics still being computed."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    by_pair: dict[Pair, dict[str, Any]] = field(default_factory=dict)
+    item_records: dict[Pair, list[ItemRecord]] = field(default_factory=dict)
+    aggregates: dict[Pair, dict[str, Any]] = field(default_factory=dict)
+    """Each cell's :func:`ledger.scoring.aggregate`, as computed (the rows are updated later)."""
+    unreadable: dict[Pair, str | None] = field(default_factory=dict)
+    """Why each cell is not estimable for unreadable answers, or None."""
+    statistics: list[tuple[dict[str, Any], Future[Any]]] = field(default_factory=list)
+
+
+def _submit_cells(
+    pool: ThreadPoolExecutor,
     names: Sequence[str],
-    items: Sequence[Item],
-    samples: int,
-    cells: Mapping[tuple[str, str], _Cell],
-    target_answers: Mapping[tuple[str, str], list[str]],
-    target_errors: Mapping[str, int],
-    n_boot: int = 2000,
-    stats_seed: int = 0,
-) -> dict[str, Any]:
-    with ThreadPoolExecutor(STATS_THREADS) as pool:
-        out_cells: list[dict[str, Any]] = []
-        by_pair: dict[tuple[str, str], dict[str, Any]] = {}
-        item_records: dict[tuple[str, str], list[ItemRecord]] = {}
-        aggregates: dict[tuple[str, str], dict[str, Any]] = {}
-        statistics: list[tuple[dict[str, Any], Future[Any]]] = []
-        unreadable_reason: dict[tuple[str, str], str | None] = {}
-        for (p, t), cell in cells.items():
-            item_records[p, t] = _item_records(cell, t, names, target_answers)
-            records = [
-                ScoreRecord(
-                    r.scores,
-                    r.observed,
-                    own_answer=r.own_answer,
-                    population=_population(t, iid, names, target_answers),
-                )
-                for iid, r in cell.records
-            ]
-            agg = aggregate(records)
-            unreadable = _unreadable(cell, t, target_answers)
-            unreadable_reason[p, t] = unreadable.reason(p, t)
-            row = {
-                "predictor": p,
-                "target": t,
-                "self": p == t,
-                **agg,
-                "predictor_errors": cell.predictor_errors,
-                "unparsed": cell.unparsed,
-                "unscored": cell.unscored,
-                "rejected": cell.rejected,
-                "unreadable": unreadable.to_dict(),
-            }
-            aggregates[p, t] = copy.deepcopy(agg)  # the row's nested dicts are updated below
-            statistics.append((row, pool.submit(
-                cell_statistics,
-                item_records[p, t],
-                np.random.default_rng([stats_seed, 1, names.index(p), names.index(t)]),
-                n_boot=n_boot,
-                aggregated=aggregates[p, t],
-                self_cell=p == t,
-            )))
-            out_cells.append(row)
-            by_pair[p, t] = row
-        advantages = {
-            t: pool.submit(
-                self_advantage,
-                t,
-                {p: item_records[p, t] for p in names},
-                np.random.default_rng([stats_seed, 2, names.index(t)]),
-                n_boot=n_boot,
-                aggregated={p: aggregates[p, t] for p in names},
+    cells: Mapping[Pair, _Cell],
+    target_answers: Mapping[Pair, list[str]],
+    n_boot: int,
+    stats_seed: int,
+) -> _Rows:
+    """Each cell's row of the ledger's figures and counts, its statistics submitted to
+    ``pool`` (each with its own seeded generator)."""
+    out = _Rows()
+    for (p, t), cell in cells.items():
+        out.item_records[p, t] = _item_records(cell, t, names, target_answers)
+        records = [
+            ScoreRecord(
+                r.scores,
+                r.observed,
+                own_answer=r.own_answer,
+                population=_population(t, iid, names, target_answers),
             )
-            for t in names
+            for iid, r in cell.records
+        ]
+        agg = aggregate(records)
+        unreadable = _unreadable(cell, t, target_answers)
+        out.unreadable[p, t] = unreadable.reason(p, t)
+        row = {
+            "predictor": p,
+            "target": t,
+            "self": p == t,
+            **agg,
+            "predictor_errors": cell.predictor_errors,
+            "unparsed": cell.unparsed,
+            "unscored": cell.unscored,
+            "rejected": cell.rejected,
+            "unreadable": unreadable.to_dict(),
         }
-        cell_stats = [(row, stats.result()) for row, stats in statistics]
-        paired_by_target = {t: advantage.result() for t, advantage in advantages.items()}
+        out.aggregates[p, t] = copy.deepcopy(agg)  # the row's nested dicts are updated below
+        out.statistics.append(
+            (
+                row,
+                pool.submit(
+                    cell_statistics,
+                    out.item_records[p, t],
+                    np.random.default_rng([stats_seed, 1, names.index(p), names.index(t)]),
+                    n_boot=n_boot,
+                    aggregated=out.aggregates[p, t],
+                    self_cell=p == t,
+                ),
+            )
+        )
+        out.rows.append(row)
+        out.by_pair[p, t] = row
+    return out
+
+
+def _finish_cells(rows: _Rows, cell_stats: Sequence[tuple[dict[str, Any], Any]]) -> None:
+    """Merge each cell's statistics into its row, mark the unreadable cells, and adjust the
+    skill's p-values over the cells (Holm)."""
     for row, stats in cell_stats:
         _merge_statistics(row, stats.to_dict())
-        why = unreadable_reason[row["predictor"], row["target"]]
+        why = rows.unreadable[row["predictor"], row["target"]]
         if why:
             _mark_unreadable(row, why)
     for row, p_holm in zip(
-        out_cells, holm_adjust([row["skill"]["p"] for row in out_cells]), strict=True
+        rows.rows, holm_adjust([row["skill"]["p"] for row in rows.rows]), strict=True
     ):
         row["skill"]["p_holm"] = p_holm
 
-    def value(row: dict[str, Any], metric: str) -> float | None:
+
+SELF_ADVANTAGE_METRICS = ("log_score", "brier", "top1_accuracy", "skill")
+"""The figures a self-advantage compares, in its order."""
+
+
+def _self_advantage_entry(
+    t: str, names: Sequence[str], by_pair: Mapping[Pair, Mapping[str, Any]]
+) -> dict[str, Any]:
+    """Target ``t``'s self-advantage per metric: its own value less the others' mean, or why
+    there is none."""
+
+    def value(row: Mapping[str, Any], metric: str) -> float | None:
         v = row[metric]["value"]
         return None if v is None else float(v)
 
+    others = [p for p in names if p != t]
+    entry: dict[str, Any] = {}
+    for metric in SELF_ADVANTAGE_METRICS:
+        own_v = value(by_pair[t, t], metric)
+        other_vs = [value(by_pair[p, t], metric) for p in others]
+        if not others:
+            entry[metric] = {"value": None, "reason": "no other predictor of this target"}
+        elif own_v is None:
+            own_reason = str(by_pair[t, t][metric].get("reason"))
+            entry[metric] = {
+                "value": None,
+                "reason": own_reason
+                if own_reason == SELF_PROJECTION
+                else f"{t} predicting itself has no {metric}: {own_reason}",
+            }
+        elif any(v is None for v in other_vs):
+            missing = [p for p, v in zip(others, other_vs, strict=True) if v is None]
+            entry[metric] = {
+                "value": None,
+                "reason": f"no {metric} for {', '.join(missing)} predicting {t}",
+            }
+        else:
+            mean_other = _mean([v for v in other_vs if v is not None])
+            assert mean_other is not None
+            entry[metric] = {"value": own_v - mean_other, "self": own_v, "others": mean_other}
+    return entry
+
+
+def _self_advantages(
+    names: Sequence[str],
+    by_pair: Mapping[Pair, Mapping[str, Any]],
+    paired_by_target: Mapping[str, Mapping[str, Any]],
+) -> dict[str, dict[str, Any]]:
+    """Every target's self-advantage with its paired interval and test, Holm-adjusted over
+    every (target, metric)."""
     self_adv: dict[str, dict[str, Any]] = {}
     for t in names:
-        others = [p for p in names if p != t]
-        entry: dict[str, Any] = {}
-        for metric, key in (
-            ("log_score", "log_score"),
-            ("brier", "brier"),
-            ("top1_accuracy", "top1_accuracy"),
-            ("skill", "skill"),
-        ):
-            own_v = value(by_pair[t, t], key)
-            other_vs = [value(by_pair[p, t], key) for p in others]
-            if not others:
-                entry[metric] = {"value": None, "reason": "no other predictor of this target"}
-            elif own_v is None:
-                own_reason = str(by_pair[t, t][key].get("reason"))
-                entry[metric] = {
-                    "value": None,
-                    "reason": own_reason if own_reason == SELF_PROJECTION
-                    else f"{t} predicting itself has no {metric}: {own_reason}",
-                }
-            elif any(v is None for v in other_vs):
-                missing = [p for p, v in zip(others, other_vs, strict=True) if v is None]
-                entry[metric] = {
-                    "value": None,
-                    "reason": f"no {metric} for {', '.join(missing)} predicting {t}",
-                }
-            else:
-                mean_other = _mean([v for v in other_vs if v is not None])
-                assert mean_other is not None
-                entry[metric] = {"value": own_v - mean_other, "self": own_v, "others": mean_other}
-        paired = paired_by_target[t]
+        entry = _self_advantage_entry(t, names, by_pair)
         for metric in METRICS:
-            _merge_self_advantage(entry[metric], paired[metric].to_dict())
+            _merge_self_advantage(entry[metric], paired_by_target[t][metric].to_dict())
         self_adv[t] = entry
     tests = [(t, m) for t in names for m in METRICS]
     for (t, m), p_holm in zip(
         tests, holm_adjust([self_adv[t][m].get("p") for t, m in tests]), strict=True
     ):
         self_adv[t][m]["p_holm"] = p_holm
+    return self_adv
 
+
+def _per_item(
+    items: Sequence[Item], names: Sequence[str], target_answers: Mapping[Pair, list[str]]
+) -> list[dict[str, Any]]:
+    """Each item's prompt, every target's answers and how many distinct modal answers they
+    have."""
     per_item = []
     for item in items:
         modes: dict[str, list[str]] = {}
@@ -665,14 +596,43 @@ def _summarise(
                 "distinct_modes": len({m[0] for m in modes.values()}),
             }
         )
+    return per_item
+
+
+def _summarise(
+    names: Sequence[str],
+    items: Sequence[Item],
+    samples: int,
+    cells: Mapping[Pair, _Cell],
+    target_answers: Mapping[Pair, list[str]],
+    target_errors: Mapping[str, int],
+    n_boot: int = 2000,
+    stats_seed: int = 0,
+) -> dict[str, Any]:
+    with ThreadPoolExecutor(STATS_THREADS) as pool:
+        rows = _submit_cells(pool, names, cells, target_answers, n_boot, stats_seed)
+        advantages = {
+            t: pool.submit(
+                self_advantage,
+                t,
+                {p: rows.item_records[p, t] for p in names},
+                np.random.default_rng([stats_seed, 2, names.index(t)]),
+                n_boot=n_boot,
+                aggregated={p: rows.aggregates[p, t] for p in names},
+            )
+            for t in names
+        }
+        cell_stats = [(row, stats.result()) for row, stats in rows.statistics]
+        paired_by_target = {t: advantage.result() for t, advantage in advantages.items()}
+    _finish_cells(rows, cell_stats)
     return {
         "agents": list(names),
         "n_items": len(items),
         "samples": samples,
-        "cells": out_cells,
-        "self_advantage": self_adv,
+        "cells": rows.rows,
+        "self_advantage": _self_advantages(names, rows.by_pair, paired_by_target),
         "target_errors": dict(target_errors),
-        "items": per_item,
+        "items": _per_item(items, names, target_answers),
         "notes": (
             "self_advantage = metric(T predicting T) - mean metric(others predicting T); for "
             "brier lower is better, so a negative brier self-advantage favours self-prediction"
@@ -713,7 +673,12 @@ def summarise_run(
     items = [it for it in store.run_items(run_id) if it.id not in exposure]
     outcomes = outcomes_from_trials(store.trials(run_id))
     summary = summarise_outcomes(
-        names, items, int(params["samples"]), outcomes, n_boot=n_boot, stats_seed=stats_seed,
+        names,
+        items,
+        int(params["samples"]),
+        outcomes,
+        n_boot=n_boot,
+        stats_seed=stats_seed,
         conditions=params.get("conditions") or (ZERO_SHOT,),
         second_order=bool(params.get("second_order")),
         past_seats=[str(s) for s in params.get("past_seats") or ()],
@@ -738,8 +703,19 @@ def summarise_run(
 def pilot_summary(record: Mapping[str, Any]) -> dict[str, Any]:
     """What a summary shows of a pilot's record (stored whole in the run's params): its
     verdict, method, thresholds, K, counts kept and dropped, per kind."""
-    keys = ("verdict", "divergent", "method", "filter", "targets", "samples", "n_candidates",
-            "n_kept", "dropped", "by_kind", "errors")
+    keys = (
+        "verdict",
+        "divergent",
+        "method",
+        "filter",
+        "targets",
+        "samples",
+        "n_candidates",
+        "n_kept",
+        "dropped",
+        "by_kind",
+        "errors",
+    )
     return {k: record.get(k) for k in keys}
 
 
@@ -763,109 +739,6 @@ def accompanying_summary(
     return summarise_run(store, matrix_id, n_boot=n_boot, stats_seed=stats_seed)
 
 
-def _estimate(row: Mapping[str, Any], target: str) -> dict[str, Any]:
-    skill = row["skill"]
-    out = {
-        "target": target,
-        "value": skill.get("value"),
-        "n": row.get("n"),
-        "ci": skill.get("ci"),
-        "interval": skill.get("interval"),
-        "status": skill.get("status"),
-        "p_holm": skill.get("p_holm"),
-    }
-    if skill.get("reason"):
-        out["reason"] = skill["reason"]
-    return out
-
-
-def agent_skill(matrix: Mapping[str, Any], agent: str) -> dict[str, Any]:
-    """The profile's agent-prediction skill of ``agent`` (as the predictor) from a matrix
-    (:func:`summarise_run`): ``self`` its S predicting a fresh copy of itself (the headline
-    value, with its interval), ``others`` the mean of its S over the other targets, and
-    ``targets`` its S per target with each cell's interval and Holm-adjusted p."""
-    run = matrix.get("run")
-    if agent not in matrix.get("agents", ()):
-        return {
-            "available": False,
-            "matrix_run": run,
-            "reason": f"{agent} did not take part in matrix run {run}",
-        }
-    if matrix.get("not_divergent"):
-        reason = str(matrix["not_divergent"])
-        return {
-            "available": True,
-            "matrix_run": run,
-            "value": None,
-            "ci": None,
-            "n": 0,
-            "interval": None,
-            "status": "not_estimable",
-            "reason": reason,
-            "self": {"target": agent, "value": None, "n": 0, "status": "not_estimable",
-                     "reason": reason},
-            "others": {"value": None, "n_targets": 0, "reason": reason},
-            "targets": {},
-        }
-    rows = {c["target"]: c for c in matrix["cells"] if c["predictor"] == agent}
-    targets = {t: _estimate(rows[t], t) for t in matrix["agents"] if t in rows}
-    own = targets.get(agent) or {"value": None}
-    other_values = [targets[t]["value"] for t in targets if t != agent]
-    if not other_values:
-        others: dict[str, Any] = {"value": None, "n_targets": 0,
-                                  "reason": "no other target in the matrix"}
-    elif any(v is None for v in other_values):
-        missing = [t for t in targets if t != agent and targets[t]["value"] is None]
-        others = {"value": None, "n_targets": len(other_values),
-                  "reason": f"S is undefined for {', '.join(missing)}"}
-    else:
-        others = {
-            "value": math.fsum(other_values) / len(other_values),
-            "n_targets": len(other_values),
-            "status": "not_estimable",
-            "reason": "a mean over targets; each target's S has its own interval (targets)",
-        }
-    return {
-        "available": True,
-        "matrix_run": run,
-        "value": own.get("value"),
-        "ci": own.get("ci"),
-        "n": own.get("n"),
-        "interval": own.get("interval"),
-        "status": own.get("status"),
-        "reason": own.get("reason"),
-        "self": own,
-        "others": others,
-        "targets": targets,
-        "second_order": _second_order_skill(matrix, agent),
-    }
-
-
-def _second_order_skill(matrix: Mapping[str, Any], agent: str) -> dict[str, Any]:
-    """The agent's second-order prediction (B9) as P, over all its (Q, T) cells: how much
-    closer than the uniform distribution its predictions of the other predictors' committed
-    distributions came (brier(uniform) − brier, with its interval), or why there is none."""
-    section = matrix.get("second_order")
-    if not section:
-        return {"value": None, "reason": "the matrix ran without second-order prediction"}
-    row = (section.get("by_predictor") or {}).get(agent)
-    if row is None:
-        return {"value": None, "reason": f"no second-order cells of {agent} (one agent only?)"}
-    vs = row["vs_uniform"]
-    return {
-        "value": vs.get("value"),
-        "ci": vs.get("ci"),
-        "n": vs.get("n"),
-        "p_holm": vs.get("p_holm"),
-        "n_cells": row.get("n_cells"),
-        "brier": row.get("brier"),
-        "reason": vs.get("reason"),
-        "definition": "brier(uniform) - brier(prediction) against the other predictors' "
-        "committed distributions, mean over the agent's (Q, T) cells per item, paired over "
-        "items; > 0: better than the uniform distribution",
-    }
-
-
 # -- second-order prediction (B9) and past seats (B8) --------------------------------------------
 
 SECOND_ORDER_SCORING = (
@@ -877,12 +750,6 @@ SECOND_ORDER_SCORING = (
     "brier(uniform) - brier(p), paired over items (H0: P knows no more of Q's prediction "
     "than the uniform distribution)"
 )
-
-
-def second_order_triples(names: Sequence[str]) -> list[tuple[str, str, str]]:
-    """Every (P, Q, T) of a second-order matrix: P ≠ Q, T any agent (Q == T and P == T
-    included), so n agents give n²(n − 1) second-order predictions per item."""
-    return [(p, q, t) for p in names for q in names if q != p for t in names]
 
 
 def second_order_section(
@@ -920,15 +787,22 @@ def second_order_section(
     cells: list[dict[str, Any]] = []
     for n, (p, q, t) in enumerate(triples):
         figures = per[p, q, t]
-        row: dict[str, Any] = {"predictor": p, "about": q, "target": t,
-                               "n": len(figures["brier"]), **counts[p, q, t]}
+        row: dict[str, Any] = {
+            "predictor": p,
+            "about": q,
+            "target": t,
+            "n": len(figures["brier"]),
+            **counts[p, q, t],
+        }
         for k, m in enumerate(SECOND_ORDER_METRICS):
             row[m] = mean_estimate(
                 figures[m], np.random.default_rng([stats_seed, 6, n, k]), n_boot=n_boot
             ).to_dict()
         row["vs_uniform"] = paired_contrast(
-            figures["uniform_brier"], figures["brier"],
-            np.random.default_rng([stats_seed, 7, n]), n_boot=n_boot,
+            figures["uniform_brier"],
+            figures["brier"],
+            np.random.default_rng([stats_seed, 7, n]),
+            n_boot=n_boot,
         ).to_dict()
         cells.append(row)
     for row, p_holm in zip(
@@ -1037,10 +911,12 @@ def past_seat_section(
                 "skill_past_seat": by_pair[p, s]["skill"],
                 "skill_fresh_copy": by_pair[p, p]["skill"],
             }
-            for k, (name, terms, what) in enumerate((
-                ("contrast", accuracy_terms, "a positive ceiling"),
-                ("skill_contrast", skill_terms, "S"),
-            )):
+            for k, (name, terms, what) in enumerate(
+                (
+                    ("contrast", accuracy_terms, "a positive ceiling"),
+                    ("skill_contrast", skill_terms, "S"),
+                )
+            ):
                 past, fresh = terms(past_records), terms(fresh_records)
                 row[name] = paired_contrast(
                     past, fresh, np.random.default_rng([stats_seed, 8, i, j, k]), n_boot=n_boot

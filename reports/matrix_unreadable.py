@@ -1,7 +1,6 @@
 """What a matrix cell could not read: its target's unreadable answers and its predictor's
 unreadable predictions, and when they are too many for the cell to measure anything (issue 24
-item 4). Pure and light (no numpy): :mod:`harness.matrix_base` takes :data:`NO_ANSWER` from
-here, and :mod:`reports.matrix_summary` counts every cell with :class:`Unreadable`.
+item 4). Pure: :mod:`reports.matrix_summary` counts every cell with :class:`Unreadable`.
 
 A target reply with no readable answer is recorded as the answer :data:`NO_ANSWER`: it *is*
 what the target did, and it counts in the target's samples. But no predictor can name it (a
@@ -19,10 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["MAX_UNREADABLE_SHARE", "NO_ANSWER", "Unreadable"]
+from matrix import NO_ANSWER
 
-NO_ANSWER = "(no answer)"
-"""The answer recorded for a target reply with no readable answer."""
+__all__ = ["MAX_UNREADABLE_SHARE", "NO_ANSWER", "Unreadable"]
 
 MAX_UNREADABLE_SHARE = 0.5
 """A cell with a larger share of its target's answers, or of its predictor's predictions,

@@ -11,7 +11,7 @@ import pytest
 
 from mindledger.errors import MindledgerError, NotFoundError, UserError
 
-PACKAGES = ("mindledger", "nesttom", "games", "ledger", "reports", "tui", "harness")
+PACKAGES = ("mindledger", "nesttom", "games", "ledger", "matrix", "reports", "tui", "harness")
 
 EXEMPT = {
     # click's own exception, which click catches by its class to print the message and exit 2;

@@ -2,246 +2,74 @@
 
 from __future__ import annotations
 
-import io
-import json
-from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from harness.build import plan_agents
 from harness.cli.common import echo_json, get_settings, get_workspace, resolve_run
 from harness.cli.conventions import CONCURRENCY, an_id, format_option
+from harness.cli.matrix_report import print_matrix
 from harness.cli.progress import TrialProgress, progress_option
-from harness.cli.tables import PIPED_WIDTH, fits, print_table, stdout_console
+from harness.cli.tables import stdout_console
 from harness.matrix import (
-    ZERO_SHOT,
+    MatrixOptions,
+    PilotOptions,
     check_matrix_options,
     create_matrix_run,
     execute_matrix_run,
     matrix_params,
     pilot_candidates,
     plan_matrix_run,
-    summarise_run,
 )
-from harness.matrix_items import DEFAULT_KINDS
-from harness.workspace import SeedPolicy
-from ledger.store import Store
-from mindledger.disclosure import seed_phrase
-from mindledger.errors import UserError
+from harness.workspace import SeedPolicy, Workspace
+from matrix import DEFAULT_KINDS, ZERO_SHOT
+
+__all__ = ["MatrixCommand", "matrix"]
 
 
-def _fmt(value: Any, spec: str = ".3f") -> str:
-    return "—" if value is None else format(value, spec)
+@dataclass(frozen=True)
+class MatrixCommand:
+    """What `mindledger matrix` was asked: its options, by parameter name."""
 
+    agent_names: tuple[str, ...]
+    references: tuple[str, ...]
+    n_items: int
+    samples: int
+    kinds: str
+    n_candidates: int | None
+    no_pilot: bool
+    conditions: str
+    second_order: bool
+    seed: int | None
+    temperature: float | None
+    concurrency: int
+    resume_id: str | None
+    use_queue: bool
+    progress_mode: str
+    fmt: str
 
-def _with_ci(figure: dict[str, Any], spec: str = ".3f") -> str:
-    """``0.512 [0.401, 0.630]``, or the value alone when it has no interval."""
-    ci = figure.get("ci")
-    text = _fmt(figure.get("value"), spec)
-    return text if not ci else f"{text} [{_fmt(ci[0], spec)}, {_fmt(ci[1], spec)}]"
+    @property
+    def kind_list(self) -> list[str]:
+        return [k.strip() for k in self.kinds.split(",") if k.strip()]
 
+    @property
+    def condition_list(self) -> list[str]:
+        return [c.strip() for c in self.conditions.split(",") if c.strip()]
 
-def _unreadable(cell: dict[str, Any]) -> str:
-    """``0/40 · 3/10``: the cell's unreadable target answers and predictions."""
-    u = cell.get("unreadable")
-    if not u:
-        return "—"
-    return (f"{u['target_answers']}/{u['target_samples']} · "
-            f"{u['predictions']}/{u['predictions_asked']}")
-
-
-def _print_pilot(console: Console, result: dict[str, Any]) -> None:
-    pilot = result.get("pilot")
-    if not pilot:
-        return
-    rule = ", ".join(f"{k} {v}" for k, v in (pilot.get("filter") or {}).items())
-    console.print(f"pilot ({pilot.get('method')}; K = {pilot.get('samples')}; {rule}): "
-                  f"{pilot.get('verdict')}")
-    kinds = pilot.get("by_kind") or {}
-    if kinds:
-        console.print("  kept per kind: " + ", ".join(
-            f"{k} {v.get('kept')}/{v.get('candidates')}" for k, v in kinds.items()))
-
-
-def _pair_table(title: str, columns: Sequence[str]) -> Table:
-    """A table of (predictor → target) rows and right-aligned ``columns``."""
-    table = Table(title=title)
-    table.add_column("predictor → target")
-    for col in columns:
-        table.add_column(col, justify="right")
-    return table
-
-
-def _print_conditions(console: Console, result: dict[str, Any]) -> None:
-    by_condition = result.get("by_condition")
-    if not by_condition:
-        return
-    table = _pair_table("Per condition: top-1 match and log score [95% interval]",
-                        list(by_condition))
-    rows: dict[tuple[str, str], list[str]] = {}
-    for entry in by_condition.values():
-        for cell in entry["cells"]:
-            rows.setdefault((cell["predictor"], cell["target"]), []).append(
-                f"{_fmt(cell['top1_accuracy']['value'])} / {_fmt(cell['log_score']['value'])}"
-            )
-    for (p, t), values in rows.items():
-        table.add_row(f"{p} → {t}", *values)
-    print_table(console, table)
-    for key, title in (
-        ("learning_curve", "Learning curve: slope per past answer shown (m)"),
-        ("simulate_contrast", "Simulate − zero-shot"),
-    ):
-        entries = result.get(key)
-        if not entries:
-            continue
-        sub = Table(title=f"{title} [95% item bootstrap] (sign-flip p)")
-        for col in ("predictor → target", "log score", "top-1"):
-            sub.add_column(col, justify="left" if col.startswith("predictor") else "right")
-        for e in entries:
-            sub.add_row(
-                f"{e['predictor']} → {e['target']}",
-                *(
-                    _with_ci(e[m], "+.4f")
-                    + ("" if e[m].get("p") is None else f" (p={e[m]['p']:.3g})")
-                    + (f" — {e[m]['reason']}" if e[m].get("reason") else "")
-                    for m in ("log_score", "top1_accuracy")
-                ),
-            )
-        print_table(console, sub)
-
-
-def print_matrix(console: Console, result: dict[str, Any]) -> None:
-    _print_pilot(console, result)
-    if result.get("not_divergent"):
-        console.print(
-            f"No skill reported: {result['not_divergent']}. The predictions were not run "
-            "(on items where the targets answer alike, predicting another is answering the "
-            "question yourself)."
+    def fresh_only(self) -> bool:
+        """Whether an option only a new run takes was given (refused with --resume)."""
+        return bool(
+            self.agent_names
+            or self.references
+            or self.seed is not None
+            or self.temperature is not None
+            or self.n_candidates is not None
+            or self.no_pilot
+            or self.second_order
         )
-        return
-    seed = seed_phrase(result.get("seed"), held_out=bool(result.get("held_out")))
-    run = f"run {result['run']} · " if result.get("run") else ""
-    table = Table(
-        title=f"Cross-model prediction matrix: {run}{result['n_items']} items, "
-        f"{result['samples']} target samples each ({seed}); [95% hierarchical bootstrap]"
-    )
-    cols = ("predictor → target", "n", "log score", "Brier", "top-1", "skill S", "base",
-            "p (Holm)", "unreadable", "notes")
-    for col in cols:
-        table.add_column(col, justify="left" if col in ("predictor → target", "notes") else "right")
-    footnotes: dict[str, int] = {}  # a reason → its number (long reasons would wrap the table)
-    for c in result["cells"]:
-        notes = []
-        if c["skill"].get("reason"):
-            number = footnotes.setdefault(c["skill"]["reason"], len(footnotes) + 1)
-            notes.append(f"S: see {number}")
-        for key in ("predictor_errors", "unscored", "rejected"):
-            if c[key]:
-                notes.append(f"{key.replace('_', ' ')}: {c[key]}")
-        table.add_row(
-            f"{c['predictor']} → {c['target']}" + (" (self)" if c["self"] else ""),
-            str(c["n"]),
-            _with_ci(c["log_score"]),
-            _with_ci(c["brier"]),
-            _with_ci(c["top1_accuracy"]),
-            "not estimable" if c["skill"].get("value") is None else _with_ci(c["skill"]),
-            c["skill"].get("base_kind") or "—",
-            _fmt(c["skill"].get("p_holm"), ".3g"),
-            _unreadable(c),
-            "; ".join(notes),
-        )
-    print_table(console, table, drop=("base", "p (Holm)", "Brier"))
-    console.print("  unreadable: the target's answers with no readable answer (of its samples) · "
-                  "the predictor's unparsed predictions (of its replies); more than half of "
-                  "either makes a cell not estimable", markup=False, highlight=False)
-    for reason, number in footnotes.items():
-        console.print(f"  {number}. S: {reason}", markup=False, highlight=False)
-    adv = Table(
-        title="Self-advantage: T predicting T minus others predicting T "
-        "[95% interval] (sign-flip p, Holm)"
-    )
-    for col in ("target", "log score", "Brier", "top-1", "skill S"):
-        adv.add_column(col, justify="left" if col == "target" else "right")
-    for t, entry in result["self_advantage"].items():
-        adv.add_row(
-            t,
-            *(
-                _with_ci(entry[m], "+.3f")
-                + ("" if entry[m].get("p_holm") is None else f" (p={entry[m]['p_holm']:.3g})")
-                for m in ("log_score", "brier", "top1_accuracy", "skill")
-            ),
-        )
-    print_table(console, adv, drop=("Brier",))
-    reasons = {
-        entry[m]["reason"]
-        for entry in result["self_advantage"].values()
-        for m in entry
-        if entry[m].get("reason")
-    }
-    for reason in sorted(reasons):
-        console.print(f"  — {reason}")
-    errors = {t: n for t, n in result["target_errors"].items() if n}
-    if errors:
-        console.print(f"target API errors (samples dropped): {errors}")
-    _print_conditions(console, result)
-    _print_depths(console, result)
-
-
-def _print_depths(console: Console, result: dict[str, Any]) -> None:
-    by_depth = result.get("by_depth")
-    if not by_depth:
-        return
-    title = "Skill S by belief depth (NestToM items) [95% hierarchical bootstrap]"
-    start = 0
-    while start < len(by_depth):  # as many depths side by side as the width holds
-        end = len(by_depth)
-        while end > start + 1 and not fits(_depth_table(title, by_depth[start:end]),
-                                           console.width):
-            end -= 1
-        print_table(console, _depth_table(title, by_depth[start:end]))
-        title, start = "Skill S by belief depth (continued)", end
-
-
-def _depth_table(title: str, by_depth: Sequence[dict[str, Any]]) -> Table:
-    table = _pair_table(title, [f"{e['depth']} ({e['n_items']} items)" for e in by_depth])
-    for cell in by_depth[0]["cells"]:
-        p, t = cell["predictor"], cell["target"]
-        table.add_row(f"{p} → {t}", *(
-            _with_ci(next(c for c in entry["cells"]
-                          if c["predictor"] == p and c["target"] == t)["skill"])
-            for entry in by_depth
-        ))
-    return table
-
-
-def report_matrix(
-    store: Store, run_id: str, fmt: str, *, n_boot: int = 2000, stats_seed: int = 0,
-    reveal_held_out: bool = False, width: int = PIPED_WIDTH,
-) -> str:
-    """A stored matrix run as `mindledger report` shows it, rebuilt from its stored trials: its
-    matrix as JSON (``json``), the tables `mindledger matrix` prints (``md``, fitted to
-    ``width`` columns), one page with the heatmap of S per condition (``html``) or one row per
-    cell (``csv``)."""
-    if fmt not in ("md", "json", "html", "csv"):
-        raise UserError(
-            f"run {run_id} is a matrix run: it renders as md, json, html or csv, not {fmt}"
-        )
-    result = summarise_run(
-        store, run_id, n_boot=n_boot, stats_seed=stats_seed, reveal_held_out=reveal_held_out
-    )
-    if fmt == "json":
-        return json.dumps(result, indent=2, ensure_ascii=False) + "\n"
-    if fmt in ("html", "csv"):
-        from reports.matrix_render import render_matrix_csv, render_matrix_html
-
-        return render_matrix_html(result) if fmt == "html" else render_matrix_csv(result)
-    console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False)
-    print_matrix(console, result)
-    text: str = console.file.getvalue()  # type: ignore[attr-defined]
-    return text
 
 
 @click.command("matrix")
@@ -253,9 +81,15 @@ def report_matrix(
     help="Reference agent: random, habit, clairvoyant or projection (repeatable; a "
     "clairvoyant needs reference targets only).",
 )
-@click.option("--items", "n_items", type=click.IntRange(1, 10_000), default=20, show_default=True,
-              help="Items in the matrix (at most; the pilot may keep fewer). S gets an "
-              "interval from 20 items, the other figures from 10.")
+@click.option(
+    "--items",
+    "n_items",
+    type=click.IntRange(1, 10_000),
+    default=20,
+    show_default=True,
+    help="Items in the matrix (at most; the pilot may keep fewer). S gets an "
+    "interval from 20 items, the other figures from 10.",
+)
 @click.option(
     "--samples",
     type=click.IntRange(1, 1_000),
@@ -337,25 +171,7 @@ def report_matrix(
     csv="one row per cell, as `report RUN --format csv`",
 )
 @click.pass_context
-def matrix(
-    ctx: click.Context,
-    agent_names: tuple[str, ...],
-    references: tuple[str, ...],
-    n_items: int,
-    samples: int,
-    kinds: str,
-    n_candidates: int | None,
-    no_pilot: bool,
-    conditions: str,
-    second_order: bool,
-    seed: int | None,
-    temperature: float | None,
-    concurrency: int,
-    resume_id: str | None,
-    use_queue: bool,
-    progress_mode: str,
-    fmt: str,
-) -> None:
+def matrix(ctx: click.Context, **options: Any) -> None:
     """Cross-model prediction matrix: who predicts whom, scored through the ledger.
 
     Every agent predicts every agent (itself included, as "a fresh copy of yourself") under
@@ -385,111 +201,124 @@ def matrix(
       mindledger matrix --resume latest
       mindledger matrix --agent a --agent b --no-pilot --queue   # then: mindledger worker
     """
+    cmd = MatrixCommand(**options)
     settings = get_settings(ctx)
     err = Console(stderr=True, soft_wrap=True)
-    if use_queue:
+    if cmd.use_queue:
         from harness.queue import conninfo
 
         conninfo(settings)  # PostgreSQL only: say so before anything is stored
-    if resume_id:
-        if (agent_names or references or seed is not None or temperature is not None
-                or n_candidates is not None or no_pilot or second_order):
+    if cmd.resume_id:
+        if cmd.fresh_only():
             raise click.UsageError(
                 "--resume takes no agent, seed or temperature options: the run's own are used"
             )
         workspace = get_workspace(ctx)
-        run_id = resolve_run(ctx, resume_id)
+        run_id = resolve_run(ctx, cmd.resume_id)
         matrix_params(workspace.store, run_id)  # a matrix run, or a user error
         err.print(f"resuming matrix run {run_id}")
     else:
-        planned = plan_agents(
-            settings,
-            agents=agent_names,
-            references=references,
-            no_control=True,
-            temperature=temperature,
-        )
-        seeds = SeedPolicy.of(settings)  # checked before the database is opened
-        seeds.check_seed(seed)
-        kind_list = [k.strip() for k in kinds.split(",") if k.strip()]
-        wanted = check_matrix_options(
-            samples=samples,
-            conditions=[c.strip() for c in conditions.split(",") if c.strip()],
-            second_order=second_order,
-            pilot_kinds=None if no_pilot else kind_list,
-            n_candidates=pilot_candidates(n_items, n_candidates),
-        )
-        used_seed = seeds.draw_seed(held_out=False) if seed is None else seed
-        workspace = get_workspace(ctx)
-        if no_pilot:
-            run_id, _ = create_matrix_run(
-                workspace.store,
-                settings,
-                planned=planned,
-                n_items=n_items,
-                samples=samples,
-                seed=used_seed,
-                conditions=wanted,
-                second_order=second_order,
-            )
-        else:
-            err.print(f"pilot: candidates of {kinds} (seed {used_seed})")
-            run_id, _, record = plan_matrix_run(
-                workspace.store,
-                settings,
-                planned=planned,
-                n_items=n_items,
-                samples=samples,
-                kinds=kind_list,
-                n_candidates=n_candidates,
-                seed=used_seed,
-                conditions=wanted,
-                concurrency=concurrency,
-                second_order=second_order,
-            )
-            err.print(f"pilot: {record.verdict}")
-        err.print(f"matrix run {run_id} (seed {used_seed})")
-    if use_queue:
-        from harness.queue import enqueue_run
+        workspace, run_id = _new_run(ctx, cmd, err)
+    if cmd.use_queue:
+        _queue(workspace, run_id, err)
+        return
+    _execute(workspace, run_id, cmd, err)
 
-        done = enqueue_run(workspace.store, settings, run_id)
-        if done.complete:
-            err.print(f"nothing to queue: matrix run {run_id} is complete")
-            return
-        if not (done.deferred or done.retried):
-            err.print(
-                f"nothing new to queue: every item matrix run {run_id} lacks is in one of "
-                f"{done.held} batch(es) queued or running on a live worker"
-            )
-            return
-        stalled = f", re-queued {done.retried} stalled batch(es)" if done.retried else ""
+
+def _new_run(ctx: click.Context, cmd: MatrixCommand, err: Console) -> tuple[Workspace, str]:
+    """Plan and store a new matrix run (after its pilot, unless --no-pilot): the workspace
+    and the run's id."""
+    settings = get_settings(ctx)
+    planned = plan_agents(
+        settings,
+        agents=cmd.agent_names,
+        references=cmd.references,
+        no_control=True,
+        temperature=cmd.temperature,
+    )
+    seeds = SeedPolicy.of(settings)  # checked before the database is opened
+    seeds.check_seed(cmd.seed)
+    wanted = check_matrix_options(
+        samples=cmd.samples,
+        conditions=cmd.condition_list,
+        second_order=cmd.second_order,
+        pilot_kinds=None if cmd.no_pilot else cmd.kind_list,
+        n_candidates=pilot_candidates(cmd.n_items, cmd.n_candidates),
+    )
+    used_seed = seeds.draw_seed(held_out=False) if cmd.seed is None else cmd.seed
+    workspace = get_workspace(ctx)
+    options = MatrixOptions(
+        n_items=cmd.n_items,
+        samples=cmd.samples,
+        conditions=wanted,
+        second_order=cmd.second_order,
+        seed=used_seed,
+        concurrency=cmd.concurrency,
+    )
+    if cmd.no_pilot:
+        run_id, _ = create_matrix_run(workspace.store, settings, planned=planned, options=options)
+    else:
+        err.print(f"pilot: candidates of {cmd.kinds} (seed {used_seed})")
+        run_id, _, record = plan_matrix_run(
+            workspace.store,
+            settings,
+            planned=planned,
+            options=options,
+            pilot=PilotOptions(kinds=cmd.kind_list, n_candidates=cmd.n_candidates),
+        )
+        err.print(f"pilot: {record.verdict}")
+    err.print(f"matrix run {run_id} (seed {used_seed})")
+    return workspace, run_id
+
+
+def _queue(workspace: Workspace, run_id: str, err: Console) -> None:
+    """Queue what the run lacks for `mindledger worker` processes, and say what was queued."""
+    from harness.queue import enqueue_run
+
+    done = enqueue_run(workspace.store, workspace.settings, run_id)
+    if done.complete:
+        err.print(f"nothing to queue: matrix run {run_id} is complete")
+        return
+    if not (done.deferred or done.retried):
         err.print(
-            f"queued {done.deferred} batch(es) of matrix run {run_id}{stalled}; start workers "
-            "with `mindledger worker` (any machine with this database URL and the ledger's "
-            f"service key); then `mindledger report {run_id}`"
+            f"nothing new to queue: every item matrix run {run_id} lacks is in one of "
+            f"{done.held} batch(es) queued or running on a live worker"
         )
         return
+    stalled = f", re-queued {done.retried} stalled batch(es)" if done.retried else ""
+    err.print(
+        f"queued {done.deferred} batch(es) of matrix run {run_id}{stalled}; start workers "
+        "with `mindledger worker` (any machine with this database URL and the ledger's "
+        f"service key); then `mindledger report {run_id}`"
+    )
+
+
+def _execute(workspace: Workspace, run_id: str, cmd: MatrixCommand, err: Console) -> None:
+    """Run (or resume) the run here, then print its matrix and whether the ledger verifies."""
     ledger = workspace.ledger
     try:
         result = execute_matrix_run(
             workspace.store,
-            settings,
+            workspace.settings,
             ledger,
             run_id,
-            concurrency=concurrency,
-            progress=TrialProgress(err, progress_mode, accuracy=False),
+            concurrency=cmd.concurrency,
+            progress=TrialProgress(err, cmd.progress_mode, accuracy=False),
         )
     except KeyboardInterrupt:
         # main says "Interrupted." once, after this
-        err.print(f"matrix run {run_id} keeps every item finished: continue with "
-                  f"`mindledger matrix --resume {run_id}`", highlight=False)
+        err.print(
+            f"matrix run {run_id} keeps every item finished: continue with "
+            f"`mindledger matrix --resume {run_id}`",
+            highlight=False,
+        )
         raise
     problems = ledger.verify()
     result = {**result, "ledger_problems": [str(p) for p in problems]}
-    if fmt == "json":
+    if cmd.fmt == "json":
         echo_json(result)
         return
-    if fmt == "csv":
+    if cmd.fmt == "csv":
         from reports.matrix_render import render_matrix_csv
 
         click.echo(render_matrix_csv(result), nl=False)

@@ -10,6 +10,7 @@ import click
 
 from harness.cli.common import echo_json, get_store, reads_only, resolve_run
 from harness.cli.conventions import SEED, an_id
+from harness.cli.suite_reports import ReportOptions, suite_report
 from ledger.store import Store
 
 __all__ = ["report"]
@@ -117,13 +118,15 @@ def report(
         return
     assert run_id is not None
     run_id = resolve_run(ctx, run_id)
-    if store.get_run(run_id).suite == "matrix":  # a matrix run: its matrix, not a profile
-        from harness.cli.matrix_cmd import report_matrix
+    own = suite_report(store.get_run(run_id).suite)
+    if own is not None:  # a suite with its own report (a matrix run: its matrix, not a profile)
         from harness.cli.tables import PIPED_WIDTH, stdout_console
 
         width = PIPED_WIDTH if out else stdout_console().width
-        _emit(report_matrix(store, run_id, fmt, n_boot=n_boot, stats_seed=seed,
-                            reveal_held_out=reveal_held_out, width=width), out)
+        options = ReportOptions(
+            width, n_boot=n_boot, stats_seed=seed, reveal_held_out=reveal_held_out
+        )
+        _emit(own.render(store, run_id, fmt, options), out)
         return
     figures_dir = None
     prefix = ""

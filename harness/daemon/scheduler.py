@@ -44,6 +44,8 @@ from sqlalchemy.engine import Engine
 
 from harness.build import PlanFields, plan_agents
 from harness.matrix import (
+    MatrixOptions,
+    PilotOptions,
     create_matrix_run,
     execute_matrix_run,
     matrix_agents,
@@ -169,19 +171,21 @@ class DaemonContext:
             log.info("no agent of run %s can take part in the matrix", suite_run)
             return None
         m = self.matrix
+        options = MatrixOptions(
+            n_items=m.items,
+            samples=m.samples,
+            conditions=m.conditions,
+            second_order=m.second_order,
+            held_out=True,
+            accompanies=suite_run,
+        )
         if m.pilots(len(planned)):
             run_id, _, record = plan_matrix_run(
                 self.store,
                 self.settings,
                 planned=planned,
-                n_items=m.items,
-                samples=m.samples,
-                kinds=m.kinds,
-                n_candidates=m.candidates,
-                held_out=True,
-                accompanies=suite_run,
-                conditions=m.conditions,
-                second_order=m.second_order,
+                options=options,
+                pilot=PilotOptions(kinds=m.kinds, n_candidates=m.candidates),
             )
             log.info("matrix pilot beside run %s: %s", suite_run, record.verdict)
         else:
@@ -190,15 +194,7 @@ class DaemonContext:
                          "items the targets disagree on); the seed's arbitrary-choice items, "
                          "unfiltered", suite_run)
             run_id, _ = create_matrix_run(
-                self.store,
-                self.settings,
-                planned=planned,
-                n_items=m.items,
-                samples=m.samples,
-                held_out=True,
-                accompanies=suite_run,
-                conditions=m.conditions,
-                second_order=m.second_order,
+                self.store, self.settings, planned=planned, options=options
             )
         log.info("scheduled matrix run %s beside run %s", run_id, suite_run)
         execute_matrix_run(self.store, self.settings, self.ledger, run_id)

@@ -78,7 +78,7 @@ def predictor_guess_law(
     agent: ReferenceAgent, target: ReferenceAgent, item: Item, choices: Sequence[str]
 ) -> np.ndarray:
     """The law of a reference predictor's top-1 guess about ``target`` on ``item`` (as
-    :func:`harness.matrix._reference_prediction` makes it): the clairvoyant draws it from the
+    :func:`harness.matrix_asking.reference_prediction` makes it): the clairvoyant draws it from the
     target's distribution; projection names its own habit's most probable answer, as habit does
     about itself; random, and habit about another agent, the uniform distribution's (the first
     choice)."""

@@ -38,7 +38,7 @@ from starlette.routing import Route
 from harness.build import plan_agents
 from harness.cli.main import cli
 from harness.daemon import BackgroundServer, Daemon, build_daemon, create_token
-from harness.matrix import create_matrix_run, execute_matrix_run
+from harness.matrix import MatrixOptions, create_matrix_run, execute_matrix_run
 from harness.runs import create_run, execute_stored_run
 from harness.seeds import is_held_out
 from harness.settings import AgentConfig, Settings, load_settings
@@ -173,8 +173,15 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             ("mheld", MATRIX_SEED, True, "held"),
             ("mdev", DEV_MATRIX_SEED, False, "dev"),
         ):
-            create_matrix_run(ws.store, settings, planned=mplanned, n_items=3, samples=2,
-                              seed=seed, held_out=held, accompanies=beside, run_id=run_id)  # fmt: skip
+            create_matrix_run(
+                ws.store,
+                settings,
+                planned=mplanned,
+                run_id=run_id,
+                options=MatrixOptions(
+                    n_items=3, samples=2, seed=seed, held_out=held, accompanies=beside
+                ),
+            )
             execute_matrix_run(ws.store, settings, ws.ledger, run_id, n_boot=100)
         assert ws.store.get_run("held").held_out and ws.store.get_run("mheld").held_out
         assert ws.ledger.verify() == []

@@ -19,7 +19,14 @@ import pytest
 
 from harness.adapters import ChatPolicy, OpenAIBackend, OpenAIChat
 from harness.agents import ChatAgent, ReferenceAgent
-from harness.matrix import NO_ANSWER, make_item, make_items, prediction_item, run_matrix
+from harness.matrix import (
+    NO_ANSWER,
+    MatrixOptions,
+    make_item,
+    make_items,
+    prediction_item,
+    run_matrix,
+)
 from harness.testing import FakeOpenAI
 from ledger import open_ledger
 from ledger.scoring import EPSILON
@@ -111,7 +118,9 @@ async def run_three(tmp_path: Path, n_items: int = 3, samples: int = 3) -> tuple
             backend = OpenAIBackend(OpenAIChat(server.base_url, "m", policy=policy))
             mode = "json" if name == "oracle" else "tools"
             agents[name] = ChatAgent(name, backend, spec={}, answer_mode=mode)
-        result = await run_matrix(agents, items(n_items), led, samples=samples)
+        result = await run_matrix(
+            agents, items(n_items), led, options=MatrixOptions(samples=samples)
+        )
     finally:
         for a in agents.values():
             await a.aclose()
@@ -274,7 +283,7 @@ async def test_failures_are_counted_not_hidden(tmp_path: Path) -> None:
         "dead": dead,
     }
     try:
-        result = await run_matrix(agents, items(1), led, samples=2)
+        result = await run_matrix(agents, items(1), led, options=MatrixOptions(samples=2))
     finally:
         for a in agents.values():
             await a.aclose()
@@ -308,7 +317,9 @@ async def test_reference_random_and_items(tmp_path: Path) -> None:
     pi = prediction_item(bank[0], "a", "b", 3)
     assert "another AI model called b" in pi.prompt and pi.answer["kind"] == "distribution"
     assert "fresh copy of yourself" in prediction_item(bank[0], "a", "a", 3).prompt
-    result = await run_matrix({"r": ReferenceAgent("r", "random", seed=1)}, bank, led, samples=4)
+    result = await run_matrix(
+        {"r": ReferenceAgent("r", "random", seed=1)}, bank, led, options=MatrixOptions(samples=4)
+    )
     c = result["cells"][0]
     k = [len(i.answer["choices"]) for i in bank]
     # a uniform prediction: log score −ln k, Brier 1 − 1/k on every item

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-import harness.matrix as matrix
+import harness.matrix_trials as matrix_trials
 
 
 async def test_items_finishing_during_a_write_share_the_next(
@@ -29,8 +29,8 @@ async def test_items_finishing_during_a_write_share_the_next(
             raise OSError("disk full")
         return [f"ok:{t}" for t in trials]
 
-    monkeypatch.setattr(matrix, "_store_trials", store_trials)
-    writer = matrix._ItemWriter(object())  # type: ignore[arg-type]
+    monkeypatch.setattr(matrix_trials, "store_trials", store_trials)
+    writer = matrix_trials.ItemWriter(object())  # type: ignore[arg-type]
     first = asyncio.ensure_future(writer.write(["p0"], ["t0"]))
     await asyncio.sleep(0.05)
     rest = [asyncio.ensure_future(writer.write([f"p{i}"], [f"t{i}a", f"t{i}b"]))

@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness import matrix
-from harness import matrix_items as mi
+import matrix as mi
 from harness.agents import ReferenceAgent
+from harness.matrix_asking import ask as matrix_ask
+from harness.matrix_pilot import run_pilot
 from mindledger.canonical import canonical_json
 from mindledger.errors import UserError
 from mindledger.items import Item
@@ -23,7 +24,7 @@ COUNTS = {"arbitrary": 3, "preference": 3, "open": 3, "nesttom": 2, "games": 2, 
 
 
 def _table_item(index: int) -> Item:
-    return matrix.make_item(0, {"index": index})
+    return mi.make_item(0, {"index": index})
 
 
 def _rule(**kw: Any) -> mi.PilotFilter:
@@ -271,7 +272,7 @@ def test_candidates_are_deterministic_per_seed_and_differ_across_seeds() -> None
 
 def test_candidates_are_valid_matrix_items() -> None:
     for item in mi.candidates(3, COUNTS):
-        assert item.family == matrix.FAMILY
+        assert item.family == mi.FAMILY
         assert item.verify() == []
         assert Item.from_dict(json.loads(canonical_json(item.to_dict()))) == item
         assert mi.regenerate(item) == item
@@ -280,7 +281,7 @@ def test_candidates_are_valid_matrix_items() -> None:
         assert len(set(choices)) == len(choices)
         assert item.meta["options"] == len(choices)
         # what the matrix does with a candidate: a distribution over its choices
-        pred = matrix.prediction_item(item, "p", "t", 10)
+        pred = mi.prediction_item(item, "p", "t", 10)
         assert pred.answer == {"kind": "distribution", "choices": list(choices)}
         kind = mi.kind_of(item)
         if kind == "open":
@@ -295,7 +296,7 @@ def test_candidates_are_valid_matrix_items() -> None:
 
 
 def test_arbitrary_candidates_are_make_item_unchanged() -> None:
-    assert mi.candidates(4, {"arbitrary": 3}) == matrix.make_items(4, 3)
+    assert mi.candidates(4, {"arbitrary": 3}) == mi.make_items(4, 3)
 
 
 def test_nesttom_and_game_candidates_carry_their_source_question() -> None:
@@ -343,8 +344,8 @@ def test_observed_answer() -> None:
     (open_item,) = [i for i in mi.candidates(0, {"open": 10}) if i.meta["template"] == "fruit"]
     assert mi.observed_answer(choice, 3) == "3"
     assert mi.observed_answer(choice, "3") == "3"
-    assert mi.observed_answer(choice, None) == matrix.NO_ANSWER
-    assert mi.observed_answer(choice, {"3": 1.0}) == matrix.NO_ANSWER
+    assert mi.observed_answer(choice, None) == mi.NO_ANSWER
+    assert mi.observed_answer(choice, {"3": 1.0}) == mi.NO_ANSWER
     assert mi.observed_answer(open_item, "Bananas!") == "banana"
 
 
@@ -364,10 +365,10 @@ async def test_pilot_with_habit_targets_keeps_divergent_items(pool: list[Item]) 
 
     async def ask(agent: ReferenceAgent, item: Item, *key: Any) -> Any:
         calls.append((agent.name, item.id, key))
-        return await matrix._ask(agent, item, *key)
+        return await matrix_ask(agent, item, *key)
 
     rule = mi.PilotFilter(min_items=5)
-    kept, record = await mi.run_pilot(agents, pool, 10, ask, rule=rule)
+    kept, record = await run_pilot(agents, pool, 10, ask, rule=rule)
     assert len(calls) == 3 * len(pool) * 10
     assert record.targets == ("h1", "h2", "h3") and record.samples == 10
     assert all(n == 10 for f in record.candidates for n in f.answers.values())
@@ -380,7 +381,7 @@ async def test_pilot_with_habit_targets_keeps_divergent_items(pool: list[Item]) 
             and f.consistency_min >= rule.c_min
             and (f.outside_share or 0.0) <= rule.other_max
         )
-    again = await mi.run_pilot(agents, pool, 10, matrix._ask, rule=rule)
+    again = await run_pilot(agents, pool, 10, matrix_ask, rule=rule)
     assert again[1] == record  # seeded reference agents: the same pilot
 
 
@@ -390,9 +391,7 @@ async def test_pilot_with_a_random_target_says_not_divergent(pool: list[Item]) -
         "h2": ReferenceAgent("h2", "habit", seed=5),
         "rnd": ReferenceAgent("rnd", "random", seed=5),
     }
-    kept, record = await mi.run_pilot(
-        agents, pool, 10, matrix._ask, rule=mi.PilotFilter(min_items=5)
-    )
+    kept, record = await run_pilot(agents, pool, 10, matrix_ask, rule=mi.PilotFilter(min_items=5))
     assert not record.divergent and len(kept) < 5
     assert record.verdict.startswith("not divergent:")
     assert "most often inconsistent: rnd" in record.verdict
@@ -410,14 +409,14 @@ async def test_pilot_counts_errors_and_takes_failure_answers_from_trials() -> No
     async def ask(agent: ReferenceAgent, item: Item, *key: Any) -> Reply:
         if agent.name == "b" and key[-1] == 0:
             return Reply(None, "timeout")
-        reply = await matrix._ask(agent, item, *key)
+        reply = await matrix_ask(agent, item, *key)
         return Reply(reply.answer)
 
     trials = {
         "a": {str(f.meta["source"]): [True] * 4 for f in failure},
         "b": {str(f.meta["source"]): [False] * 4 for f in failure},
     }
-    _, record = await mi.run_pilot(
+    _, record = await run_pilot(
         agents, items, 4, ask, rule=mi.PilotFilter(min_items=1), trials=trials
     )
     # b's first sample of each asked item errs; failure answers come from the trials
@@ -451,7 +450,7 @@ async def test_pilot_scores_failure_candidates_by_asking_the_underlying_question
             return Reply(correct)
         return Reply(next(str(c) for c in item.answer["choices"] if str(c) != correct))
 
-    _, record = await mi.run_pilot(agents, items, 3, ask, rule=mi.PilotFilter(min_items=1))
+    _, record = await run_pilot(agents, items, 3, ask, rule=mi.PilotFilter(min_items=1))
     assert set(asked) == {"nesttom", "games"}  # the questions, not the failure items
     for f in record.candidates:
         assert f.modes == {"right": ("yes",), "wrong": ("no",)}
@@ -461,4 +460,4 @@ async def test_pilot_scores_failure_candidates_by_asking_the_underlying_question
 
 async def test_pilot_needs_two_samples() -> None:
     with pytest.raises(UserError):
-        await mi.run_pilot({"a": ReferenceAgent("a", "habit")}, [], 1, matrix._ask)
+        await run_pilot({"a": ReferenceAgent("a", "habit")}, [], 1, matrix_ask)

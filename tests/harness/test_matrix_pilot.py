@@ -15,10 +15,12 @@ from typing import Any
 import pytest
 
 import harness.matrix as matrix
-from harness import matrix_items as mi
+import matrix as mi
 from harness.agents import ReferenceAgent
 from harness.build import plan_agents
 from harness.matrix import (
+    MatrixOptions,
+    PilotOptions,
     create_matrix_run,
     execute_matrix_run,
     plan_matrix_run,
@@ -55,9 +57,12 @@ def test_the_pilot_chooses_and_records_the_run_items(workspace: Workspace) -> No
     planned = plan_agents(ws.settings, agents=(), references=("habit", "projection"),
                           no_control=True)
     run_id, seed, record = plan_matrix_run(
-        ws.store, ws.settings, planned=planned, n_items=5, samples=4,
-        kinds=("arbitrary", "preference", "open"), n_candidates=24, seed=11,
-    )  # fmt: skip
+        ws.store,
+        ws.settings,
+        planned=planned,
+        options=MatrixOptions(n_items=5, samples=4, seed=11),
+        pilot=PilotOptions(kinds=("arbitrary", "preference", "open"), n_candidates=24),
+    )
     assert seed == 11 and record.divergent and record.n_candidates == 24 and record.samples == 4
     assert record.filter.min_items == 5  # at most the items asked for
     params = json.loads(ws.store.get_run(run_id).params_json)
@@ -80,9 +85,12 @@ def test_a_run_on_non_divergent_candidates_says_so_instead_of_skill(
     planned = plan_agents(ws.settings, agents=(), references=("habit", "random"),
                           no_control=True)
     run_id, _, record = plan_matrix_run(
-        ws.store, ws.settings, planned=planned, n_items=5, samples=4,
-        kinds=("arbitrary",), n_candidates=10, seed=11,
-    )  # fmt: skip
+        ws.store,
+        ws.settings,
+        planned=planned,
+        options=MatrixOptions(n_items=5, samples=4, seed=11),
+        pilot=PilotOptions(kinds=("arbitrary",), n_candidates=10),
+    )
     # a random target agrees with itself by chance only: every candidate is inconsistent
     assert not record.divergent and record.verdict.startswith("not divergent:")
     assert "ref:random" in record.verdict
@@ -105,7 +113,7 @@ async def test_open_answers_are_clusters_and_failure_targets_are_not_asked(
     items = mi.candidates(5, {"open": 2, "failure": 2})
     agents = {n: ReferenceAgent(n, "habit", seed=3) for n in ("a", "b")}
     asked: list[tuple[str, str]] = []
-    real = matrix._ask
+    real = matrix.ask
 
     async def spy(agent: Any, item: Item, *key: Any) -> Any:
         asked.append((agent.name, item.generator))
@@ -115,12 +123,13 @@ async def test_open_answers_are_clusters_and_failure_targets_are_not_asked(
     # b's real trials on the underlying questions: always right
     trials = {"b": {str(it.meta["source"]): [True, True] for it in failure}}
     led = open_ledger(tmp_path / "home", f"sqlite:///{tmp_path / 'l.db'}")
-    matrix._ask = spy  # type: ignore[assignment]
+    matrix.ask = spy  # type: ignore[assignment]
     try:
-        result = await run_matrix(agents, items, led, samples=3, n_boot=50,
-                                  failure_trials=trials)
+        result = await run_matrix(
+            agents, items, led, failure_trials=trials, options=MatrixOptions(samples=3, n_boot=50)
+        )
     finally:
-        matrix._ask = real  # type: ignore[assignment]
+        matrix.ask = real  # type: ignore[assignment]
     assert "matrix.failure" not in {g for _, g in asked}  # the failure question is never put
     by_id = {row["id"]: row for row in result["items"]}
     for it in items:
@@ -149,9 +158,11 @@ def test_conditions_each_commit_and_report_their_curve_and_contrast(
                           no_control=True)
     conditions = ["zero-shot", "observe:2", "observe:3", "simulate"]
     run_id, _ = create_matrix_run(
-        ws.store, ws.settings, planned=planned, n_items=10, samples=3, seed=11,
-        conditions=conditions,
-    )  # fmt: skip
+        ws.store,
+        ws.settings,
+        planned=planned,
+        options=MatrixOptions(n_items=10, samples=3, seed=11, conditions=conditions),
+    )
     params = json.loads(ws.store.get_run(run_id).params_json)
     assert params["conditions"] == conditions and len(params["exposure"]) == 3
     stored = [it.id for it in ws.store.run_items(run_id)]

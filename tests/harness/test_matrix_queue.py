@@ -18,6 +18,7 @@ import pytest
 from harness.build import plan_agents
 from harness.cli.main import main
 from harness.matrix import (
+    MatrixOptions,
     create_matrix_run,
     execute_matrix_run,
     make_items,
@@ -53,9 +54,11 @@ def _settings(url: str) -> Settings:
 def _plan(ws: Workspace) -> str:
     planned = plan_agents(ws.settings, agents=(), references=POLICIES, no_control=True)
     run_id, _ = create_matrix_run(
-        ws.store, ws.settings, planned=planned, n_items=N_ITEMS, samples=SAMPLES, seed=SEED,
-        conditions=CONDITIONS,
-    )  # fmt: skip
+        ws.store,
+        ws.settings,
+        planned=planned,
+        options=MatrixOptions(n_items=N_ITEMS, samples=SAMPLES, seed=SEED, conditions=CONDITIONS),
+    )
     return run_id
 
 
@@ -262,8 +265,10 @@ def test_predictions_show_the_stored_exposure_answers_when_another_batch_stored_
     other batch stores its (different) answer while this one is asking."""
     import harness.matrix as matrix
     from harness.matrix import missing_matrix_items
+    from harness.matrix_asking import Reply
+    from harness.matrix_trials import exposure_trial
 
-    real_ask = matrix._ask
+    real_ask = matrix.ask
     theirs: dict[tuple[str, str], str] = {}
 
     async def another_batch_stores_first(agent: Any, item: Any, *key: Any) -> Any:
@@ -271,14 +276,14 @@ def test_predictions_show_the_stored_exposure_answers_when_another_batch_stored_
         if key == ("exposure",):
             choices = [str(c) for c in item.answer["choices"]]
             other = next(c for c in choices if c != reply.answer)
-            trial = matrix._exposure_trial(run_id, item, agent.name, matrix._Reply(other))
+            trial = exposure_trial(run_id, item, agent.name, Reply(other))
             assert ws.store.record_trial(trial)
             theirs[agent.name, item.id] = other
         return reply
 
     with Workspace.open(_settings(db_url)) as ws:
         run_id = _plan(ws)
-        monkeypatch.setattr(matrix, "_ask", another_batch_stores_first)
+        monkeypatch.setattr(matrix, "ask", another_batch_stores_first)
         execute_matrix_run(ws.store, ws.settings, ws.ledger, run_id, n_boot=50)
         assert len(theirs) == len(NAMES) * 2  # every exposure answer was the other batch's
         assert missing_matrix_items(ws.store, run_id) == []

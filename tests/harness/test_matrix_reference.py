@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from harness.agents import ReferenceAgent
-from harness.matrix import make_items, run_matrix
+from harness.matrix import MatrixOptions, make_items, run_matrix
 from harness.testing import matrix_truth
 from ledger import open_ledger
 from mindledger.errors import UserError
@@ -50,7 +50,9 @@ async def test_reference_predictors_are_diagnosed(tmp_path: Path) -> None:
         )
     }
     items = make_items(21, N_ITEMS)
-    result = await run_matrix(agents, items, led, samples=K, n_boot=1000, stats_seed=3)
+    result = await run_matrix(
+        agents, items, led, options=MatrixOptions(samples=K, n_boot=1000, stats_seed=3)
+    )
     skills = {}
     for p in ("seer", "mirror", "dice"):
         s = cell(result, p, "habit")["skill"]
@@ -117,13 +119,15 @@ async def test_a_clairvoyant_needs_reference_targets(tmp_path: Path) -> None:
 
 
 async def test_skill_by_depth_splits_the_cells_by_the_items_belief_depth(tmp_path: Path) -> None:
-    from harness import matrix_items
+    import matrix as matrix_items
 
     led = open_ledger(tmp_path / "home", _db(tmp_path))
     agents = {n: ReferenceAgent(n, policy, seed=5) for n, policy in (
         ("habit", "habit"), ("mirror", "projection"), ("dice", "random"))}
     items = matrix_items.candidates(7, {"nesttom": 16, "arbitrary": 4})
-    result = await run_matrix(agents, items, led, samples=3, n_boot=200, stats_seed=1)
+    result = await run_matrix(
+        agents, items, led, options=MatrixOptions(samples=3, n_boot=200, stats_seed=1)
+    )
     by_depth = result["by_depth"]
     labels = [d["depth"] for d in by_depth]
     assert labels == sorted(labels, key=lambda x: (int(x[1]), x)) and "R2-self" in labels
@@ -169,8 +173,11 @@ async def test_the_summary_does_not_depend_on_its_threads(
     for threads in (1, 4):
         monkeypatch.setattr(summary, "STATS_THREADS", threads)
         led = open_ledger(tmp_path / f"home{threads}", f"sqlite:///{tmp_path / f'{threads}.db'}")
-        results.append(await run_matrix(agents, items, led, samples=4, n_boot=300,
-                                        stats_seed=2))
+        results.append(
+            await run_matrix(
+                agents, items, led, options=MatrixOptions(samples=4, n_boot=300, stats_seed=2)
+            )
+        )
         led.close()
         led.engine.dispose()
     one, many = (json.dumps(r, sort_keys=True, default=str) for r in results)
@@ -190,7 +197,9 @@ async def test_every_self_cell_keeps_its_scale(tmp_path: Path, seed: int) -> Non
     led = open_ledger(tmp_path / "home", _db(tmp_path))
     agents = {f"ref:{p}": ReferenceAgent(f"ref:{p}", p, seed=seed)
               for p in ("habit", "projection", "clairvoyant", "random")}
-    result = await run_matrix(agents, make_items(seed, 20), led, samples=10, n_boot=200)
+    result = await run_matrix(
+        agents, make_items(seed, 20), led, options=MatrixOptions(samples=10, n_boot=200)
+    )
     for name in agents:
         s = cell(result, name, name)["skill"]
         assert s["value"] is None or -1.0 <= s["value"] <= 1.5, (name, s)

@@ -18,6 +18,7 @@ from harness.agents import ReferenceAgent
 from harness.build import plan_agents
 from harness.matrix import (
     SUITE,
+    MatrixOptions,
     create_matrix_run,
     execute_matrix_run,
     make_items,
@@ -51,7 +52,10 @@ def workspace(tmp_path: Path, db_url: str) -> Iterator[Workspace]:
 def plan(ws: Workspace) -> tuple[str, int]:
     planned = plan_agents(ws.settings, agents=(), references=POLICIES, no_control=True)
     return create_matrix_run(
-        ws.store, ws.settings, planned=planned, n_items=N_ITEMS, samples=SAMPLES, seed=11
+        ws.store,
+        ws.settings,
+        planned=planned,
+        options=MatrixOptions(n_items=N_ITEMS, samples=SAMPLES, seed=11),
     )
 
 
@@ -103,7 +107,9 @@ def test_a_matrix_run_is_stored_and_rebuilt_from_its_trials(
     assert again["run"] == run_id and again["seed"] == 11 and again["status"] == "complete"
     led = open_ledger(tmp_path / "other", f"sqlite:///{tmp_path / 'other.db'}")
     agents = {n: ReferenceAgent(n, p, seed=11) for n, p in zip(NAMES, POLICIES, strict=True)}
-    fresh = asyncio.run(run_matrix(agents, items, led, samples=SAMPLES, n_boot=200))
+    fresh = asyncio.run(
+        run_matrix(agents, items, led, options=MatrixOptions(samples=SAMPLES, n_boot=200))
+    )
     assert numbers(fresh) == numbers(result)
     assert led.verify() == []
     led.close()
@@ -118,14 +124,14 @@ def test_an_interrupted_matrix_run_resumes_without_asking_again(
     ws = workspace
     run_id, _ = plan(ws)
     items = make_items(11, N_ITEMS)
-    real_ask = matrix._ask
+    real_ask = matrix.ask
 
     async def dies_on_the_third(agent: Any, item: Item, *key: Any) -> Any:
         if item.id == items[2].id:
             raise RuntimeError("the process died")
         return await real_ask(agent, item, *key)
 
-    monkeypatch.setattr(matrix, "_ask", dies_on_the_third)
+    monkeypatch.setattr(matrix, "ask", dies_on_the_third)
     with pytest.raises(RuntimeError, match="died"):
         execute_matrix_run(ws.store, ws.settings, ws.ledger, run_id, concurrency=1, n_boot=200)
     assert ws.store.get_run(run_id).status == "interrupted"
@@ -133,7 +139,7 @@ def test_an_interrupted_matrix_run_resumes_without_asking_again(
     assert items[2].id not in done_items and done_items
     commits_before = len([e for e in ws.ledger.entries() if e.kind == "commit"])
 
-    monkeypatch.setattr(matrix, "_ask", real_ask)
+    monkeypatch.setattr(matrix, "ask", real_ask)
     result = execute_matrix_run(ws.store, ws.settings, ws.ledger, run_id, n_boot=200)
     assert ws.store.get_run(run_id).status == "complete"
     assert len(ws.store.trials(run_id)) == N_ITEMS * (len(NAMES) + len(NAMES) ** 2)
@@ -153,9 +159,11 @@ def test_a_held_out_matrix_run_withholds_its_seed(workspace: Workspace) -> None:
     ws = workspace
     planned = plan_agents(ws.settings, agents=(), references=("random",), no_control=True)
     run_id, seed = create_matrix_run(
-        ws.store, ws.settings, planned=planned, n_items=2, samples=2, held_out=True,
-        accompanies="suite-run",
-    )  # fmt: skip
+        ws.store,
+        ws.settings,
+        planned=planned,
+        options=MatrixOptions(n_items=2, samples=2, held_out=True, accompanies="suite-run"),
+    )
     assert ws.store.get_run(run_id).held_out and ws.seeds.is_held_out(seed)
     result = execute_matrix_run(ws.store, ws.settings, ws.ledger, run_id, n_boot=100)
     assert result["seed"] is None and result["held_out"] and result["accompanies"] == "suite-run"

@@ -17,6 +17,7 @@ import pytest
 from harness.agents import ReferenceAgent
 from harness.build import plan_agents
 from harness.matrix import (
+    MatrixOptions,
     create_matrix_run,
     execute_matrix_run,
     make_items,
@@ -71,7 +72,10 @@ async def test_clairvoyant_reproduces_q_and_random_scores_worse(tmp_path: Path) 
     agents = {n: ReferenceAgent(n, n, seed=5) for n in ("clairvoyant", "random", "habit")}
     items = make_items(31, 12)
     result = await run_matrix(
-        agents, items, led, samples=3, n_boot=300, stats_seed=1, second_order=True
+        agents,
+        items,
+        led,
+        options=MatrixOptions(samples=3, n_boot=300, stats_seed=1, second_order=True),
     )
     section = result["second_order"]
     assert section["per_item"] == len(section["cells"]) == 3 * 2 * 3
@@ -160,8 +164,12 @@ async def test_second_order_needs_zero_shot(tmp_path: Path) -> None:
     led = open_ledger(tmp_path / "home", _db(tmp_path))
     agents = {n: ReferenceAgent(n, n) for n in ("random", "habit")}
     with pytest.raises(UserError, match="zero-shot"):
-        await run_matrix(agents, make_items(3, 2), led, samples=2, conditions=("simulate",),
-                         second_order=True)
+        await run_matrix(
+            agents,
+            make_items(3, 2),
+            led,
+            options=MatrixOptions(samples=2, conditions=("simulate",), second_order=True),
+        )
     led.close()
     led.engine.dispose()
 
@@ -174,8 +182,11 @@ async def test_a_past_seat_is_predicted_beside_a_fresh_copy(tmp_path: Path) -> N
         "piper": ReferenceAgent("piper", "habit", seed=7),
     }
     result = await run_matrix(
-        agents, make_items(41, 40), led, samples=8, n_boot=500, stats_seed=2,
+        agents,
+        make_items(41, 40),
+        led,
         past_seats=["dusk"],
+        options=MatrixOptions(samples=8, n_boot=500, stats_seed=2),
     )
     section = result["past_seat"]
     assert section["seats"] == ["dusk"]
@@ -229,7 +240,10 @@ def test_a_stored_run_keeps_its_second_order_and_past_seats(tmp_path: Path) -> N
         planned = plan_agents(settings, agents=("dusk",), references=("clairvoyant", "random"),
                               no_control=True)
         run_id, _ = create_matrix_run(
-            ws.store, settings, planned=planned, n_items=3, samples=2, seed=13, second_order=True
+            ws.store,
+            settings,
+            planned=planned,
+            options=MatrixOptions(n_items=3, samples=2, seed=13, second_order=True),
         )
         params = json.loads(ws.store.get_run(run_id).params_json)
         assert params["second_order"] is True and params["past_seats"] == ["dusk"]

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from harness.daemon import DaemonContext
-from harness.matrix_items import DEFAULT_KINDS
 from harness.schedule_config import KNOWN_KINDS, MatrixSchedule
 from harness.settings import AgentConfig, Settings, load_settings
 from harness.workspace import Workspace
+from matrix import DEFAULT_KINDS
 from mindledger.errors import ConfigError
 from reports import build_profile
 from reports.matrix_summary import matrix_params

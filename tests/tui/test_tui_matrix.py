@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Static
 
 from harness.agents import ReferenceAgent
 from harness.build import plan_agents
-from harness.matrix import create_matrix_run, run_matrix
+from harness.matrix import MatrixOptions, create_matrix_run, run_matrix
 from harness.settings import load_settings
 from harness.workspace import Workspace
 from reports.matrix_render import skill_grids, skill_text
@@ -53,12 +53,24 @@ def matrix_run(tmp_path: Path) -> Iterator[tuple[Workspace, str]]:
         "db_url": f"sqlite:///{tmp_path / 'm.db'}", "home": str(tmp_path / "home")})
     ws = Workspace.open(settings)
     planned = plan_agents(settings, agents=(), references=POLICIES, no_control=True)
-    run_id, _ = create_matrix_run(ws.store, settings, planned=planned, n_items=12, samples=3,
-                                  seed=11, conditions=CONDITIONS)
+    run_id, _ = create_matrix_run(
+        ws.store,
+        settings,
+        planned=planned,
+        options=MatrixOptions(n_items=12, samples=3, seed=11, conditions=CONDITIONS),
+    )
     items = list(ws.store.run_items(run_id))
     agents = {n: ReferenceAgent(n, p, seed=11) for n, p in zip(NAMES, POLICIES, strict=True)}
-    asyncio.run(run_matrix(agents, items, ws.ledger, samples=3, n_boot=N_BOOT, store=ws.store,
-                           run_id=run_id, conditions=CONDITIONS))
+    asyncio.run(
+        run_matrix(
+            agents,
+            items,
+            ws.ledger,
+            store=ws.store,
+            run_id=run_id,
+            options=MatrixOptions(samples=3, n_boot=N_BOOT, conditions=CONDITIONS),
+        )
+    )
     assert ws.store.get_run(run_id).status == "complete"
     yield ws, run_id
     ws.close()

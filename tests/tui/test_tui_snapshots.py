@@ -21,6 +21,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from harness.cli.dashboard_cmd import queue_reader, schedule_reader
+from harness.matrix import MatrixOptions
 from harness.settings import AgentConfig, load_settings
 from tui import DashboardApp, DashboardSource
 from tui.depth_view import depth_curve
@@ -325,12 +326,25 @@ def matrix_app(fixed_secrets: None, tmp_path: Path) -> Iterator[DashboardApp]:
         "db_url": f"sqlite:///{tmp_path / 'm.db'}", "home": str(tmp_path / "home")})
     ws = Workspace.open(settings)
     planned = plan_agents(settings, agents=(), references=policies, no_control=True)
-    run_id, _ = create_matrix_run(ws.store, settings, planned=planned, n_items=20, samples=3,
-                                  seed=11, conditions=("zero-shot",), run_id="matrix-1")
+    run_id, _ = create_matrix_run(
+        ws.store,
+        settings,
+        planned=planned,
+        run_id="matrix-1",
+        options=MatrixOptions(n_items=20, samples=3, seed=11, conditions=("zero-shot",)),
+    )
     items = list(ws.store.run_items(run_id))
     agents = {f"ref:{p}": ReferenceAgent(f"ref:{p}", p, seed=11) for p in policies}
-    asyncio.run(run_matrix(agents, items, ws.ledger, samples=3, n_boot=N_BOOT, store=ws.store,
-                           run_id=run_id, conditions=("zero-shot",)))
+    asyncio.run(
+        run_matrix(
+            agents,
+            items,
+            ws.ledger,
+            store=ws.store,
+            run_id=run_id,
+            options=MatrixOptions(samples=3, n_boot=N_BOOT, conditions=("zero-shot",)),
+        )
+    )
     source = DashboardSource(ws.store, n_boot=N_BOOT, seed=0)
     yield DashboardApp(source, refresh_seconds=0, export_dir=tmp_path / "exports")
     ws.close()

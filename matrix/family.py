@@ -1,14 +1,13 @@
-"""The item family of the prediction matrix (:mod:`harness.matrix`), registered on import
-(:mod:`harness.families` imports it, so every part of the harness that asks the registry knows
-it).
+"""The item family of the prediction matrix (:class:`mindledger.family.Family`), one of the
+built-in families (:data:`mindledger.family.BUILTIN`), as NestToM's and the games' are.
 
 A matrix run stores two kinds of item of family ``matrix``: the questions put to every target
-(the run's items: the divergent arbitrary-choice items of :mod:`harness.matrix_base` and every
-candidate kind of :mod:`harness.matrix_items`, preference, open, NestToM, game and failure
-items) and the questions put to a predictor about a target (generators ``matrix.prediction``
-and ``matrix.failure-prediction``, one per item, predictor, target and condition, stored with
-the trials that answer them). None has a right answer: what an answer is worth is decided by
-the matrix (the ledger scores a prediction against the target's samples), so
+(the run's items: the divergent arbitrary-choice items of :func:`matrix.make_items` and every
+candidate kind of :data:`matrix.KINDS`, preference, open, NestToM, game and failure items) and
+the questions put to a predictor about a target (generators ``matrix.prediction`` and
+``matrix.failure-prediction``, one per item, predictor, target and condition, stored with the
+trials that answer them). None has a right answer: what an answer is worth is decided by the
+matrix (the ledger scores a prediction against the target's samples), so
 :meth:`MatrixFamily.score` only says so. Every run item regenerates from its kind's generator,
 seed and params (``mindledger runs --verify``); a prediction item is rebuilt from its base
 item, not from a seed, so it does not.
@@ -22,34 +21,15 @@ from typing import Any
 
 import numpy as np
 
-from harness import matrix_items
-from harness.matrix_base import (
-    DIVERGENT,
-    FAMILY,
-    PREDICTION,
-    TEMPLATES,
-    VERSION,
-    make_item,
-    make_items,
-)
+from matrix._base import FAMILY
+from matrix._kinds import KINDS, regenerate
 from mindledger.design import DesignRecord, answer_choices
-from mindledger.family import Family, PlayMode, register
+from mindledger.family import Family, PlayMode
 from mindledger.items import Item, Score
 
-__all__ = [
-    "DIVERGENT",
-    "FAMILY",
-    "GENERATORS",
-    "MATRIX_FAMILY",
-    "PREDICTION",
-    "TEMPLATES",
-    "VERSION",
-    "MatrixFamily",
-    "make_item",
-    "make_items",
-]
+__all__ = ["GENERATORS", "ITEM_FAMILIES", "MATRIX_FAMILY", "MatrixFamily"]
 
-GENERATORS: tuple[str, ...] = tuple(kind.generator for kind in matrix_items.KINDS.values())
+GENERATORS: tuple[str, ...] = tuple(kind.generator for kind in KINDS.values())
 """Every generator of a matrix run's items (the divergent one first), each regenerable."""
 
 
@@ -76,7 +56,7 @@ class MatrixFamily:
         """A run item rebuilt by its kind's generator; None for a prediction item."""
         if item.generator not in GENERATORS:
             return None
-        return matrix_items.regenerate(item)
+        return regenerate(item)
 
     def design(self, item: Item) -> DesignRecord:
         meta: Mapping[str, Any] = item.meta if isinstance(item.meta, Mapping) else {}
@@ -88,5 +68,8 @@ class MatrixFamily:
         )
 
 
-MATRIX_FAMILY: Family = register(MatrixFamily())
-"""The matrix's item family, in the registry from the moment this module is imported."""
+MATRIX_FAMILY = MatrixFamily()
+"""The matrix's item family."""
+
+ITEM_FAMILIES: tuple[Family, ...] = (MATRIX_FAMILY,)
+"""The families this module declares (:data:`mindledger.family.BUILTIN` loads them)."""
