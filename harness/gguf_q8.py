@@ -34,6 +34,8 @@ from typing import BinaryIO
 
 import numpy as np
 
+from mindledger.errors import InputError
+
 __all__ = [
     "FORMAT_VERSION",
     "GGUFError",
@@ -67,7 +69,7 @@ _TYPE_BYTES = {0: (4, 1), 1: (2, 1), 24: (1, 1), 25: (2, 1), 26: (4, 1), 27: (8,
 """ggml type → (bytes per block, weights per block), for the types a tensor may be copied in."""
 
 
-class GGUFError(ValueError):
+class GGUFError(InputError):
     """The file is not a GGUF file this module can re-encode (says where and what)."""
 
 
