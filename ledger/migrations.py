@@ -8,13 +8,16 @@ database migrated from empty equals the SQLModel models.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from ledger.schema import MIGRATIONS_TABLE
+from mindledger.errors import StorageError
 
 if TYPE_CHECKING:
     from alembic.operations import Operations  # imported to migrate: alembic takes 0.3 s
@@ -350,15 +353,65 @@ def _lock(conn: Connection) -> None:
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(7466715423)"))
 
 
-def migrate(engine: Engine, now: Callable[[], str]) -> list[str]:
+def _sqlite_file(engine: Engine) -> Path | None:
+    """The file of a SQLite database (None for PostgreSQL or an in-memory database)."""
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not database or database == ":memory:":
+        return None
+    if database.startswith("file:"):
+        return None  # a URI filename: not one mindledger makes
+    path = Path(database).expanduser()
+    return path if path.is_file() else None
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _backup_first(engine: Engine, migration: str, say: Callable[[str], None]) -> None:
+    """Copy a SQLite database that holds data before ``migration`` changes it (see
+    :func:`ledger._sqlite_copy.backup_before_migration`), saying so; a StorageError, and no
+    migration, when the copy cannot be made. The caller holds the migration lock."""
+    path = _sqlite_file(engine)
+    if path is None:
+        return
+    import sqlite3
+
+    from ledger._sqlite_copy import MIGRATION_BACKUPS_KEPT, backup_before_migration
+
+    try:
+        copy, removed = backup_before_migration(path, migration)
+    except (OSError, sqlite3.Error) as exc:
+        raise StorageError(
+            f"cannot back up {path} before migrating it to {migration}: {exc}; nothing was "
+            "migrated (free some space, or copy the database yourself with `mindledger db "
+            "backup FILE` and retry)"
+        ) from None
+    if copy is None:
+        return
+    gone = f"; removed the older {', '.join(p.name for p in removed)}" if removed else ""
+    say(
+        f"backed up {path} to {copy} ({copy.stat().st_size:,} bytes) before migrating it to "
+        f"{migration} (the last {MIGRATION_BACKUPS_KEPT} such copies are kept{gone})"
+    )
+
+
+def migrate(
+    engine: Engine, now: Callable[[], str], *, say: Callable[[str], None] = _say
+) -> list[str]:
     """Apply every pending migration, each in its own transaction under the migration lock;
-    return the names applied (by this call). A database with none pending is only read."""
+    return the names applied (by this call). A database with none pending is only read.
+
+    A SQLite database that holds data is first copied beside itself to
+    ``NAME.before-<first pending migration>.bak`` (the last few kept), under the lock, and
+    ``say`` is told where (default: a line on stderr)."""
     if not pending_migrations(engine):
         return []
     from alembic.operations import Operations
     from alembic.runtime.migration import MigrationContext
 
     applied: list[str] = []
+    backed_up = False
     for name, fn in MIGRATIONS:
         with engine.connect() as conn:
             _lock(conn)
@@ -369,6 +422,9 @@ def migrate(engine: Engine, now: Callable[[], str]) -> list[str]:
             if exists:
                 conn.rollback()
                 continue
+            if not backed_up:
+                _backup_first(engine, name, say)
+                backed_up = True
             fn(Operations(MigrationContext.configure(conn)))
             conn.execute(
                 sa.text(f"INSERT INTO {MIGRATIONS_TABLE} (name, applied_at) VALUES (:n, :t)"),

@@ -34,7 +34,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "config",
         "Show the effective settings and where each came from.",
     ),
-    "db": ("harness.cli.db_cmd", "db", "Create or migrate the database; show its schema version."),
+    "db": (
+        "harness.cli.db_cmd",
+        "db",
+        "Create, migrate, back up or restore the database; show its schema version.",
+    ),
     "nesttom": (
         "harness.cli.nesttom_cmd",
         "nesttom",
