@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from reports._disclosure import held_out_of
@@ -28,6 +28,7 @@ from reports._report_parts import (
     fmt_diff,
     fmt_p,
 )
+from reports.model import RunProfile
 from reports.present import (
     contrast_label,
     small_n_said_once,
@@ -78,7 +79,7 @@ def _html_table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def render_html(
-    profile: Mapping[str, Any],
+    profile: RunProfile,
     *,
     figures: Sequence[tuple[str, str, str]] | None = None,
     reveal_held_out: bool = False,
@@ -95,19 +96,20 @@ def render_html(
 
         figures = draw(profile)
 
-    run = profile["run"]
+    doc = profile.to_json()
+    run = doc["run"]
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>mindledger profile — {_h(run['id'])}</title><style>{_CSS}</style></head><body>",
         f"<h1>mindledger profile — run <code>{_h(run['id'])}</code></h1>",
     ]
     parts.append(_verdict_html(verdict(profile)))
-    for n in _top_notices(profile):
+    for n in _top_notices(doc):
         cls = "notice" if n.startswith("UNCHECKED") else "info"
         parts.append(f"<div class='{cls}'>{_h(n)}</div>")
     parts.append(
         f"<p>Suite <code>{_h(run.get('suite'))}</code>, "
-        f"{_h(_seed_sentence(profile, reveal_held_out))}, status {_h(run.get('status'))}; "
+        f"{_h(_seed_sentence(doc, reveal_held_out))}, status {_h(run.get('status'))}; "
         f"{_h(run.get('n_items'))} items, {_h(run.get('n_trials'))} trials.</p>"
     )
     with small_n_said_once() as tally:
@@ -119,32 +121,32 @@ def render_html(
         parts.append(f"<figure id='fig-{key}'>{svg}<figcaption>{_h(caption)}</figcaption>"
                      "</figure>")
     md_agent = {name: _agent_section(name, a, contrasts=False)
-                for name, a in profile["agents"].items()}
+                for name, a in doc["agents"].items()}
     for name in _agent_order(profile):
-        a = profile["agents"][name]
+        a = doc["agents"][name]
         parts.append(f"<h2>{_h(name)} ({_h(a.get('role'))})</h2>")
         for n in a.get("notices", []):
             parts.append(f"<div class='notice'>{_h(n)}</div>")
         parts.append(_md_to_html(md_agent[name][2:]))
         parts += [_contrast_html(block) for block in _contrast_blocks(name, a)]
-    if (profile.get("proxy") or {}).get("agents"):
-        parts += ["<h2>Query proxy</h2>", f"<p class='legend'>{_h(profile['proxy']['scope'])}.</p>",
-                  _html_table(PROXY_HEAD, _proxy_rows(profile["proxy"]))]
-    if profile.get("contrasts"):
+    if (doc.get("proxy") or {}).get("agents"):
+        parts += ["<h2>Query proxy</h2>", f"<p class='legend'>{_h(doc['proxy']['scope'])}.</p>",
+                  _html_table(PROXY_HEAD, _proxy_rows(doc["proxy"]))]
+    if doc.get("contrasts"):
         parts.append("<h2>All contrasts (Holm-adjusted)</h2>")
         parts.append("<p class='legend'>" + _h(
-            f"Family: {profile['multiple_comparisons']['family']}; "
-            f"m = {profile['multiple_comparisons']['m']}.") + "</p>")
+            f"Family: {doc['multiple_comparisons']['family']}; "
+            f"m = {doc['multiple_comparisons']['m']}.") + "</p>")
         rows = [[c["agent"], contrast_label(c["kind"], c.get("module"), c["metric"]),
                  c["metric"],
                  fmt_diff(c, not c["metric"].startswith(NOT_PCT_METRICS)), c["n"],
-                 fmt_p(c["p"]), fmt_p(c["p_holm"])] for c in profile["contrasts"]]
+                 fmt_p(c["p"]), fmt_p(c["p_holm"])] for c in doc["contrasts"]]
         parts.append(_html_table(["agent", "contrast", "metric", "difference [PB]", "n", "p",
                                   "p (Holm)"], rows))
-    if examples and (reveal_held_out or not held_out_of(profile)):
+    if examples and (reveal_held_out or not held_out_of(doc)):
         parts.append(_examples_html(examples))
     parts += ["<h2 id='glossary'>How to read the figures</h2>",
-              f"<p class='legend'>{_h(_legend(profile))}</p>", "</body></html>"]
+              f"<p class='legend'>{_h(_legend(doc))}</p>", "</body></html>"]
     return "\n".join(parts)
 
 

@@ -14,7 +14,7 @@ from mindledger.disclosure import seed_phrase, shown_seed
 from reports._data import depth_sort_key
 from reports._disclosure import held_out_of
 from reports._estimates import MIN_N
-from reports.model import AgentProfile
+from reports.model import AgentProfile, RunProfile
 from reports.present import (
     HEADLINE_COLUMNS,
     INVALID,
@@ -180,7 +180,7 @@ def _proxy_rows(proxy: Mapping[str, Any]) -> list[list[str]]:
     return rows
 
 
-def _headline_rows(profile: Mapping[str, Any]) -> list[list[str]]:
+def _headline_rows(profile: RunProfile) -> list[list[str]]:
     columns = headline_columns(profile)
     return [h.cells(columns) for h in headlines(profile)]
 
@@ -188,7 +188,7 @@ def _headline_rows(profile: Mapping[str, Any]) -> list[list[str]]:
 HEADLINE_HEAD = [title for _, title in HEADLINE_COLUMNS]
 
 
-def _headline_head(profile: Mapping[str, Any]) -> list[str]:
+def _headline_head(profile: RunProfile) -> list[str]:
     """The headline table's titles: skill S only when the run measured it."""
     return [title for _, title in headline_columns(profile)]
 
@@ -199,10 +199,10 @@ def _top_notices(profile: Mapping[str, Any]) -> list[str]:
     return [str(n) for n in profile.get("notices", []) if not str(n).startswith(INVALID)]
 
 
-def _agent_order(profile: Mapping[str, Any]) -> list[str]:
+def _agent_order(profile: RunProfile) -> list[str]:
     """Agents under test first, then controls, ablation variants, references."""
-    agents = profile["agents"]
-    return sorted(agents, key=lambda n: role_order(str(agents[n].get("role")), n))
+    agents = profile.agents
+    return sorted(agents, key=lambda n: role_order(agents[n].role, n))
 
 
 def _agent_section(name: str, a: Mapping[str, Any], *, contrasts: bool = True,

@@ -22,7 +22,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,7 @@ from reports._report_parts import (
     _verdict_markdown,
 )
 from reports.matrix_summary import accompanying_summary
+from reports.model import RunProfile
 from reports.present import (
     FALSE_BELIEF_FIGURES,
     HEADLINE_COLUMNS,
@@ -80,7 +81,7 @@ __all__ = [
 
 
 def render_markdown(
-    profile: Mapping[str, Any],
+    profile: RunProfile,
     *,
     figures_dir: str | Path | None = None,
     figures_link_prefix: str = "",
@@ -92,14 +93,15 @@ def render_markdown(
     name); without it they are left out, and the report says so. ``figures`` reuses figures
     already drawn by :func:`reports._plots.figures`. A held-out run's seed is printed only
     with ``reveal_held_out`` (operators)."""
-    run = profile["run"]
+    doc = profile.to_json()
+    run = doc["run"]
     out: list[str] = [f"# mindledger profile — run `{run['id']}`", ""]
     out += _verdict_markdown(verdict(profile))
     out += [f"> **{n}**" if n.startswith(("HELD-OUT", "UNCHECKED")) else f"> {n}"
-            for n in _top_notices(profile)]
+            for n in _top_notices(doc)]
     out += [
         "",
-        f"Suite `{run.get('suite')}`, {_seed_sentence(profile, reveal_held_out)}, status "
+        f"Suite `{run.get('suite')}`, {_seed_sentence(doc, reveal_held_out)}, status "
         f"{run.get('status')}; {run.get('n_items')} items, {run.get('n_trials')} trials.",
         "",
         "## Headline",
@@ -121,7 +123,7 @@ def render_markdown(
         for key, caption, svg in figures:
             (d / f"{key}.svg").write_text(svg, encoding="utf-8")
             figs[key] = f"![{caption}]({figures_link_prefix}{key}.svg)"
-        for name, a in profile["agents"].items():
+        for name, a in doc["agents"].items():
             for block in _contrast_blocks(name, a):
                 forest = _forest_svg(block)
                 if forest is not None:
@@ -134,12 +136,12 @@ def render_markdown(
         if key in figs:
             out += [figs[key], ""]
     for name in _agent_order(profile):
-        out += _agent_section(name, profile["agents"][name], forests=forests)
-    if (profile.get("proxy") or {}).get("agents"):
-        out += ["## Query proxy", "", f"_{profile['proxy']['scope']}._", "",
-                _table(PROXY_HEAD, _proxy_rows(profile["proxy"])), ""]
-    out += _all_contrasts_markdown(profile)
-    out += ["## How to read the figures", "", _legend(profile), ""]
+        out += _agent_section(name, doc["agents"][name], forests=forests)
+    if (doc.get("proxy") or {}).get("agents"):
+        out += ["## Query proxy", "", f"_{doc['proxy']['scope']}._", "",
+                _table(PROXY_HEAD, _proxy_rows(doc["proxy"])), ""]
+    out += _all_contrasts_markdown(doc)
+    out += ["## How to read the figures", "", _legend(doc), ""]
     return "\n".join(out) + "\n"
 
 
@@ -147,13 +149,13 @@ def render_markdown(
 
 
 def render_json(
-    profile: Mapping[str, Any], *, indent: int | None = 2, reveal_held_out: bool = False
+    profile: RunProfile, *, indent: int | None = 2, reveal_held_out: bool = False
 ) -> str:
     """The profile as strict JSON (no NaN: missing numbers are null with a reason), with the
     verdict every rendering opens with under ``verdict`` (a key the schema allows). A held-out
     run's ``run.seed`` is null with ``run.seed_withheld`` true unless ``reveal_held_out``
     (operators)."""
-    shown = disclosed_profile(profile, reveal_held_out=reveal_held_out)
+    shown = disclosed_profile(profile.to_json(), reveal_held_out=reveal_held_out)
     return json.dumps(
         {**shown, "verdict": verdict(profile).to_json()},
         indent=indent, ensure_ascii=False, allow_nan=False,
@@ -232,7 +234,7 @@ HEADLINE_CSV_NUMBERS = (
 )
 
 
-def render_headline_csv(profile: Mapping[str, Any]) -> str:
+def render_headline_csv(profile: RunProfile) -> str:
     """One row per agent: the headline figures worded as every rendering words them
     (:mod:`reports.present`), then each figure's value, interval ends, n and status for
     scripts. An invalid agent's false-belief numbers are left empty: they do not count."""
@@ -241,7 +243,7 @@ def render_headline_csv(profile: Mapping[str, Any]) -> str:
     numbers = [f"{key}_{part}" for key, _ in HEADLINE_CSV_NUMBERS
                for part in ("value", "lo", "hi", "n", "status")]
     w.writerow([key for key, _ in HEADLINE_COLUMNS] + numbers)
-    agents = profile["agents"]
+    agents = profile.to_json()["agents"]
 
     def num(v: Any) -> str:
         f = number(v)
