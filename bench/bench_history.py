@@ -40,7 +40,7 @@ def _profiles(seed: int, suite: str, runs: int, n_boot: int, drop_at: int | None
         items = suite_design(suite)
         cast = dropped if drop_at is not None and i + 1 >= drop_at else agents
         data = simulate(rng, cast, items, run_id=f"run-{seed}-{i + 1:02d}")
-        profile = profile_from_data(data, seed=seed, n_boot=n_boot)
+        profile = profile_from_data(data, seed=seed, n_boot=n_boot).to_json()
         profile["run"]["suite"] = suite
         profile["run"]["created_at"] = f"2026-01-{i + 1:02d}T03:00:00+00:00"
         out.append(profile)

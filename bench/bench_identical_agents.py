@@ -210,7 +210,7 @@ class SeedOutcome:
 
 def profile_seed(rd: RunData, seed: int, n_boot: int) -> SeedOutcome:
     """Profile ``rd`` (bootstrap seed ``seed``) and read off its contrasts."""
-    prof = Analysis(rd, seed=seed, n_boot=n_boot).profile
+    prof = Analysis(rd, seed=seed, n_boot=n_boot).profile.to_json()
     contrasts = prof["contrasts"]
     return SeedOutcome(
         seed=seed,

@@ -2,7 +2,7 @@
 
 Public API::
 
-    build_profile(store, run_id, *, seed=0, n_boot=2000) -> dict   # JSON-ready profile
+    build_profile(store, run_id, *, seed=0, n_boot=2000) -> RunProfile  # .to_json(): JSON
     report(store, run_id, "md" | "html" | "json" | "csv") -> str
     compare(store, run_a, run_b) -> dict ; render_compare_markdown(cmp) -> str
     agent_history(store, agent, *, metrics=None, since=None) -> AgentHistory  # reports.history

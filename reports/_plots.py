@@ -23,6 +23,7 @@ from typing import Any
 
 from reports import _svg as s
 from reports._data import depth_label_number, depth_sort_key
+from reports.model import RunProfile
 from reports.present import d50_text, proportion_text
 from reports.profile import TRUE_BELIEF_THRESHOLD
 
@@ -965,11 +966,12 @@ FIGURES: tuple[tuple[str, str, Callable[[Mapping[str, Any]], str | None]], ...] 
 drawn per agent, as forest plots (:mod:`reports._forest`)."""
 
 
-def figures(profile: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+def figures(profile: RunProfile) -> list[tuple[str, str, str]]:
     """Every profile-wide figure the profile supports, as ``(key, caption, svg text)``."""
+    doc = profile.to_json()
     out = []
     for key, caption, fn in FIGURES:
-        svg = fn(profile)
+        svg = fn(doc)
         if svg is not None:
             out.append((key, caption, svg))
     return out

@@ -194,7 +194,7 @@ def compare_runs(a: Analysis, b: Analysis, *, reveal_held_out: bool = False) -> 
     change. Differences are ``b − a``; p-values are Holm-adjusted across the table. A held-out
     run's seed is withheld from ``run_a``/``run_b`` unless ``reveal_held_out``.
     """
-    pa, pb = a.profile, b.profile
+    pa, pb = a.profile.to_json(), b.profile.to_json()
     names_a = list(pa["agents"])
     names_b = list(pb["agents"])
     common = [n for n in names_a if n in pb["agents"]]

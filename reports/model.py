@@ -17,9 +17,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    model_serializer,
+    model_validator,
+)
 
 __all__ = [
     "D50",
@@ -45,19 +56,56 @@ __all__ = [
 PROFILE_SCHEMA = "mindledger.profile/2"
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "docs" / "profile.schema.json"
 
-Interval = tuple[float | None, float | None]
+
+def _number_as_given(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """An integer stays an integer: ``"n_effective": 12`` is written back as ``12``, not
+    ``12.0`` (the schema's type is ``number`` either way)."""
+    return value if type(value) is int else handler(value)
+
+
+def _number_as_is(value: Any) -> Any:
+    return value
+
+
+Number = Annotated[float, WrapValidator(_number_as_given), PlainSerializer(_number_as_is)]
+"""A JSON number: a float, or an int kept as given (and written as given)."""
+
+Interval = tuple[Number | None, Number | None]
 """A 95% interval; an end is null when it is open (beyond the tested range)."""
 
 
 class _Frozen(BaseModel):
-    # extra keys are kept (a section may grow within /2) and the model cannot be changed
+    """A frozen model whose JSON keeps its keys in the order they were given.
+
+    Extra keys are kept (a section may grow within /2) and the model cannot be changed. The
+    JSON form (:meth:`RunProfile.to_json`) writes the keys that were given, in the order they
+    were given, so that a profile reads the same whichever way it was built: parsing a
+    profile and writing it again gives the same bytes."""
+
     model_config = ConfigDict(frozen=True, extra="allow")
+    _keys: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_keys(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        model = handler(data)
+        if isinstance(data, dict) and isinstance(model, _Frozen):
+            model._keys = tuple(data)
+        return model
+
+    @model_serializer(mode="wrap")
+    def _in_given_order(self, handler: SerializerFunctionWrapHandler) -> Any:
+        out = handler(self)
+        if not self._keys or not isinstance(out, dict):
+            return out
+        first = {k: out[k] for k in self._keys if k in out}
+        return first | {k: v for k, v in out.items() if k not in first}
 
 
 class Estimate(_Frozen):
     """A figure with the interval its design allows, or the reason it has none."""
 
-    value: float | None = Field(None, description="the point estimate; null when n = 0")
+    value: Number | None = Field(None, description="the point estimate; null when n = 0")
     k: int | None = Field(None, description="successes, for a proportion")
     n: int | None = Field(None, description="trials (items) the figure counts")
     ci: Interval | None = Field(None, description="95% interval; null when not estimable")
@@ -65,7 +113,7 @@ class Estimate(_Frozen):
     status: Literal["estimated", "not_estimable"] | None = None
     reason: str | None = Field(None, description="why there is no interval, when there is none")
     n_clusters: int | None = None
-    n_effective: float | None = None
+    n_effective: Number | None = None
     definition: str | None = None
 
 
@@ -74,16 +122,16 @@ class D50(_Frozen):
     chance (seed 002 §18.1)."""
 
     status: Literal["estimated", "beyond", "below", "bracketed", "not_estimable"]
-    value: float | None = None
+    value: Number | None = None
     ci: Interval | None = None
     ci_note: str | None = None
     interval: str | None = None
-    lower_bound: float | None = None
-    upper_bound: float | None = None
+    lower_bound: Number | None = None
+    upper_bound: Number | None = None
     reason: str | None = None
     display: str = Field(description="the figure as every report words it")
     n: int = 0
-    depths_tested: list[float] = Field(default_factory=list)
+    depths_tested: list[Number] = Field(default_factory=list)
 
 
 class Validity(_Frozen):
@@ -91,10 +139,10 @@ class Validity(_Frozen):
 
     valid: bool | None
     rule: str
-    threshold: float
-    true_belief_accuracy: float | None = None
+    threshold: Number
+    true_belief_accuracy: Number | None = None
     n: int = 0
-    reality_check_accuracy: float | None = None
+    reality_check_accuracy: Number | None = None
     reality_check_n: int = 0
     message: str | None = None
     applies_to: str | None = None
@@ -104,13 +152,13 @@ class SkillEstimate(_Frozen):
     """The agent's skill S predicting one target (or the mean over several) in the matrix."""
 
     target: str | None = Field(None, description="the target predicted (null for a mean)")
-    value: float | None = Field(None, description="S; null when undefined (see reason)")
+    value: Number | None = Field(None, description="S; null when undefined (see reason)")
     n: int | None = Field(None, description="items the cell counts")
     n_targets: int | None = Field(None, description="targets a mean is over")
     ci: Interval | None = Field(None, description="95% hierarchical-bootstrap interval")
     interval: str | None = None
     status: Literal["estimated", "not_estimable"] | None = None
-    p_holm: float | None = Field(None, description="sign-flip test of S = 0, Holm over cells")
+    p_holm: Number | None = Field(None, description="sign-flip test of S = 0, Holm over cells")
     reason: str | None = None
 
 
@@ -118,10 +166,10 @@ class SecondOrderSkill(_Frozen):
     """The agent's second-order prediction (seed 002 B9) as predictor P, over all its (Q, T)
     cells: brier(uniform) − brier of its predictions of Q's committed distribution for T."""
 
-    value: float | None = Field(None, description="> 0: closer than the uniform distribution")
+    value: Number | None = Field(None, description="> 0: closer than the uniform distribution")
     ci: Interval | None = Field(None, description="95% item-bootstrap interval")
     n: int | None = Field(None, description="items")
-    p_holm: float | None = Field(None, description="sign-flip test, Holm over predictors")
+    p_holm: Number | None = Field(None, description="sign-flip test, Holm over predictors")
     n_cells: int | None = Field(None, description="(Q, T) cells pooled")
     reason: str | None = None
 
@@ -132,7 +180,7 @@ class Skill(_Frozen):
     and ``ci`` are ``self``'s: the agent predicting a fresh copy of itself."""
 
     available: bool
-    value: float | None = None
+    value: Number | None = None
     reason: str | None = None
     ci: Interval | None = Field(None, description="95% interval of the headline value")
     n: int | None = None
@@ -160,13 +208,13 @@ class Contrast(_Frozen):
     other: str = Field(description="the other agent (the agent itself for an abc contrast)")
     module: str | None = None
     metric: str
-    difference: float | None = None
+    difference: Number | None = None
     ci: Interval | None = None
     n: int | None = None
     interval: str | None = None
     test: str | None = None
-    p: float | None = None
-    p_holm: float | None = Field(None, description="Holm-adjusted over multiple_comparisons")
+    p: Number | None = None
+    p_holm: Number | None = Field(None, description="Holm-adjusted over multiple_comparisons")
     status: str | None = None
     reason: str | None = None
 
@@ -178,19 +226,19 @@ class LevelFit(_Frozen):
     the IDR action of some depth."""
 
     statistic: str = Field(description="the statistic's name")
-    value: float | None = Field(None, description="π̂; null when no trial leaves chance room")
+    value: Number | None = Field(None, description="π̂; null when no trial leaves chance room")
     ci: Interval | None = Field(None, description="95% cluster-bootstrap interval of π")
     interval: str | None = None
     matched: int = Field(0, description="R: trials whose choice matched exactly one depth")
     n: int = Field(0, description="N: trials counted (K_L: those that state a belief)")
-    matched_share: float | None = Field(None, description="R / N")
-    chance: float | None = Field(
+    matched_share: Number | None = Field(None, description="R / N")
+    chance: Number | None = Field(
         None, description="C / N: the share a uniformly random choice would match")
-    p_chance: float | None = Field(
+    p_chance: Number | None = Field(
         None, description="exact one-sided p-value of R under a uniformly random player "
         "(Poisson-binomial); identifiable when below alpha")
-    alpha: float | None = Field(None, description="the test's one-sided level")
-    mean_matched_depth: float | None = Field(
+    alpha: Number | None = Field(None, description="the test's one-sided level")
+    mean_matched_depth: Number | None = Field(
         None, description="the mean depth of the matched choices, reported as the signal's "
         "value only when it is identifiable")
     definition: str | None = None
@@ -253,7 +301,7 @@ class DepthSignals(_Frozen):
     br_consistency: Estimate | None = Field(
         None, description="share of trials whose action is a best response to the stated "
         "point belief (Eq. 6)")
-    br_chance: float | None = Field(
+    br_chance: Number | None = Field(
         None, description="the rate a uniformly random action would reach: mean |BR(b)| / |S| "
         "over the same trials")
     br_consistency_eu: Estimate | None = Field(
@@ -294,11 +342,11 @@ class PopulationC(_Frozen):
         0, description="predictions whose scenario had too few valid plays of the others")
     not_estimable_reasons: dict[str, int] | None = None
     reason: str | None = Field(None, description="why nothing is estimable, when nothing is")
-    population_plays: dict[str, float] | None = Field(
+    population_plays: dict[str, Number] | None = Field(
         None, description="mean and min valid plays per scored scenario")
     log_score: Estimate | None = Field(
         None, description="mean log score against the others' plays (t interval)")
-    uniform_log_score: float | None = Field(
+    uniform_log_score: Number | None = Field(
         None, description="what a uniform prediction scores on the same scenarios")
     brier: Estimate | None = Field(None, description="mean Brier score (t interval)")
     top1: Estimate | None = Field(
@@ -404,6 +452,13 @@ class RunProfile(_Frozen):
     def of(cls, profile: Any) -> RunProfile:
         """Parse (and so check) a profile; raises :class:`pydantic.ValidationError`."""
         return cls.model_validate(profile)
+
+    def to_json(self) -> dict[str, Any]:
+        """The profile as JSON-ready data (``mindledger.profile/2``): the serialiser, and the
+        one function of :mod:`reports` that returns a plain dict. Keys that were not given
+        are not written; ``RunProfile.of(d).to_json() == d``, key order included."""
+        out: dict[str, Any] = self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        return out
 
 
 def json_schema() -> dict[str, Any]:

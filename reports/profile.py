@@ -1,7 +1,8 @@
 """The recursive-reasoning profile of every agent in a run.
 
-:func:`build_profile` reads a run (:func:`reports._data.load_run`) and returns a JSON-ready dict;
-:func:`profile_from_data` is the pure part.
+:func:`build_profile` reads a run (:func:`reports._data.load_run`) and returns its
+:class:`~reports.model.RunProfile` (``.to_json()`` is the JSON form); :func:`profile_from_data`
+is the pure part.
 
 What is counted where (the baseline tests: docs/architecture.md, "Where the specifications
 come from"):
@@ -47,7 +48,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -92,6 +92,7 @@ from reports._stats import (
     permutation_pvalue,
     wilson_interval,
 )
+from reports.diagnosis import diagnose_references
 from reports.matrix_runs import accompanying_matrix
 from reports.model import PROFILE_SCHEMA, RunProfile
 
@@ -180,7 +181,7 @@ def build_profile(
     seed: int = 0,
     n_boot: int = 2000,
     reveal_held_out: bool = False,
-) -> dict[str, Any]:
+) -> RunProfile:
     """The profile of every agent in run ``run_id`` (see the module docstring).
 
     ``seed`` is the bootstrap's seed, not the run's. Each agent's skill S comes from the
@@ -209,7 +210,7 @@ def build_profile(
 
 def profile_from_data(
     data: RunData, *, seed: int = 0, n_boot: int = 2000, reveal_held_out: bool = False
-) -> dict[str, Any]:
+) -> RunProfile:
     """The profile of an already loaded run (pure); ``reveal_held_out`` as in
     :func:`build_profile`."""
     return analyse(data, seed=seed, n_boot=n_boot, reveal_held_out=reveal_held_out).profile
@@ -266,7 +267,7 @@ class _AgentCols:
 
 
 class Analysis:
-    """Everything computed for one run: the profile dict and what comparisons need.
+    """Everything computed for one run: the profile (a RunProfile) and what comparisons need.
 
     ``metric_samples[agent][metric]`` (:class:`~reports._estimates.MetricSample`) holds the
     headline figures with what :func:`reports.render.compare_runs` needs to put intervals on
@@ -784,7 +785,7 @@ class Analysis:
 
     # -- the profile ----------------------------------------------------------------------
 
-    def _build(self) -> dict[str, Any]:
+    def _build(self) -> RunProfile:
         run = self.data.run
         notices = []
         run_block = disclosed_run(
@@ -856,9 +857,8 @@ class Analysis:
                 "abc_m": abc_m,
             },
         }
-        out: dict[str, Any] = _clean(profile)
-        RunProfile.of(out)  # the published schema's check: a profile that does not fit is a bug
-        return out
+        # parsed against the published schema: a profile that does not fit is a bug
+        return RunProfile.of(_clean(profile))
 
     def _design(self) -> dict[str, Any]:
         it = self.data.items
@@ -1967,105 +1967,10 @@ def analyse(
     reveal_held_out: bool = False,
     matrix: Mapping[str, Any] | None = None,
 ) -> Analysis:
-    """Run every computation for one run; ``.profile`` is the JSON-ready profile (a held-out
+    """Run every computation for one run; ``.profile`` is the :class:`RunProfile` (a held-out
     run's seed withheld unless ``reveal_held_out``). ``matrix``: the prediction matrix that
     accompanies the run (:func:`reports.matrix_summary.summarise_run`), which gives each
     agent's skill S."""
     return Analysis(
         data, seed=seed, n_boot=n_boot, reveal_held_out=reveal_held_out, matrix=matrix
     )
-
-
-# -- reference agents: the benchmark's own validity check ------------------------------------
-
-
-def _diagnose_depth_signals(name: str, policy: str, ds: Mapping[str, Any]) -> list[str]:
-    """What the depth signals get wrong about a ``level:K`` or ``believer:K`` reference."""
-    if policy == "random" and ds.get("available"):
-        k_b = ds.get("K_B") or {}
-        if k_b.get("identifiable") is True:
-            fit = k_b.get("fit") or {}
-            return [f"{name} (random): K_B should not be identifiable, a uniformly random "
-                    f"player's choices are no level's; got level-k fit {fit.get('value')} "
-                    f"{fit.get('ci')}"]
-        return []
-    m = re.fullmatch(r"(level|believer):(\d+)", policy)
-    if not m or int(m.group(2)) < 1 or not ds.get("available"):
-        return []
-    kind, k = m.group(1), int(m.group(2))
-    problems: list[str] = []
-
-    def exact(key: str) -> None:
-        d = ds.get(key) or {}
-        ci = d.get("ci") or [d.get("value"), d.get("value")]
-        if d.get("value") != k or d.get("unresolved") or any(x != k for x in ci):
-            problems.append(f"{name} ({policy}): {key} should be exactly {k}, got "
-                            f"{d.get('value')} (unresolved {d.get('unresolved')})")
-
-    exact("K_L")
-    flag = ds.get("inconsistent_player")
-    if kind == "level":
-        exact("K_B")
-        if (ds.get("br_consistency") or {}).get("value") != 1.0 or flag is True:
-            problems.append(f"{name} ({policy}): every action should best-respond to its "
-                            f"stated belief, got {(ds.get('br_consistency') or {}).get('value')}")
-    elif flag is False:
-        problems.append(f"{name} ({policy}): plays at random, so it should be flagged an "
-                        "inconsistent player")
-    return problems
-
-
-def diagnose_references(profile: Mapping[str, Any]) -> list[str]:
-    """What the profile gets wrong about the scripted reference agents (empty when right).
-
-    - ``oracle``: D50 beyond the deepest level tested, and valid;
-    - ``depth-capped:N``: D50 between N and N+1 (estimated inside, or bracketed inside);
-    - ``not-reality`` and ``random``: marked invalid by the control rule;
-    - ``reality-leak``: leakage resistance 0 (every false-belief answer is reality; R0, the
-      reality check, is not a false-belief item);
-    - ``level:K`` (K ≥ 1) on level-k game trials: K_B and K_L both exactly K (so identifiable),
-      every action a best response to the stated belief, not flagged inconsistent;
-    - ``random`` on level-k game trials: K_B not identifiable, or untested;
-    - ``believer:K`` (K ≥ 1): K_L exactly K, flagged inconsistent when the flag can be tested.
-
-    A reference is recognised by its spec's ``policy`` or, failing that, its name. Intended for
-    the quick-suite test: ``assert diagnose_references(build_profile(store, run_id)) == []``.
-    """
-    problems: list[str] = []
-    for name, ag in profile.get("agents", {}).items():
-        policy = str((ag.get("spec") or {}).get("policy") or name)
-        d50 = ag.get("d50") or {}
-        status = d50.get("status")
-        if policy == "oracle":
-            deepest = max(d50.get("depths_tested") or [math.nan])
-            if status != "beyond" or d50.get("lower_bound") != deepest:
-                problems.append(
-                    f"{name} (oracle): D50 should be beyond the deepest level tested, "
-                    f"got {d50.get('display')}"
-                )
-            if ag.get("valid") is not True:
-                problems.append(f"{name} (oracle): should pass the true-belief control rule")
-        m = re.match(r"depth-capped:?(\d+)", policy)
-        if m:
-            cap = int(m.group(1))
-            ok = False
-            if status == "estimated" and d50.get("value") is not None:
-                ok = cap <= d50["value"] <= cap + 1
-            elif status == "bracketed":
-                ok = d50.get("lower_bound", -1) >= cap and d50.get("upper_bound", 1e9) <= cap + 1
-            if not ok:
-                problems.append(
-                    f"{name} (depth-capped:{cap}): D50 should lie between {cap} and {cap + 1}, "
-                    f"got {d50.get('display')}"
-                )
-        if policy in ("not-reality", "random") and ag.get("valid") is not False:
-            problems.append(f"{name} ({policy}): should be marked invalid, got valid="
-                            f"{ag.get('valid')}")
-        problems.extend(_diagnose_depth_signals(name, policy, ag.get("depth_signals") or {}))
-        if policy == "reality-leak":
-            lr = (ag.get("leakage_resistance") or {}).get("value")
-            if lr is None or lr != 0:
-                problems.append(
-                    f"{name} (reality-leak): leakage resistance should be 0, got {lr}"
-                )
-    return problems

@@ -258,7 +258,7 @@ def run_study(
     effect, null = study_agents(), null_agents()
     for count, seed in enumerate(seeds, start=1):
         rd = simulate(np.random.default_rng([seed, 1]), effect, items, table)
-        prof = Analysis(rd, seed=seed, n_boot=n_boot).profile
+        prof = Analysis(rd, seed=seed, n_boot=n_boot).profile.to_json()
         agent = prof["agents"]["agent"]
         for label, key in AGENT_FIGURES:
             ok, _, lo, hi = _interval(_figure(agent, key), "value")
@@ -267,7 +267,7 @@ def run_study(
             ok, _, lo, hi = _interval(_contrast(agent, kind, metric), "difference")
             res.contrasts[label].add(ok, lo, hi)
         rd0 = simulate(np.random.default_rng([seed, 2]), null, items, table)
-        prof0 = Analysis(rd0, seed=seed, n_boot=n_boot).profile
+        prof0 = Analysis(rd0, seed=seed, n_boot=n_boot).profile.to_json()
         ps = [c["p_holm"] for c in prof0["contrasts"] if c.get("p_holm") is not None]
         raw = [c["p"] for c in prof0["contrasts"] if c.get("p") is not None]
         res.null_runs += 1

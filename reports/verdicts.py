@@ -452,7 +452,7 @@ _DIAGNOSED = re.compile(
 
 
 def _reference_verdict(name: str, a: AgentProfile) -> ReferenceVerdict:
-    from reports.profile import diagnose_references
+    from reports.diagnosis import diagnose_agent
 
     policy = str(a.spec.get("policy") or name.removeprefix("ref:"))
     evidence = _reference_evidence(policy, a)
@@ -461,7 +461,7 @@ def _reference_verdict(name: str, a: AgentProfile) -> ReferenceVerdict:
         return ReferenceVerdict(
             name, policy, None, f"{policy}: no expected diagnosis to check ({valid})"
         )
-    problems = diagnose_references({"agents": {name: a.model_dump(by_alias=True)}})
+    problems = diagnose_agent(name, a)
     if not problems:
         return ReferenceVerdict(name, policy, True, f"{policy}: diagnosed as expected ({evidence})")
     why = "; ".join(p.split("): ", 1)[-1] for p in problems)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # what only some screens read is imported when they first rea
     from ledger.protocol import PredictionState
     from ledger.store import FailureCounts, Store
     from reports.history import AgentHistory
+    from reports.model import RunProfile
     from reports.trials import TrialView
     from tui.operations import QueueSnapshot, ScheduleSnapshot
     from tui.trials_view import AgentTrials
@@ -146,7 +147,7 @@ class DashboardSource:
         with self.reads().reader() as r:
             return [run_summary(r, run) for run in r.list_runs(self.run_limit)]
 
-    def profile(self, run_id: str) -> dict[str, Any]:
+    def profile(self, run_id: str) -> RunProfile:
         """The run's profile (see :func:`reports.build_profile`); read through the Store when
         a matrix run accompanies the run (the matrix's summary needs it)."""
         from reports import build_profile

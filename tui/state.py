@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # types only: this module never touches the database
     from ledger.chain import Verification
     from ledger.protocol import PredictionState
     from ledger.store import FailureCounts
+    from reports.model import RunProfile
 
 __all__ = [
     "AGENT_COLUMNS",
@@ -230,18 +231,18 @@ class RunHeader:
     """Per line of :attr:`verdict`: whether it is an INVALID agent's."""
 
 
-def run_header(profile: Mapping[str, Any]) -> RunHeader:
+def run_header(profile: RunProfile) -> RunHeader:
     """The run's identity line, its counts, its verdict and the profile-level notices (a
     held-out run's seed withheld, whatever the profile holds)."""
     from reports.verdicts import verdict
-    run = profile.get("run") or {}
-    held_out = bool(profile.get("held_out") or run.get("held_out"))
+    run = profile.run
+    held_out = profile.held_out or run.held_out
     held = "held-out seeds" if held_out else "development seeds"
-    seed = seed_phrase(run.get("seed"), held_out=held_out)
-    title = f"Run {run.get('id', '?')} · suite {run.get('suite', '?')} · {seed}"
+    seed = seed_phrase(run.seed, held_out=held_out)
+    title = f"Run {run.id} · suite {run.suite} · {seed}"
     detail = (
-        f"{run.get('status', '?')} · {held} · {run.get('n_items', 0)} items · "
-        f"{run.get('n_trials', 0)} trials · created {fmt_time(run.get('created_at'))}"
+        f"{run.status} · {held} · {run.n_items} items · "
+        f"{run.n_trials} trials · created {fmt_time(run.created_at)}"
     )
     v = verdict(profile)
     lines = v.paragraphs()
@@ -249,7 +250,7 @@ def run_header(profile: Mapping[str, Any]) -> RunHeader:
     return RunHeader(
         title,
         detail,
-        tuple(str(n) for n in profile.get("notices") or () if not str(n).startswith(INVALID)),
+        tuple(n for n in profile.notices if not n.startswith(INVALID)),
         tuple(lines),
         tuple(invalid + [False] * (len(lines) - len(invalid))),
     )
@@ -379,11 +380,11 @@ def _contrast_rows(label: str, block: Mapping[str, Any] | None) -> list[Contrast
     return rows
 
 
-def agent_views(profile: Mapping[str, Any]) -> list[AgentView]:
+def agent_views(profile: RunProfile) -> list[AgentView]:
     """One view per agent, agents under test first, then controls, ablations, references."""
     from reports.model import AgentProfile  # pydantic: not for the runs screen
 
-    agents: Mapping[str, Any] = profile.get("agents") or {}
+    agents: Mapping[str, Any] = profile.to_json()["agents"]
     out = []
     for name in sorted(agents, key=lambda n: _role_key(str(agents[n].get("role")), n)):
         a = agents[name]

@@ -9,13 +9,15 @@ to go next.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from harness.cli.common import get_settings, get_store
 from harness.cli.progress import progress_option
+
+if TYPE_CHECKING:
+    from reports.model import RunProfile
 
 __all__ = ["DASHBOARD_COMMAND", "README_SECTION", "explain_run", "quickstart"]
 
@@ -24,7 +26,7 @@ README_SECTION = "Connecting a real agent"
 """The README section (a ``##`` heading) that connects a real agent; a test keeps it there."""
 
 
-def explain_run(profile: Mapping[str, Any]) -> list[str]:
+def explain_run(profile: RunProfile) -> list[str]:
     """The lines a quickstart run ends with, computed from its profile (pure): the run's
     verdict as every report opens with it (:func:`reports.verdict`: the agent under test, its
     validity and figures, the reference agents as the suite diagnosed them, what this run is

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,6 +11,9 @@ from harness.cli.common import echo_json, get_store, reads_only, resolve_run
 from harness.cli.conventions import SEED, an_id
 from harness.cli.suite_reports import ReportOptions, suite_report
 from ledger.store import Store
+
+if TYPE_CHECKING:
+    from reports.model import RunProfile
 
 __all__ = ["report"]
 
@@ -156,7 +158,7 @@ def _emit(text: str, out: str | None) -> None:
 
 
 def write_reports(
-    store: Store, run_id: str, directory: Path, *, profile: Mapping[str, Any] | None = None
+    store: Store, run_id: str, directory: Path, *, profile: RunProfile | None = None
 ) -> list[Path]:
     """Write the run's Markdown (with its figures) and HTML reports into ``directory``, both
     from one ``profile`` (built here unless the caller has built it already)."""

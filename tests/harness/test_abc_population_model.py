@@ -42,8 +42,9 @@ def test_the_run_predicts_its_own_plays_on_the_embedded_model(tmp_path: Path) ->
         assert len(by_item[play.id]) == 3  # agent, control and reference all played
 
     profile = build_profile(store, run_id, n_boot=50)
+    doc = profile.to_json()
     for name in ("local", "local-control", "ref:level:2"):
-        c = profile["agents"][name]["games"]["abc"]["c_llm"]
+        c = doc["agents"][name]["games"]["abc"]["c_llm"]
         assert c["scenarios"] == 1 and c["samples"] == [3]
         for key in ("log_score", "brier", "top1"):
             assert reported(c[key]), (name, key, c[key])
@@ -54,7 +55,7 @@ def test_the_run_predicts_its_own_plays_on_the_embedded_model(tmp_path: Path) ->
     others = [details[(a, p.id)].get("label") for a in ("local", "local-control")
               for p in items[:3]]
     valid = [lab for lab in others if lab]
-    ref = profile["agents"]["ref:level:2"]["games"]["abc"]["c_llm"]
+    ref = doc["agents"]["ref:level:2"]["games"]["abc"]["c_llm"]
     if len(valid) < games.POPULATION_MIN_ANSWERS:
         assert ref["reason"].startswith("not estimable: "), ref
     else:

@@ -52,6 +52,7 @@ def test_a_run_scores_c_against_its_own_agents(db_url: str, tmp_path: Path) -> N
     assert all(t.correct is None for t in trials)  # nothing is scored per trial
 
     profile = build_profile(store, run_id, n_boot=20)
+    doc = profile.to_json()
     expected_low: dict[str, list[float]] = {"log": [], "brier": []}
     expected_l1: list[float] = []
     for c in (items[K], items[2 * K + 1]):
@@ -66,13 +67,13 @@ def test_a_run_scores_c_against_its_own_agents(db_url: str, tmp_path: Path) -> N
         assert _label(c, lo) == c.truth["labels"][0]
         # level:1 predicts uniformly: ln(1/L) whatever the others (low and level:2) played
         expected_l1.append(math.log(1 / len(c.truth["labels"])))
-    low = profile["agents"]["low"]["games"]["abc"]["c_llm"]
+    low = doc["agents"]["low"]["games"]["abc"]["c_llm"]
     assert low["predictions"] == 2 and low["not_estimable_scenarios"] == 0
     assert low["population_plays"] == {"mean": 2.0 * K, "min": 2 * K}
     assert low["log_score"]["n"] == 2
     assert low["log_score"]["value"] == pytest.approx(sum(expected_low["log"]) / 2)
     assert low["brier"]["value"] == pytest.approx(sum(expected_low["brier"]) / 2)
-    l1 = profile["agents"]["ref:level:1"]["games"]["abc"]["c_llm"]
+    l1 = doc["agents"]["ref:level:1"]["games"]["abc"]["c_llm"]
     assert l1["log_score"]["value"] == pytest.approx(sum(expected_l1) / 2)
     assert l1["top1"]["value"] == 0.0 and l1["top1"]["n"] == 2
     # the report shows the figure with its n, apart from the scripted A/B/C line

@@ -121,7 +121,8 @@ def test_tit_for_tat_against_an_always_defecting_control(db_url: str, tmp_path: 
 
     # the profile's agent-seat block: every metric with a value and n, or why not
     profile = build_profile(store, run_id)
-    seats = profile["agents"]["tft"]["repeated"]["agent_seats"]
+    doc = profile.to_json()
+    seats = doc["agents"]["tft"]["repeated"]["agent_seats"]
     assert seats["available"] and seats["n_episodes"] == 4
     control = next(s for s in seats["by_seat"] if s["seat"] == "control")
     assert control["exploitation"]["value"] == 0.875 and control["exploitation"]["n"] == 2
@@ -135,8 +136,8 @@ def test_tit_for_tat_against_an_always_defecting_control(db_url: str, tmp_path: 
     own = next(s for s in seats["by_seat"] if s["seat"] == "self")
     assert own["exploitation"]["value"] == -1.0
     # the scripted cells are not touched by the agent-seat episodes
-    assert profile["agents"]["tft"]["repeated"]["n_episodes"] == 0
-    ctl = profile["agents"]["defector"]["repeated"]["agent_seats"]
+    assert doc["agents"]["tft"]["repeated"]["n_episodes"] == 0
+    ctl = doc["agents"]["defector"]["repeated"]["agent_seats"]
     assert [s["seat"] for s in ctl["by_seat"]] == ["self"]
     # the schema-checked profile renders (the agent-seat block is data in the JSON profile)
     assert "Repeated games" in render_markdown(profile)
@@ -172,9 +173,10 @@ def test_without_a_control_the_control_seat_is_not_applicable(sqlite_url: str,
     assert t[("ref:random", "control", "default")].status == "not_applicable"
     assert t[("ref:oracle", "self", "default")].status == "not_applicable"
     profile = build_profile(store, run_id)
-    own = profile["agents"]["dove"]["repeated"]["agent_seats"]["by_seat"]
+    doc = profile.to_json()
+    own = doc["agents"]["dove"]["repeated"]["agent_seats"]["by_seat"]
     assert [s["seat"] for s in own] == ["self"]
-    ref = profile["agents"]["ref:random"]["repeated"]["agent_seats"]["by_seat"][0]
+    ref = doc["agents"]["ref:random"]["repeated"]["agent_seats"]["by_seat"][0]
     # reference agents spend no tokens: efficiency says why it has no value
     assert ref["efficiency"]["value"] is None
     assert ref["efficiency"]["reason"].startswith("not estimable: ")

@@ -47,7 +47,7 @@ def test_agent_versus_control_on_the_embedded_model(tmp_path: Path) -> None:
         assert d["tokens"] > 0 and d["opponent_seat"]["tokens"] > 0
         assert json.loads(t.provider_json or "{}")["opponent"]["agent"] == "local-control"
 
-    seats = build_profile(store, run_id)["agents"]["local"]["repeated"]["agent_seats"]
+    seats = build_profile(store, run_id).to_json()["agents"]["local"]["repeated"]["agent_seats"]
     assert seats["available"]
     (control,) = seats["by_seat"]
     assert control["seat"] == "control" and control["n_episodes"] == 2

@@ -221,7 +221,8 @@ def test_a_nightly_run_produces_the_suite_and_the_matrix_whose_s_fills_the_profi
     assert ws.ledger.verify() == []
 
     profile = build_profile(ws.store, suite.id, n_boot=200)
-    skill = profile["agents"]["bot"]["agent_prediction_skill"]
+    doc = profile.to_json()
+    skill = doc["agents"]["bot"]["agent_prediction_skill"]
     assert skill["available"] is True and skill["matrix_run"] == matrix.id
     cell = summary["cells"][0]
     assert skill["self"]["n"] == 4 and skill["value"] == cell["skill"]["value"]
@@ -243,7 +244,8 @@ def test_the_profile_says_why_s_is_not_measured_without_a_matrix(
     run_id = DaemonContext(settings, ws.store).plan_run(suite="quick", references=["oracle"])
     DaemonContext(settings, ws.store).execute(run_id)
     profile = build_profile(ws.store, run_id, n_boot=200)
-    skill = profile["agents"]["ref:oracle"]["agent_prediction_skill"]
+    doc = profile.to_json()
+    skill = doc["agents"]["ref:oracle"]["agent_prediction_skill"]
     assert skill["available"] is False and "no matrix run" in skill["reason"]
     (headline,) = headlines(profile)
     assert headline.skill.startswith("not measured: no matrix run accompanies this run")

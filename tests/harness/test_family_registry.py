@@ -62,15 +62,16 @@ def test_toy_family_runs_is_stored_and_appears_in_the_profile(
     assert {t.status for t in store.trials(run_id, "ref:level:2")} == {"not_applicable"}
 
     profile = reports.analyse(reports.load_run(store, run_id), n_boot=50).profile
-    RunProfile.of(profile)
-    section = profile["agents"]["ref:oracle"]["families"]["toy-sum"]
+    doc = profile.to_json()
+    assert RunProfile.of(doc) == profile
+    section = doc["agents"]["ref:oracle"]["families"]["toy-sum"]
     assert section["title"] == "Toy sums (a test family)"
     assert (section["value"], section["k"], section["n"]) == (1.0, 30, 30)
     assert section["interval"] == "wilson-95"
     assert section["ci"][0] == pytest.approx(reports.wilson_interval(30, 30)[0])
-    rnd = profile["agents"]["ref:random"]["families"]["toy-sum"]
+    rnd = doc["agents"]["ref:random"]["families"]["toy-sum"]
     assert rnd["n"] == 30 and rnd["value"] < 0.5
-    assert profile["agents"]["ref:level:2"]["families"]["toy-sum"]["n"] == 0
+    assert doc["agents"]["ref:level:2"]["families"]["toy-sum"]["n"] == 0
     # and every rendering takes the profile with the toy family in it
     markdown = reports.report(store, run_id, "md", n_boot=50)
     assert "| Toy sums (a test family) (`toy-sum`) | 100.0%" in markdown

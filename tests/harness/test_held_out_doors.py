@@ -283,7 +283,7 @@ def test_the_dashboard_withholds(world: World, tmp_path: Path) -> None:
     ws = Workspace.open(world.settings)
     try:
         source = DashboardSource(ws.store, ws.new_ledger, n_boot=100)
-        shown = [json.dumps(source.profile("held"), default=str),
+        shown = [json.dumps(source.profile("held").to_json()),
                  json.dumps(source.matrix("mheld"), default=str)]  # fmt: skip
         for fmt in ("md", "html"):
             shown.append(source.export("held", fmt, tmp_path).read_text())

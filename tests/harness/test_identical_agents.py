@@ -155,8 +155,9 @@ def test_quick_through_the_runner_claims_no_difference(tmp_path: Path, seed: int
     assert differ > 0  # independent draws, not one agent twice
 
     profile = analyse(load_run(store, run_id), n_boot=200).profile
-    assert not any((c.get("p_holm") or 1.0) < 0.05 for c in profile["contrasts"])
-    block = profile["agents"]["scripted"]["minus_control"]
+    doc = profile.to_json()
+    assert not any((c.get("p_holm") or 1.0) < 0.05 for c in doc["contrasts"])
+    block = doc["agents"]["scripted"]["minus_control"]
     assert block["available"] and block["control"] == "scripted-control"
     metrics = _flat(block["metrics"])
     assert any(key == "false_belief_accuracy" for key, _ in metrics)
@@ -167,9 +168,9 @@ def test_quick_through_the_runner_claims_no_difference(tmp_path: Path, seed: int
         elif d.get("ci") is not None:
             lo, hi = d["ci"]
             assert lo is None or hi is None or lo < hi, (key, d)
-    assert zero_width_contrasts(profile) == []
+    assert zero_width_contrasts(doc) == []
     # at quick's size (one story per depth cell) nothing is testable ...
-    assert profile["multiple_comparisons"]["m"] == 0
+    assert doc["multiple_comparisons"]["m"] == 0
     fb = block["metrics"]["false_belief_accuracy"]
     assert fb["status"] == "not_estimable" and fb["n"] < 10
     # ... and the rendered report says so instead of printing an interval

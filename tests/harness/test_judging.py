@@ -74,7 +74,7 @@ def test_figure_5_judged_stored_cached_and_counted(tmp_path: Path) -> None:
         store = Store(open_engine(settings.database_url))
         run_a = _stored_trial(store, "run-a", item)
         # before judging, the profile cannot resolve K_L: the answer stated no belief
-        before = analyse(load_run(store, run_a), n_boot=100).profile
+        before = analyse(load_run(store, run_a), n_boot=100).profile.to_json()
         assert before["agents"]["bot"]["depth_signals"]["K_L"]["n"] == 0
 
         counts = asyncio.run(judge_stored_run(store, settings, run_a, judge="judge"))
@@ -108,7 +108,7 @@ def test_figure_5_judged_stored_cached_and_counted(tmp_path: Path) -> None:
         assert d["chain_consistency"] == 1.0 and d["mentalizing"] is False
 
         # the profile now takes K_L and the rest from the judge, and says so
-        ds = analyse(load_run(store, run_a), n_boot=100).profile["agents"]["bot"]["depth_signals"]
+        ds = analyse(load_run(store, run_a), n_boot=100).profile.to_json()["agents"]["bot"]["depth_signals"]
         assert ds["K_L"]["value"] == 6 and ds["K_L"]["n"] == 1 and ds["K_L"]["source"] == "judge"
         assert ds["sources"]["K_L"] == {"source": "judge", "answer": 0, "judge": 1}
         assert ds["br_consistency"]["value"] == 1.0 and ds["chain_consistency"]["value"] == 1.0
@@ -145,7 +145,7 @@ def test_an_ungrounded_quote_is_dropped_and_counted(tmp_path: Path) -> None:
     assert set(j.reading["dropped"]) == {"chain[2]", "final_belief_point"}
     assert j.reading["chain"] == [70, 68, 64, 62, 60] and j.reading["stated_belief"] is None
     assert j.score is not None and j.score["details"]["K_L_status"] == "none"
-    ds = analyse(load_run(store, run_id), n_boot=100).profile["agents"]["bot"]["depth_signals"]
+    ds = analyse(load_run(store, run_id), n_boot=100).profile.to_json()["agents"]["bot"]["depth_signals"]
     assert ds["K_L"]["n"] == 0  # the belief's quote was not grounded: nothing stated
     assert ds["sources"]["chain_consistency"]["judge"] == 1  # the rest of the chain counts
     assert ds["judge"]["ungrounded"] == 2 and ds["judge"]["dropped"] == 2
@@ -162,7 +162,7 @@ def test_a_malformed_judge_reply_is_counted_not_raised(tmp_path: Path) -> None:
     (j,) = store.judgements(run_id)
     assert j.status == "parse_error" and j.score is None
     assert j.reply_text == "I would rather not annotate this."
-    ds = analyse(load_run(store, run_id), n_boot=100).profile["agents"]["bot"]["depth_signals"]
+    ds = analyse(load_run(store, run_id), n_boot=100).profile.to_json()["agents"]["bot"]["depth_signals"]
     assert ds["K_L"]["n"] == 0 and ds["judge"]["parse_failures"] == 1
 
 
@@ -253,7 +253,7 @@ def test_mindledger_run_with_a_judge_resolves_k_l(
     store = Store(open_engine(f"sqlite:///{isolated_home / 'mindledger.db'}"))
     (run,) = store.list_runs()
     data = load_run(store, run.id)
-    ds = analyse(data, n_boot=100).profile["agents"]["bot"]["depth_signals"]
+    ds = analyse(data, n_boot=100).profile.to_json()["agents"]["bot"]["depth_signals"]
     # every scored, non-excluded level-k trial whose belief a(k − 1) names one depth resolves
     expected = [int(it.truth["target_depth"]) for it in games
                 if not it.truth["excluded"]
@@ -266,7 +266,7 @@ def test_mindledger_run_with_a_judge_resolves_k_l(
     assert ds["judge"]["judged"] == len(games) and ds["judge"]["calls"] == len(games)
     # without the judgements, the same run reports K_L unresolved
     data.judgements = {}
-    bare = analyse(data, n_boot=100).profile["agents"]["bot"]["depth_signals"]
+    bare = analyse(data, n_boot=100).profile.to_json()["agents"]["bot"]["depth_signals"]
     assert bare["K_L"]["n"] == 0 and bare["sources"]["K_L"]["source"] is None
 
     # the report words the sources and the judge's counts

@@ -79,8 +79,9 @@ def test_quickstart_end_to_end(tmp_path: Path) -> None:
     from reports import build_profile
 
     profile = build_profile(store, run.id)
+    doc = profile.to_json()
     assert out.rstrip().endswith("\n".join(explain_run(profile)))
-    local = profile["agents"]["local"]
+    local = doc["agents"]["local"]
     assert ("marked INVALID" in out) == (local["valid"] is False)
     assert "mindledger dashboard" in out and "Connecting a real agent" in out
     # stderr is not a terminal here: progress came as plain lines, the last saying it is done

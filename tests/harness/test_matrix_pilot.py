@@ -232,7 +232,8 @@ def test_the_nightly_pilot_puts_not_divergent_in_the_profile(workspace: Workspac
     matrix_run = ctx.run_matrix_beside(suite_run)
     assert matrix_run is not None and ws.store.get_run(matrix_run).held_out
     profile = build_profile(ws.store, suite_run, n_boot=100)
-    skill = profile["agents"]["ref:habit"]["agent_prediction_skill"]
+    doc = profile.to_json()
+    skill = doc["agents"]["ref:habit"]["agent_prediction_skill"]
     assert skill["matrix_run"] == matrix_run and skill["value"] is None
     assert skill["reason"].startswith("not divergent:")
     words = {h.agent: h.skill for h in headlines(profile)}

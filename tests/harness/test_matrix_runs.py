@@ -220,7 +220,8 @@ def test_the_profile_takes_s_self_and_others_from_the_matrix_beside_the_run(
     # the oracle means nothing in the matrix: it is left out
     assert summary["agents"] == ["ref:habit", "ref:projection"]
     profile = build_profile(ws.store, suite_run, n_boot=200)
-    agents = profile["agents"]
+    doc = profile.to_json()
+    agents = doc["agents"]
     assert agents["ref:oracle"]["agent_prediction_skill"]["available"] is False
     assert "did not take part" in agents["ref:oracle"]["agent_prediction_skill"]["reason"]
     habit = agents["ref:habit"]["agent_prediction_skill"]

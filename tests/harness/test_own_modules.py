@@ -284,7 +284,8 @@ def test_ablating_an_own_module_sends_its_switch_and_the_profile_credits_it(
     trials = store.trials(run_id)
     assert len(trials) == 3 * n_items and all(t.status == "ok" for t in trials)
     profile = analyse(load_run(store, run_id), n_boot=200).profile
-    credit = profile["agents"]["mybot"]["ablation_credit"]["tom"]
+    doc = profile.to_json()
+    credit = doc["agents"]["mybot"]["ablation_credit"]["tom"]
     assert credit["ablation_agent"] == "mybot-no-tom" and credit["available"]
     assert credit["direction"] == "mybot − mybot-no-tom"
     # the paired statistics of any ablation: the oracle against a reasoner stuck at depth 0
@@ -293,7 +294,7 @@ def test_ablating_an_own_module_sends_its_switch_and_the_profile_credits_it(
     assert fb["status"] != "not_estimable" and fb["ci"][0] > 0 and fb["p"] < 0.05, fb
     games_credit = credit["metrics"]["games_accuracy"]
     assert games_credit["difference"] > 0 and games_credit["status"] == "not_estimable"
-    assert profile["agents"]["mybot-no-tom"]["role"] == "ablation"
+    assert doc["agents"]["mybot-no-tom"]["role"] == "ablation"
 
 
 def test_the_response_cache_never_answers_a_variant_with_the_full_agents_replies(

@@ -187,8 +187,9 @@ def test_profiles_diagnose_references(quick_run: tuple[Store, str]) -> None:
 
     store, run_id = quick_run
     profile = build_profile(store, run_id, n_boot=200)
+    doc = profile.to_json()
     assert diagnose_references(profile) == []
-    agents = profile["agents"]
+    agents = doc["agents"]
     assert agents["ref:oracle"]["d50"]["status"] == "beyond"
     assert agents["ref:not-reality"]["valid"] is False
     capped = agents["ref:depth-capped:2"]["d50"]
@@ -237,9 +238,10 @@ def test_baseline_profile_diagnoses_every_reference(seed: int) -> None:
            "status": "complete", "created_at": None, "finished_at": None, "params": {}}
     profile = Analysis(run_data(run, agents, [i.to_dict() for i in items], trials),
                        n_boot=200).profile
+    doc = profile.to_json()
     assert diagnose_references(profile) == []
-    capped = profile["agents"]["ref:depth-capped:2"]["d50"]
+    capped = doc["agents"]["ref:depth-capped:2"]["d50"]
     assert capped["status"] in ("estimated", "bracketed"), capped["display"]
-    leak = profile["agents"]["ref:reality-leak"]["leakage_resistance"]
+    leak = doc["agents"]["ref:reality-leak"]["leakage_resistance"]
     assert leak["value"] == 0 and leak["n"] >= 400  # B1 false belief, R1 and deeper
-    assert profile["agents"]["ref:oracle"]["valid"] is True
+    assert doc["agents"]["ref:oracle"]["valid"] is True

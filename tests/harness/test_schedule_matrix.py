@@ -118,7 +118,7 @@ def test_the_nightly_matrix_pilots_two_agents_by_default(workspace: Workspace) -
     ctx.execute(suite_run)
     matrix_run = ctx.run_matrix_beside(suite_run)
     assert matrix_run is not None
-    oracle = build_profile(ws.store, suite_run, n_boot=50)["agents"]["ref:oracle"]
+    oracle = build_profile(ws.store, suite_run, n_boot=50).to_json()["agents"]["ref:oracle"]
     assert oracle["agent_prediction_skill"]["available"] is False
     assert "did not take part" in oracle["agent_prediction_skill"]["reason"]
     params = matrix_params(ws.store, matrix_run)

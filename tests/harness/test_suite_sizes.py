@@ -89,7 +89,7 @@ def test_a_synthetic_profile_at_baseline_size_has_the_promised_intervals() -> No
            "status": "complete", "created_at": None, "finished_at": None, "params": {}}
     data = run_data(run, [RunAgent("a", "agent", {"adapter": "test", "model": "m"})],
                     [i.to_dict() for i in items], trials)
-    abc = profile_from_data(data, n_boot=20)["agents"]["a"]["games"]["abc"]
+    abc = profile_from_data(data, n_boot=20).to_json()["agents"]["a"]["games"]["abc"]
     k = abc["opponent_type_inference"]
     assert k["n"] == 40 and k["status"] == "estimated"
     assert (k["ci"][1] - k["ci"][0]) / 2 < HALF_WIDTH

@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 from ledger.db import open_engine
 from ledger.store import Store
+from reports.model import RunProfile
 from reports.synthetic import SyntheticAgent, SyntheticRun, logistic_accuracy, synthetic_run
 
 CHANCE = 0.25
@@ -57,7 +57,7 @@ class StoredRun:
 
 
 @pytest.fixture(scope="session")
-def stored_profile(stored_run: StoredRun) -> dict[str, Any]:
+def stored_profile(stored_run: StoredRun) -> RunProfile:
     """The stored run's profile (B=1000, bootstrap seed 1)."""
     from reports import build_profile
 

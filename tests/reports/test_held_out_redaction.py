@@ -167,7 +167,7 @@ def test_the_operator_flag_reveals(runs: Runs, fmt: str) -> None:
 
 def test_renderers_withhold_even_from_an_operator_profile(runs: Runs) -> None:
     profile = build_profile(runs.store, "held", n_boot=N_BOOT, reveal_held_out=True)
-    assert profile["run"]["seed"] == HELD_SEED
+    assert profile.run.seed == HELD_SEED
     for text in (
         render_json(profile),
         render_markdown(profile),

@@ -19,7 +19,7 @@ from reports.synthetic import simulate, suite_design
 @pytest.fixture(scope="module")
 def template() -> dict[str, Any]:
     data = simulate(np.random.default_rng(3), [study_agents()[0]], suite_design("quick"))
-    return profile_from_data(data, n_boot=100)
+    return profile_from_data(data, n_boot=100).to_json()
 
 
 def _run(template: dict[str, Any], i: int, *, k: int, n: int = 40, suite: str = "quick",

@@ -48,9 +48,7 @@ def _profile(items: Sequence[Item], trials: list[dict[str, Any]],
            "created_at": None, "finished_at": None, "params": {}}
     data = run_data(run, [RunAgent(a, "reference", {"adapter": "reference", "policy": a})
                           for a in agents], [i.to_dict() for i in items], trials)
-    profile = profile_from_data(data, n_boot=20)
-    RunProfile.of(profile)
-    return profile
+    return profile_from_data(data, n_boot=20).to_json()
 
 
 def _reference_run(items: Sequence[Item], levels: Sequence[int] = LEVELS) -> dict[str, Any]:
@@ -139,7 +137,7 @@ def test_without_play_items_the_figure_is_not_estimable() -> None:
     for key in ("log_score", "brier", "top1"):
         assert c[key]["value"] is None and c[key]["n"] == 0
         assert c[key]["status"] == "not_estimable"
-    text = render_markdown(profile)
+    text = render_markdown(RunProfile.of(profile))
     assert "not estimable: no play items of this scenario in the run" in text
 
 
@@ -169,7 +167,7 @@ def test_the_report_shows_c_against_the_run_apart_from_scripted_c() -> None:
     assert abc["accuracy"]["C"]["n"] == 3  # the scripted C items alone
     assert abc["log_score_c"]["n"] == 3
     assert abc["c_llm"]["log_score"]["n"] == 2
-    text = render_markdown(profile)
+    text = render_markdown(RunProfile.of(profile))
     lines = [x for x in text.splitlines() if x.startswith("C against the run's agents")]
     assert len(lines) == 3  # one per agent, apart from the scripted "A/B/C:" line
     assert any("log score -10.362 n=2" in x and "top-1 100.0% n=2" in x for x in lines)

@@ -10,7 +10,6 @@ import pytest
 
 from reports._stats import holm
 from reports.comparison import compare_runs, render_compare_markdown
-from reports.model import RunProfile
 from reports.profile import Analysis, analyse
 from reports.render import render_html, render_markdown
 from reports.synthetic import SyntheticAgent, logistic_accuracy, synthetic_run
@@ -56,8 +55,7 @@ def unmeasured() -> Analysis:
 def test_abc_contrasts_are_a_holm_family_of_their_own(measured: Analysis) -> None:
     """Within-agent A − B and B − C effects are adjusted among themselves and never enter the
     between-agent family (a real dissociation must not count against comparing two agents)."""
-    profile = measured.profile
-    RunProfile.of(profile)
+    profile = measured.profile.to_json()
     assert all(c["kind"] != "abc" for c in profile["contrasts"])
     ps = [c["p"] for c in profile["contrasts"]]
     assert profile["multiple_comparisons"]["m"] == len(ps)
@@ -75,8 +73,8 @@ def test_abc_contrasts_are_a_holm_family_of_their_own(measured: Analysis) -> Non
 
 
 def test_markdown_and_html_show_the_abc_contrasts_with_p_holm(measured: Analysis) -> None:
-    profile = measured.profile
-    md = render_markdown(profile)
+    profile = measured.profile.to_json()
+    md = render_markdown(measured.profile)
     section = md[md.index("## piper (agent)"):md.index("## piper-control (control)")]
     assert "A/B/C contrasts" in section
     assert "| contrast | first | second | difference [95%] | n | p | p (Holm) |" in section
@@ -87,7 +85,7 @@ def test_markdown_and_html_show_the_abc_contrasts_with_p_holm(measured: Analysis
     ph = block["p_holm"]
     assert cells[6] == ("<0.001" if ph < 0.001 else f"{ph:.3f}")
     assert " pts" in cells[3]
-    html = render_html(profile, figures=[])
+    html = render_html(measured.profile, figures=[])
     assert "<td>A − B</td>" in html and "<th>p (Holm)</th>" in html
 
 

@@ -37,7 +37,7 @@ def profile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                               items=ITEMS)
     asyncio.run(execute_stored_run(store, settings, run_id))
     try:
-        return build_profile(store, run_id, n_boot=200)
+        return build_profile(store, run_id, n_boot=200).to_json()
     finally:
         store.engine.dispose()
 
@@ -86,7 +86,7 @@ def test_profile_fits_its_schema_and_diagnoses_the_references(profile: dict[str,
     believer = parsed.agents["ref:believer:2"].depth_signals
     assert believer is not None and believer.K_L is not None and believer.K_L.n == SCORED
     # (random's control-rule check needs NestToM items, which this games-only run has none of)
-    assert [p for p in diagnose_references(profile) if "(random)" not in p] == []
+    assert [p for p in diagnose_references(RunProfile.of(profile)) if "(random)" not in p] == []
 
 
 def test_diagnosis_catches_a_wrong_k_l(profile: dict[str, Any]) -> None:
@@ -95,7 +95,7 @@ def test_diagnosis_catches_a_wrong_k_l(profile: dict[str, Any]) -> None:
     broken = copy.deepcopy(profile)
     broken["agents"]["ref:level:3"]["depth_signals"]["K_L"]["value"] = 2.0
     broken["agents"]["ref:believer:2"]["depth_signals"]["inconsistent_player"] = False
-    problems = [p for p in diagnose_references(broken) if "(random)" not in p]
+    problems = [p for p in diagnose_references(RunProfile.of(broken)) if "(random)" not in p]
     assert len(problems) == 2
     assert any("level:3" in p and "K_L" in p for p in problems)
     assert any("believer:2" in p and "inconsistent" in p for p in problems)
@@ -161,10 +161,11 @@ def test_the_fit_travels_through_the_typed_model(profile: dict[str, Any]) -> Non
 def test_diagnosis_catches_an_identified_random_player(profile: dict[str, Any]) -> None:
     import copy
 
-    assert not [p for p in diagnose_references(profile) if "K_B" in p]
+    assert not [p for p in diagnose_references(RunProfile.of(profile)) if "K_B" in p]
     broken = copy.deepcopy(profile)
     broken["agents"]["ref:random"]["depth_signals"]["K_B"]["identifiable"] = True
-    assert any("(random)" in p and "identifiable" in p for p in diagnose_references(broken))
+    problems = diagnose_references(RunProfile.of(broken))
+    assert any("(random)" in p and "identifiable" in p for p in problems)
 
 
 def test_the_wording_says_not_identifiable_instead_of_a_depth(profile: dict[str, Any]) -> None:

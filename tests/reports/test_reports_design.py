@@ -74,7 +74,7 @@ def test_a_records_exclusion_reaches_the_familys_accuracy() -> None:
     bodies = [i.to_dict() for i in items]
     with family.registered(_OddSumsExcluded()):
         data = run_data(run, agents, bodies, _trials(items, "ref:oracle"))
-        section = profile_from_data(data, n_boot=20)["agents"]["ref:oracle"]["families"]
+        section = profile_from_data(data, n_boot=20).to_json()["agents"]["ref:oracle"]["families"]
     assert (section["toy-sum"]["k"], section["toy-sum"]["n"]) == (even, even)
 
 

@@ -14,7 +14,6 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -22,6 +21,7 @@ import pytest
 from reports import render_html
 from reports._forest import forest_rows
 from reports._svg import BLUE, VERMILLION
+from reports.model import RunProfile
 from reports.render import CONTRAST_LABELS
 
 CHROMIUM = "/usr/bin/chromium"
@@ -56,7 +56,7 @@ def _run_chromium(tmp_path: Path, args: list[str], page: Path) -> subprocess.Com
 
 
 def test_html_report_screenshot_shows_the_plots(
-    stored_profile: dict[str, Any], tmp_path: Path
+    stored_profile: RunProfile, tmp_path: Path
 ) -> None:
     from matplotlib.image import imread
 
@@ -110,7 +110,7 @@ def _chromium_cmd(chromium: str, profile_dir: Path, *args: str) -> list[str]:
 
 
 def test_the_verdict_is_above_the_fold_at_1400_by_900(
-    stored_profile: dict[str, Any], tmp_path: Path
+    stored_profile: RunProfile, tmp_path: Path
 ) -> None:
     """Chromium lays the report out in a 1400×900 window: the verdict block starts near the
     top and ends inside the window, it leads with the agent under test, and the screenshot
@@ -172,7 +172,7 @@ DOM that ``--dump-dom`` prints (the report itself carries no script)."""
 
 
 def test_forest_plots_are_laid_out_and_drawn(
-    stored_profile: dict[str, Any], tmp_path: Path
+    stored_profile: RunProfile, tmp_path: Path
 ) -> None:
     from matplotlib.image import imread
 
@@ -184,7 +184,7 @@ def test_forest_plots_are_laid_out_and_drawn(
     found = re.search(r'data-boxes="([^"]*)"', proc.stdout)
     assert found, f"no boxes in the dumped DOM; chromium said:\n{proc.stderr[-2000:]}"
     boxes = {b["id"]: b for b in json.loads(found.group(1).replace("&quot;", '"'))}
-    agent = stored_profile["agents"]["piper"]
+    agent = stored_profile.to_json()["agents"]["piper"]
     blocks = {"forest-piper-minus-control": agent["minus_control"]["metrics"]} | {
         f"forest-piper-ablation-{m}": b["metrics"] for m, b in agent["ablation_credit"].items()}
     assert set(boxes) == set(blocks)

@@ -41,7 +41,7 @@ def test_the_answer_comes_first_and_the_judge_fills_in() -> None:
         ("bot", stated.id): Judged("j", "ok", False, 2, 0, 0, judge_says),
         ("bot", silent.id): Judged("j", "ok", True, 2, 1, 1, judged_silent),
     }
-    ds = analyse(data, n_boot=100).profile["agents"]["bot"]["depth_signals"]
+    ds = analyse(data, n_boot=100).profile.to_json()["agents"]["bot"]["depth_signals"]
     assert ds["K_L"]["value"] == (6 + 2) / 2 and ds["K_L"]["n"] == 2
     assert ds["sources"]["K_L"] == {"source": "answer+judge", "answer": 1, "judge": 1}
     assert ds["K_L"]["source"] == "answer+judge"
@@ -52,6 +52,6 @@ def test_the_answer_comes_first_and_the_judge_fills_in() -> None:
                            "ungrounded": 1, "dropped": 1, "judges": ["j"]}
     # an unreadable judgement contributes nothing
     data.judgements[("bot", silent.id)] = Judged("j", "parse_error", False, 0, 0, 0, {})
-    ds = analyse(data, n_boot=100).profile["agents"]["bot"]["depth_signals"]
+    ds = analyse(data, n_boot=100).profile.to_json()["agents"]["bot"]["depth_signals"]
     assert ds["sources"]["K_L"] == {"source": "answer", "answer": 1, "judge": 0}
     assert ds["judge"]["parse_failures"] == 1

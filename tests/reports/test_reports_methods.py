@@ -209,7 +209,7 @@ def baseline_profile() -> dict:
                        reality_accuracy=1.0),
     ]
     rd = simulate(np.random.default_rng(5), agents, items)
-    return profile_from_data(rd, seed=1, n_boot=300)
+    return profile_from_data(rd, seed=1, n_boot=300).to_json()
 
 
 def test_r0_is_the_reality_check_outside_false_belief_figures(baseline_profile: dict) -> None:
@@ -258,7 +258,8 @@ def test_identical_agents_on_quick_claim_nothing() -> None:
     items = suite_design("quick")
     agents = [_agent("agent", 2.7), _agent("agent-control", 2.7, role="control",
                                             base_agent="agent")]
-    prof = profile_from_data(simulate(np.random.default_rng(2), agents, items), n_boot=200)
+    prof = profile_from_data(simulate(np.random.default_rng(2), agents, items),
+                             n_boot=200).to_json()
     assert prof["multiple_comparisons"]["m"] == 0 and prof["contrasts"] == []
     fb = prof["agents"]["agent"]["minus_control"]["metrics"]["false_belief_accuracy"]
     assert fb["status"] == "not_estimable" and fb["ci"] is None and fb["p"] is None
@@ -321,7 +322,7 @@ def test_two_agents_that_answer_alike_get_no_zero_width_contrast() -> None:
               SyntheticAgent("agent-control", lambda d: 1.0, role="control",
                              base_agent="agent", **perfect)]  # type: ignore[arg-type]
     prof = profile_from_data(simulate(np.random.default_rng(9), agents,
-                                      suite_design("baseline")), n_boot=200)
+                                      suite_design("baseline")), n_boot=200).to_json()
     metrics = prof["agents"]["agent"]["minus_control"]["metrics"]
     zero = [(p, ci) for p, ci in _intervals(metrics) if ci[0] == ci[1]]
     assert not zero, zero

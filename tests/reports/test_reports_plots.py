@@ -29,6 +29,7 @@ from reports._plots import (
     headline,
     reliability,
 )
+from reports.model import RunProfile
 from reports.present import d50_text, proportion_text
 from reports.profile import analyse
 from reports.synthetic import SyntheticAgent, logistic_accuracy, simulate, synthetic_items
@@ -72,7 +73,7 @@ def _agents() -> list[SyntheticAgent]:
 def profile() -> dict[str, Any]:
     items = synthetic_items(stories=24, games=1, abc_scenarios=2, items_per_game_cell=2)
     data = simulate(np.random.default_rng(20261201), _agents(), items)
-    return analyse(data, seed=0, n_boot=200).profile
+    return analyse(data, seed=0, n_boot=200).profile.to_json()
 
 
 def _svg(text: str | None) -> ET.Element:
@@ -382,7 +383,7 @@ def test_error_types_stack_each_cell_to_its_counts(profile: dict[str, Any]) -> N
 
 
 def test_every_figure_is_an_svg_document(profile: dict[str, Any]) -> None:
-    out = figures(profile)
+    out = figures(RunProfile.of(profile))
     assert [k for k, _, _ in out] == ["headline", "depth_curves", "error_types", "reliability"]
     for _, _, svg in out:
         root = _svg(svg)

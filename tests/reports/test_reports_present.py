@@ -5,7 +5,6 @@ agent's false-belief figures only marked invalid."""
 
 from __future__ import annotations
 
-import copy
 import csv
 import io
 import json
@@ -25,7 +24,7 @@ from reports.present import (
     headlines,
     small_n_said_once,
 )
-from reports.render import render_headline_csv, render_html, render_markdown
+from reports.render import render_headline_csv, render_html, render_json, render_markdown
 from reports.simulation import study_agents
 from reports.synthetic import SyntheticAgent, logistic_accuracy, simulate, suite_design
 from tui.state import agent_views
@@ -44,7 +43,7 @@ def _agents() -> list[SyntheticAgent]:
 
 
 @pytest.fixture(scope="module")
-def profiles() -> dict[str, dict[str, Any]]:
+def profiles() -> dict[str, RunProfile]:
     out = {}
     for design in ("quick", "baseline"):
         rd = simulate(np.random.default_rng(5), _agents(), suite_design(design))
@@ -68,9 +67,9 @@ def test_the_published_schema_is_the_models_own() -> None:
 
 @pytest.mark.parametrize("design", ["quick", "baseline"])
 def test_every_profile_validates_against_the_published_schema(
-    profiles: dict[str, dict[str, Any]], validator: jsonschema.Draft202012Validator, design: str
+    profiles: dict[str, RunProfile], validator: jsonschema.Draft202012Validator, design: str
 ) -> None:
-    profile = json.loads(json.dumps(profiles[design]))  # exactly what `--format json` holds
+    profile = json.loads(render_json(profiles[design]))  # exactly what `--format json` holds
     errors = sorted(validator.iter_errors(profile), key=lambda e: list(e.path))
     assert not errors, [f"{list(e.path)}: {e.message}" for e in errors[:5]]
     assert profile["schema"] == PROFILE_SCHEMA
@@ -90,10 +89,10 @@ def test_every_profile_validates_against_the_published_schema(
     ],
 )
 def test_the_schema_rejects_a_profile_that_does_not_fit(
-    profiles: dict[str, dict[str, Any]], validator: jsonschema.Draft202012Validator,
+    profiles: dict[str, RunProfile], validator: jsonschema.Draft202012Validator,
     path: tuple[Any, ...], value: Any,
 ) -> None:
-    bad = copy.deepcopy(profiles["baseline"])
+    bad = profiles["baseline"].to_json()
     node: Any = bad
     for key in path[:-1]:
         node = node[key]
@@ -104,9 +103,9 @@ def test_the_schema_rejects_a_profile_that_does_not_fit(
 
 
 def test_a_missing_headline_figure_is_refused(
-    profiles: dict[str, dict[str, Any]], validator: jsonschema.Draft202012Validator
+    profiles: dict[str, RunProfile], validator: jsonschema.Draft202012Validator
 ) -> None:
-    bad = copy.deepcopy(profiles["baseline"])
+    bad = profiles["baseline"].to_json()
     del bad["agents"]["agent-control"]["d50"]
     assert list(validator.iter_errors(bad))
 
@@ -148,7 +147,7 @@ class _Tables(HTMLParser):
             self._cell.append(data)
 
 
-def _html_headline(page: str, profile: dict[str, Any]) -> dict[str, list[str]]:
+def _html_headline(page: str, profile: RunProfile) -> dict[str, list[str]]:
     parser = _Tables()
     parser.feed(page.split("<h2>Headline</h2>", 1)[1])
     table = parser.tables[0]
@@ -165,7 +164,7 @@ def _csv_headline(text: str) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("design", ["quick", "baseline"])
 def test_markdown_html_csv_and_dashboard_show_the_same_headline(
-    profiles: dict[str, dict[str, Any]], design: str
+    profiles: dict[str, RunProfile], design: str
 ) -> None:
     profile = profiles[design]
     expected = {h.agent: h.cells() for h in headlines(profile)}
@@ -195,11 +194,11 @@ def test_markdown_html_csv_and_dashboard_show_the_same_headline(
 
 
 def test_an_invalid_agents_false_belief_figures_appear_only_marked(
-    profiles: dict[str, dict[str, Any]],
+    profiles: dict[str, RunProfile],
 ) -> None:
     profile = profiles["baseline"]
-    bad = profile["agents"]["not-reality"]
-    assert bad["valid"] is False and profile["agents"]["oracle"]["valid"] is True
+    bad = profile.to_json()["agents"]["not-reality"]
+    assert bad["valid"] is False and profile.agents["oracle"].valid is True
     d50_display = bad["d50"]["display"]
     md = render_markdown(profile)
     page = render_html(profile, figures=[])

@@ -4,6 +4,7 @@ anti-inflation and held-out marking, base-model subtraction and ablation credit,
 from __future__ import annotations
 
 import json
+import typing
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +16,7 @@ from ledger.store import RunAgent, Store, TrialRecord
 from mindledger.errors import NotFoundError
 from mindledger.items import Item
 from reports import build_profile, diagnose_references, profile_from_data
+from reports.model import Estimate, RunProfile
 from reports.synthetic import SyntheticAgent, logistic_accuracy, synthetic_run
 
 StoredRun = Any  # the conftest fixture's type (tests/ has no packages to import it from)
@@ -27,8 +29,8 @@ REQUIRED_KEYS = {
 
 
 @pytest.fixture
-def profile(stored_profile: dict[str, Any]) -> dict[str, Any]:
-    return json.loads(json.dumps(stored_profile))  # a copy each test may not spoil
+def profile(stored_profile: RunProfile) -> dict[str, Any]:
+    return stored_profile.to_json()  # the JSON form, a copy each test may not spoil
 
 
 def _walk(node: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
@@ -39,6 +41,25 @@ def _walk(node: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
     elif isinstance(node, list):
         for i, v in enumerate(node):
             yield from _walk(v, f"{path}[{i}]")
+
+
+def test_build_profile_returns_the_typed_profile(stored_profile: RunProfile) -> None:
+    """``build_profile`` hands over the schema's own model, not a dict to read by key."""
+    assert typing.get_type_hints(build_profile)["return"] is RunProfile
+    assert typing.get_type_hints(profile_from_data)["return"] is RunProfile
+    assert isinstance(stored_profile, RunProfile)
+    assert stored_profile.agents["oracle"].d50.status == "beyond"
+
+
+def test_the_typed_profile_writes_back_the_same_bytes(profile: dict[str, Any]) -> None:
+    """Parsing a profile's JSON and writing it again changes nothing: no key moves, no key
+    appears (a default not given stays unwritten) and an integer stays an integer."""
+    again = RunProfile.of(profile).to_json()
+    assert again == profile
+    assert json.dumps(again) == json.dumps(profile)
+    given = {"n": 4, "value": 1, "k": 4, "ci": [0, 1], "later": "kept"}  # not the field order
+    written = Estimate.model_validate(given).model_dump(mode="json", exclude_unset=True)
+    assert json.dumps(written) == json.dumps(given)  # not "value": 1.0, "ci": [0.0, 1.0]
 
 
 def test_json_shape_every_figure_has_n_and_names_its_interval(profile: dict[str, Any]) -> None:
@@ -97,7 +118,7 @@ def test_anti_inflation_marks_invalid_first(profile: dict[str, Any]) -> None:
 
 
 def test_references_get_the_profile_they_must(profile: dict[str, Any]) -> None:
-    assert diagnose_references(profile) == []
+    assert diagnose_references(RunProfile.of(profile)) == []
     assert profile["agents"]["oracle"]["d50"]["status"] == "beyond"
     capped = profile["agents"]["depth-capped:2"]["d50"]
     assert capped["status"] == "bracketed"
@@ -106,7 +127,7 @@ def test_references_get_the_profile_they_must(profile: dict[str, Any]) -> None:
     broken = json.loads(json.dumps(profile))
     broken["agents"]["not-reality"]["valid"] = True
     broken["agents"]["oracle"]["d50"] = {"status": "estimated", "value": 3.0, "display": "3.0"}
-    assert len(diagnose_references(broken)) == 2
+    assert len(diagnose_references(RunProfile.of(broken))) == 2
 
 
 def test_minus_control_and_ablation_credit_signs(profile: dict[str, Any],
@@ -185,7 +206,7 @@ def test_held_out_run_is_marked_and_unknown_run_raises(tmp_path: Any) -> None:
     )
     run.write(store, "held", held_out=True)
     p = build_profile(store, "held", n_boot=200)
-    assert p["held_out"] is True and p["notices"][0].startswith("HELD-OUT")
+    assert p.held_out is True and p.notices[0].startswith("HELD-OUT")
     with pytest.raises(NotFoundError, match="no run with id 'nope'"):
         build_profile(store, "nope")
 
@@ -204,7 +225,7 @@ def test_missing_meta_says_what_cannot_be_computed(tmp_path: Any) -> None:
     for i, it in enumerate(items):
         store.record_trial(TrialRecord(run_id="m", agent="a", item_id=it.id, status="ok",
                                        transcript=[], correct=i % 3 == 0, confidence=150.0))
-    p = build_profile(store, "m", n_boot=200)
+    p = build_profile(store, "m", n_boot=200).to_json()
     a = p["agents"]["a"]
     assert a["d50"]["status"] == "not_estimable" and a["d50"]["reason"]
     assert a["valid"] is None and a["notices"][0].startswith("UNCHECKED")
@@ -240,8 +261,9 @@ def test_real_nesttom_items_and_reference_reasoners(tmp_path: Any) -> None:
             ))
     prof = build_profile(store, "quick-ish", n_boot=300)
     assert diagnose_references(prof) == []
-    assert prof["agents"]["oracle"]["d50"]["lower_bound"] == 5
-    assert prof["agents"]["reality-leak"]["leakage_resistance"]["value"] < 0.5
+    assert prof.agents["oracle"].d50.lower_bound == 5
+    leakage = prof.agents["reality-leak"].leakage_resistance.value
+    assert leakage is not None and leakage < 0.5
 
 
 def test_profile_reads_sqlite_and_postgresql_alike(db_url: str) -> None:
@@ -255,8 +277,8 @@ def test_profile_reads_sqlite_and_postgresql_alike(db_url: str) -> None:
         stories=4, games=1, abc_scenarios=1, items_per_game_cell=1,
     )
     run.write(store, "pg-or-not")
-    p = build_profile(store, "pg-or-not", n_boot=200)
-    local = profile_from_data(run.run_data("pg-or-not"), n_boot=200)
+    p = build_profile(store, "pg-or-not", n_boot=200).to_json()
+    local = profile_from_data(run.run_data("pg-or-not"), n_boot=200).to_json()
     assert p["agents"]["a"]["accuracy_by_depth"] == local["agents"]["a"]["accuracy_by_depth"]
     assert p["agents"]["a"]["minus_control"]["metrics"]["false_belief_accuracy"] == \
         local["agents"]["a"]["minus_control"]["metrics"]["false_belief_accuracy"]

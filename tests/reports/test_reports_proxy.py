@@ -68,7 +68,7 @@ def test_the_profile_counts_each_agents_calls_refusals_and_obligations(tmp_path:
         "obligations": {"opened": 2, "met": 1, "pending": 1, "abandoned": 0},
         "abandoned_obligations": [],
     }
-    assert profile["proxy"]["agents"] == {"piper": expected}
+    assert profile.to_json()["proxy"]["agents"] == {"piper": expected}
     md = render_markdown(profile)
     assert "## Query proxy" in md
     assert "| piper | 3 | 2 | 3 | obligation 1, sampled 2 | 2 | 1 | 0 | wren |" in md
@@ -77,7 +77,7 @@ def test_the_profile_counts_each_agents_calls_refusals_and_obligations(tmp_path:
     clock.t += dt.timedelta(hours=24, seconds=1)
     led.record_call("stranger", "dusk", request="g", query_hash=q0, status=200)
     profile = build_profile(store, "r", n_boot=50)
-    piper = profile["proxy"]["agents"]["piper"]
+    piper = profile.to_json()["proxy"]["agents"]["piper"]
     assert piper["obligations"] == {"opened": 2, "met": 1, "pending": 0, "abandoned": 1}
     (gone,) = piper["abandoned_obligations"]
     assert (gone["target"], gone["query_hash"]) == ("wren", QH)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import csv
 import io
 import json
@@ -24,12 +23,13 @@ from reports import (
     report,
 )
 from reports._data import load_run
-from reports._plots import figures
+from reports._plots import FIGURES
+from reports.model import RunProfile
 from reports.synthetic import SyntheticAgent, logistic_accuracy, synthetic_run
 
 
 def test_markdown_has_tables_notices_first_and_figure_files(
-    stored_profile: dict[str, Any], tmp_path: Path
+    stored_profile: RunProfile, tmp_path: Path
 ) -> None:
     md = render_markdown(stored_profile, figures_dir=tmp_path / "f", figures_link_prefix="f/")
     assert md.startswith("# mindledger profile — run `run-a`")
@@ -51,7 +51,7 @@ def test_markdown_has_tables_notices_first_and_figure_files(
     assert "Figures: not included" in bare
 
 
-def test_html_is_one_self_contained_file_with_plots(stored_profile: dict[str, Any]) -> None:
+def test_html_is_one_self_contained_file_with_plots(stored_profile: RunProfile) -> None:
     html = render_html(stored_profile)
     assert html.startswith("<!doctype html>") and html.rstrip().endswith("</html>")
     assert not re.search(r"""(src|href)\s*=\s*['"]?(https?:|//|file:)""", html)
@@ -64,7 +64,7 @@ def test_html_is_one_self_contained_file_with_plots(stored_profile: dict[str, An
 
 
 def test_html_draws_each_contrast_block_as_a_forest_plot_over_its_collapsed_table(
-    stored_profile: dict[str, Any],
+    stored_profile: RunProfile,
 ) -> None:
     html = render_html(stored_profile, figures=[])
     section = html[html.index("<h2>piper (agent)</h2>"):html.index("<h2>piper-control")]
@@ -84,20 +84,20 @@ def test_html_draws_each_contrast_block_as_a_forest_plot_over_its_collapsed_tabl
     rest = html[html.index("<h2>piper-control"):]
     assert "class=\"forest\"" not in rest
     # a note on the contrast (the Markdown's quote) is a box above the plot, not dropped
-    noted = copy.deepcopy(stored_profile)
+    noted = stored_profile.to_json()
     noted["agents"]["piper"]["minus_control"]["note"] = "the control is <the same> program"
-    html = render_html(noted, figures=[])
+    html = render_html(RunProfile.of(noted), figures=[])
     block = html[html.index("<h3>Base-model subtraction"):]
     assert block.index("<div class='info'>the control is &lt;the same&gt; program</div>") < \
         block.index("<svg ")
 
 
-def test_json_is_strict_and_round_trips(stored_profile: dict[str, Any]) -> None:
+def test_json_is_strict_and_round_trips(stored_profile: RunProfile) -> None:
     text = render_json(stored_profile)
     loaded = json.loads(text)
     # the profile, whole, and the verdict every rendering opens with beside it
     assert loaded.pop("verdict")["agents"][0]["agent"] == "piper"
-    assert loaded == stored_profile
+    assert loaded == stored_profile.to_json()
     assert "NaN" not in text and "Infinity" not in text
 
 
@@ -116,7 +116,7 @@ def test_csv_has_one_row_per_trial(stored_run: Any) -> None:
 
 def test_figures_skip_what_the_run_cannot_show() -> None:
     prof = {"agents": {}, "run": {"id": "x"}}
-    assert figures(prof) == []
+    assert [draw(prof) for _, _, draw in FIGURES] == [None] * len(FIGURES)
 
 
 def test_compare_shows_what_changed_with_intervals(tmp_path: Path) -> None:
@@ -154,7 +154,7 @@ def test_compare_shows_what_changed_with_intervals(tmp_path: Path) -> None:
         compare(store, "old", "missing")
 
 
-def test_html_agent_sections_render_real_tables(stored_profile: dict[str, Any]) -> None:
+def test_html_agent_sections_render_real_tables(stored_profile: RunProfile) -> None:
     """Each agent's tables become HTML tables with one row per line, not one mangled header."""
     html = render_html(stored_profile)
     section = html[html.index("<h2>piper (agent)</h2>"):]

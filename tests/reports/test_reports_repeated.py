@@ -20,6 +20,7 @@ from ledger.db import open_engine
 from ledger.store import RunAgent, Store
 from mindledger.items import Item
 from reports import build_profile, render_html, render_json, render_markdown
+from reports.model import RunProfile
 from reports.synthetic import SyntheticAgent, logistic_accuracy, synthetic_run
 
 RUN = "run-rp"
@@ -40,6 +41,8 @@ class Built:
     items: list[Item]
     details: dict[str, list[dict[str, Any]]]
     profile: dict[str, Any]
+    """The profile's JSON form."""
+    typed: RunProfile
 
 
 def _answer(agent: str, item: Item, i: int, rng: np.random.Generator) -> dict[str, Any]:
@@ -72,7 +75,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
             store.record_trial(rec)
     store.set_run_status(RUN, "complete", finished=True)
     profile = build_profile(store, RUN, seed=2, n_boot=400)
-    yield Built(store, items, details, profile)
+    yield Built(store, items, details, profile.to_json(), profile)
     store.engine.dispose()
 
 
@@ -200,7 +203,7 @@ def test_minus_control_on_exploitation(built: Built) -> None:
 
 
 def test_renderings_contain_the_section(built: Built) -> None:
-    profile = built.profile
+    profile = built.typed
     md = render_markdown(profile)
     assert "### Repeated games" in md
     assert "| game | counterfactual | episodes | exploitation [N]" in md
@@ -240,6 +243,6 @@ def test_runs_without_episodes_say_so() -> None:
                         [SyntheticAgent("a", logistic_accuracy(2.0, -1.0, 0.25))],
                         stories=3)
     prof = profile_from_data(run.run_data(), n_boot=50)
-    rp = prof["agents"]["a"]["repeated"]
+    rp = prof.to_json()["agents"]["a"]["repeated"]
     assert rp == {"available": False, "reason": "no repeated-game episodes in this run"}
     assert "Repeated games" not in render_markdown(prof)

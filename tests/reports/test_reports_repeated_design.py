@@ -67,7 +67,7 @@ def built() -> tuple[list[Item], dict[str, dict[str, Score]], dict[str, Any]]:
     scores["shifted"] = {i.id: play(i) for i in items}
     trials = [_trial(a, i, scores[a][i.id]) for a in scores for i in items]
     data = run_data(RUN, agents, [i.to_dict() for i in items], trials)
-    return items, scores, profile_from_data(data, seed=3, n_boot=50)
+    return items, scores, profile_from_data(data, seed=3, n_boot=50).to_json()
 
 
 def test_every_cell_has_the_documented_n_and_b6_is_apart(

@@ -5,7 +5,6 @@ modules ablated, its control, ``oracle`` and ``reality-leak`` on the quick suite
 
 from __future__ import annotations
 
-import copy
 import html
 import json
 import re
@@ -16,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from reports.model import RunProfile
 from reports.present import proportion_text, small_n_said_once
 from reports.render import render_html, render_json, render_markdown
 from reports.verdicts import (
@@ -215,7 +215,7 @@ def test_small_n_is_said_once_per_section() -> None:
 
 
 def test_a_valid_agent_is_judged_against_its_control_and_its_largest_credit(
-    stored_profile: dict[str, Any],
+    stored_profile: RunProfile,
 ) -> None:
     v = verdict(stored_profile)
     assert [a.agent for a in v.agents] == ["piper"]
@@ -245,9 +245,9 @@ def test_a_valid_agent_is_judged_against_its_control_and_its_largest_credit(
 
 
 def test_a_reference_the_suite_gets_wrong_is_reported_not_praised(
-    stored_profile: dict[str, Any],
+    stored_profile: RunProfile,
 ) -> None:
-    wrong = copy.deepcopy(stored_profile)
+    wrong = stored_profile.to_json()
     wrong["agents"]["depth-capped:2"]["d50"] |= {
         "status": "bracketed",
         "lower_bound": 3.0,
@@ -262,8 +262,8 @@ def test_a_reference_the_suite_gets_wrong_is_reported_not_praised(
     )
 
 
-def test_an_invalid_ablation_variant_follows_its_agent(stored_profile: dict[str, Any]) -> None:
-    p = copy.deepcopy(stored_profile)
+def test_an_invalid_ablation_variant_follows_its_agent(stored_profile: RunProfile) -> None:
+    p = stored_profile.to_json()
     message = "INVALID: piper-no-witness-log's true-belief control accuracy is low"
     ab = p["agents"]["piper-no-witness-log"]
     ab["valid"] = False
@@ -276,25 +276,26 @@ def test_an_invalid_ablation_variant_follows_its_agent(stored_profile: dict[str,
         f"controls {proportion_text(ab['true_belief_control_accuracy'])}"
     )
     for page, said in (
-        (render_markdown(p), message),
-        (render_html(p, figures=()), html.escape(message)),
+        (render_markdown(RunProfile.of(p)), message),
+        (render_html(RunProfile.of(p), figures=()), html.escape(message)),
     ):
         assert page.index("piper (agent under test)") < page.index("piper-no-witness-log")
         assert page.count(said) == 1  # in its own section, not at the top
-    assert render_markdown(p).index(message) > render_markdown(p).index("## Headline")
+    md = render_markdown(RunProfile.of(p))
+    assert md.index(message) > md.index("## Headline")
 
 
-def test_depth_levels_are_read_defensively(stored_profile: dict[str, Any]) -> None:
+def test_depth_levels_are_read_defensively(stored_profile: RunProfile) -> None:
     """K_B may gain ``identifiable`` and ``reason`` (issue 24 item 6): read when present."""
-    p = copy.deepcopy(stored_profile)
+    p = stored_profile.to_json()
     signals = p["agents"]["piper"]["depth_signals"]
     assert "K_B " in verdict(p).agents[0].figures
     signals["K_B"] |= {"identifiable": False, "reason": "no level explains its choices"}
     assert "K_B not identifiable (no level explains its choices)" in verdict(p).agents[0].figures
 
 
-def test_json_keeps_the_profile_and_adds_the_verdict(stored_profile: dict[str, Any]) -> None:
+def test_json_keeps_the_profile_and_adds_the_verdict(stored_profile: RunProfile) -> None:
     out = json.loads(render_json(stored_profile))
-    assert set(out) == set(stored_profile) | {"verdict"}
-    assert out["agents"] == json.loads(json.dumps(stored_profile["agents"]))
+    assert set(out) == set(stored_profile.to_json()) | {"verdict"}
+    assert out["agents"] == stored_profile.to_json()["agents"]
     assert out["verdict"]["paragraphs"][0].startswith("piper (agent under test)")

@@ -11,6 +11,7 @@ import pytest
 from ledger.chain import Failure, Verification
 from ledger.protocol import PredictionState
 from reports import profile_from_data
+from reports.model import RunProfile
 from reports.synthetic import synthetic_run
 from tui.state import (
     INVALID,
@@ -36,7 +37,7 @@ from .conftest import synthetic_agents
 
 
 @pytest.fixture(scope="module")
-def profile() -> dict[str, Any]:
+def profile() -> RunProfile:
     run = synthetic_run(np.random.default_rng(7), synthetic_agents(), stories=4, games=0)
     return profile_from_data(run.run_data("run-a"), seed=1, n_boot=200)
 
@@ -112,7 +113,7 @@ def test_runs_newest_first_with_accuracy_per_agent_agents_under_test_first() -> 
 
 
 def test_agent_views_put_validity_first_and_withhold_invalid_false_belief_figures(
-    profile: dict[str, Any],
+    profile: RunProfile,
 ) -> None:
     views = agent_views(profile)
     assert [(v.name, v.role) for v in views] == [
@@ -134,14 +135,14 @@ def test_agent_views_put_validity_first_and_withhold_invalid_false_belief_figure
     # ... shown in the detail only marked as not counted; true-belief accuracy stays
     assert bad.d50.startswith("INVALID (not counted: ")
     assert bad.false_belief.startswith("INVALID (not counted: ")
-    assert bad.summary[5].endswith(f"n={profile['agents']['not-reality']['validity']['n']}")
+    assert bad.summary[5].endswith(f"n={profile.agents['not-reality'].validity.n}")
     assert all(r.false_belief.startswith("INVALID (not counted")
                for r in bad.depth_rows if r.depth != "R0")
     assert bad.validity not in bad.notices
 
 
 def test_depth_table_is_ordered_by_depth_with_no_false_belief_at_r0(
-    profile: dict[str, Any],
+    profile: RunProfile,
 ) -> None:
     rows = agent_views(profile)[0].depth_rows
     assert rows[0].depth == "R0" and rows[0].false_belief == MISSING
@@ -151,19 +152,19 @@ def test_depth_table_is_ordered_by_depth_with_no_false_belief_at_r0(
     assert "no interval" in rows[0].true_belief
     depths = [r.depth for r in rows]
     assert depths.index("R1") < depths.index("R2") < depths.index("R3") < depths.index("R5")
-    cell = profile["agents"]["piper"]["accuracy_by_depth"]["false"]["R1"]
+    cell = profile.to_json()["agents"]["piper"]["accuracy_by_depth"]["false"]["R1"]
     r1 = rows[depths.index("R1")]
     assert r1.false_belief == fmt_proportion(cell)
 
 
 def test_contrasts_give_agent_minus_control_and_ablation_credit(
-    profile: dict[str, Any],
+    profile: RunProfile,
 ) -> None:
     piper, control, _, _ = agent_views(profile)
     kinds = {c.contrast for c in piper.contrasts}
     assert kinds == {"agent − control", "credit: perspective-filtering"}
     fba = [c for c in piper.contrasts if c.metric == "false-belief accuracy"]
-    mc = profile["agents"]["piper"]["minus_control"]["metrics"]["false_belief_accuracy"]
+    mc = profile.to_json()["agents"]["piper"]["minus_control"]["metrics"]["false_belief_accuracy"]
     assert fba[0].contrast == "agent − control" and fba[0].value == fmt_difference(mc)
     assert any(c.metric == "false-belief R2" for c in piper.contrasts)
     # games were not run: their contrasts are left out, not shown as zeros
@@ -171,7 +172,7 @@ def test_contrasts_give_agent_minus_control_and_ablation_credit(
     assert control.contrasts[0].value.startswith("not available (piper-control is a control")
 
 
-def test_run_header_says_which_seeds(profile: dict[str, Any]) -> None:
+def test_run_header_says_which_seeds(profile: RunProfile) -> None:
     header = run_header(profile)
     assert header.title == "Run run-a · suite synthetic · seed 0"
     assert "development seeds" in header.detail
