@@ -20,6 +20,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from ledger._item_bodies import bodies_query, read_json
 from ledger.catalog import FailureCounts, ListedAgent, ListedRun
 from ledger.db import Clock, utc_now
 from ledger.models import (
@@ -412,11 +413,7 @@ class Store:
     def items_by_id(self, ids: Sequence[str]) -> list[Item]:
         """The stored items ``ids``, in that order, rebuilt from storage (their ids are
         re-checked); NotFoundError names the first id not stored."""
-        bodies: dict[str, str] = {}
-        with Session(self.engine) as s:
-            for chunk in _chunks(ids, 500):
-                stmt = select(ItemRow.id, ItemRow.body_json).where(col(ItemRow.id).in_(chunk))
-                bodies.update((item_id, body) for item_id, body in s.exec(stmt))
+        bodies = self.item_bodies(ids)
         for item_id in ids:
             if item_id not in bodies:
                 raise NotFoundError(f"no item with id {item_id!r}")
@@ -455,14 +452,14 @@ class Store:
                 families.append(names.setdefault(family, family))
         return StoredItems(self, ids, families)
 
-    def item_bodies(self, ids: Sequence[str]) -> dict[str, str]:
-        """The stored canonical JSON of the items ``ids``, by id (absent ids are left out)."""
-        out: dict[str, str] = {}
+    def item_bodies(self, ids: Sequence[str]) -> dict[str, bytes]:
+        """The stored canonical JSON of the items ``ids`` (UTF-8), by id (absent ids are left
+        out)."""
+        out: dict[str, bytes] = {}
+        stmt = bodies_query(self.engine.dialect.name)
         with self.engine.connect() as conn:
-            table = ItemRow.__table__  # type: ignore[attr-defined]
             for chunk in _chunks(ids, 500):
-                stmt = sa.select(table.c.id, table.c.body_json).where(table.c.id.in_(chunk))
-                out.update((item_id, body) for item_id, body in conn.execute(stmt))
+                out.update((item_id, body) for item_id, body in conn.execute(stmt, {"ids": chunk}))
         return out
 
     # -- trials ---------------------------------------------------------------------------
@@ -922,11 +919,11 @@ class StoredItems(Sequence[Item]):
         return [_stored_item(item_id, bodies[item_id]) for item_id in ids]
 
 
-def _stored_item(item_id: str, body: str) -> Item:
+def _stored_item(item_id: str, body: bytes) -> Item:
     """The item stored as ``item_id``, rebuilt from its stored JSON: StorageError unless its
     content hashes to ``item_id`` (a tampered or corrupted item must not be scored)."""
     try:
-        item = Item.from_json(body)
+        item = Item.from_json(body, loads=read_json)
     except (ValueError, TypeError) as exc:  # not JSON, not an item, or content ≠ its own id
         raise StorageError(f"stored item {item_id} is corrupt: {readable(str(exc))}") from exc
     if item.id != item_id:
