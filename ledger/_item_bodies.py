@@ -15,20 +15,27 @@ item is 4 KB of JSON holding a payoff matrix of 441 numbers, and :func:`json.loa
   documents); what it refuses and :func:`json.loads` accepts (a lone surrogate, a byte-order
   mark, nesting deeper than its limit) is read by :func:`json.loads`, as before.
 
+A page of items (:class:`ItemPage`) is fetched at once but each item is rebuilt when first asked
+for, so that the runner's event loop, which takes the items one by one as its workers reach
+them, is never held for a whole page.
+
 What is stored does not change, nor what an item reads back as.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 from pydantic_core import from_json
 
 from ledger.models import ItemRow
+from mindledger.errors import StorageError, readable
+from mindledger.items import Item
 
-__all__ = ["bodies_query", "read_json"]
+__all__ = ["ItemPage", "bodies_query", "read_json", "stored_item"]
 
 
 def read_json(body: bytes) -> Any:
@@ -52,3 +59,40 @@ def bodies_query(dialect: str) -> sa.Select[str, bytes]:
         else sa.func.convert_to(text, sa.literal("UTF8"), type_=sa.LargeBinary)
     )
     return sa.select(table.c.id, body).where(table.c.id.in_(sa.bindparam("ids", expanding=True)))
+
+
+def stored_item(item_id: str, body: bytes) -> Item:
+    """The item stored as ``item_id``, rebuilt from its stored JSON: StorageError unless its
+    content hashes to ``item_id`` (a tampered or corrupted item must not be scored)."""
+    try:
+        item = Item.from_json(body, loads=read_json)
+    except (ValueError, TypeError) as exc:  # not JSON, not an item, or content ≠ its own id
+        raise StorageError(f"stored item {item_id} is corrupt: {readable(str(exc))}") from exc
+    if item.id != item_id:
+        raise StorageError(f"stored item {item_id} holds another item ({item.id})")
+    return item
+
+
+class ItemPage:
+    """Items fetched together, each rebuilt from its body (:func:`stored_item`, its id checked)
+    the first time it is asked for, and kept."""
+
+    __slots__ = ("_bodies", "_ids", "_items")
+
+    def __init__(self, ids: Sequence[str], bodies: Sequence[bytes]) -> None:
+        self._ids = ids
+        self._bodies = list(bodies)
+        self._items: list[Item | None] = [None] * len(ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __getitem__(self, offset: int) -> Item:
+        item = self._items[offset]
+        if item is None:
+            item = self._items[offset] = stored_item(self._ids[offset], self._bodies[offset])
+            self._bodies[offset] = b""  # read: no need to keep its bytes too
+        return item
+
+    def __iter__(self) -> Iterator[Item]:
+        return (self[offset] for offset in range(len(self._ids)))

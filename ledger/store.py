@@ -20,7 +20,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from ledger._item_bodies import bodies_query, read_json
+from ledger._item_bodies import ItemPage, bodies_query, stored_item
 from ledger.catalog import FailureCounts, ListedAgent, ListedRun
 from ledger.db import Clock, utc_now
 from ledger.models import (
@@ -38,7 +38,7 @@ from ledger.models import (
 from ledger.reader import Reader, RunAgent
 from mindledger.canonical import canonical_json, content_hash
 from mindledger.disclosure import disclosed_prediction
-from mindledger.errors import NotFoundError, StorageError, readable
+from mindledger.errors import NotFoundError
 from mindledger.items import Item
 
 __all__ = [
@@ -417,7 +417,7 @@ class Store:
         for item_id in ids:
             if item_id not in bodies:
                 raise NotFoundError(f"no item with id {item_id!r}")
-        return [_stored_item(item_id, bodies[item_id]) for item_id in ids]
+        return [stored_item(item_id, bodies[item_id]) for item_id in ids]
 
     def run_item_ids(self, run_id: str) -> list[str]:
         """The ids of the run's items, in the run's order (no item is read)."""
@@ -857,8 +857,9 @@ class _TrialConnection:
 
 class StoredItems(Sequence[Item]):
     """A run's items in order, as stored: the ids and families are held, and the items are
-    rebuilt from storage (their ids re-checked) a page at a time, when asked for; only the
-    last few pages used are kept. Iterating reads every page once, keeping none. Compares equal
+    read from storage a page at a time, when asked for, each rebuilt (its id re-checked) when
+    first asked for (:class:`ledger._item_bodies.ItemPage`); only the last few pages used are
+    kept. Iterating reads every page once, keeping none. Compares equal
     to any sequence of the same items."""
 
     PAGE = 256
@@ -870,7 +871,7 @@ class StoredItems(Sequence[Item]):
         """The items' ids, in order."""
         self.families = families
         """The items' families, in order."""
-        self._pages: OrderedDict[int, list[Item]] = OrderedDict()
+        self._pages: OrderedDict[int, ItemPage] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -913,22 +914,10 @@ class StoredItems(Sequence[Item]):
     def __repr__(self) -> str:
         return f"<StoredItems: {len(self.ids)} items>"
 
-    def _load(self, number: int) -> list[Item]:
+    def _load(self, number: int) -> ItemPage:
         ids = self.ids[number * self.PAGE : (number + 1) * self.PAGE]
         bodies = self.store.item_bodies(ids)
-        return [_stored_item(item_id, bodies[item_id]) for item_id in ids]
-
-
-def _stored_item(item_id: str, body: bytes) -> Item:
-    """The item stored as ``item_id``, rebuilt from its stored JSON: StorageError unless its
-    content hashes to ``item_id`` (a tampered or corrupted item must not be scored)."""
-    try:
-        item = Item.from_json(body, loads=read_json)
-    except (ValueError, TypeError) as exc:  # not JSON, not an item, or content ≠ its own id
-        raise StorageError(f"stored item {item_id} is corrupt: {readable(str(exc))}") from exc
-    if item.id != item_id:
-        raise StorageError(f"stored item {item_id} holds another item ({item.id})")
-    return item
+        return ItemPage(ids, [bodies[item_id] for item_id in ids])
 
 
 _ITEM_CHUNK = 500

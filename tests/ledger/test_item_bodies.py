@@ -14,12 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import games
+import ledger._item_bodies as item_bodies
 import mindledger.items as items_module
 import nesttom
 from ledger._item_bodies import read_json
 from ledger.db import open_engine
 from ledger.store import RunAgent, Store
 from mindledger.canonical import canonical_json
+from mindledger.items import Item
 
 SCALARS = (
     st.none()
@@ -106,3 +108,32 @@ def test_items_are_fetched_as_their_canonical_bytes_and_checked_by_hashing_them(
     monkeypatch.setattr(items_module, "content_hash", refuse)
     assert list(store.run_items("r")) == items
     assert store.items_by_id([items[4].id, items[0].id]) == [items[4], items[0]]
+
+
+def test_a_page_rebuilds_each_item_once_and_only_when_it_is_asked_for(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    items = games.generate_items(5, 6, conditions=("recursive",))
+    store = Store(open_engine(sqlite_url))
+    store.create_run(
+        "r",
+        suite="t",
+        seed=1,
+        held_out=False,
+        params={},
+        agents=[RunAgent("a", "agent", {})],
+        items=items,
+    )
+    built: list[str] = []
+    build = item_bodies.stored_item
+
+    def counting(item_id: str, body: bytes) -> Item:
+        built.append(item_id)
+        return build(item_id, body)
+
+    monkeypatch.setattr(item_bodies, "stored_item", counting)
+    stored = store.run_items("r")  # one page of six
+    assert stored[2] == items[2] and built == [items[2].id]  # not the whole page at once
+    assert stored[2] == items[2] and built == [items[2].id]  # kept
+    assert list(stored) == items
+    assert sorted(built) == sorted(it.id for it in items)  # each once
