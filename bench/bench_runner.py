@@ -306,18 +306,27 @@ def _process_cpu(pid: int | None) -> float | None:
 def item_read_costs(store: Store, run_id: str) -> tuple[float, float, float]:
     """CPU seconds per item: reading the run's items back as the runner does
     (``Store.run_items``, every page, each id checked); fetching their stored JSON alone; and
-    rebuilding them from it by re-encoding each item to check its id (``Item.from_dict``)."""
-    c0 = time.process_time()
-    n = sum(1 for _ in store.run_items(run_id))
-    paged = (time.process_time() - c0) / n
-    ids = store.run_item_ids(run_id)
-    c0 = time.process_time()
-    bodies = list(store.item_bodies(ids).values())
-    fetch = (time.process_time() - c0) / len(ids)
-    c0 = time.process_time()
-    for body in bodies:
-        Item.from_dict(json.loads(body))
-    return paged, fetch, (time.process_time() - c0) / len(bodies)
+    rebuilding them from it by re-encoding each item to check its id (``Item.from_dict``).
+    The cyclic collector is paused meanwhile, as the runner nearly pauses it (its collections
+    are timed with the runs: ``harness.runner._steady_heap``); else a full collection now and
+    then, walking every object alive, would land on whichever of the three it interrupts."""
+    gc.collect()
+    gc.disable()
+    try:
+        c0 = time.process_time()
+        n = sum(1 for _ in store.run_items(run_id))
+        paged = (time.process_time() - c0) / n
+        ids = store.run_item_ids(run_id)
+        c0 = time.process_time()
+        bodies = list(store.item_bodies(ids).values())
+        fetch = (time.process_time() - c0) / len(ids)
+        c0 = time.process_time()
+        for body in bodies:
+            Item.from_dict(json.loads(body))
+        recode = (time.process_time() - c0) / len(bodies)
+    finally:
+        gc.enable()
+    return paged, fetch, recode
 
 
 # -- memory: a long run, created and executed in child processes ----------------------------
