@@ -11,6 +11,12 @@ the items as a list in memory; with ``--stored-items`` it runs again with them r
 stored run a page at a time, as ``mindledger run`` does (``Store.run_items``), and the cost of
 reading an item back (its id checked) is printed beside that of re-encoding it to check it.
 
+With ``--against DIR`` the latency scenarios also run with the source tree in DIR (an earlier
+commit's, from ``git archive``): this file's code over that tree's packages, each run in a fresh
+interpreter, the two trees in turn on the same fake server, ``--repeat`` times each; the table
+shows each tree's range and their ratio of CPU per trial. The machine's load average is printed
+before and after: wall times move with it, CPU per trial and ratios taken in turn much less.
+
 3. Memory: a 100,000-item run (11–20 game items, generated a slice at a time) is created, then
 executed by the oracle reference agent, each phase in a fresh child process; prints each
 phase's peak resident set size (VmHWM).
@@ -20,6 +26,9 @@ phase's peak resident set size (VmHWM).
     python bench/bench_runner.py --scale-trials 0 --memory-items 0   # the first scenario only
     python bench/bench_runner.py --trials 0 --scale-trials 0          # memory only
     python bench/bench_runner.py --trials 0 --memory-items 0 --stored-items  # at scale, both
+    git archive 2e2eef1 | tar -x -C /tmp/then       # an earlier commit's source tree, ...
+    python bench/bench_runner.py --trials 0 --memory-items 0 --stored-items \\
+        --against /tmp/then --repeat 3                 # ... timed in turn with this one
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ import gc
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,9 +48,11 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import games
-from harness.adapters import ChatPolicy, OpenAIBackend, OpenAIChat
+import harness
+from harness.adapters import OpenAIBackend, OpenAIChat
 from harness.agents import ChatAgent, ReferenceAgent
 from harness.runner import execute_run
 from harness.testing import FakeOpenAIProcess
@@ -48,13 +60,27 @@ from ledger.db import open_engine
 from ledger.store import RunAgent, Store
 from mindledger.items import Item
 
+ROOT = Path(__file__).resolve().parent.parent
+"""This source tree."""
+
+
+def _chat(base_url: str, concurrency: int) -> OpenAIChat:
+    """The adapter's client, in this tree's signature or (``--against`` an older tree) the
+    signature from before ``ChatPolicy``."""
+    import harness.adapters as adapters
+
+    policy = getattr(adapters, "ChatPolicy", None)
+    if policy is None:
+        return OpenAIChat(base_url, "bench", concurrency=concurrency)  # type: ignore[call-arg]
+    return OpenAIChat(base_url, "bench", policy=policy(concurrency=concurrency))
+
 
 async def bare_calls(base_url: str, n: int, concurrency: int) -> None:
     """``n`` chat calls through the adapter, made as the runner makes its trials: by
     ``concurrency`` workers, each taking the next call when its last one is done (not ``n``
     calls queued at once on the adapter's semaphore, whose waiters would then cost the floor
     CPU that the runner never pays)."""
-    async with OpenAIChat(base_url, "bench", policy=ChatPolicy(concurrency=concurrency)) as client:
+    async with _chat(base_url, concurrency) as client:
         msgs = [{"role": "user", "content": "Pick a number."}]
         left = n
 
@@ -76,47 +102,61 @@ def game_items(seed: int, n: int, *, slice_size: int = 1000) -> Iterator[Item]:
         )
 
 
+Row = tuple[str, float, float]
+"""One line of the latency table: what ran, its wall seconds, the runner process's CPU seconds."""
+
+
 def latency_scenario(
-    server: FakeOpenAIProcess, n: int, lat: float, conc: int, *, stored_items: bool = False
-) -> int:
-    """Bare HTTP calls, then the runner, on the same server (and again with the items read from
-    storage when ``stored_items``); print the table. Returns the fewest trials stored by a
-    runner."""
-    ideal = n * lat / conc
+    base_url: str,
+    server_pid: int | None,
+    n: int,
+    lat: float,
+    conc: int,
+    *,
+    stored_items: bool = False,
+) -> dict[str, Any]:
+    """Bare HTTP calls, then the runner, on the server at ``base_url`` (and again with the items
+    read from storage when ``stored_items``). Returns what :func:`print_latency` prints: the
+    rows, the server's CPU per request, the cost of reading an item back, the trials stored."""
     items = list(game_items(2026, n))
-    rows: list[tuple[str, float, float]] = []
+    rows: list[Row] = []
     read: tuple[float, float, float] | None = None
     runs = ["bench", "bench-stored"] if stored_items else ["bench"]
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(open_engine(f"sqlite:///{Path(tmp) / 'bench.db'}"))
         for run_id in runs:
-            store.create_run(run_id, suite="bench", seed=0, held_out=False, params={},
-                             agents=[RunAgent("fake", "agent", {"adapter": "openai"})],
-                             items=items)
+            store.create_run(
+                run_id,
+                suite="bench",
+                seed=0,
+                held_out=False,
+                params={},
+                agents=[RunAgent("fake", "agent", {"adapter": "openai"})],
+                items=items,
+            )
 
         c0, t0 = time.process_time(), time.perf_counter()
-        asyncio.run(bare_calls(server.base_url, n, conc))
-        rows.append(("bare HTTP calls (OpenAIChat)",
-                     time.perf_counter() - t0, time.process_time() - c0))
+        asyncio.run(bare_calls(base_url, n, conc))
+        rows.append(
+            ("bare HTTP calls (OpenAIChat)", time.perf_counter() - t0, time.process_time() - c0)
+        )
 
         server_cpu: list[float] = []
 
         def timed(what: str, run_id: str, run_items: Sequence[Item]) -> None:
             async def run() -> None:
-                client = OpenAIChat(server.base_url, "bench", policy=ChatPolicy(concurrency=conc))
-                backend = OpenAIBackend(client)
+                backend = OpenAIBackend(_chat(base_url, conc))
                 agent = ChatAgent("fake", backend, spec={}, answer_mode="tools")
                 try:
-                    await execute_run(store, run_id, [agent], run_items,
-                                      concurrency={"fake": conc})
+                    await execute_run(store, run_id, [agent], run_items, concurrency={"fake": conc})
                 finally:
                     await agent.aclose()
 
-            s0 = _process_cpu(server.process.pid if server.process else None)
+            s0 = _process_cpu(server_pid)
             c0, t0 = time.process_time(), time.perf_counter()
             asyncio.run(run())
             rows.append((what, time.perf_counter() - t0, time.process_time() - c0))
-            s1 = _process_cpu(server.process.pid if server.process else None)
+            s1 = _process_cpu(server_pid)
             if s0 is not None and s1 is not None:
                 server_cpu.append(s1 - s0)
 
@@ -124,28 +164,142 @@ def latency_scenario(
         if stored_items:
             del items  # as in `mindledger run`: the items are in storage, not in memory
             gc.collect()
-            timed("runner, items read from storage", "bench-stored",
-                  store.run_items("bench-stored"))
+            timed(
+                "runner, items read from storage", "bench-stored", store.run_items("bench-stored")
+            )
             read = item_read_costs(store, "bench-stored")
         trials = {run_id: store.trials(run_id) for run_id in runs}
+    return {
+        "rows": rows,
+        "server_cpu": server_cpu[0] / n if server_cpu else None,
+        "read": read,
+        "trials": {
+            run_id: [len(ts), sum(bool(t.correct) for t in ts)] for run_id, ts in trials.items()
+        },
+    }
 
-    print(f"{n} trials, {lat * 1000:.0f} ms latency, {conc} in flight: ideal {ideal:.2f} s")
-    print(f"{'':34} {'wall':>8} {'÷ ideal':>8} {'CPU/trial':>10}")
-    for what, wall, cpu in rows:
-        print(f"{what:34} {wall:7.2f}s {wall / ideal:7.2f}× {cpu / n * 1000:8.2f}ms")
-    (_, bare_wall, bare_cpu), (_, run_wall, run_cpu) = rows[:2]
-    print(f"runner ÷ bare HTTP: {run_wall / bare_wall:.2f}× wall, "
-          f"{run_cpu / max(bare_cpu, 1e-9):.2f}× CPU; " + "; ".join(
-              f"{run_id}: stored {len(ts)}/{n} trials ({sum(bool(t.correct) for t in ts)} "
-              "scored correct)" for run_id, ts in trials.items()))
-    if server_cpu:
-        print(f"the fake server's own CPU per request (on the same cores): "
-              f"{server_cpu[0] / n * 1000:.2f} ms")
-    if read is not None:
-        print(f"an item read back (Store.run_items, id checked): {read[0] * 1e6:.0f} µs, of "
-              f"which fetching its JSON {read[1] * 1e6:.0f} µs; checking its id by re-encoding "
-              f"it (Item.from_dict) takes {read[2] * 1e6:.0f} µs")
-    return min(len(ts) for ts in trials.values())
+
+def print_latency(n: int, lat: float, conc: int, results: dict[str, list[dict[str, Any]]]) -> int:
+    """Print the latency table: each tree's wall time ÷ ideal and CPU per trial (the range
+    over its repetitions), and with two trees their CPU ratio. Returns the fewest trials any
+    runner stored."""
+    ideal = n * lat / conc
+    trees = list(results)
+    reps = len(results[trees[0]])
+    print(
+        f"{n} trials, {lat * 1000:.0f} ms latency, {conc} in flight: ideal {ideal:.2f} s"
+        + (f"; {reps} runs of each tree" if reps > 1 else "")
+        + ("; alternating, each in a fresh process" if len(trees) > 1 else "")
+    )
+
+    def span(values: list[float], fmt: str) -> str:
+        low, high = min(values), max(values)
+        return (
+            format(low, fmt)
+            if format(low, fmt) == format(high, fmt)
+            else (f"{format(low, fmt)}–{format(high, fmt)}")
+        )
+
+    head = "".join(f" {tree + ' ÷ ideal':>13} {'CPU/trial':>13}" for tree in trees)
+    print(
+        f"{'':34}{head}" + (f" {trees[1] + '÷' + trees[0] + ' CPU':>14}" if len(trees) > 1 else "")
+    )
+    for i, (what, _, _) in enumerate(results[trees[0]][0]["rows"]):
+        cells, cpu_median = "", []
+        for tree in trees:
+            walls = [r["rows"][i][1] / ideal for r in results[tree]]
+            cpus = [r["rows"][i][2] / n * 1000 for r in results[tree]]
+            cells += f" {span(walls, '.2f') + '×':>13} {span(cpus, '.2f') + ' ms':>13}"
+            cpu_median.append(statistics.median(cpus))
+        ratio = f" {cpu_median[1] / cpu_median[0]:13.2f}×" if len(trees) > 1 else ""
+        print(f"{what:34}{cells}{ratio}")
+    fewest = n
+    for tree in trees:
+        label = f"{tree}: " if len(trees) > 1 else ""
+        for r in results[tree]:
+            fewest = min([fewest, *(stored for stored, _ in r["trials"].values())])
+        last = results[tree][-1]
+        (_, bare_wall, bare_cpu), (_, run_wall, run_cpu) = last["rows"][:2]
+        print(
+            f"{label}runner ÷ bare HTTP: {run_wall / bare_wall:.2f}× wall, "
+            f"{run_cpu / max(bare_cpu, 1e-9):.2f}× CPU; "
+            + "; ".join(
+                f"{run_id}: stored {stored}/{n} trials ({correct} scored correct)"
+                for run_id, (stored, correct) in last["trials"].items()
+            )
+        )
+        if last["server_cpu"] is not None:
+            print(
+                f"{label}the fake server's own CPU per request (on the same cores): "
+                f"{span([r['server_cpu'] * 1000 for r in results[tree]], '.2f')} ms"
+            )
+        if last["read"] is not None:
+            paged, fetch, recode = (
+                span([r["read"][k] * 1e6 for r in results[tree]], ".0f") for k in range(3)
+            )
+            print(
+                f"{label}an item read back (Store.run_items, id checked): {paged} µs of CPU, "
+                f"of which fetching its JSON {fetch} µs; checking its id by re-encoding it "
+                f"(Item.from_dict) takes {recode} µs"
+            )
+    return fewest
+
+
+def latency_child(args: argparse.Namespace) -> None:
+    """One latency scenario in this process (with whichever source tree PYTHONPATH gives it),
+    printed as one JSON line for the parent."""
+    result = latency_scenario(
+        args.server,
+        args.server_pid,
+        args.latency_child[0],
+        args.latency,
+        args.latency_child[1],
+        stored_items=args.stored_items,
+    )
+    result["tree"] = str(Path(harness.__file__).resolve().parent.parent)
+    print(json.dumps(result), flush=True)
+
+
+def latency_in_trees(
+    server: FakeOpenAIProcess,
+    n: int,
+    lat: float,
+    conc: int,
+    *,
+    stored_items: bool,
+    trees: dict[str, Path],
+    repeat: int,
+) -> dict[str, list[dict[str, Any]]]:
+    """The scenario ``repeat`` times for each source tree, in turn, each run in a fresh
+    interpreter whose PYTHONPATH is the tree (this file's code, the tree's packages)."""
+    results: dict[str, list[dict[str, Any]]] = {tree: [] for tree in trees}
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    pid = server.process.pid if server.process else None
+    for _ in range(repeat):
+        for tree, root in trees.items():
+            argv = [
+                sys.executable,
+                __file__,
+                "--latency-child",
+                str(n),
+                str(conc),
+                "--server",
+                server.base_url,
+                "--latency",
+                str(lat),
+            ]
+            argv += ["--server-pid", str(pid)] if pid else []
+            argv += ["--stored-items"] if stored_items else []
+            proc = subprocess.run(
+                argv, env={**base, "PYTHONPATH": str(root)}, capture_output=True, text=True
+            )
+            if proc.returncode:
+                raise SystemExit(f"the {tree} tree ({root}) failed:\n{proc.stderr}")
+            result = json.loads(proc.stdout.strip().splitlines()[-1])
+            if Path(result["tree"]) != root:
+                raise SystemExit(f"the {tree} run imported {result['tree']}, not {root}")
+            results[tree].append(result)
+    return results
 
 
 def _process_cpu(pid: int | None) -> float | None:
@@ -161,20 +315,29 @@ def _process_cpu(pid: int | None) -> float | None:
 
 
 def item_read_costs(store: Store, run_id: str) -> tuple[float, float, float]:
-    """Seconds per item: reading the run's items back as the runner does (``Store.run_items``,
-    every page, each id checked); fetching their stored JSON alone; and rebuilding them from
-    it by re-encoding each item to check its id (``Item.from_dict``)."""
-    t0 = time.perf_counter()
-    n = sum(1 for _ in store.run_items(run_id))
-    paged = (time.perf_counter() - t0) / n
-    ids = store.run_item_ids(run_id)
-    t0 = time.perf_counter()
-    bodies = list(store.item_bodies(ids).values())
-    fetch = (time.perf_counter() - t0) / len(ids)
-    t0 = time.perf_counter()
-    for body in bodies:
-        Item.from_dict(json.loads(body))
-    return paged, fetch, (time.perf_counter() - t0) / len(bodies)
+    """CPU seconds per item: reading the run's items back as the runner does
+    (``Store.run_items``, every page, each id checked); fetching their stored JSON alone; and
+    rebuilding them from it by re-encoding each item to check its id (``Item.from_dict``).
+    The cyclic collector is paused meanwhile, as the runner nearly pauses it (its collections
+    are timed with the runs: ``harness.runner._steady_heap``); else a full collection now and
+    then, walking every object alive, would land on whichever of the three it interrupts."""
+    gc.collect()
+    gc.disable()
+    try:
+        c0 = time.process_time()
+        n = sum(1 for _ in store.run_items(run_id))
+        paged = (time.process_time() - c0) / n
+        ids = store.run_item_ids(run_id)
+        c0 = time.process_time()
+        bodies = list(store.item_bodies(ids).values())
+        fetch = (time.process_time() - c0) / len(ids)
+        c0 = time.process_time()
+        for body in bodies:
+            Item.from_dict(json.loads(body))
+        recode = (time.process_time() - c0) / len(bodies)
+    finally:
+        gc.enable()
+    return paged, fetch, recode
 
 
 # -- memory: a long run, created and executed in child processes ----------------------------
@@ -204,20 +367,35 @@ def memory_child(phase: str, db: str, n: int) -> None:
                 counts[it.family] += 1
                 yield it
 
-        store.create_run("long", suite="bench", seed=7, held_out=False,
-                         params=lambda: {"counts": dict(counts)},
-                         agents=[RunAgent("oracle", "reference",
-                                          {"adapter": "reference", "policy": "oracle"})],
-                         items=counted())
+        store.create_run(
+            "long",
+            suite="bench",
+            seed=7,
+            held_out=False,
+            params=lambda: {"counts": dict(counts)},
+            agents=[RunAgent("oracle", "reference", {"adapter": "reference", "policy": "oracle"})],
+            items=counted(),
+        )
         done = sum(counts.values())
     else:
         items = store.run_items("long")
         agent = ReferenceAgent("oracle", "oracle", seed=7)
-        summary = asyncio.run(execute_run(store, "long", [agent], items,
-                                          concurrency={"oracle": 64}))
+        summary = asyncio.run(
+            execute_run(store, "long", [agent], items, concurrency={"oracle": 64})
+        )
         done = summary.per_agent["oracle"].trials
-    print(json.dumps({"phase": phase, "seconds": time.perf_counter() - t0, "done": done,
-                      "base_mb": base, "peak_mb": _peak_rss_mb()}), flush=True)
+    print(
+        json.dumps(
+            {
+                "phase": phase,
+                "seconds": time.perf_counter() - t0,
+                "done": done,
+                "base_mb": base,
+                "peak_mb": _peak_rss_mb(),
+            }
+        ),
+        flush=True,
+    )
 
 
 def memory_scenario(n: int) -> dict[str, dict[str, float]]:
@@ -227,15 +405,29 @@ def memory_scenario(n: int) -> dict[str, dict[str, float]]:
         db = str(Path(tmp) / "long.db")
         for phase in ("create", "execute"):
             proc = subprocess.run(
-                [sys.executable, __file__, "--memory-child", phase, "--db", db,
-                 "--memory-items", str(n)],
-                check=True, capture_output=True, text=True,
+                [
+                    sys.executable,
+                    __file__,
+                    "--memory-child",
+                    phase,
+                    "--db",
+                    db,
+                    "--memory-items",
+                    str(n),
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
             )
             out[phase] = json.loads(proc.stdout.strip().splitlines()[-1])
-    print(f"{n} items (11–20 games), reference agent, SQLite: peak RSS per process "
-          f"(after imports {out['create']['base_mb']:.0f} MB)")
-    for phase, what in (("create", "create the run (stream items)"),
-                        ("execute", "execute it (oracle, 64 in flight)")):
+    print(
+        f"{n} items (11–20 games), reference agent, SQLite: peak RSS per process "
+        f"(after imports {out['create']['base_mb']:.0f} MB)"
+    )
+    for phase, what in (
+        ("create", "create the run (stream items)"),
+        ("execute", "execute it (oracle, 64 in flight)"),
+    ):
         r = out[phase]
         print(f"{what:34} {r['peak_mb']:7.0f} MB {r['seconds']:7.1f}s  ({r['done']:.0f} done)")
     return out
@@ -249,31 +441,87 @@ def main() -> None:
     parser.add_argument("--scale-trials", type=int, default=10_000, help="0: skip")
     parser.add_argument("--scale-concurrency", type=int, default=256)
     parser.add_argument("--memory-items", type=int, default=100_000, help="0: skip")
-    parser.add_argument("--stored-items", action="store_true",
-                        help="also run the runner with its items read from the stored run")
+    parser.add_argument(
+        "--stored-items",
+        action="store_true",
+        help="also run the runner with its items read from the stored run",
+    )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also time the source tree in DIR (e.g. `git archive REV | tar -x "
+        "-C DIR`), in turn with this one, each run in a fresh process",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="runs of each latency scenario (of each tree); the range is shown",
+    )
     parser.add_argument("--memory-child", choices=("create", "execute"), help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
+    parser.add_argument("--latency-child", type=int, nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--server", help=argparse.SUPPRESS)
+    parser.add_argument("--server-pid", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_child:
         memory_child(args.memory_child, args.db, args.memory_items)
+        return
+    if args.latency_child:
+        latency_child(args)
         return
 
     lost = []
     runs = [(args.trials, args.concurrency), (args.scale_trials, args.scale_concurrency)]
     runs = [(n, conc) for n, conc in runs if n > 0]
+    trees = {"now": ROOT} | ({"then": args.against.resolve()} if args.against else {})
     if runs:
+        load = os.getloadavg()
+        print(
+            f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+            + "".join(f"; {tree}: {root}" for tree, root in trees.items())
+            + "\n"
+        )
         server = FakeOpenAIProcess(latency=args.latency, answer="60", log_bodies=False)
         server.start()
         try:
             for i, (n, conc) in enumerate(runs):
                 if i:
                     print()
-                stored = latency_scenario(server, n, args.latency, conc,
-                                          stored_items=args.stored_items)
+                if args.against:
+                    results = latency_in_trees(
+                        server,
+                        n,
+                        args.latency,
+                        conc,
+                        stored_items=args.stored_items,
+                        trees=trees,
+                        repeat=args.repeat,
+                    )
+                else:
+                    pid = server.process.pid if server.process else None
+                    results = {
+                        "now": [
+                            latency_scenario(
+                                server.base_url,
+                                pid,
+                                n,
+                                args.latency,
+                                conc,
+                                stored_items=args.stored_items,
+                            )
+                            for _ in range(args.repeat)
+                        ]
+                    }
+                stored = print_latency(n, args.latency, conc, results)
                 if stored != n:
                     lost.append(f"stored {stored} of {n}")
         finally:
             server.stop()
+        load = os.getloadavg()
+        print(f"\nload average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     if args.memory_items:
         if runs:
             print()

@@ -21,6 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from ledger import _judgements
+from ledger._item_bodies import ItemPage, bodies_query, stored_item
 from ledger._judgements import JudgementRecord
 from ledger.catalog import FailureCounts, ListedAgent, ListedRun
 from ledger.db import Clock, utc_now
@@ -38,7 +39,7 @@ from ledger.models import (
 from ledger.reader import Reader, RunAgent
 from mindledger.canonical import canonical_json, content_hash
 from mindledger.disclosure import disclosed_prediction
-from mindledger.errors import NotFoundError, StorageError, readable
+from mindledger.errors import NotFoundError
 from mindledger.items import Item
 
 __all__ = [
@@ -413,15 +414,11 @@ class Store:
     def items_by_id(self, ids: Sequence[str]) -> list[Item]:
         """The stored items ``ids``, in that order, rebuilt from storage (their ids are
         re-checked); NotFoundError names the first id not stored."""
-        bodies: dict[str, str] = {}
-        with Session(self.engine) as s:
-            for chunk in _chunks(ids, 500):
-                stmt = select(ItemRow.id, ItemRow.body_json).where(col(ItemRow.id).in_(chunk))
-                bodies.update((item_id, body) for item_id, body in s.exec(stmt))
+        bodies = self.item_bodies(ids)
         for item_id in ids:
             if item_id not in bodies:
                 raise NotFoundError(f"no item with id {item_id!r}")
-        return [_stored_item(item_id, bodies[item_id]) for item_id in ids]
+        return [stored_item(item_id, bodies[item_id]) for item_id in ids]
 
     def run_item_ids(self, run_id: str) -> list[str]:
         """The ids of the run's items, in the run's order (no item is read)."""
@@ -456,14 +453,14 @@ class Store:
                 families.append(names.setdefault(family, family))
         return StoredItems(self, ids, families)
 
-    def item_bodies(self, ids: Sequence[str]) -> dict[str, str]:
-        """The stored canonical JSON of the items ``ids``, by id (absent ids are left out)."""
-        out: dict[str, str] = {}
+    def item_bodies(self, ids: Sequence[str]) -> dict[str, bytes]:
+        """The stored canonical JSON of the items ``ids`` (UTF-8), by id (absent ids are left
+        out)."""
+        out: dict[str, bytes] = {}
+        stmt = bodies_query(self.engine.dialect.name)
         with self.engine.connect() as conn:
-            table = ItemRow.__table__  # type: ignore[attr-defined]
             for chunk in _chunks(ids, 500):
-                stmt = sa.select(table.c.id, table.c.body_json).where(table.c.id.in_(chunk))
-                out.update((item_id, body) for item_id, body in conn.execute(stmt))
+                out.update((item_id, body) for item_id, body in conn.execute(stmt, {"ids": chunk}))
         return out
 
     # -- trials ---------------------------------------------------------------------------
@@ -798,8 +795,9 @@ class _TrialConnection:
 
 class StoredItems(Sequence[Item]):
     """A run's items in order, as stored: the ids and families are held, and the items are
-    rebuilt from storage (their ids re-checked) a page at a time, when asked for; only the
-    last few pages used are kept. Iterating reads every page once, keeping none. Compares equal
+    read from storage a page at a time, when asked for, each rebuilt (its id re-checked) when
+    first asked for (:class:`ledger._item_bodies.ItemPage`); only the last few pages used are
+    kept. Iterating reads every page once, keeping none. Compares equal
     to any sequence of the same items."""
 
     PAGE = 256
@@ -811,7 +809,7 @@ class StoredItems(Sequence[Item]):
         """The items' ids, in order."""
         self.families = families
         """The items' families, in order."""
-        self._pages: OrderedDict[int, list[Item]] = OrderedDict()
+        self._pages: OrderedDict[int, ItemPage] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -854,22 +852,10 @@ class StoredItems(Sequence[Item]):
     def __repr__(self) -> str:
         return f"<StoredItems: {len(self.ids)} items>"
 
-    def _load(self, number: int) -> list[Item]:
+    def _load(self, number: int) -> ItemPage:
         ids = self.ids[number * self.PAGE : (number + 1) * self.PAGE]
         bodies = self.store.item_bodies(ids)
-        return [_stored_item(item_id, bodies[item_id]) for item_id in ids]
-
-
-def _stored_item(item_id: str, body: str) -> Item:
-    """The item stored as ``item_id``, rebuilt from its stored JSON: StorageError unless its
-    content hashes to ``item_id`` (a tampered or corrupted item must not be scored)."""
-    try:
-        item = Item.from_json(body)
-    except (ValueError, TypeError) as exc:  # not JSON, not an item, or content ≠ its own id
-        raise StorageError(f"stored item {item_id} is corrupt: {readable(str(exc))}") from exc
-    if item.id != item_id:
-        raise StorageError(f"stored item {item_id} holds another item ({item.id})")
-    return item
+        return ItemPage(ids, [bodies[item_id] for item_id in ids])
 
 
 _ITEM_CHUNK = 500

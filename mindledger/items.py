@@ -20,8 +20,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from mindledger.canonical import content_hash
@@ -93,7 +93,7 @@ class Item:
         return item
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> Item:
+    def from_json(cls, text: str | bytes, *, loads: Callable[[bytes], Any] = json.loads) -> Item:
         """Rebuild an item from its JSON (as stored: the canonical JSON of :meth:`to_dict`);
         the id is checked, as by :meth:`from_dict` (ValueError when it does not match).
 
@@ -101,9 +101,13 @@ class Item:
         first, and the text is the canonical body (the bytes the id hashes) with the member
         ``,"id":"sha256:…"`` inserted: without that member, the text hashes to the id (a
         SHA-256 over the bytes, microseconds) and the item is parsed from the very bytes that
-        were hashed, with no need to re-encode it (which costs more than parsing). Any other
-        text (not canonical, or whose content does not hash to its id) is parsed and
-        re-encoded by :meth:`from_dict`.
+        were hashed, with no need to re-encode it (which costs more than parsing), and built
+        from the parsed fields without the constructor's per-field work. Any other text (not
+        canonical, or whose content does not hash to its id) is parsed and re-encoded by
+        :meth:`from_dict`.
+
+        ``loads`` parses those bytes: :func:`json.loads` unless a faster parser is given, which
+        must return exactly what :func:`json.loads` returns for them, or raise as it does.
         """
         raw = text.encode("utf-8") if isinstance(text, str) else text
         member = _ID_MEMBER.search(raw)
@@ -111,10 +115,21 @@ class Item:
             body = raw[: member.start()] + raw[member.end() :]
             digest = member.group(1)
             if hashlib.sha256(body).hexdigest().encode("ascii") == digest:
-                fields = json.loads(body)
-                if isinstance(fields, dict) and isinstance(fields.get("tools"), list):
-                    fields["tools"] = tuple(fields["tools"])
-                    return cls(**fields, id="sha256:" + digest.decode("ascii"))
+                parsed = loads(body)
+                if isinstance(parsed, dict) and isinstance(parsed.get("tools"), list):
+                    parsed["tools"] = tuple(parsed["tools"])
+                    item_id = "sha256:" + digest.decode("ascii")
+                    if cls is Item and parsed.keys() == _BODY_FIELDS:
+                        # every field and nothing else: set as the constructor sets them, in
+                        # their order, without its frozen-dataclass detour per field (and the
+                        # id needs no hashing)
+                        item = object.__new__(cls)
+                        state = item.__dict__
+                        for name in _BODY_ORDER:
+                            state[name] = parsed[name]
+                        state["id"] = item_id
+                        return item
+                    return cls(**parsed, id=item_id)
         data = json.loads(raw)
         if not isinstance(data, dict):
             raise ValueError(f"an item is a JSON object, not {type(data).__name__}")
@@ -125,6 +140,11 @@ class Item:
         expected = content_hash(self._body())
         return [] if expected == self.id else [f"{self.id}: content hashes to {expected}"]
 
+
+_BODY_ORDER = tuple(f.name for f in fields(Item) if f.name != "id")
+"""The members of an item's canonical body (:meth:`Item.to_dict` without ``id``), in the
+order of the fields."""
+_BODY_FIELDS = frozenset(_BODY_ORDER)
 
 _ID_MEMBER = re.compile(rb',"id":"sha256:([0-9a-f]{64})"')
 """The id's member in an item's canonical JSON (:meth:`Item.from_json`); a ``"`` right after a

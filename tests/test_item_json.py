@@ -3,6 +3,8 @@ bytes when they are canonical, and by re-encoding the content when they are not.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 from typing import Any
 
@@ -23,7 +25,9 @@ SCALARS = (
 )
 VALUES = st.recursive(
     SCALARS,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 
@@ -57,9 +61,11 @@ def test_stored_json_reads_back_as_the_same_item() -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(truth=st.dictionaries(st.text(max_size=8), VALUES, max_size=5),
-       meta=st.dictionaries(st.text(max_size=8), VALUES, max_size=3),
-       prompt=st.text(max_size=30))
+@given(
+    truth=st.dictionaries(st.text(max_size=8), VALUES, max_size=5),
+    meta=st.dictionaries(st.text(max_size=8), VALUES, max_size=3),
+    prompt=st.text(max_size=30),
+)
 def test_any_item_reads_back_from_its_canonical_json(
     truth: dict[str, Any], meta: dict[str, Any], prompt: str
 ) -> None:
@@ -114,3 +120,37 @@ def test_json_that_is_not_an_item_is_refused() -> None:
         Item.from_json("[1, 2]")
     with pytest.raises(ValueError):
         Item.from_json("{not json")
+
+
+def test_an_item_read_back_is_built_as_the_constructor_builds_it() -> None:
+    item = sample()
+    again = Item.from_json(stored(item))
+    assert type(again) is Item
+    assert list(vars(again).items()) == list(vars(item).items())  # the same fields, in order
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        again.prompt = "changed"  # type: ignore[misc]
+    assert dataclasses.replace(again, seed=8, id="") == sample(seed=8)
+
+
+def test_a_body_without_every_field_takes_the_defaults_of_the_missing() -> None:
+    item = sample(meta={})
+    body = {k: v for k, v in item.to_dict().items() if k not in ("id", "meta")}
+    raw = canonical_json(body)
+    digest = hashlib.sha256(raw).hexdigest()
+    at = raw.index(b',"params":')  # the id's place among the sorted keys, had meta been there
+    text = raw[:at] + f',"id":"sha256:{digest}"'.encode() + raw[at:]
+    again = Item.from_json(text)
+    assert again.meta == {} and again.id == f"sha256:{digest}"
+    assert dataclasses.replace(again, id="") == item  # the content is the item's
+
+
+def test_a_given_parser_reads_the_hashed_bytes() -> None:
+    item = sample()
+    seen: list[bytes] = []
+
+    def loads(body: bytes) -> Any:
+        seen.append(body)
+        return json.loads(body)
+
+    assert Item.from_json(stored(item), loads=loads) == item
+    assert seen == [canonical_json({k: v for k, v in item.to_dict().items() if k != "id"})]

@@ -1,0 +1,139 @@
+"""Items read back from storage: their JSON is fetched as the very bytes their ids hash (so the
+id is checked without re-encoding the item), on SQLite and PostgreSQL, and parsed by a faster
+parser that returns exactly what json.loads returns, falling back to json.loads where it
+refuses a document."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import games
+import ledger._item_bodies as item_bodies
+import mindledger.items as items_module
+import nesttom
+from ledger._item_bodies import read_json
+from ledger.db import open_engine
+from ledger.store import RunAgent, Store
+from mindledger.canonical import canonical_json
+from mindledger.items import Item
+
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**80), 2**80)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.floats(min_value=-1e6, max_value=1e6).map(lambda x: round(x, 3))
+    | st.text()
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=8), inner, max_size=6)
+    ),
+    max_leaves=40,
+)
+
+
+def exact(value: Any) -> Any:
+    """``value`` with every scalar's type made part of it, and floats by their bits, so that
+    ``1 == 1.0 == True`` and ``0.0 == -0.0`` no longer compare equal."""
+    if isinstance(value, dict):
+        return ("dict", [(k, exact(v)) for k, v in value.items()])
+    if isinstance(value, list):
+        return ("list", [exact(v) for v in value])
+    if isinstance(value, float):
+        return ("float", value.hex() if math.isfinite(value) else repr(value))
+    return (type(value).__name__, value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=VALUES)
+def test_it_reads_any_json_exactly_as_json_loads(value: Any) -> None:
+    for text in (canonical_json(value), json.dumps(value).encode("utf-8")):
+        assert exact(read_json(text)) == exact(json.loads(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'["\\ud800"]',  # a lone surrogate: json.loads reads it, pydantic-core refuses it
+        b'\xef\xbb\xbf{"a": 1}',  # a byte-order mark
+        b"[" * 300 + b"]" * 300,  # deeper than pydantic-core's limit
+        b'{"a": NaN, "b": -Infinity}',
+        b'{"a": 1, "a": 2}',
+    ],
+)
+def test_what_json_loads_reads_it_reads_the_same(text: bytes) -> None:
+    assert exact(read_json(text)) == exact(json.loads(text))
+
+
+@pytest.mark.parametrize("text", [b"{truncated", b"", b"[1] x", b'["\xff"]'])
+def test_what_json_loads_refuses_it_refuses(text: bytes) -> None:
+    with pytest.raises(ValueError):
+        json.loads(text)
+    with pytest.raises(ValueError):
+        read_json(text)
+
+
+def test_items_are_fetched_as_their_canonical_bytes_and_checked_by_hashing_them(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    items = [
+        *games.generate_items(4, 3, conditions=("recursive",)),
+        *nesttom.generate_items(4, 3),
+    ]  # non-ASCII text among them
+    store = Store(open_engine(db_url))
+    store.create_run(
+        "r",
+        suite="t",
+        seed=1,
+        held_out=False,
+        params={},
+        agents=[RunAgent("a", "agent", {})],
+        items=items,
+    )
+    bodies = store.item_bodies([it.id for it in items])
+    assert bodies == {it.id: canonical_json(it.to_dict()) for it in items}
+    assert any(not body.isascii() for body in bodies.values())
+
+    def refuse(value: Any) -> str:
+        raise AssertionError("re-encoded an item whose stored bytes hash to its id")
+
+    monkeypatch.setattr(items_module, "content_hash", refuse)
+    assert list(store.run_items("r")) == items
+    assert store.items_by_id([items[4].id, items[0].id]) == [items[4], items[0]]
+
+
+def test_a_page_rebuilds_each_item_once_and_only_when_it_is_asked_for(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    items = games.generate_items(5, 6, conditions=("recursive",))
+    store = Store(open_engine(sqlite_url))
+    store.create_run(
+        "r",
+        suite="t",
+        seed=1,
+        held_out=False,
+        params={},
+        agents=[RunAgent("a", "agent", {})],
+        items=items,
+    )
+    built: list[str] = []
+    build = item_bodies.stored_item
+
+    def counting(item_id: str, body: bytes) -> Item:
+        built.append(item_id)
+        return build(item_id, body)
+
+    monkeypatch.setattr(item_bodies, "stored_item", counting)
+    stored = store.run_items("r")  # one page of six
+    assert stored[2] == items[2] and built == [items[2].id]  # not the whole page at once
+    assert stored[2] == items[2] and built == [items[2].id]  # kept
+    assert list(stored) == items
+    assert sorted(built) == sorted(it.id for it in items)  # each once
