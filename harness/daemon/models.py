@@ -30,6 +30,7 @@ from pydantic import (
     ValidationError,
 )
 from pydantic_core import PydanticCustomError
+from typing_extensions import TypeAliasType
 
 from harness.daemon.web import ApiError, kind_of
 from mindledger.names import AGENT_NAME_PATTERN
@@ -177,6 +178,22 @@ Reveal = Annotated[
 Scalar = str | bool | None | Annotated[float, Field(ge=-1e15, le=1e15)]
 """A JSON scalar as the daemon accepts it (its one input rule, :mod:`mindledger.jsonin`:
 integers of at most 30 digits, finite numbers; documented here within ±10¹⁵)."""
+JsonValue = TypeAliasType(
+    "JsonValue",
+    "Scalar | list[JsonValue] | dict[str, JsonValue]",  # type: ignore[arg-type]
+)
+"""Any JSON value whose numbers are :data:`Scalar`'s (nested lists and objects)."""
+
+
+def _as_given(value: Any) -> Any:
+    return value
+
+
+JsonObject = Annotated[
+    dict[str, Any], BeforeValidator(_as_given, json_schema_input_type=dict[str, JsonValue])
+]
+"""A JSON object taken as sent, documented as :data:`JsonValue`'s: a client drawing from the
+document never sends a number the body parser refuses (an integer of more than 30 digits)."""
 
 
 class ChatMessage(BaseModel):

@@ -20,6 +20,7 @@ from harness.daemon.models import (
     Body,
     ChatRequest,
     Digest,
+    JsonObject,
     Messages,
     Model,
     Name,
@@ -130,7 +131,7 @@ class ObserveRequest(Body):
 
 
 class RevealRequest(Body):
-    prediction: dict[str, Any]
+    prediction: JsonObject
     """The committed prediction."""
     salt: Text
 
