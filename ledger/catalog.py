@@ -64,7 +64,7 @@ class ListedAgent:
 @dataclass(frozen=True)
 class ListedRun:
     """A stored run as the list of runs shows it: the run's own columns, its agents in the
-    order the database returns them, and :class:`FailureCounts` per agent with trials, in the
+    order of their names, and :class:`FailureCounts` per agent with trials, in the
     order the database groups them (the order decides between two agents that fail alike)."""
 
     id: str
@@ -101,7 +101,9 @@ RUNS_SQL = (
     "SELECT id, suite, seed, held_out, status, created_at, finished_at "
     "FROM runs ORDER BY created_at DESC LIMIT ?"
 )
-RUN_AGENTS_SQL = "SELECT run_id, agent, role FROM run_agents WHERE run_id IN ({ids})"
+RUN_AGENTS_SQL = (
+    "SELECT run_id, agent, role FROM run_agents WHERE run_id IN ({ids}) ORDER BY run_id, agent"
+)
 FAILURE_COUNTS_SQL = (
     "SELECT run_id, agent, COUNT(*), "
     "SUM(CASE WHEN status = 'api_error' THEN 1 ELSE 0 END), "

@@ -95,7 +95,9 @@ RUNS_SQL = f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created_at DESC LIMIT ?"
 SUITE_RUNS_SQL = (
     f"SELECT {_RUN_COLUMNS} FROM runs WHERE suite = ? AND status = ? ORDER BY created_at DESC"
 )
-RUN_AGENTS_SQL = "SELECT agent, role, spec_json, base_agent FROM run_agents WHERE run_id = ?"
+RUN_AGENTS_SQL = (
+    "SELECT agent, role, spec_json, base_agent FROM run_agents WHERE run_id = ? ORDER BY agent"
+)
 TRIAL_COUNTS_SQL = (
     "SELECT agent, status, correct, COUNT(*) FROM trials WHERE run_id = ? "
     "GROUP BY agent, status, correct"

@@ -16,6 +16,7 @@ from sqlmodel import Session, SQLModel, select
 
 import ledger.models  # noqa: F401  (registers the tables)
 import ledger.reader as reader_module
+from ledger.catalog import read_run_listing
 from ledger.db import open_engine
 from ledger.models import RunRow, TrialRow
 from ledger.reader import COLUMNS_READ, Reader, RunAgent
@@ -158,3 +159,17 @@ def test_the_reader_declines_a_database_it_cannot_vouch_for(tmp_path: Path) -> N
     for other in ("sqlite://", "sqlite:///:memory:", f"sqlite:///{tmp_path}/a%20b.db",
                   "mysql://u@h/db", "postgresql+psycopg2://u@h/db"):  # fmt: skip
         assert Reader.open(other) is None, other
+
+
+def test_a_runs_agents_come_in_name_order_on_every_database(db_url: str) -> None:
+    """SQLite read them in its primary-key index's order (by name), PostgreSQL in the order the
+    rows were written: the SQL now says which."""
+    engine = open_engine(db_url)
+    store = Store(engine)
+    names = ["zed", "mid", "alpha", "kappa"]
+    store.create_run("ordered", suite="quick", seed=1, held_out=False, params={},
+                     agents=[RunAgent(n, "agent", SPEC) for n in names], items=[])  # fmt: skip
+    assert [a.name for a in store.run_agents("ordered")] == sorted(names)
+    engine.dispose()
+    listed = [r for r in read_run_listing(db_url, 10) or [] if r.id == "ordered"]
+    assert [a.name for a in listed[0].agents] == sorted(names)
