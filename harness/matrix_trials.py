@@ -86,23 +86,10 @@ def exposure_trial(run_id: str, item: Item, agent: str, reply: Reply) -> TrialRe
     )
 
 
-def _prediction_trial(run_id: str, pitem: Item, item: Item, rec: PredictionRecord) -> TrialRecord:
-    return TrialRecord(
-        run_id=run_id,
-        agent=rec.predictor,
-        item_id=pitem.id,
-        status="api_error" if rec.outcome == "predictor_error" else "ok",
-        transcript=[],
-        answer=None if rec.distribution is None else dict(rec.distribution),
-        score=rec.to_score(item.id),
-        score_value=None if rec.scores is None else float(rec.scores["top1_match"]),
-        error=rec.error,
-    )
-
-
-def _second_order_trial(
-    run_id: str, pitem: Item, item: Item, rec: SecondOrderRecord
+def _predictor_trial(
+    run_id: str, pitem: Item, item: Item, rec: PredictionRecord | SecondOrderRecord
 ) -> TrialRecord:
+    """A predictor's trial on a prediction or second-order item about ``item``."""
     return TrialRecord(
         run_id=run_id,
         agent=rec.predictor,
@@ -130,11 +117,11 @@ def outcome_trials(
     for (p, t, c), rec in outcome.predictions.items():
         pitem = prediction_item(item, p, t, samples, c, (observations or {}).get(t, ()))
         pitems.append(pitem)
-        trials.append(_prediction_trial(run_id, pitem, item, rec))
+        trials.append(_predictor_trial(run_id, pitem, item, rec))
     for (p, q, t), srec in outcome.second_order.items():
         pitem = second_order_item(item, p, q, t, samples)
         pitems.append(pitem)
-        trials.append(_second_order_trial(run_id, pitem, item, srec))
+        trials.append(_predictor_trial(run_id, pitem, item, srec))
     return pitems, trials
 
 
