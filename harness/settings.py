@@ -311,6 +311,10 @@ class Settings:
     Appendix D; any declared agent, or ``local``, the embedded model)."""
     judge_after_run: bool = False
     """Judge the game trials' chains of thought at the end of ``mindledger run``."""
+    retention_transcripts_days: int | None = None
+    """Days a trial's transcript is kept (``[retention] transcripts_days``): the daemon prunes
+    older ones nightly (:mod:`ledger.retention`; never the ledger, scores or answers). None:
+    kept for ever."""
     agents: Mapping[str, AgentConfig] = field(default_factory=dict)
     """Declared agents by name."""
     schedule_ablations: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -779,6 +783,30 @@ def _schedule_table(
     return cron, ablations, matrix
 
 
+RETENTION_KEYS = {"transcripts_days": "retention_transcripts_days"}
+"""The keys of the ``[retention]`` table and the settings they set."""
+
+
+def _retention_table(table: Any, *, source: str) -> dict[str, Any]:
+    """The ``[retention]`` table as settings (``transcripts_days = N``, a whole number of days;
+    ranges are checked with every other setting's)."""
+    if not isinstance(table, Mapping):
+        raise ConfigError("expected a table [retention]", file=source, key="retention")
+    out: dict[str, Any] = {}
+    for k, v in table.items():
+        name = RETENTION_KEYS.get(k)
+        if name is None:
+            known = ", ".join(RETENTION_KEYS)
+            raise ConfigError(f"unknown key (known: {known})", file=source, key=f"retention.{k}")
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ConfigError(
+                f"expected a whole number of days, got {_short(v)}", file=source,
+                key=f"retention.{k}",
+            )
+        out[name] = v
+    return out
+
+
 def find_config_file(
     explicit: str | os.PathLike[str] | None, cwd: Path | None = None
 ) -> Path | None:
@@ -839,11 +867,17 @@ def load_settings(
             elif key == "witnesses":
                 witnesses = parse_witnesses(raw, source=source)
                 sources["witnesses"] = source
+            elif key == "retention":
+                retention = _retention_table(raw, source=source)
+                values.update(retention)
+                sources.update(dict.fromkeys(retention, source))
             elif key in SCALAR_FIELDS:
                 values[key] = _coerce(key, raw, source=source, from_text=False)
                 sources[key] = source
             else:
-                known = ", ".join(sorted([*SCALAR_FIELDS, "agents", "notify", "witnesses"]))
+                known = ", ".join(
+                    sorted([*SCALAR_FIELDS, "agents", "notify", "retention", "witnesses"])
+                )
                 raise ConfigError(f"unknown key (known keys: {known})", file=source, key=key)
         if isinstance(data.get("schedule"), Mapping):
             cron, schedule_ablations, schedule_matrix = _schedule_table(
@@ -962,6 +996,9 @@ def _check_ranges(s: Settings) -> None:
         value = getattr(s, key)
         if not (isinstance(value, int | float) and low <= value <= high):
             raise bad(key, f"a number from {low:g} to {high:g}")
+    days = s.retention_transcripts_days
+    if days is not None and not 1 <= days <= 100 * 365:
+        raise bad("retention_transcripts_days", "a number of days from 1 to 36,500")
     if s.seed is not None and not 0 <= s.seed < 2**63:
         raise bad("seed", "a seed from 0 to 2**63 - 1")
     if s.model_weights not in MODEL_WEIGHTS:

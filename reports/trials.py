@@ -35,6 +35,7 @@ import sqlalchemy as sa
 from sqlmodel import Session, col, select
 
 from ledger.models import TrialRow
+from ledger.retention import pruned_transcript
 from ledger.store import Store
 from mindledger import family as registry
 from mindledger.errors import NotFoundError, UserError
@@ -119,6 +120,9 @@ class TrialView:
     """The item's prompt: its story and question, or its game (None: withheld)."""
     transcript: tuple[Mapping[str, Any], ...] = ()
     """Every message of the trial in order, exactly as sent and received (tool calls and all)."""
+    transcript_pruned: str | None = None
+    """The day the transcript was pruned (:mod:`ledger.retention`; then ``transcript`` is
+    empty), or None."""
     score: Mapping[str, Any] = field(default_factory=dict)
     """The scorer's record: correct, value, error codes and details."""
     provider: Mapping[str, Any] = field(default_factory=dict)
@@ -151,6 +155,7 @@ class TrialView:
             "raw_text": self.raw_text,
             "prompt": self.prompt,
             "transcript": [dict(m) for m in self.transcript],
+            "transcript_pruned": self.transcript_pruned,
             "score": dict(self.score),
             "provider": dict(self.provider),
             "withheld": self.withheld,
@@ -263,6 +268,7 @@ def _view(
         raw_text=row.raw_text,
         prompt=item.prompt if item is not None else None,
         transcript=tuple(transcript) if isinstance(transcript, list) else (),
+        transcript_pruned=pruned_transcript(transcript),
         score=score if isinstance(score, Mapping) else {},
         provider=provider if isinstance(provider, Mapping) else {},
     )

@@ -225,6 +225,9 @@ def transcript_view(view: TrialView, position: int | None = None) -> TranscriptV
     messages = message_blocks(view.transcript)
     if not messages and view.raw_text:
         messages = (MessageBlock("raw reply", "assistant", printable(view.raw_text)),)
+    if view.transcript_pruned:
+        pruned = f"The transcript was pruned on {view.transcript_pruned} (retention)."
+        messages = (MessageBlock("transcript pruned", "?", pruned), *messages)
     if not messages:
         messages = (MessageBlock("no messages", "?", "This trial recorded no messages."),)
     return TranscriptView(title, view.outcome, answer, value_text(view.expected), facts, messages)

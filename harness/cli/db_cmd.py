@@ -191,3 +191,52 @@ def restore_cmd(file: Path, force: bool, fmt: str) -> None:
         else f" (there was no database to keep as {target.name}{BEFORE_RESTORE})"
     )
     click.echo(f"restored {file} to {target}: {done.target.summary()}{kept}")
+
+
+@db.command("prune")
+@click.option(
+    "--transcripts-older-than",
+    "days",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="DAYS",
+    help="Prune the transcripts of trials stored more than DAYS days ago (default: the "
+    "retention setting, [retention] transcripts_days).",
+)
+@click.option("--dry-run", is_flag=True, help="Say what would be pruned and freed; change nothing.")
+@format_option("an object: before (the cutoff), trials, runs, bytes, dry_run")
+def prune_cmd(days: float | None, dry_run: bool, fmt: str) -> None:
+    """Replace old trials' transcripts by a marker ("transcript pruned on DATE").
+
+    A transcript (every message of a trial as sent and received) is most of a database's
+    bytes. What is never pruned: the prediction ledger (`ledger verify` passes after a prune),
+    items, and a trial's answer, reply, scores and counts, so every report's figures stay as
+    they were; nor the trials of runs still running or queued. The daemon prunes nightly when
+    [retention] transcripts_days is set. SQLite reuses the freed pages; run VACUUM (with the
+    daemon stopped) to shrink the file.
+
+    \b
+    Examples:
+      mindledger db prune --transcripts-older-than 90 --dry-run
+      mindledger db prune --transcripts-older-than 90
+    """
+    from ledger.retention import cutoff_before, prune_transcripts
+
+    settings = get_settings(click.get_current_context())
+    if days is None:
+        if settings.retention_transcripts_days is None:
+            raise InputError(
+                "no retention period: pass --transcripts-older-than DAYS or set "
+                "[retention] transcripts_days",
+                where="--transcripts-older-than",
+            )
+        days = float(settings.retention_transcripts_days)
+    store = Workspace.open(settings, read_only=dry_run).store
+    report = prune_transcripts(
+        store.engine, before=cutoff_before(days, store.clock()), dry_run=dry_run,
+        clock=store.clock,
+    )
+    if fmt == "json":
+        echo_json(report.to_dict())
+        return
+    click.echo(report.describe())

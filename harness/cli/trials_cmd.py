@@ -267,6 +267,8 @@ def render_trial(view: TrialView) -> str:
     ]
     if view.prompt and not any(m.get("role") == "user" for m in view.transcript):
         lines += [_heading("the item's prompt (no message was sent)"), printable(view.prompt), ""]
+    if view.transcript_pruned:
+        lines += [f"transcript pruned on {view.transcript_pruned}", ""]
     for block in message_blocks(view.transcript):
         lines += [_heading(block.title), block.body, ""]
     mark = {"ok": "  (right)", "wrong": "  (wrong)"}.get(view.outcome, "")
