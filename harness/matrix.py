@@ -755,6 +755,7 @@ def plan_matrix_run(
     options: MatrixOptions = MatrixOptions(),
     pilot: PilotOptions = PilotOptions(),
     local_base_url: ModelEndpoint | None = None,
+    run_id: str | None = None,
 ) -> tuple[str, int, PilotRecord]:
     """Pilot the candidates through every agent of ``planned``, then store the matrix run on
     the divergent ones (at most ``options.n_items``; :func:`create_matrix_run`) with the
@@ -763,7 +764,8 @@ def plan_matrix_run(
     ``options.n_items``. A failure candidate's answers come from the agents' trials in the
     suite run ``options.accompanies`` when it has them. When the verdict is *not divergent*,
     the run is stored with no items: executing it asks nothing, and its summary says why
-    instead of giving skill. Blocking; returns (run id, seed, record)."""
+    instead of giving skill. The run is stored as ``run_id`` (default: a new id). Blocking;
+    returns (run id, seed, record)."""
     n_items = options.n_items
     n_candidates = pilot_candidates(n_items, pilot.n_candidates)
     conditions = check_matrix_options(
@@ -808,6 +810,7 @@ def plan_matrix_run(
         settings,
         planned=planned,
         options=replace(options, seed=used_seed, conditions=conditions),
+        run_id=run_id,
         items=chosen,
         exposure=_exposure_pool(chosen, kept, pool) if chosen else [],
         pilot=record,

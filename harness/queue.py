@@ -29,6 +29,12 @@ absent; its retry runs the absent ones again (their earlier commitments stay in 
 unrevealed, and expire). Each worker opens the prediction ledger of its data directory: every
 worker that executes matrix batches needs the service key the ledger was opened with.
 
+**The nightly matrix** (:mod:`harness.nightly_matrix`) is one ``mindledger.nightly_matrix``
+job the daemon defers beside a nightly suite run (:func:`defer_nightly_matrix`; one per suite
+run, by procrastinate's queueing lock): the worker that takes it plans the matrix run (its
+pilot asks every target), then queues the run's items as above. Run again (retried after its
+worker died), it finds the run stored and queues only what is missing.
+
 Queueing needs PostgreSQL; procrastinate's schema is applied on first use, under an advisory
 lock, so concurrent first workers do not race.
 """
@@ -47,10 +53,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import procrastinate
+import procrastinate.exceptions
 import psycopg
 from procrastinate.jobs import Status
 from procrastinate.schema import SchemaManager
 
+from harness.build import needs_local_model
 from harness.execution import (
     LocalModelSource,
     PendingWork,
@@ -68,6 +76,7 @@ from harness.matrix import (
     missing_matrix_items,
 )
 from harness.matrix import execute_matrix_batch as run_matrix_batch
+from harness.nightly_matrix import matrix_run_id, plan_matrix_beside, schedule_from_json
 from harness.progress import LineProgress
 from harness.runner import RunSummary
 from harness.settings import Settings
@@ -81,6 +90,7 @@ __all__ = [
     "MATRIX_BATCH_SIZE",
     "MATRIX_TASK",
     "MAX_ATTEMPTS",
+    "NIGHTLY_MATRIX_TASK",
     "QUEUE",
     "STALLED_AFTER",
     "TASKS",
@@ -91,6 +101,7 @@ __all__ = [
     "Recovery",
     "WorkerRuntime",
     "conninfo",
+    "defer_nightly_matrix",
     "enqueue_run",
     "ensure_schema",
     "execute_batch",
@@ -110,7 +121,9 @@ QUEUE = "mindledger"
 TASK_NAME = "mindledger.run_batch"
 MATRIX_TASK = "mindledger.run_matrix_batch"
 """The task of a matrix run's batch: some of its items, each with every predictor and target."""
-TASKS = (TASK_NAME, MATRIX_TASK)
+NIGHTLY_MATRIX_TASK = "mindledger.nightly_matrix"
+"""The task that plans the nightly matrix beside a suite run and queues its items."""
+TASKS = (TASK_NAME, MATRIX_TASK, NIGHTLY_MATRIX_TASK)
 MATRIX_BATCH_SIZE = 5
 """Items per queued batch of a matrix run, by default (each item is n² predictions and n·K
 target samples for n agents)."""
@@ -242,9 +255,55 @@ async def _run_matrix_batch(
     return {"items": result.items}
 
 
+async def _nightly_matrix(
+    context: procrastinate.JobContext, suite_run: str, schedule: dict[str, Any]
+) -> dict[str, Any]:
+    runtime = context.additional_context.get("mindledger")
+    if not isinstance(runtime, WorkerRuntime):
+        raise RuntimeError(
+            "mindledger.nightly_matrix needs a worker started by `mindledger worker`"
+        )
+    run_id = await asyncio.to_thread(nightly_matrix, runtime, suite_run, schedule)
+    return {"matrix_run": run_id}
+
+
+def nightly_matrix(runtime: WorkerRuntime, suite_run: str, schedule: dict[str, Any]) -> str | None:
+    """Plan the matrix beside ``suite_run`` (or find it stored) and queue what it lacks;
+    returns its run id (None: no agent of the suite run can take part). Blocking."""
+    store, settings = runtime.store, runtime.settings
+    planned = store.run_agents(suite_run)
+    model = runtime.local_model_url() if needs_local_model(planned) else None
+    run_id = plan_matrix_beside(
+        store, settings, suite_run, schedule_from_json(schedule), local_base_url=model
+    )
+    if run_id is not None:
+        done = enqueue_run(store, settings, run_id)
+        log.info("matrix run %s beside run %s: %d batch(es) queued%s", run_id, suite_run,
+                 done.deferred, ", complete" if done.complete else "")
+    return run_id
+
+
+def defer_nightly_matrix(settings: Settings, suite_run: str, schedule: dict[str, Any]) -> str:
+    """Queue the job that plans the matrix beside ``suite_run`` and queues its items, for
+    ``mindledger worker`` processes; returns the matrix run's id-to-be
+    (:func:`harness.nightly_matrix.matrix_run_id`). Deferred once per suite run: while one
+    such job is queued, deferring it again queues nothing."""
+    dsn = conninfo(settings)
+    ensure_schema(dsn)
+    app = make_app(settings, max_pool=2)
+    with app.open():
+        try:
+            app.tasks[NIGHTLY_MATRIX_TASK].configure(
+                queueing_lock=f"nightly-matrix:{suite_run}"
+            ).defer(suite_run=suite_run, schedule=schedule)
+        except procrastinate.exceptions.AlreadyEnqueued:
+            log.info("the matrix beside run %s is queued already", suite_run)
+    return matrix_run_id(suite_run)
+
+
 def make_app(settings: Settings, *, max_pool: int = 8) -> procrastinate.App:
     """A procrastinate app over the configured PostgreSQL database, with the batch tasks (a
-    suite run's and a matrix run's)."""
+    suite run's and a matrix run's) and the nightly matrix's planning task."""
     dsn = conninfo(settings)
     app = procrastinate.App(
         connector=procrastinate.PsycopgConnector(
@@ -263,6 +322,12 @@ def make_app(settings: Settings, *, max_pool: int = 8) -> procrastinate.App:
         pass_context=True,
         retry=procrastinate.RetryStrategy(max_attempts=MAX_ATTEMPTS, wait=10),
     )(_run_matrix_batch)
+    app.task(
+        name=NIGHTLY_MATRIX_TASK,
+        queue=QUEUE,
+        pass_context=True,
+        retry=procrastinate.RetryStrategy(max_attempts=MAX_ATTEMPTS, wait=10),
+    )(_nightly_matrix)
     return app
 
 
@@ -472,7 +537,8 @@ async def recover_stalled_work(
                 end = Status.ABORTED if job.abort_requested else Status.FAILED
                 await jm.finish_job(job, end, delete_job=False)
                 failed.append(job.id)
-                failed_runs.add(str(job.task_kwargs.get("run_id")))
+                if job.task_kwargs.get("run_id"):  # a batch (the nightly matrix job has none)
+                    failed_runs.add(str(job.task_kwargs["run_id"]))
     if retried:
         log.info(
             "re-queued %d stalled batch(es) (job %s): their worker sent no heartbeat for %g s",

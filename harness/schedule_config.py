@@ -13,6 +13,7 @@ agents (its ablation variants apart).
     candidates = 100          # candidates the pilot puts through every target (default 5 × items)
     conditions = ["zero-shot", "observe:3", "simulate"]
     second_order = false      # also P predicting Q's prediction of T (B9)
+    queue = "auto"            # "auto": queued for `mindledger worker` on PostgreSQL; true; false
 
 Without a pilot (one agent, or ``pilot = false``) the matrix takes the seed's arbitrary-choice
 items unfiltered, and its record says so. Parsed by :func:`parse_matrix_schedule` (called by
@@ -32,7 +33,7 @@ __all__ = ["KNOWN_KINDS", "MatrixSchedule", "parse_matrix_schedule"]
 KNOWN_KINDS = ("arbitrary", "preference", "open", "nesttom", "games", "failure")
 """The pilot's candidate kinds (:data:`matrix.DEFAULT_KINDS`, which a test keeps
 equal to this)."""
-KEYS = ("candidates", "conditions", "enabled", "items", "kinds", "pilot", "samples",
+KEYS = ("candidates", "conditions", "enabled", "items", "kinds", "pilot", "queue", "samples",
         "second_order")
 LIMITS = {"items": (1, 10_000), "samples": (2, 100), "candidates": (1, 100_000)}
 """The range of each count (inclusive): K ≥ 2 gives the test-retest ceiling."""
@@ -61,6 +62,14 @@ class MatrixSchedule:
     """Prediction conditions (zero-shot, simulate, observe:M)."""
     second_order: bool = False
     """Also second-order prediction (B9)."""
+    queue: bool | None = None
+    """Plan and run the matrix on queue workers (:mod:`harness.nightly_matrix`; needs
+    PostgreSQL and ``mindledger worker``) instead of in the daemon (None: when the database
+    is PostgreSQL)."""
+
+    def queued(self, postgresql: bool) -> bool:
+        """Whether the matrix goes to the queue, the database being PostgreSQL or not."""
+        return self.queue if self.queue is not None else postgresql
 
     def pilots(self, n_agents: int) -> bool:
         """Whether a matrix over ``n_agents`` agents is piloted."""
@@ -76,6 +85,7 @@ class MatrixSchedule:
             "candidates": self.candidates,
             "conditions": list(self.conditions),
             "second_order": self.second_order,
+            "queue": "auto" if self.queue is None else self.queue,
         }
 
 
@@ -125,7 +135,7 @@ def parse_matrix_schedule(table: Any, *, source: str) -> MatrixSchedule:
         elif k in LIMITS:
             least, most = LIMITS[k]
             values[k] = _count(v, source=source, key=key, least=least, most=most)
-        elif k == "pilot":
+        elif k in ("pilot", "queue"):
             if v == "auto":
                 values[k] = None
             elif isinstance(v, bool):

@@ -50,6 +50,7 @@ from urllib.parse import urlsplit
 import platformdirs
 
 from harness.notify_config import NotifyConfig, parse_notify
+from harness.retention_config import retention_days
 from harness.schedule_config import MatrixSchedule, parse_matrix_schedule
 from harness.witness_config import WitnessConfig, parse_witnesses
 from mindledger.errors import ConfigError, InputError
@@ -783,30 +784,6 @@ def _schedule_table(
     return cron, ablations, matrix
 
 
-RETENTION_KEYS = {"transcripts_days": "retention_transcripts_days"}
-"""The keys of the ``[retention]`` table and the settings they set."""
-
-
-def _retention_table(table: Any, *, source: str) -> dict[str, Any]:
-    """The ``[retention]`` table as settings (``transcripts_days = N``, a whole number of days;
-    ranges are checked with every other setting's)."""
-    if not isinstance(table, Mapping):
-        raise ConfigError("expected a table [retention]", file=source, key="retention")
-    out: dict[str, Any] = {}
-    for k, v in table.items():
-        name = RETENTION_KEYS.get(k)
-        if name is None:
-            known = ", ".join(RETENTION_KEYS)
-            raise ConfigError(f"unknown key (known: {known})", file=source, key=f"retention.{k}")
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise ConfigError(
-                f"expected a whole number of days, got {_short(v)}", file=source,
-                key=f"retention.{k}",
-            )
-        out[name] = v
-    return out
-
-
 def find_config_file(
     explicit: str | os.PathLike[str] | None, cwd: Path | None = None
 ) -> Path | None:
@@ -867,10 +844,9 @@ def load_settings(
             elif key == "witnesses":
                 witnesses = parse_witnesses(raw, source=source)
                 sources["witnesses"] = source
-            elif key == "retention":
-                retention = _retention_table(raw, source=source)
-                values.update(retention)
-                sources.update(dict.fromkeys(retention, source))
+            elif key == "retention":  # [retention] transcripts_days = N
+                values["retention_transcripts_days"] = retention_days(raw, source=source)
+                sources["retention_transcripts_days"] = source
             elif key in SCALAR_FIELDS:
                 values[key] = _coerce(key, raw, source=source, from_text=False)
                 sources[key] = source
@@ -996,9 +972,8 @@ def _check_ranges(s: Settings) -> None:
         value = getattr(s, key)
         if not (isinstance(value, int | float) and low <= value <= high):
             raise bad(key, f"a number from {low:g} to {high:g}")
-    days = s.retention_transcripts_days
-    if days is not None and not 1 <= days <= 100 * 365:
-        raise bad("retention_transcripts_days", "a number of days from 1 to 36,500")
+    if s.retention_transcripts_days is not None and s.retention_transcripts_days < 1:
+        raise bad("retention_transcripts_days", "a whole number of days of at least 1")
     if s.seed is not None and not 0 <= s.seed < 2**63:
         raise bad("seed", "a seed from 0 to 2**63 - 1")
     if s.model_weights not in MODEL_WEIGHTS:

@@ -7,13 +7,16 @@ restart. Three kinds of job:
 * ``nightly:AGENT`` — the nightly suite of each declared agent (``settings.schedule``, a cron
   expression in UTC) with the ablation variants ``[schedule] ablate`` names for it (read when
   the job runs: a changed list changes no job), then the prediction matrix over the suite
-  run's agents but its ablation variants, as ``[schedule.matrix]`` says (piloted when at
-  least two agents take part; a matrix run whose params name the suite run it
-  ``accompanies``: the suite's profile takes each agent's skill S from it). A job already stored with the same trigger and arguments is kept as it is,
+  run's agents but its ablation variants, as ``[schedule.matrix]`` says (a matrix run whose
+  params name the suite run it ``accompanies``: the suite's profile takes each agent's skill
+  S from it; on PostgreSQL queued for ``mindledger worker`` processes,
+  :mod:`harness.nightly_matrix`). A job already stored with the same trigger and arguments is kept as it is,
   so a restart does not move its next run time: runs missed while the daemon was down are
   *coalesced* into one (``coalesce=True``) if the latest is within ``misfire_grace_time``;
 * ``run:RUN_ID`` — a run-now request: execute a run that the API has already planned and stored;
-* ``expire-predictions`` — every few minutes, record expiry of predictions past their deadline.
+* ``expire-predictions`` — every few minutes, record expiry of predictions past their deadline;
+* ``prune-transcripts`` — at the nightly schedule, when ``[retention] transcripts_days`` is set:
+  old trials' transcripts replaced by a dated marker (:mod:`ledger.retention`).
 
 Every run the daemon starts, the matrix included, draws a **held-out** seed
 (``create_run(..., held_out=True)``).
@@ -43,18 +46,13 @@ from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.engine import Engine
 
 from harness.build import PlanFields, plan_agents
-from harness.matrix import (
-    MatrixOptions,
-    PilotOptions,
-    create_matrix_run,
-    execute_matrix_run,
-    matrix_agents,
-    plan_matrix_run,
-)
+from harness.matrix import execute_matrix_run
+from harness.nightly_matrix import plan_matrix_beside, schedule_to_json
 from harness.runs import create_run, execute_stored_run
 from harness.schedule_config import MatrixSchedule
 from harness.settings import Settings
 from ledger.predictions import Ledger
+from ledger.retention import PruneReport, cutoff_before, prune_transcripts
 from ledger.store import Store
 from mindledger.errors import ConfigError
 
@@ -66,6 +64,7 @@ __all__ = [
     "expire_predictions",
     "nightly_agents",
     "nightly_suite",
+    "prune_transcripts_job",
 ]
 
 log = logging.getLogger("mindledger.daemon")
@@ -80,13 +79,15 @@ JOBS_TABLE = "apscheduler_jobs"
 NIGHTLY_PREFIX = "nightly:"
 RUN_PREFIX = "run:"
 EXPIRE_JOB = "expire-predictions"
+RETENTION_JOB = "prune-transcripts"
 
 
 class DaemonContext:
     """What the scheduled jobs run against: the settings, the store and the ledger. The
     nightly matrix is run as ``[schedule.matrix]`` says (:class:`MatrixSchedule`);
     ``matrix_items``, ``matrix_samples``, ``matrix_pilot``, ``matrix_kinds``,
-    ``matrix_candidates`` and ``matrix_conditions`` override its keys (None: the setting)."""
+    ``matrix_candidates``, ``matrix_conditions`` and ``matrix_queue`` override its keys (None:
+    the setting)."""
 
     def __init__(
         self,
@@ -100,6 +101,7 @@ class DaemonContext:
         matrix_kinds: Sequence[str] | None = None,
         matrix_candidates: int | None = None,
         matrix_conditions: Sequence[str] | None = None,
+        matrix_queue: bool | None = None,
     ):
         self.settings = settings
         self.store = store
@@ -112,6 +114,7 @@ class DaemonContext:
             "kinds": None if matrix_kinds is None else tuple(matrix_kinds),
             "candidates": matrix_candidates,
             "conditions": None if matrix_conditions is None else tuple(matrix_conditions),
+            "queue": matrix_queue,
         }
         self.matrix: MatrixSchedule = replace(
             base, **{k: v for k, v in overrides.items() if v is not None}
@@ -154,51 +157,45 @@ class DaemonContext:
         return run_id
 
     def run_matrix_beside(self, suite_run: str) -> str | None:
-        """Plan and execute the prediction matrix (held-out seed) over the agents of the suite
-        run ``suite_run`` that can take part in it (not its ablation variants), linked to it
-        (``accompanies``); return the matrix run's id, or None when there is no ledger or no agent can take part."""
+        """The prediction matrix (held-out seed) over the agents of the suite run
+        ``suite_run`` that can take part in it (not its ablation variants), linked to it
+        (``accompanies``), as ``[schedule.matrix]`` says (:mod:`harness.nightly_matrix`):
+        on PostgreSQL (``queue = "auto"``) one job deferred for the workers, which plan it and
+        run its items; else planned and executed here. Returns the matrix run's id, or None
+        when there is no ledger or no agent can take part."""
         if self.ledger is None:
             log.warning("no prediction ledger: no matrix beside run %s", suite_run)
             return None
         if not self.matrix.enabled:
             log.info("[schedule.matrix] enabled = false: no matrix beside run %s", suite_run)
             return None
-        # ablation variants measure a module's credit in the suite: not matrix seats (each seat
-        # adds a row and a column of predictions)
-        seats = [ra for ra in self.store.run_agents(suite_run) if ra.role != "ablation"]
-        planned = matrix_agents(seats)
-        if not planned:
-            log.info("no agent of run %s can take part in the matrix", suite_run)
+        postgresql = self.store.engine.dialect.name == "postgresql"
+        if self.matrix.queued(postgresql):
+            from harness.queue import defer_nightly_matrix
+
+            run_id = defer_nightly_matrix(
+                self.settings, suite_run, schedule_to_json(self.matrix)
+            )
+            log.info("matrix run %s beside run %s queued for the workers", run_id, suite_run)
+            return run_id
+        planned = plan_matrix_beside(self.store, self.settings, suite_run, self.matrix)
+        if planned is None:
             return None
-        m = self.matrix
-        options = MatrixOptions(
-            n_items=m.items,
-            samples=m.samples,
-            conditions=m.conditions,
-            second_order=m.second_order,
-            held_out=True,
-            accompanies=suite_run,
+        log.info("scheduled matrix run %s beside run %s", planned, suite_run)
+        execute_matrix_run(self.store, self.settings, self.ledger, planned)
+        return planned
+
+    def prune(self) -> PruneReport | None:
+        """Prune the transcripts older than ``[retention] transcripts_days`` (None: kept)."""
+        days = self.settings.retention_transcripts_days
+        if days is None:
+            return None
+        engine = self.store.engine
+        report = prune_transcripts(
+            engine, before=cutoff_before(days, self.store.clock()), clock=self.store.clock
         )
-        if m.pilots(len(planned)):
-            run_id, _, record = plan_matrix_run(
-                self.store,
-                self.settings,
-                planned=planned,
-                options=options,
-                pilot=PilotOptions(kinds=m.kinds, n_candidates=m.candidates),
-            )
-            log.info("matrix pilot beside run %s: %s", suite_run, record.verdict)
-        else:
-            if m.pilot is None:
-                log.info("one agent takes part in the matrix beside run %s: no pilot (it keeps "
-                         "items the targets disagree on); the seed's arbitrary-choice items, "
-                         "unfiltered", suite_run)
-            run_id, _ = create_matrix_run(
-                self.store, self.settings, planned=planned, options=options
-            )
-        log.info("scheduled matrix run %s beside run %s", run_id, suite_run)
-        execute_matrix_run(self.store, self.settings, self.ledger, run_id)
-        return run_id
+        log.info("retention: %s", report.describe())
+        return report
 
     def nightly(self, *, suite: str, agents: Sequence[str]) -> tuple[str, str | None]:
         """The nightly work: the suite for ``agents`` (with their scheduled ablations), then the
@@ -253,6 +250,11 @@ def expire_predictions() -> None:
     expired = _context().expire()
     if expired:
         log.info("expired %d predictions", len(expired))
+
+
+def prune_transcripts_job() -> None:
+    """Job: prune the transcripts past ``[retention] transcripts_days``."""
+    _context().prune()
 
 
 def nightly_agents(settings: Settings) -> list[str]:
@@ -396,6 +398,7 @@ class DaemonScheduler:
                 name="expire overdue predictions",
                 replace_existing=True,
             )
+        self.sync_retention()
         if not paused:
             self.scheduler.resume()
 
@@ -441,6 +444,24 @@ class DaemonScheduler:
                 replace_existing=True,
             )
         return sorted(wanted)
+
+    def sync_retention(self) -> bool:
+        """Store the nightly retention job (at the nightly schedule) when ``[retention]
+        transcripts_days`` is set, else remove it; returns whether it is stored."""
+        if self.context.settings.retention_transcripts_days is None:
+            if self.scheduler.get_job(RETENTION_JOB) is not None:
+                self.scheduler.remove_job(RETENTION_JOB)
+            return False
+        existing = self.scheduler.get_job(RETENTION_JOB)
+        if existing is None or str(existing.trigger) != str(self.trigger):
+            self.scheduler.add_job(
+                prune_transcripts_job,
+                self.trigger,
+                id=RETENTION_JOB,
+                name="prune old transcripts ([retention] transcripts_days)",
+                replace_existing=True,
+            )
+        return True
 
     def run_now(self, run_id: str) -> str:
         """Queue the execution of a planned run; returns the job id. The job is stored, so a

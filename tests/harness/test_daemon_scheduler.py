@@ -195,7 +195,9 @@ def test_a_nightly_run_produces_the_suite_and_the_matrix_whose_s_fills_the_profi
         "bot": AgentConfig(name="bot", adapter="reference", policy="habit"),
     })
     ws = Workspace.open(settings)
-    ctx = DaemonContext(settings, ws.store, ws.ledger, matrix_items=4, matrix_samples=2)
+    # in the daemon's process on PostgreSQL too (test_nightly_matrix_queue: for the workers)
+    ctx = DaemonContext(settings, ws.store, ws.ledger, matrix_items=4, matrix_samples=2,
+                        matrix_queue=False)
     sched = DaemonScheduler(ws.engine, ctx, expire_every=None, misfire_grace_time=None)
     sched.start(paused=True)
     sched.scheduler.modify_job("nightly:bot", next_run_time=dt.datetime.now(dt.UTC))
@@ -217,6 +219,7 @@ def test_a_nightly_run_produces_the_suite_and_the_matrix_whose_s_fills_the_profi
     assert is_held_out(matrix.seed, settings.held_out_fraction)
     summary = summarise_run(ws.store, matrix.id, n_boot=200)
     assert summary["accompanies"] == suite.id and summary["agents"] == ["bot"]
+    assert matrix.id == f"{suite.id}-matrix"
     assert summary["n_items"] == 4 and summary["cells"][0]["n"] == 4
     assert ws.ledger.verify() == []
 

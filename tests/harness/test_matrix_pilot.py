@@ -226,7 +226,8 @@ def test_the_nightly_pilot_puts_not_divergent_in_the_profile(workspace: Workspac
 
     ws = workspace
     ctx = DaemonContext(ws.settings, ws.store, ws.ledger, matrix_items=3, matrix_samples=3,
-                        matrix_pilot=True, matrix_kinds=("arbitrary",), matrix_candidates=6)
+                        matrix_pilot=True, matrix_kinds=("arbitrary",), matrix_candidates=6,
+                        matrix_queue=False)
     suite_run = ctx.plan_run(suite="quick", references=["habit", "random"])
     ctx.execute(suite_run)
     matrix_run = ctx.run_matrix_beside(suite_run)

@@ -211,7 +211,7 @@ def test_the_profile_takes_s_self_and_others_from_the_matrix_beside_the_run(
 
     ws = workspace
     ctx = DaemonContext(ws.settings, ws.store, ws.ledger, matrix_items=N_ITEMS, matrix_samples=2,
-                        matrix_pilot=False)
+                        matrix_pilot=False, matrix_queue=False)
     suite_run = ctx.plan_run(suite="quick", references=["habit", "projection", "oracle"])
     ctx.execute(suite_run)
     matrix_run = ctx.run_matrix_beside(suite_run)

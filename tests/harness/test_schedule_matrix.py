@@ -102,6 +102,7 @@ items = 3
 samples = 3
 kinds = ["arbitrary"]
 candidates = 6
+queue = false  # in the test's process on PostgreSQL too
 """, db_url=db_url, home=str(tmp_path / "home"))
     ws = Workspace.open(settings)
     yield ws

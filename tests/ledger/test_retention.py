@@ -151,3 +151,28 @@ def test_db_prune_leaves_the_ledger_verifying_and_reports_say_pruned(
     rows = rows if isinstance(rows, list) else rows["trials"]
     assert all(r["transcript_pruned"] and r["transcript"] == [] for r in rows)
     assert all(r["correct"] is True and r["raw_text"] == "yes" for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[retention]\ntranscripts_days = 90\n", 90),
+        ("", None),
+        ("[retention]\ntranscripts_days = 0\n", "at least 1"),
+        ('[retention]\ntranscripts_days = "90"\n', "at least 1"),
+        ("[retention]\nledger_days = 9\n", "retention.ledger_days: unknown key"),
+    ],
+)
+def test_the_retention_setting(tmp_path: Path, text: str, expected: int | str | None) -> None:
+    from harness.settings import load_settings
+    from mindledger.errors import ConfigError
+
+    path = tmp_path / "mindledger.toml"
+    path.write_text(text)
+    if isinstance(expected, str):
+        with pytest.raises(ConfigError, match=expected):
+            load_settings(path, env={})
+        return
+    assert load_settings(path, env={}).retention_transcripts_days == expected
+    env = {"MINDLEDGER_RETENTION_TRANSCRIPTS_DAYS": "7"}
+    assert load_settings(path, env=env).retention_transcripts_days == 7
