@@ -235,7 +235,7 @@ class PilotOptions:
     """Candidates put through every target (None: 5 × the run's items)."""
     rule: PilotFilter | None = None
     """The filter (None: :class:`~matrix.PilotFilter` with ``min_items`` at most the run's
-    items)."""
+    items, the ``random`` reference agents exempt from its consistency check)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kinds", tuple(self.kinds))
@@ -613,6 +613,17 @@ def matrix_agents(planned: Sequence[RunAgent]) -> list[RunAgent]:
     return kept
 
 
+def random_by_design(planned: Sequence[RunAgent]) -> tuple[str, ...]:
+    """The agents of ``planned`` that answer at random by design (the ``random`` reference
+    policy): the pilot does not drop a candidate for their inconsistency."""
+    return tuple(
+        ra.name
+        for ra in planned
+        if (cfg := AgentSpec.from_json(ra.name, ra.spec).config).adapter == "reference"
+        and cfg.policy == "random"
+    )
+
+
 def pilot_candidates(n_items: int, n_candidates: int | None) -> int:
     """How many candidates the pilot draws: ``n_candidates``, by default 5 × ``n_items``."""
     return 5 * n_items if n_candidates is None else n_candidates
@@ -775,7 +786,9 @@ def plan_matrix_run(
         pilot_kinds=pilot.kinds,
         n_candidates=n_candidates,
     )
-    rule = pilot.rule or PilotFilter(min_items=min(PilotFilter().min_items, n_items))
+    rule = pilot.rule or PilotFilter(
+        min_items=min(PilotFilter().min_items, n_items), exempt=random_by_design(planned)
+    )
     used_seed = (
         SeedPolicy.of(settings).draw_seed(held_out=options.held_out)
         if options.seed is None

@@ -32,7 +32,10 @@ these holds, and its record lists each that fails:
 - ``D ≥ d_min`` [0.3] (``agreement``: targets answer alike);
 - every target's ``W_t ≥ c_min`` [0.5] (``inconsistent``: some target answers at random, so its
   test-retest ceiling is near any baseline and its skill is noise). A target that is noisy on
-  every candidate therefore empties the pilot, and the verdict names it;
+  every candidate therefore empties the pilot, and the verdict names it — unless it is
+  ``exempt`` [none]: a target inconsistent by design (the ``random`` reference agent, which
+  :func:`harness.matrix.plan_matrix_run` exempts) is a calibration point, not a reason to drop
+  items;
 - the mean ``W ≤ c_max`` [1.0] (``too-consistent``): the seed's "moderate" upper bound. Open by
   default because a deterministic target on a divergent item is still a fair prediction (its
   ceiling is 1) and models at their normal temperature often answer arbitrary questions almost
@@ -93,6 +96,10 @@ class PilotFilter:
     """Fewest targets with answers on an item (disagreement needs 2)."""
     min_items: int = 20
     """Fewest kept items for the candidates to count as divergent."""
+    exempt: tuple[str, ...] = ()
+    """Targets inconsistent by design (a uniform random reference agrees with itself on
+    nothing): their consistency is recorded but not held against ``c_min``, else they would
+    drop every candidate. They still count as targets, in D and in the mean W."""
 
     def __post_init__(self) -> None:
         for name in ("d_min", "c_min", "c_max", "other_max"):
@@ -113,6 +120,8 @@ class PilotFilter:
             "min_samples": self.min_samples,
             "min_targets": self.min_targets,
             "min_items": self.min_items,
+            # only when set: the records (and digests) of pilots without exemptions unchanged
+            **({"exempt": list(self.exempt)} if self.exempt else {}),
         }
 
 
@@ -221,7 +230,9 @@ class PilotRecord:
     def from_dict(cls, data: Mapping[str, Any]) -> PilotRecord:
         """Rebuild a record from :meth:`to_dict` output."""
         return cls(
-            filter=PilotFilter(**data["filter"]),
+            filter=PilotFilter(
+                **{**data["filter"], "exempt": tuple(data["filter"].get("exempt", ()))}
+            ),
             targets=tuple(data["targets"]),
             samples=int(data["samples"]),
             candidates=tuple(
@@ -316,7 +327,9 @@ def _figures(
                     f"disagreement {shown} < d_min {_fmt(rule.d_min)}: the targets answer alike",
                 )
             )
-        low = [t for t in usable if (consistency[t] or 0.0) < rule.c_min]
+        low = [
+            t for t in usable if t not in rule.exempt and (consistency[t] or 0.0) < rule.c_min
+        ]
         if low:
             drops.append(
                 Drop(
@@ -367,7 +380,10 @@ def _verdict(figures: Sequence[CandidateFigures], rule: PilotFilter) -> tuple[bo
     if why:
         reason += f"; dropped for {why}"
     noisy = Counter(
-        t for f in figures for t, w in f.consistency.items() if w is not None and w < rule.c_min
+        t
+        for f in figures
+        for t, w in f.consistency.items()
+        if w is not None and w < rule.c_min and t not in rule.exempt
     )
     if counts["inconsistent"] and noisy:
         t, k = noisy.most_common(1)[0]

@@ -89,7 +89,9 @@ def test_a_run_on_non_divergent_candidates_says_so_instead_of_skill(
         ws.settings,
         planned=planned,
         options=MatrixOptions(n_items=5, samples=4, seed=11),
-        pilot=PilotOptions(kinds=("arbitrary",), n_candidates=10),
+        # a filter that holds the random target's consistency against it (the default
+        # exempts it: test_a_random_target_is_exempt_from_the_consistency_filter)
+        pilot=PilotOptions(kinds=("arbitrary",), n_candidates=10, rule=mi.PilotFilter(min_items=5)),
     )
     # a random target agrees with itself by chance only: every candidate is inconsistent
     assert not record.divergent and record.verdict.startswith("not divergent:")
@@ -211,12 +213,33 @@ def test_cli_pilot_reports_not_divergent(tmp_path: Path) -> None:
     r = subprocess.run(
         [sys.executable, "-m", "harness.cli.main", "matrix", "--reference", "habit",
          "--reference", "random", "--items", "3", "--samples", "3", "--kinds", "arbitrary",
-         "--candidates", "6", "--seed", "11"],
+         "--candidates", "2", "--seed", "11"],  # fewer candidates than items: too few kept
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert "No skill reported: not divergent:" in r.stdout
     assert "pilot: not divergent:" in r.stderr
+
+
+def test_a_random_target_is_exempt_from_the_consistency_filter(workspace: Workspace) -> None:
+    ws = workspace
+    planned = plan_agents(ws.settings, agents=(), references=("habit", "random"),
+                          no_control=True)
+    _, _, record = plan_matrix_run(
+        ws.store,
+        ws.settings,
+        planned=planned,
+        options=MatrixOptions(n_items=5, samples=4, seed=11),
+        pilot=PilotOptions(kinds=("arbitrary",), n_candidates=10),
+    )
+    assert record.filter.exempt == ("ref:random",)
+    figures = record.candidates
+    # the random target is as inconsistent as before; it no longer drops a candidate for it
+    assert any((f.consistency["ref:random"] or 0.0) < record.filter.c_min for f in figures)
+    assert not any("ref:random" in d.detail for f in figures for d in f.drops
+                   if d.code == "inconsistent")
+    assert record.n_kept > 0
+    assert mi.PilotRecord.from_dict(record.to_dict()) == record
 
 
 def test_the_nightly_pilot_puts_not_divergent_in_the_profile(workspace: Workspace) -> None:
@@ -226,7 +249,7 @@ def test_the_nightly_pilot_puts_not_divergent_in_the_profile(workspace: Workspac
 
     ws = workspace
     ctx = DaemonContext(ws.settings, ws.store, ws.ledger, matrix_items=3, matrix_samples=3,
-                        matrix_pilot=True, matrix_kinds=("arbitrary",), matrix_candidates=6,
+                        matrix_pilot=True, matrix_kinds=("arbitrary",), matrix_candidates=2,
                         matrix_queue=False)
     suite_run = ctx.plan_run(suite="quick", references=["habit", "random"])
     ctx.execute(suite_run)
