@@ -59,6 +59,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from harness.agents import ReferenceAgent
 from harness.build import AgentSpec, built_agents, needs_local_model
 from harness.execution import (
@@ -92,6 +94,7 @@ from harness.matrix_trials import (
     store_trials,
     stored_exposure,
     suite_trials,
+    trials_of_all,
 )
 from harness.runner import NullProgress, ProgressSink
 from harness.runs import create_run
@@ -122,6 +125,7 @@ from matrix import (
     candidates,
     check_conditions,
     describe_target,
+    failure_from,
     habit,
     is_failure,
     make_item,
@@ -613,6 +617,10 @@ def matrix_agents(planned: Sequence[RunAgent]) -> list[RunAgent]:
     return kept
 
 
+FAILURE = "failure"
+"""The failure-prediction candidate kind (drawn from the suite run's items when there is one)."""
+
+
 def random_by_design(planned: Sequence[RunAgent]) -> tuple[str, ...]:
     """The agents of ``planned`` that answer at random by design (the ``random`` reference
     policy): the pilot does not drop a candidate for their inconsistency."""
@@ -745,13 +753,22 @@ async def pilot_items(
     rule: PilotFilter | None = None,
     failure_trials: FailureTrials | None = None,
     concurrency: int = 64,
+    ran: Sequence[Item] = (),
 ) -> tuple[list[Item], list[Item], PilotRecord]:
     """Draw ``n_candidates`` candidates of ``kinds`` from ``seed``
     (:func:`matrix.candidate_counts`), ask every agent each of them ``samples`` times and keep
-    the divergent ones (:func:`harness.matrix_pilot.run_pilot`). Returns (the kept items, every
+    the divergent ones (:func:`harness.matrix_pilot.run_pilot`). The failure candidates ask
+    about items of ``ran`` (those the targets ran in the suite run, whose trials are their
+    observed answers: :func:`matrix.failure_from`), a seeded draw of them, and about generated
+    NestToM and game items only when ``ran`` has too few. Returns (the kept items, every
     candidate, the record)."""
     check_agents(agents)
-    pool = candidates(seed, candidate_counts(kinds, n_candidates))
+    counts = candidate_counts(kinds, n_candidates)
+    order = np.random.default_rng([seed, 27]).permutation(len(ran))[: counts.get(FAILURE, 0)]
+    drawn = [failure_from(seed, i, ran[int(j)]) for i, j in enumerate(order)]
+    if drawn:
+        counts[FAILURE] -= len(drawn)
+    pool = [*candidates(seed, counts), *drawn]
     kept, record = await run_pilot(
         agents, pool, samples, ask, rule=rule, trials=failure_trials, concurrency=concurrency
     )
@@ -796,6 +813,11 @@ def plan_matrix_run(
     )
     accompanies = options.accompanies
     trials = suite_trials(store, accompanies) if accompanies else None
+    ran = (
+        trials_of_all(store, accompanies, [ra.name for ra in planned], trials)
+        if accompanies and trials and FAILURE in pilot.kinds
+        else []
+    )
 
     async def go(base_url: ModelEndpoint | None) -> tuple[list[Item], list[Item], PilotRecord]:
         async with built_agents(
@@ -810,6 +832,7 @@ def plan_matrix_run(
                 rule=rule,
                 failure_trials=trials,
                 concurrency=options.concurrency,
+                ran=ran,
             )
 
     if local_base_url is not None or not needs_local_model(planned):

@@ -14,6 +14,7 @@ from matrix import (
     apply_filter,
     failure_answers,
     failure_outcome,
+    failure_source,
     failure_sources,
     kind_of,
     observed_answer,
@@ -49,8 +50,10 @@ async def run_pilot(
 ) -> tuple[list[Item], PilotRecord]:
     """Ask every target in ``agents`` every candidate ``samples`` (K) times through ``ask`` and
     apply the filter. A failure candidate's answers are the target's ``trials`` on the
-    underlying item when given for that target (correct flags by item id); otherwise the target
-    is asked the underlying question K times and each answer scored with its family's scorer.
+    underlying item when given for that target (correct flags by item id), topped up to K by
+    asking it the underlying question (a suite run has one trial per item, and one answer says
+    nothing of a target's consistency); otherwise the target is asked the underlying question
+    K times. Each asked answer is scored with its family's scorer.
     A sample whose reply is an API error is dropped and counted in the record's ``errors``."""
     if samples < 2:
         raise UserError("the pilot needs at least 2 samples per target and item")
@@ -61,10 +64,12 @@ async def run_pilot(
     sem = asyncio.Semaphore(max(1, concurrency))
     sources: dict[str, tuple[Item, Item]] = {}
     failures = [item for item in items if kind_of(item) == "failure"]
-    for seed in {item.seed for item in failures}:
-        of_seed = [item for item in failures if item.seed == seed]
+    generated = [item for item in failures if "source" not in item.params]
+    for seed in {item.seed for item in generated}:  # each seed's sources generated once
+        of_seed = [item for item in generated if item.seed == seed]
         pairs = failure_sources(seed, [int(item.params["index"]) for item in of_seed])
         sources.update((item.id, pairs[int(item.params["index"])]) for item in of_seed)
+    sources.update((item.id, failure_source(item)) for item in failures if "source" in item.params)
 
     async def sample(t: str, item: Item, k: int) -> None:
         question = sources[item.id][0] if item.id in sources else item
@@ -83,8 +88,9 @@ async def run_pilot(
         for item in items:
             if item.id in sources and trials is not None and t in trials:
                 known = failure_answers(item, trials[t])
-                if known:
+                if known:  # topped up to K: one trial says nothing of the target's consistency
                     answers[t][item.id] = list(known)
+                    jobs.extend(sample(t, item, k) for k in range(len(known), samples))
                     continue
             jobs.extend(sample(t, item, k) for k in range(samples))
     await asyncio.gather(*jobs)

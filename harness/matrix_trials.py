@@ -17,6 +17,7 @@ from harness.execution import PendingWork, settle_status
 from harness.matrix_asking import Reply
 from ledger.store import Store, TrialOutcome, TrialRecord
 from matrix import (
+    FAILURE_SOURCE_FAMILIES,
     ZERO_SHOT,
     ExposureRecord,
     ItemOutcome,
@@ -25,6 +26,7 @@ from matrix import (
     SecondOrderRecord,
     TargetRecord,
     check_conditions,
+    failure_source_ok,
     observed_answer,
     prediction_item,
     second_order_item,
@@ -48,6 +50,7 @@ __all__ = [
     "store_trials",
     "stored_exposure",
     "suite_trials",
+    "trials_of_all",
 ]
 
 log = logging.getLogger("mindledger.matrix")
@@ -188,6 +191,22 @@ def suite_trials(store: Store, run_id: str) -> dict[str, dict[str, list[bool]]]:
         if row.status == "ok" and row.correct is not None:
             out.setdefault(row.agent, {}).setdefault(row.item_id, []).append(bool(row.correct))
     return out
+
+
+def trials_of_all(
+    store: Store, run_id: str, targets: Sequence[str], trials: FailureTrials
+) -> list[Item]:
+    """The items of the suite run ``run_id`` that every one of ``targets`` has a scored trial on
+    in ``trials`` (:func:`suite_trials`) and that a failure item can ask about
+    (:func:`matrix.failure_source_ok`: NestToM and game items), in the run's order: what the
+    nightly pilot draws its failure-prediction candidates from."""
+    stored = store.run_items(run_id)
+    ids = [
+        i
+        for i, family in zip(stored.ids, stored.families, strict=True)
+        if family in FAILURE_SOURCE_FAMILIES and all(i in trials.get(t, {}) for t in targets)
+    ]
+    return [it for it in store.items_by_id(ids) if failure_source_ok(it)] if targets else []
 
 
 def store_trials(

@@ -54,7 +54,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -69,6 +69,7 @@ from mindledger.items import Item
 __all__ = [
     "DEFAULT_KINDS",
     "FAILURE_CHOICES",
+    "FAILURE_SOURCE_FAMILIES",
     "KINDS",
     "OTHER",
     "CandidateKind",
@@ -76,8 +77,10 @@ __all__ = [
     "candidates",
     "cluster_answer",
     "failure_answers",
+    "failure_from",
     "failure_prediction_item",
     "failure_source",
+    "failure_source_ok",
     "failure_sources",
     "is_failure",
     "kind_of",
@@ -312,8 +315,7 @@ def is_failure(item: Item) -> bool:
 def failure_source(item: Item) -> tuple[Item, Item]:
     """(the question, as a matrix item, and the underlying NestToM / game item) of the failure
     ``item``: what its target is really asked, and what scores the reply."""
-    index = int(item.params["index"])
-    return failure_sources(item.seed, [index])[index]
+    return _failure_pair(item)
 
 
 def _failure_item(seed: int, index: int, question: Item, src: Item) -> Item:
@@ -342,9 +344,66 @@ def _failure_item(seed: int, index: int, question: Item, src: Item) -> Item:
 
 def make_failure(seed: int, params: Mapping[str, Any]) -> Item:
     """Failure item number ``params["index"]`` of ``seed``: "will the target answer this
-    question correctly?" over NestToM (even indexes) and game (odd) questions. Pure."""
+    question correctly?" over NestToM (even indexes) and game (odd) questions; or, when
+    ``params["source"]`` holds an item (:func:`failure_from`), over that item. Pure."""
     index = int(params["index"])
+    if "source" in params:
+        return failure_from(seed, index, _source_item(params))
     return _failure_item(seed, index, *failure_sources(seed, [index])[index])
+
+
+def _source_item(params: Mapping[str, Any]) -> Item:
+    data = params["source"]
+    try:
+        return Item.from_dict(_thawed(data))
+    except (TypeError, ValueError, KeyError) as exc:
+        raise UserError(f"a failure item's source is not an item: {exc}") from None
+
+
+def _thawed(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _thawed(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_thawed(v) for v in value]
+    return value
+
+
+FAILURE_SOURCE_FAMILIES = ("nesttom", "games")
+"""The families of the items a failure item may ask about (their answer sets are closed)."""
+
+
+def failure_source_ok(src: Item) -> bool:
+    """Whether a failure item can ask about ``src`` (:func:`failure_from`): a NestToM or game
+    item with a closed answer set of at most :data:`MAX_OPTIONS` answers. Pure."""
+    if src.family not in FAILURE_SOURCE_FAMILIES:
+        return False
+    try:
+        return len(_source_choices(src)) <= MAX_OPTIONS
+    except (UserError, KeyError, ValueError):
+        return False
+
+
+def failure_from(seed: int, index: int, src: Item) -> Item:
+    """Failure item number ``index`` of ``seed`` over a given item ``src`` (one a suite run's
+    targets ran, so their real trials are its observed answers): "will the target answer it
+    correctly?". The item carries ``src`` whole in its params, so it regenerates from its seed
+    and params alone (:func:`make_failure`). Pure."""
+    if not failure_source_ok(src):
+        raise UserError(
+            f"item {src.id} ({src.family}) cannot be a failure item's question: NestToM and "
+            "game items with a closed answer set only"
+        )
+    question = _wrap(seed, index, src, src.family)
+    item = _failure_item(seed, index, question, src)
+    return replace(item, params={"index": index, "source": src.to_dict()}, id="")
+
+
+def _failure_pair(item: Item) -> tuple[Item, Item]:
+    if "source" in item.params:
+        src = _source_item(item.params)
+        return _wrap(item.seed, int(item.params["index"]), src, src.family), src
+    index = int(item.params["index"])
+    return failure_sources(item.seed, [index])[index]
 
 
 def _many_failures(seed: int, n: int) -> list[Item]:
@@ -368,8 +427,7 @@ def failure_prediction_item(item: Item, predictor: str, target: str) -> Item:
     question = make_failure(item.seed, item.params)
     if question.id != item.id:
         raise UserError(f"failure item {item.id} does not regenerate from its seed and params")
-    index = int(item.params["index"])
-    source = failure_sources(item.seed, [index])[index][0]
+    source = failure_source(item)[0]
     who = describe_target(predictor, target)
     mine = predictor == target
     prompt = (

@@ -242,6 +242,59 @@ def test_a_random_target_is_exempt_from_the_consistency_filter(workspace: Worksp
     assert mi.PilotRecord.from_dict(record.to_dict()) == record
 
 
+def test_failure_candidates_ask_about_the_suite_items_the_targets_ran(
+    workspace: Workspace,
+) -> None:
+    from harness.daemon import DaemonContext
+    from harness.matrix_trials import suite_trials, trials_of_all
+
+    ws = workspace
+    ctx = DaemonContext(ws.settings, ws.store)
+    suite_run = ctx.plan_run(suite="quick", references=["random"])
+    ctx.execute(suite_run)
+    ran = trials_of_all(ws.store, suite_run, ["ref:random"], suite_trials(ws.store, suite_run))
+    assert len(ran) >= 4 and {it.family for it in ran} == {"nesttom", "games"}
+    _, _, record = plan_matrix_run(
+        ws.store,
+        ws.settings,
+        planned=ws.store.run_agents(suite_run),
+        options=MatrixOptions(n_items=2, samples=3, seed=11, accompanies=suite_run),
+        pilot=PilotOptions(kinds=("failure",), n_candidates=4),
+    )
+    # every candidate asks about an item the target ran (whichever four the seed drew)
+    about_ran = {mi.failure_from(11, i, src).id for i in range(4) for src in ran}
+    assert len(record.candidates) == 4
+    assert all(f.kind == "failure" and f.id in about_ran for f in record.candidates)
+    # each target's answers: its real trial, topped up to K = 3 by asking the question
+    assert all(f.answers == {"ref:random": 3} for f in record.candidates)
+    # a matrix without the suite run draws generated questions, as before
+    _, _, alone = plan_matrix_run(
+        ws.store,
+        ws.settings,
+        planned=ws.store.run_agents(suite_run),
+        options=MatrixOptions(n_items=2, samples=3, seed=11),
+        pilot=PilotOptions(kinds=("failure",), n_candidates=4),
+    )
+    assert not any(f.id in about_ran for f in alone.candidates)
+    # run as matrix items, their observed answers are the target's real trials, not asked
+    items = [mi.failure_from(11, i, src) for i, src in enumerate(ran[:2])]
+    run_id, _ = create_matrix_run(
+        ws.store, ws.settings, planned=ws.store.run_agents(suite_run), items=items,
+        options=MatrixOptions(n_items=2, samples=3, seed=11, accompanies=suite_run),
+    )
+    execute_matrix_run(ws.store, ws.settings, ws.ledger, run_id, n_boot=50)
+    correct = suite_trials(ws.store, suite_run)["ref:random"]
+    by_id = {it.id: it for it in items}
+    targets = [t for t in ws.store.trials(run_id, "ref:random") if t.item_id in by_id]
+    assert len(targets) == 2
+    for t in targets:
+        score = json.loads(t.score_json or "{}")
+        flags = correct[by_id[t.item_id].meta["source"]]
+        assert score["source"] == "trials"
+        assert score["samples"] == ["yes" if c else "no" for c in flags]
+    assert ws.ledger.verify() == []
+
+
 def test_the_nightly_pilot_puts_not_divergent_in_the_profile(workspace: Workspace) -> None:
     from harness.daemon import DaemonContext
     from reports import build_profile
