@@ -239,7 +239,8 @@ class PilotOptions:
     """Candidates put through every target (None: 5 × the run's items)."""
     rule: PilotFilter | None = None
     """The filter (None: :class:`~matrix.PilotFilter` with ``min_items`` at most the run's
-    items, the ``random`` reference agents exempt from its consistency check)."""
+    items, the ``random`` reference agents exempt from its consistency check, and one target
+    enough when the matrix has one agent)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kinds", tuple(self.kinds))
@@ -804,7 +805,9 @@ def plan_matrix_run(
         n_candidates=n_candidates,
     )
     rule = pilot.rule or PilotFilter(
-        min_items=min(PilotFilter().min_items, n_items), exempt=random_by_design(planned)
+        min_items=min(PilotFilter().min_items, n_items),
+        min_targets=min(2, len(planned)),  # one agent: a one-target pilot (consistency only)
+        exempt=random_by_design(planned),
     )
     used_seed = (
         SeedPolicy.of(settings).draw_seed(held_out=options.held_out)

@@ -114,12 +114,13 @@ def plan_matrix_beside(
         )
         log.info("matrix pilot beside run %s: %s", suite_run, record.verdict)
     else:
-        if schedule.pilot is None:
-            log.info(
-                "one agent takes part in the matrix beside run %s: no pilot (it keeps items "
-                "the targets disagree on); the seed's arbitrary-choice items, unfiltered",
-                suite_run,
-            )
+        log.info(
+            "no pilot of the matrix beside run %s ([schedule.matrix] pilot = %s, %d agent(s)): "
+            "the seed's arbitrary-choice items, unfiltered",
+            suite_run,
+            "auto" if schedule.pilot is None else "false",
+            len(planned),
+        )
         create_matrix_run(store, settings, planned=planned, options=options, run_id=run_id)
     log.info("matrix run %s planned beside run %s", run_id, suite_run)
     return run_id

@@ -8,15 +8,19 @@ agents (its ablation variants apart).
     enabled = true            # run the matrix beside the nightly suite (needs the ledger)
     items = 20                # items the matrix keeps
     samples = 10              # K: each target's samples per item
-    pilot = "auto"            # "auto": pilot when at least two agents take part; true; false
+    pilot = true              # false: the seed's arbitrary-choice items, unfiltered; "auto":
+                              # pilot only when at least two agents take part
     kinds = ["arbitrary", "preference", "open", "nesttom", "games", "failure"]
     candidates = 100          # candidates the pilot puts through every target (default 5 × items)
     conditions = ["zero-shot", "observe:3", "simulate"]
     second_order = false      # also P predicting Q's prediction of T (B9)
     queue = "auto"            # "auto": queued for `mindledger worker` on PostgreSQL; true; false
 
-Without a pilot (one agent, or ``pilot = false``) the matrix takes the seed's arbitrary-choice
-items unfiltered, and its record says so. Parsed by :func:`parse_matrix_schedule` (called by
+The pilot is on by default: with two agents or more it keeps the candidates the targets
+disagree on; with one (an agent without a control) it keeps those its agent answers
+consistently enough for a test-retest ceiling (a one-target pilot, ``min_targets`` 1). Without a
+pilot (``pilot = false``, or ``"auto"`` with one agent) the matrix takes the seed's
+arbitrary-choice items unfiltered, and its record says so. Parsed by :func:`parse_matrix_schedule` (called by
 :func:`harness.settings.load_settings`); used by :class:`harness.daemon.scheduler.DaemonContext`.
 """
 
@@ -51,9 +55,9 @@ class MatrixSchedule:
     """Items the matrix keeps (after the pilot)."""
     samples: int = 10
     """K: each target's samples on each item (seed 002 §15.2 asks for 10)."""
-    pilot: bool | None = None
-    """Pilot the candidates (None: when at least two agents take part — the pilot keeps items
-    on which the targets disagree, which one target cannot)."""
+    pilot: bool | None = True
+    """Pilot the candidates (None, ``"auto"``: only when at least two agents take part, the
+    pilot then keeping items on which the targets disagree)."""
     kinds: tuple[str, ...] = KNOWN_KINDS
     """Candidate kinds the pilot draws."""
     candidates: int | None = None

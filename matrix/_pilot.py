@@ -29,7 +29,8 @@ that instead of skill.
 these holds, and its record lists each that fails:
 
 - at least ``min_targets`` [2] targets, each with at least ``min_samples`` [2] answers;
-- ``D ≥ d_min`` [0.3] (``agreement``: targets answer alike);
+- ``D ≥ d_min`` [0.3] (``agreement``: targets answer alike) — not checked by a one-target
+  pilot (``min_targets`` 1, a matrix of one agent: its W is the target's ``W_t``);
 - every target's ``W_t ≥ c_min`` [0.5] (``inconsistent``: some target answers at random, so its
   test-retest ceiling is near any baseline and its skill is noise). A target that is noisy on
   every candidate therefore empties the pilot, and the verdict names it — unless it is
@@ -93,7 +94,9 @@ class PilotFilter:
     min_samples: int = 2
     """Fewest answers of each target on an item (consistency needs 2)."""
     min_targets: int = 2
-    """Fewest targets with answers on an item (disagreement needs 2)."""
+    """Fewest targets with answers on an item (disagreement needs 2). 1: a one-target pilot
+    (a matrix of one agent, which predicts only itself), which keeps the items its target
+    answers consistently enough for a test-retest ceiling and checks no disagreement."""
     min_items: int = 20
     """Fewest kept items for the candidates to count as divergent."""
     exempt: tuple[str, ...] = ()
@@ -108,8 +111,8 @@ class PilotFilter:
                 raise UserError(f"pilot threshold {name} must be in [0, 1], not {value}")
         if self.c_min > self.c_max:
             raise UserError(f"pilot threshold c_min ({self.c_min}) is above c_max ({self.c_max})")
-        if self.min_samples < 2 or self.min_targets < 2 or self.min_items < 0:
-            raise UserError("the pilot needs min_samples ≥ 2, min_targets ≥ 2 and min_items ≥ 0")
+        if self.min_samples < 2 or self.min_targets < 1 or self.min_items < 0:
+            raise UserError("the pilot needs min_samples ≥ 2, min_targets ≥ 1 and min_items ≥ 0")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -292,6 +295,8 @@ def _figures(
     )
     usable = [t for t in given if len(given[t]) >= rule.min_samples]
     between = within = disagreement = cmin = modal = None
+    if len(usable) == 1 == rule.min_targets:  # a one-target pilot: consistency only
+        within = cmin = consistency[usable[0]]
     if len(usable) >= 2:
         dists = {t: {a: n / len(given[t]) for a, n in counts[t].items()} for t in usable}
         pairs = list(combinations(usable, 2))
@@ -317,16 +322,17 @@ def _figures(
                 + f" (fewer than {rule.min_samples})",
             )
         )
-    if len(usable) >= 2 and len(given) >= rule.min_targets and not short:
-        assert within is not None and cmin is not None
-        if disagreement is None or disagreement < rule.d_min:
-            shown = "undefined" if disagreement is None else _fmt(disagreement)
-            drops.append(
-                Drop(
-                    "agreement",
-                    f"disagreement {shown} < d_min {_fmt(rule.d_min)}: the targets answer alike",
-                )
+    compared = usable and len(given) >= max(2, rule.min_targets) and not short
+    if compared and (disagreement is None or disagreement < rule.d_min):
+        shown = "undefined" if disagreement is None else _fmt(disagreement)
+        drops.append(
+            Drop(
+                "agreement",
+                f"disagreement {shown} < d_min {_fmt(rule.d_min)}: the targets answer alike",
             )
+        )
+    if usable and len(given) >= rule.min_targets and not short:
+        assert within is not None and cmin is not None
         low = [
             t for t in usable if t not in rule.exempt and (consistency[t] or 0.0) < rule.c_min
         ]

@@ -80,6 +80,25 @@ def test_consistency_and_disagreement_figures_by_hand() -> None:
     assert f.kept
 
 
+def test_a_one_target_pilot_keeps_what_its_target_answers_consistently() -> None:
+    steady, noisy = _table_item(0), _table_item(1)
+    s0 = str(steady.answer["choices"][0])
+    n0, n1, n2 = (str(c) for c in noisy.answer["choices"][:3])
+    answers = {"t": {steady.id: [s0] * 5, noisy.id: [n0, n1, n2, n0, n1]}}
+    kept, record = mi.apply_filter([steady, noisy], answers, _rule(min_targets=1))
+    assert [i.id for i in kept] == [steady.id]
+    figures = {f.id: f for f in record.candidates}
+    assert figures[steady.id].within == figures[steady.id].consistency["t"] == 1.0
+    assert figures[steady.id].disagreement is None  # one target: nothing to compare
+    assert [d.code for d in figures[noisy.id].drops] == ["inconsistent"]
+    # the default filter needs two targets, as before
+    _, two = mi.apply_filter([steady], answers, _rule())
+    assert [d.code for d in two.candidates[0].drops] == ["targets"]
+    assert two.candidates[0].within is None
+    with pytest.raises(UserError):
+        mi.PilotFilter(min_targets=0)
+
+
 def test_identical_distributions_have_no_disagreement() -> None:
     """K samples of one distribution give E[B] = E[W], so D is near 0 however noisy."""
     item = _table_item(0)

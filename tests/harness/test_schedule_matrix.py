@@ -1,6 +1,6 @@
 """The nightly matrix as ``[schedule.matrix]`` sets it: every key read and checked (a bad one
-is named), and the daemon's nightly matrix piloted by default when at least two agents take
-part (the pilot keeps items the targets disagree on), not with one."""
+is named), and the daemon's nightly matrix piloted by default: on the targets' disagreement
+when at least two agents take part, on its one agent's consistency otherwise."""
 
 from __future__ import annotations
 
@@ -54,13 +54,16 @@ second_order = true
                                                                 "simulate"]
 
 
-def test_the_defaults_pilot_when_two_agents_take_part(tmp_path: Path) -> None:
+def test_the_defaults_pilot_whatever_the_number_of_agents(tmp_path: Path) -> None:
     m = settings_with(tmp_path, "").schedule_matrix
-    assert (m.enabled, m.items, m.samples, m.pilot, m.conditions) == (
-        True, 20, 10, None, ("zero-shot",))
-    assert m.pilots(2) and not m.pilots(1)
-    assert replace(m, pilot=False).pilots(3) is False and replace(m, pilot=True).pilots(1)
-    assert settings_with(tmp_path, "").public_dict()["schedule_matrix"]["pilot"] == "auto"
+    assert (m.enabled, m.items, m.samples, m.pilot, m.conditions, m.queue) == (
+        True, 20, 10, True, ("zero-shot",), None)
+    assert m.pilots(2) and m.pilots(1)
+    assert replace(m, pilot=False).pilots(3) is False
+    auto = settings_with(tmp_path, '[schedule.matrix]\npilot = "auto"\n').schedule_matrix
+    assert auto.pilot is None and auto.pilots(2) and not auto.pilots(1)
+    assert settings_with(tmp_path, "").public_dict()["schedule_matrix"]["pilot"] is True
+    assert settings_with(tmp_path, "").public_dict()["schedule_matrix"]["queue"] == "auto"
 
 
 @pytest.mark.parametrize(
@@ -112,7 +115,7 @@ queue = false  # in the test's process on PostgreSQL too
 def test_the_nightly_matrix_pilots_two_agents_by_default(workspace: Workspace) -> None:
     ws = workspace
     ctx = DaemonContext(ws.settings, ws.store, ws.ledger)
-    assert ctx.matrix.items == 3 and ctx.matrix.pilot is None
+    assert ctx.matrix.items == 3 and ctx.matrix.pilot is True
     # the oracle means nothing in the matrix: it takes no part, and the profile says so
     # whatever the pilot's verdict
     suite_run = ctx.plan_run(suite="quick", references=["habit", "random", "oracle"])
@@ -130,7 +133,9 @@ def test_the_nightly_matrix_pilots_two_agents_by_default(workspace: Workspace) -
     assert params["accompanies"] == suite_run and params["samples"] == 3
 
 
-def test_the_nightly_matrix_of_one_agent_is_not_piloted(workspace: Workspace) -> None:
+def test_the_nightly_matrix_of_one_agent_is_piloted_on_its_consistency(
+    workspace: Workspace,
+) -> None:
     ws = workspace
     settings = replace(ws.settings, agents={
         "bot": AgentConfig(name="bot", adapter="reference", policy="habit"),
@@ -139,6 +144,18 @@ def test_the_nightly_matrix_of_one_agent_is_not_piloted(workspace: Workspace) ->
     suite_run = ctx.plan_run(suite="quick", agents=["bot"])
     ctx.execute(suite_run)
     matrix_run = ctx.run_matrix_beside(suite_run)
+    assert matrix_run is not None
+    pilot = matrix_params(ws.store, matrix_run)["pilot"]
+    assert pilot["targets"] == ["bot"] and pilot["filter"]["min_targets"] == 1
+    assert "targets" not in pilot["dropped"] and "agreement" not in pilot["dropped"]
+    assert all(c["disagreement"] is None and c["within"] == c["consistency"]["bot"]
+               for c in pilot["candidates"])
+    # "auto" pilots no matrix of one agent: the seed's arbitrary-choice items, unfiltered
+    auto = DaemonContext(replace(settings, schedule_matrix=replace(
+        settings.schedule_matrix, pilot=None)), ws.store, ws.ledger)
+    suite_run = auto.plan_run(suite="quick", agents=["bot"])
+    auto.execute(suite_run)
+    matrix_run = auto.run_matrix_beside(suite_run)
     assert matrix_run is not None
     params = matrix_params(ws.store, matrix_run)
     assert params.get("pilot") is None and params["n_items"] == 3
