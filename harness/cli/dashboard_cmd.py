@@ -218,6 +218,7 @@ def queue_reader(store: Store, *, stalled_after: float | None = None) -> Callabl
             name = {"sqlite": "SQLite"}.get(backend, backend)
             return QueueSnapshot(False, f"no queue: the database is {name} (queueing runs for "
                                  "workers needs PostgreSQL; see `mindledger enqueue --help`)")
+        from harness.nightly_matrix import matrix_run_id
         from harness.queue import STALLED_AFTER, TASKS  # procrastinate: only with a queue
 
         after = STALLED_AFTER if stalled_after is None else stalled_after
@@ -244,6 +245,8 @@ def queue_reader(store: Store, *, stalled_after: float | None = None) -> Callabl
             a = args if isinstance(args, Mapping) else json.loads(args or "{}")
             since_s = None if since is None else float(since)
             stalled = str(status) == "doing" and (since_s is None or since_s > after)
+            if "suite_run" in a:  # the nightly matrix's job: it plans the run, then queues it
+                a = {"run_id": matrix_run_id(str(a["suite_run"])), "agent": "plan (nightly)"}
             batches.append(QueueBatch(
                 int(job_id), str(a.get("run_id", "?")), str(a.get("agent", "all (matrix)")),
                 len(a.get("item_ids") or ()), str(status), int(attempts),

@@ -65,6 +65,11 @@ def test_the_nightly_matrix_is_queued_planned_by_a_worker_and_never_twice(
             matrix_run
         )
         assert len(_jobs(pg_database)) == 1
+        # the dashboard's queue shows the job as the matrix run it will plan
+        from harness.cli.dashboard_cmd import queue_reader
+
+        (shown,) = queue_reader(ws.store)().batches
+        assert (shown.run_id, shown.agent, shown.status) == (matrix_run, "plan (nightly)", "todo")
 
         asyncio.run(run_worker(ws.store, settings, once=True, install_signal_handlers=False))
         run = ws.store.get_run(matrix_run)
@@ -119,3 +124,34 @@ def test_the_daemon_prunes_transcripts_nightly_when_retention_is_set(
         sched.start(paused=True)
         assert "prune-transcripts" not in {j["id"] for j in sched.jobs()}
         sched.shutdown()
+
+
+@pytest.mark.postgres
+def test_a_nightly_matrix_job_whose_worker_died_is_retried_and_resumes_the_run(
+    pg_database: str,  # noqa: F811
+    isolated_home: Path,
+) -> None:
+    from harness.nightly_matrix import plan_matrix_beside
+    from harness.queue import run_worker
+    from tests.harness.test_queue import _age_heartbeat, _take
+
+    settings = load_settings(None, flags={"db_url": pg_database})
+    with Workspace.open(settings) as ws:
+        ctx = DaemonContext(
+            settings, ws.store, ws.ledger, matrix_items=3, matrix_samples=2, matrix_pilot=False
+        )
+        suite_run = ctx.plan_run(suite="quick", references=["habit", "projection"])
+        ctx.execute(suite_run)
+        matrix_run = ctx.run_matrix_beside(suite_run)
+        taken = asyncio.run(_take(settings, ["dead"]))
+        # the dead worker had planned the run, and queued nothing, when it died
+        assert plan_matrix_beside(ws.store, settings, suite_run, ctx.matrix) == matrix_run
+        assert ws.store.trials(str(matrix_run)) == []
+        _age_heartbeat(pg_database, taken["id:dead"][0])
+
+        asyncio.run(run_worker(ws.store, settings, once=True, install_signal_handlers=False))
+        assert _jobs(pg_database) == {}  # retried by the stall sweep, then its batches ran
+        assert ws.store.get_run(str(matrix_run)).status == "complete"
+        assert [r.id for r in ws.store.list_runs() if r.suite == "matrix"] == [matrix_run]
+        assert len([e for e in ws.ledger.entries() if e.kind == "commit"]) == 3 * 2 * 2
+        assert ws.ledger.verify() == []
