@@ -57,7 +57,8 @@ def worker(concurrency: int, once: bool, name: str | None, stalled_after: float)
     A matrix run's batch is some of its items, each run whole (every prediction about it
     committed to the prediction ledger before its targets are asked). The worker writes to the
     ledger with the service key of its data directory: give every worker the key the ledger
-    was opened with.
+    was opened with. The daemon's nightly matrix comes as one job per night: the worker that
+    takes it pilots the matrix beside the suite run, stores it and queues its items.
 
     Stalled work: every worker sends a heartbeat every third of --stalled-after. A worker that
     dies (SIGKILL, out of memory, a lost machine) stops sending it; once it has been silent
