@@ -157,3 +157,13 @@ def test_a_trial_without_messages(raw: str | None, title: str) -> None:
     assert [m.title for m in view.messages] == [title]
     assert view.title == "my bot · sha256:ab of run r · nesttom R1 false"
     assert view.facts[-1] == "CLI      mindledger trials r --item sha256:ab --agent 'my bot'"
+
+
+@pytest.mark.parametrize(("raw", "titles"), [
+    ("the reply", ["transcript pruned", "raw reply"]),
+    (None, ["transcript pruned"]),
+])
+def test_a_pruned_transcript_says_when_it_was_pruned(raw: str | None, titles: list[str]) -> None:
+    view = transcript_view(_view(raw_text=raw, transcript=(), transcript_pruned="2026-11-30"))
+    assert [m.title for m in view.messages] == titles
+    assert "pruned on 2026-11-30" in view.messages[0].body
