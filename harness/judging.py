@@ -39,6 +39,7 @@ from harness.build import BUILTIN_AGENTS, AgentSpec
 from harness.execution import LocalModelSource, model_per_batch
 from harness.local_model import ModelEndpoint
 from harness.settings import AgentConfig, Settings
+from ledger.retention import pruned_transcript
 from ledger.store import JudgementRecord, Store
 from mindledger.canonical import canonical_json, content_hash
 from mindledger.errors import AgentError, ConfigError, InputError
@@ -179,6 +180,8 @@ class JudgeCounts:
     """Of those, values left out of the metrics (the others are not used by them)."""
     no_reasoning: int = 0
     """Game trials without reasoning text (not judged)."""
+    pruned: int = 0
+    """Game trials whose transcript was pruned (:mod:`ledger.retention`; not judged)."""
     errors: list[str] = field(default_factory=list)
     """The first few API errors, for the operator."""
 
@@ -284,7 +287,11 @@ def plan_judging(store: Store, run_id: str, judge: str) -> JudgePlan:
         item = items.get(t.item_id)
         if item is None or t.status != "ok" or not judgeable(item):
             continue
-        cot = chain_of_thought(json.loads(t.transcript_json))
+        transcript = json.loads(t.transcript_json)
+        if pruned_transcript(transcript):
+            counts.pruned += 1
+            continue
+        cot = chain_of_thought(transcript)
         if not cot:
             counts.no_reasoning += 1
             continue

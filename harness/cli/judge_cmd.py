@@ -31,6 +31,7 @@ def describe_counts(counts: JudgeCounts) -> str:
         f"{counts.api_errors} API error(s) (run again to retry)" if counts.api_errors else "",
         f"{counts.no_reasoning} game trial(s) without reasoning text" if counts.no_reasoning
         else "",
+        f"{counts.pruned} game trial(s) whose transcript was pruned" if counts.pruned else "",
     ]
     return "; ".join(p for p in parts if p)
 
@@ -51,7 +52,7 @@ def _judge(
             store, settings, run_id, judge=judge_name, progress=CountProgress(console, f"judge {name}", progress_mode),
         )
     )
-    if quiet_without_games and not (counts.eligible or counts.no_reasoning):
+    if quiet_without_games and not (counts.eligible or counts.no_reasoning or counts.pruned):
         return counts
     console.print(describe_counts(counts))
     for error in counts.errors:

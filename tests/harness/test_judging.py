@@ -166,6 +166,23 @@ def test_a_malformed_judge_reply_is_counted_not_raised(tmp_path: Path) -> None:
     assert ds["K_L"]["n"] == 0 and ds["judge"]["parse_failures"] == 1
 
 
+def test_a_pruned_transcript_is_counted_not_judged(tmp_path: Path) -> None:
+    from harness.cli.judge_cmd import describe_counts
+    from ledger.retention import prune_transcripts
+
+    item = _figure_5_item()
+    with FakeOpenAI(answer=json.dumps(figure_5_extraction())) as server:
+        settings = _settings(tmp_path, server)
+        store = Store(open_engine(settings.database_url))
+        run_id = _stored_trial(store, "run-p", item)
+        store.set_run_status(run_id, "complete", finished=True)  # a running run keeps them
+        assert prune_transcripts(store.engine, before="9999").trials == 1
+        counts = asyncio.run(judge_stored_run(store, settings, run_id, judge="judge"))
+    assert (counts.pruned, counts.no_reasoning, counts.eligible, counts.calls) == (1, 0, 0, 0)
+    assert "1 game trial(s) whose transcript was pruned" in describe_counts(counts)
+    assert store.judgements(run_id) == []
+
+
 def test_an_api_error_leaves_the_trial_for_the_next_pass(tmp_path: Path) -> None:
     item = _figure_5_item()
     with FakeOpenAI(answer=json.dumps(figure_5_extraction())) as server:
