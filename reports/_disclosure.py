@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from mindledger.disclosure import disclosed_params, shown_seed
+from reports.model import RunInfo
 
-__all__ = ["disclosed_profile", "disclosed_run", "held_out_of"]
+__all__ = ["disclosed_profile", "disclosed_run", "disclosed_run_info", "held_out_of"]
 
 
 def held_out_of(profile: Mapping[str, Any]) -> bool:
@@ -36,6 +37,22 @@ def disclosed_run(
     if isinstance(params, Mapping):
         out["params"] = disclosed_params(params, held_out=held, reveal_held_out=reveal_held_out)
     return out
+
+
+def disclosed_run_info(
+    run: RunInfo, *, reveal_held_out: bool, held_out: bool | None = None
+) -> RunInfo:
+    """:func:`disclosed_run` of a typed run block: the same block, its keys in the same order
+    (``seed_withheld`` after them when the block did not have it)."""
+    held = run.held_out if held_out is None else held_out
+    seed = shown_seed(run.seed, held_out=held, reveal_held_out=reveal_held_out)
+    changes: dict[str, Any] = {"seed": seed, "seed_withheld": held and seed is None}
+    params = (run.model_extra or {}).get("params")  # the model leaves a run's params untyped
+    if isinstance(params, Mapping):
+        changes["params"] = disclosed_params(
+            params, held_out=held, reveal_held_out=reveal_held_out
+        )
+    return run.model_copy(update=changes)
 
 
 def disclosed_profile(profile: Mapping[str, Any], *, reveal_held_out: bool) -> dict[str, Any]:
