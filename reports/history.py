@@ -50,7 +50,7 @@ from typing import Any, Literal
 
 from ledger.store import Store
 from reports._json import JsonObject
-from reports.model import AgentProfile, RunProfile
+from reports.model import AgentProfile, Estimate, RunProfile
 from reports.present import NOT_IDENTIFIABLE, d50_text, depth_text, proportion_text
 
 __all__ = [
@@ -355,18 +355,29 @@ def _depth(attr: str) -> Callable[[AgentProfile], _Figure]:
     return read
 
 
-def _ece(a: AgentProfile) -> _Figure:
+def _calibration_ece(a: AgentProfile) -> Estimate | str | None:
+    """The agent's ECE (``calibration.ece``) as a typed estimate, or why it has none. The
+    model leaves the calibration section untyped (a plain object): this is the one place the
+    history reads it."""
     cal = a.calibration or {}
-    e = cal.get("ece") if isinstance(cal, Mapping) else None
+    e = cal.get("ece")
     if not cal.get("available") or not isinstance(e, Mapping):
-        return _Figure(None, None, None, None, "not measured", note=cal.get("reason"))
-    value = _num(e.get("value"))
-    ci = _interval(e.get("ci"), e.get("status"))
+        reason = cal.get("reason")
+        return reason if isinstance(reason, str) else None
+    return Estimate.model_validate(e)
+
+
+def _ece(a: AgentProfile) -> _Figure:
+    e = _calibration_ece(a)
+    if not isinstance(e, Estimate):
+        return _Figure(None, None, None, None, "not measured", note=e)
+    value = _num(e.value)
+    ci = _interval(e.ci, e.status)
     text = "—" if value is None else f"{value:.3f}"
     if ci is not None and None not in ci:
         text += f" [{ci[0]:.3f}, {ci[1]:.3f}]"
-    text += f" n={e.get('n')}"
-    return _Figure(value, ci, _int(e.get("n")), None, text)
+    text += f" n={e.n}"
+    return _Figure(value, ci, _int(e.n), None, text)
 
 
 HEADLINE_METRICS: tuple[Metric, ...] = (
