@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -37,6 +37,7 @@ from reports.synthetic import (
 __all__ = [
     "AGENT_FIGURES",
     "CONTRASTS",
+    "CoverageRow",
     "StudyResult",
     "null_agents",
     "run_study",
@@ -181,17 +182,35 @@ class Tally:
             if math.isfinite(hi - lo):
                 self.width += hi - lo
 
-    def row(self) -> dict[str, Any]:
-        cov = self.covered / self.estimable if self.estimable else None
-        mc = wilson_interval(self.covered, self.estimable) if self.estimable else None
-        return {
-            "runs": self.runs,
-            "estimable": self.estimable,
-            "coverage": cov,
-            "coverage_mc_interval": mc,
-            "mean_width": self.width / self.estimable if self.estimable else None,
-            "truth": self.truth,
-        }
+    def row(self, figure: str, kind: Literal["estimate", "contrast"]) -> CoverageRow:
+        est = self.estimable
+        return CoverageRow(
+            figure=figure,
+            kind=kind,
+            runs=self.runs,
+            estimable=est,
+            coverage=self.covered / est if est else None,
+            coverage_mc_interval=wilson_interval(self.covered, est) if est else None,
+            mean_width=self.width / est if est else None,
+            truth=self.truth,
+        )
+
+
+@dataclass(frozen=True)
+class CoverageRow:
+    """One row of the study's table: a figure (``estimate``) or contrast, the runs it was
+    profiled in, in how many it had an interval (``estimable``), the share of those intervals
+    that covered the true value (``coverage``, None when none had one) with its Monte Carlo
+    95% interval, the intervals' mean width, and the true value."""
+
+    figure: str
+    kind: Literal["estimate", "contrast"]
+    runs: int
+    estimable: int
+    coverage: float | None
+    coverage_mc_interval: tuple[float, float] | None
+    mean_width: float | None
+    truth: float
 
 
 @dataclass
@@ -213,13 +232,10 @@ class StudyResult:
     def fwer(self) -> float:
         return self.null_any_significant / self.null_runs if self.null_runs else math.nan
 
-    def rows(self) -> list[dict[str, Any]]:
-        out = []
-        for label, _ in AGENT_FIGURES:
-            out.append({"figure": label, "kind": "estimate"} | self.figures[label].row())
-        for label, _, _ in CONTRASTS:
-            out.append({"figure": label, "kind": "contrast"} | self.contrasts[label].row())
-        return out
+    def rows(self) -> list[CoverageRow]:
+        return [self.figures[label].row(label, "estimate") for label, _ in AGENT_FIGURES] + [
+            self.contrasts[label].row(label, "contrast") for label, _, _ in CONTRASTS
+        ]
 
 
 def _truths(items: Sequence[Any]) -> tuple[dict[str, float], dict[str, float]]:
