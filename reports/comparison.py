@@ -19,7 +19,8 @@ changes read as words (``changes``). The records are :mod:`reports._compared`'s.
 The runs' profiles are read as :class:`~reports.model.RunProfile`, by attribute. Four compared
 figures sit in sections the model leaves untyped (``games.accuracy``, ``games.abc``'s
 ``log_score_c`` and ``dissociation`` are extra keys of typed sections; ``calibration`` and
-``applied_gap`` are plain objects): :func:`_field` is the one place that reads them.
+``applied_gap`` are plain objects): :func:`reports._blocks.field_of` is the one place that
+reads them.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from ledger.store import Store
+from reports._blocks import Block, field_of
 from reports._compared import (
     AgentComparison,
     Comparison,
@@ -118,17 +120,17 @@ class ComparedFigure:
         one); ``not measured (why)`` when the run has no value for it. ``compact`` (a table
         cell): the value and n alone, ``INVALID`` alone, ``not measured`` alone."""
         block, why = _block(agent, self.path)
-        if block is None or (self.kind != "d50" and number(_field(block, "value")) is None):
-            why = why or (None if block is None else _field(block, "reason"))
+        if block is None or (self.kind != "d50" and number(field_of(block, "value")) is None):
+            why = why or (None if block is None else field_of(block, "reason"))
             return f"{NOT_MEASURED} ({why})" if why and not compact else NOT_MEASURED
         if self.kind == "d50":
             text = d50_text(block, with_ci=not compact)
         elif self.kind == "proportion":
             text = proportion_text(block, with_ci=not compact)
         elif compact:  # a gap or a score: its value and n
-            value = number(_field(block, "value")) or 0.0
+            value = number(field_of(block, "value")) or 0.0
             shown = f"{100.0 * value:+.1f} pts" if self.kind == "gap" else f"{value:.3f}"
-            text = f"{shown} n={_field(block, 'n')}"
+            text = f"{shown} n={field_of(block, 'n')}"
         elif self.kind == "gap":  # a paired difference (applied_gap), worded as a contrast
             gap = block.model_dump() if isinstance(block, BaseModel) else block
             text = difference_text({**gap, "difference": gap.get("value")}, with_n=True)
@@ -176,22 +178,6 @@ def compared_figure(key: str) -> ComparedFigure:
     raise KeyError(f"no compared figure {key!r}")
 
 
-Block = BaseModel | Mapping[str, Any]
-"""A block of an agent's profile: a typed model (:mod:`reports.model`), or a section the model
-leaves untyped."""
-
-
-def _field(block: Block, key: str) -> Any:
-    """One key of a profile block: a typed model's field, else one of its extra keys (what
-    the model leaves untyped: ``games.accuracy``, ``games.abc.log_score_c``, …), else a key of
-    an untyped section (``calibration``, ``applied_gap``). None when it has no such key."""
-    if isinstance(block, BaseModel):
-        if key in type(block).model_fields:
-            return getattr(block, key)
-        return (block.model_extra or {}).get(key)
-    return block.get(key)
-
-
 def _block(agent: AgentProfile, path: Sequence[str]) -> tuple[Block | None, str | None]:
     """The profile block at ``path`` and, when a section on the way is unavailable, its
     reason (``no game items answered in this run``)."""
@@ -199,13 +185,13 @@ def _block(agent: AgentProfile, path: Sequence[str]) -> tuple[Block | None, str 
     for step in path:
         if not isinstance(node, BaseModel | Mapping):
             return None, None
-        if _field(node, "available") is False:
-            return None, _field(node, "reason")
-        node = _field(node, step)
+        if field_of(node, "available") is False:
+            return None, field_of(node, "reason")
+        node = field_of(node, step)
     if not isinstance(node, BaseModel | Mapping):
         return None, None
-    if _field(node, "available") is False:
-        return None, _field(node, "reason")
+    if field_of(node, "available") is False:
+        return None, field_of(node, "reason")
     return node, None
 
 
@@ -352,7 +338,7 @@ def _lacks(fig: ComparedFigure, agent: AgentProfile) -> str:
     a bracket) no point estimate."""
     block, _ = _block(agent, fig.path)
     if fig.kind == "d50" and block is not None:
-        return NOT_ESTIMABLE if _field(block, "status") == "not_estimable" else "no point estimate"
+        return NOT_ESTIMABLE if field_of(block, "status") == "not_estimable" else "no point estimate"
     return NOT_MEASURED
 
 
