@@ -31,7 +31,11 @@ __all__ = [
 
 COMPARE_SCHEMA = "mindledger.compare/1"
 
-Value = int | float | str | None
+Number = int | float
+"""A JSON number as it was computed or read: an integer stays an integer (``0``, not ``0.0``),
+so that parsing a comparison and writing it again gives the same bytes."""
+
+Value = Number | str | None
 """A run's side of a figure: its number, or (D50 without a point estimate, S not measured)
 the words the profile shows instead."""
 
@@ -60,14 +64,14 @@ class FigureChange(_Record):
 
     a: Value = None
     b: Value = None
-    difference: float | None = None
+    difference: Number | None = None
     n_a: int | None = None
     n_b: int | None = None
-    ci: tuple[float | None, float | None] | None = None
+    ci: tuple[Number | None, Number | None] | None = None
     interval: str | None = None
     test: str | None = None
-    p: float | None = None
-    p_holm: float | None = None
+    p: Number | None = None
+    p_holm: Number | None = None
     status: Literal["estimated", "not_estimable"] | None = None
     reason: str | None = None
     note: str | None = None

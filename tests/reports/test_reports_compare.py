@@ -118,6 +118,10 @@ def test_the_json_keeps_its_keys_and_parses_back(compared: Comparison) -> None:
     again = Comparison.of(json.loads(json.dumps(doc)))
     assert again == compared
     assert json.dumps(again.to_json()) == json.dumps(doc)
+    # a number stays as it was written: an integer end is not rewritten as a float
+    d50 = {**doc["agents"]["piper"]["metrics"]["d50"], "ci": [0, 1], "difference": 0}
+    one = {**doc, "agents": {"piper": {**doc["agents"]["piper"], "metrics": {"d50": d50}}}}
+    assert json.dumps(Comparison.of(one).to_json()) == json.dumps(one)
     with pytest.raises(ValueError, match=r"mindledger\.compare/1"):
         Comparison.of({**doc, "schema": "mindledger.profile/2"})
 
