@@ -59,14 +59,14 @@ def main() -> None:
         head = ["figure", "has interval", "coverage", "MC 95%", "mean width", "true value"]
         rows = []
         for r in res.rows():
-            mc = r["coverage_mc_interval"]
+            mc = r.coverage_mc_interval
             rows.append([
-                r["figure"],
-                f"{r['estimable']}/{r['runs']}",
-                _pct(r["coverage"]) if r["estimable"] else "not estimable",
+                r.figure,
+                f"{r.estimable}/{r.runs}",
+                _pct(r.coverage) if r.estimable else "not estimable",
                 "—" if mc is None else f"{100 * mc[0]:.1f}–{100 * mc[1]:.1f}",
-                "—" if r["mean_width"] is None else f"{r['mean_width']:.3f}",
-                f"{r['truth']:.3f}",
+                "—" if r.mean_width is None else f"{r.mean_width:.3f}",
+                f"{r.truth:.3f}",
             ])
         widths = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=True)]
         if args.markdown:
@@ -86,10 +86,10 @@ def main() -> None:
               f"Holm = {_pct(res.fwer)} family-wise (goal <= 5%: {verdict}); per test before "
               f"correction {_pct(raw)} of {res.null_tests} tests; family size m = "
               f"{', '.join(map(str, m))}")
-        cov = [r["coverage"] for r in res.rows() if r["estimable"]]
+        cov = [r.coverage for r in res.rows() if r.coverage is not None]
         inside = sum(0.93 <= c <= 0.97 for c in cov)
         print(f"coverage in 93–97%: {inside}/{len(cov)} figures with an interval; "
-              f"{sum(1 for r in res.rows() if not r['estimable'])} reported not estimable in "
+              f"{sum(1 for r in res.rows() if not r.estimable)} reported not estimable in "
               "every run")
 
 

@@ -4,7 +4,7 @@ Public API::
 
     build_profile(store, run_id, *, seed=0, n_boot=2000) -> RunProfile  # .to_json(): JSON
     report(store, run_id, "md" | "html" | "json" | "csv") -> str
-    compare(store, run_a, run_b) -> dict ; render_compare_markdown(cmp) -> str
+    compare(store, run_a, run_b) -> Comparison  # .to_json(): JSON ; render_compare_markdown(cmp)
     agent_history(store, agent, *, metrics=None, since=None) -> AgentHistory  # reports.history
     diagnose_references(profile) -> list[str]                      # [] when references look right
     verdict(profile) -> Verdict                                    # what every report opens with
@@ -50,7 +50,7 @@ if typing.TYPE_CHECKING:
         sign_flip_pvalue,
         wilson_interval,
     )
-    from reports.comparison import compare, compare_runs, render_compare_markdown
+    from reports.comparison import Comparison, compare, compare_runs, render_compare_markdown
     from reports.history import (
         DEFAULT_RULE,
         HEADLINE_METRICS,
@@ -104,7 +104,9 @@ else:
                 "PROFILE_SCHEMA", "TRUE_BELIEF_THRESHOLD", "Analysis", "analyse", "build_profile",
                 "diagnose_references", "profile_from_data",
             ),
-            "reports.comparison": ("compare", "compare_runs", "render_compare_markdown"),
+            "reports.comparison": (
+                "Comparison", "compare", "compare_runs", "render_compare_markdown",
+            ),
             "reports.render": (
                 "render_csv", "render_html", "render_json", "render_markdown", "report",
             ),
@@ -122,6 +124,7 @@ __all__ = [
     "Analysis",
     "Calibration",
     "ClusterBootstrap",
+    "Comparison",
     "Contrast",
     "D50Result",
     "HistoryPoint",

@@ -12,8 +12,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from mindledger.disclosure import disclosed_params, shown_seed
+from reports._json import JsonObject
+from reports.model import RunInfo
 
-__all__ = ["disclosed_profile", "disclosed_run", "held_out_of"]
+__all__ = ["disclosed_profile", "disclosed_run", "disclosed_run_info", "held_out_of"]
 
 
 def held_out_of(profile: Mapping[str, Any]) -> bool:
@@ -24,9 +26,9 @@ def held_out_of(profile: Mapping[str, Any]) -> bool:
 
 def disclosed_run(
     run: Mapping[str, Any], *, reveal_held_out: bool, held_out: bool | None = None
-) -> dict[str, Any]:
-    """A run block as a reader may see it: for a held-out run (``held_out``, else the block's
-    own flag) and no operator, without its seed, saying so in ``seed_withheld``."""
+) -> JsonObject:
+    """A run block (its JSON) as a reader may see it: for a held-out run (``held_out``, else
+    the block's own flag) and no operator, without its seed, saying so in ``seed_withheld``."""
     held = bool(run.get("held_out")) if held_out is None else held_out
     out = dict(run)
     seed = shown_seed(out.get("seed"), held_out=held, reveal_held_out=reveal_held_out)
@@ -38,8 +40,20 @@ def disclosed_run(
     return out
 
 
-def disclosed_profile(profile: Mapping[str, Any], *, reveal_held_out: bool) -> dict[str, Any]:
-    """The profile as a reader may see it (a shallow copy; only its ``run`` block changes)."""
+def disclosed_run_info(
+    run: RunInfo, *, reveal_held_out: bool, held_out: bool | None = None
+) -> RunInfo:
+    """:func:`disclosed_run` of a typed run block (the same rule, the same keys in the same
+    order)."""
+    block = run.model_dump(exclude_unset=True)
+    return RunInfo.model_validate(
+        disclosed_run(block, reveal_held_out=reveal_held_out, held_out=held_out)
+    )
+
+
+def disclosed_profile(profile: Mapping[str, Any], *, reveal_held_out: bool) -> JsonObject:
+    """The profile's JSON as a reader may see it (a shallow copy; only its ``run`` block
+    changes)."""
     run = profile.get("run") or {}
     return {
         **profile,

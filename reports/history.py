@@ -49,7 +49,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ledger.store import Store
-from reports.model import AgentProfile, RunProfile
+from reports._json import JsonObject
+from reports.model import AgentProfile, Estimate, RunProfile
 from reports.present import NOT_IDENTIFIABLE, d50_text, depth_text, proportion_text
 
 __all__ = [
@@ -98,7 +99,7 @@ class RegressionRule:
             f"{self.alpha:g} per run, Bonferroni over the figures tested on it"
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"window": self.window, "min_history": self.min_history, "alpha": self.alpha,
                 "text": self.describe()}
 
@@ -164,7 +165,7 @@ class HistoryPoint:
     threshold: float | None = None
     reason: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "run_id": self.run_id, "created_at": self.created_at, "suite": self.suite,
             "held_out": self.held_out, "value": self.value,
@@ -196,7 +197,7 @@ class MetricHistory:
     def flagged(self) -> list[HistoryPoint]:
         return [p for p in self.points if p.flagged]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"key": self.key, "title": self.title, "kind": self.metric.kind,
                 "better": self.metric.better, "points": [p.to_dict() for p in self.points]}
 
@@ -208,7 +209,7 @@ class Regression:
     metric: Metric
     point: HistoryPoint
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"metric": self.metric.key, "title": self.metric.title,
                 "value": self.point.value, "text": self.point.text,
                 "ci": None if self.point.ci is None else list(self.point.ci),
@@ -226,7 +227,7 @@ class RunRef:
     held_out: bool
     valid: bool | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"id": self.id, "created_at": self.created_at, "suite": self.suite,
                 "held_out": self.held_out, "valid": self.valid}
 
@@ -276,7 +277,7 @@ class AgentHistory:
                   for m in self.metrics),
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready (``mindledger history --format json``)."""
         return {
             "schema": "mindledger.history/1",
@@ -354,18 +355,29 @@ def _depth(attr: str) -> Callable[[AgentProfile], _Figure]:
     return read
 
 
-def _ece(a: AgentProfile) -> _Figure:
+def _calibration_ece(a: AgentProfile) -> Estimate | str | None:
+    """The agent's ECE (``calibration.ece``) as a typed estimate, or why it has none. The
+    model leaves the calibration section untyped (a plain object): this is the one place the
+    history reads it."""
     cal = a.calibration or {}
-    e = cal.get("ece") if isinstance(cal, Mapping) else None
+    e = cal.get("ece")
     if not cal.get("available") or not isinstance(e, Mapping):
-        return _Figure(None, None, None, None, "not measured", note=cal.get("reason"))
-    value = _num(e.get("value"))
-    ci = _interval(e.get("ci"), e.get("status"))
+        reason = cal.get("reason")
+        return reason if isinstance(reason, str) else None
+    return Estimate.model_validate(e)
+
+
+def _ece(a: AgentProfile) -> _Figure:
+    e = _calibration_ece(a)
+    if not isinstance(e, Estimate):
+        return _Figure(None, None, None, None, "not measured", note=e)
+    value = _num(e.value)
+    ci = _interval(e.ci, e.status)
     text = "—" if value is None else f"{value:.3f}"
     if ci is not None and None not in ci:
         text += f" [{ci[0]:.3f}, {ci[1]:.3f}]"
-    text += f" n={e.get('n')}"
-    return _Figure(value, ci, _int(e.get("n")), None, text)
+    text += f" n={e.n}"
+    return _Figure(value, ci, _int(e.n), None, text)
 
 
 HEADLINE_METRICS: tuple[Metric, ...] = (

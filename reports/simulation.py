@@ -17,14 +17,16 @@ Pure (seeded generators only); ``bench/bench_stats.py`` runs it at scale and pri
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
+from reports._blocks import Block, block_at, field_of
 from reports._data import ItemTable
 from reports._stats import wilson_interval
+from reports.model import AgentProfile
 from reports.profile import Analysis
 from reports.synthetic import (
     SyntheticAgent,
@@ -37,6 +39,7 @@ from reports.synthetic import (
 __all__ = [
     "AGENT_FIGURES",
     "CONTRASTS",
+    "CoverageRow",
     "StudyResult",
     "null_agents",
     "run_study",
@@ -112,54 +115,48 @@ CONTRASTS: tuple[tuple[str, str, str], ...] = (
 """(label, kind, metric) of the contrasts in the coverage table."""
 
 
-def _get(d: Mapping[str, Any] | None, path: str) -> Mapping[str, Any] | None:
-    node: Any = d
-    for part in path.split("."):
-        if not isinstance(node, Mapping):
-            return None
-        node = node.get(part)
-    return node if isinstance(node, Mapping) else None
+def _get(block: Block | None, path: str) -> Block | None:
+    return block_at(block, path.split("."))
 
 
-def _figure(agent: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
+def _figure(agent: AgentProfile, key: str) -> Block | None:
     """The profile block of figure ``key`` (the keys of :func:`expected_figures`)."""
     if key.startswith("by_mechanism.") or key.startswith("by_form."):
         group, level = key.split(".", 1)
         return _get(agent, f"{group}.false_belief_accuracy.{level}") if level else None
     if key.startswith("length_sweep."):
         _, belief, length = key.split(".")
-        return ((_get(agent, "length_sweep.accuracy_by_length") or {}).get(belief) or {}
-                ).get(length)
+        return block_at(agent, ("length_sweep", "accuracy_by_length", belief, length))
     if key.startswith("slope."):
         return _get(agent, f"degradation_slope.terms.{key.split('.', 1)[1]}")
-    if key == "applied_gap.by_depth.R1" or key.startswith("applied_gap.by_depth."):
-        return (_get(agent, "applied_gap.by_depth") or {}).get(key.rsplit(".", 1)[1])
+    if key.startswith("applied_gap.by_depth."):
+        return block_at(agent, ("applied_gap", "by_depth", key.rsplit(".", 1)[1]))
     if key == "games_accuracy":
         return _get(agent, "games.accuracy")
     return _get(agent, key)
 
 
-def _contrast(agent: Mapping[str, Any], kind: str, metric: str) -> Mapping[str, Any] | None:
-    metrics: Mapping[str, Any]
+def _contrast(agent: AgentProfile, kind: str, metric: str) -> Block | None:
     if kind == "minus_control":
-        metrics = (agent.get("minus_control") or {}).get("metrics") or {}
+        metrics = _get(agent.minus_control, "metrics")
     else:
-        credit: Mapping[str, Any] = agent.get("ablation_credit") or {}
-        block: Mapping[str, Any] = next(iter(credit.values()), {})
-        metrics = block.get("metrics") or {}
+        credit = agent.ablation_credit
+        metrics = _get(next(iter(credit.values()), None), "metrics")
     if metric.startswith("accuracy_by_depth."):
-        return (metrics.get("accuracy_by_depth") or {}).get(metric.split(".", 1)[1])
-    return metrics.get(metric)
+        return block_at(metrics, ("accuracy_by_depth", metric.split(".", 1)[1]))
+    return block_at(metrics, (metric,))
 
 
-def _interval(d: Mapping[str, Any] | None, value_key: str) -> tuple[bool, float, float, float]:
+def _interval(d: Block | None, value_key: str) -> tuple[bool, float, float, float]:
     """(estimable, estimate, lo, hi) of a figure; open interval ends are ±inf."""
-    if not d or d.get(value_key) is None or not d.get("ci"):
+    value = None if d is None else field_of(d, value_key)
+    ci = None if d is None else field_of(d, "ci")
+    if d is None or value is None or not ci:
         return (False, math.nan, math.nan, math.nan)
-    if d.get("status") == "not_estimable":
+    if field_of(d, "status") == "not_estimable":
         return (False, math.nan, math.nan, math.nan)
-    lo, hi = d["ci"]
-    return (True, float(d[value_key]), -math.inf if lo is None else float(lo),
+    lo, hi = ci
+    return (True, float(value), -math.inf if lo is None else float(lo),
             math.inf if hi is None else float(hi))
 
 
@@ -181,17 +178,35 @@ class Tally:
             if math.isfinite(hi - lo):
                 self.width += hi - lo
 
-    def row(self) -> dict[str, Any]:
-        cov = self.covered / self.estimable if self.estimable else None
-        mc = wilson_interval(self.covered, self.estimable) if self.estimable else None
-        return {
-            "runs": self.runs,
-            "estimable": self.estimable,
-            "coverage": cov,
-            "coverage_mc_interval": mc,
-            "mean_width": self.width / self.estimable if self.estimable else None,
-            "truth": self.truth,
-        }
+    def row(self, figure: str, kind: Literal["estimate", "contrast"]) -> CoverageRow:
+        est = self.estimable
+        return CoverageRow(
+            figure=figure,
+            kind=kind,
+            runs=self.runs,
+            estimable=est,
+            coverage=self.covered / est if est else None,
+            coverage_mc_interval=wilson_interval(self.covered, est) if est else None,
+            mean_width=self.width / est if est else None,
+            truth=self.truth,
+        )
+
+
+@dataclass(frozen=True)
+class CoverageRow:
+    """One row of the study's table: a figure (``estimate``) or contrast, the runs it was
+    profiled in, in how many it had an interval (``estimable``), the share of those intervals
+    that covered the true value (``coverage``, None when none had one) with its Monte Carlo
+    95% interval, the intervals' mean width, and the true value."""
+
+    figure: str
+    kind: Literal["estimate", "contrast"]
+    runs: int
+    estimable: int
+    coverage: float | None
+    coverage_mc_interval: tuple[float, float] | None
+    mean_width: float | None
+    truth: float
 
 
 @dataclass
@@ -213,13 +228,10 @@ class StudyResult:
     def fwer(self) -> float:
         return self.null_any_significant / self.null_runs if self.null_runs else math.nan
 
-    def rows(self) -> list[dict[str, Any]]:
-        out = []
-        for label, _ in AGENT_FIGURES:
-            out.append({"figure": label, "kind": "estimate"} | self.figures[label].row())
-        for label, _, _ in CONTRASTS:
-            out.append({"figure": label, "kind": "contrast"} | self.contrasts[label].row())
-        return out
+    def rows(self) -> list[CoverageRow]:
+        return [self.figures[label].row(label, "estimate") for label, _ in AGENT_FIGURES] + [
+            self.contrasts[label].row(label, "contrast") for label, _, _ in CONTRASTS
+        ]
 
 
 def _truths(items: Sequence[Any]) -> tuple[dict[str, float], dict[str, float]]:
@@ -258,8 +270,8 @@ def run_study(
     effect, null = study_agents(), null_agents()
     for count, seed in enumerate(seeds, start=1):
         rd = simulate(np.random.default_rng([seed, 1]), effect, items, table)
-        prof = Analysis(rd, seed=seed, n_boot=n_boot).profile.to_json()
-        agent = prof["agents"]["agent"]
+        prof = Analysis(rd, seed=seed, n_boot=n_boot).profile
+        agent = prof.agents["agent"]
         for label, key in AGENT_FIGURES:
             ok, _, lo, hi = _interval(_figure(agent, key), "value")
             res.figures[label].add(ok, lo, hi)
@@ -267,14 +279,14 @@ def run_study(
             ok, _, lo, hi = _interval(_contrast(agent, kind, metric), "difference")
             res.contrasts[label].add(ok, lo, hi)
         rd0 = simulate(np.random.default_rng([seed, 2]), null, items, table)
-        prof0 = Analysis(rd0, seed=seed, n_boot=n_boot).profile.to_json()
-        ps = [c["p_holm"] for c in prof0["contrasts"] if c.get("p_holm") is not None]
-        raw = [c["p"] for c in prof0["contrasts"] if c.get("p") is not None]
+        prof0 = Analysis(rd0, seed=seed, n_boot=n_boot).profile
+        ps = [c.p_holm for c in prof0.contrasts if c.p_holm is not None]
+        raw = [c.p for c in prof0.contrasts if c.p is not None]
         res.null_runs += 1
         res.null_any_significant += int(any(p < 0.05 for p in ps))
         res.null_raw_significant += sum(p < 0.05 for p in raw)
         res.null_tests += len(raw)
-        res.null_m.append(prof0["multiple_comparisons"]["m"])
+        res.null_m.append(prof0.multiple_comparisons.m)
         if progress is not None:
             progress(count)
     return res

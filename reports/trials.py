@@ -40,6 +40,7 @@ from ledger.store import Store
 from mindledger import family as registry
 from mindledger.errors import NotFoundError, UserError
 from mindledger.items import Item
+from reports._json import JsonObject
 from reports.present import MISSING
 
 __all__ = [
@@ -131,7 +132,7 @@ class TrialView:
     """A held-out run's trial seen without ``reveal_held_out``: item, prompt, transcript,
     reply, answer and expected answer are left out."""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The view as JSON data (``mindledger trials --format json``): every field, the
         transcript as a list of messages."""
         return {

@@ -5,11 +5,13 @@ the change and its verdict). No Textual, no I/O."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from reports.present import CLEARLY_HIGHER, CLEARLY_LOWER, MISSING, p_text
+
+if TYPE_CHECKING:  # the comparison's records come with the comparison, when it is first read
+    from reports.comparison import Comparison, FigureChange
 
 __all__ = ["COMPARE_COLUMNS", "CompareRow", "CompareView", "compare_view"]
 
@@ -48,54 +50,54 @@ class CompareView:
     rows: tuple[CompareRow, ...]
 
 
-def _row(agent: str, key: str, d: Mapping[str, Any], first: bool) -> CompareRow:
-    title = str(d.get("title") or key)
-    a, b = str(d.get("a_text") or MISSING), str(d.get("b_text") or MISSING)
-    change, verdict = str(d.get("change_text") or MISSING), str(d.get("verdict") or MISSING)
+def _row(agent: str, key: str, d: FigureChange, first: bool) -> CompareRow:
+    title = d.title or key
+    a, b = d.a_text or MISSING, d.b_text or MISSING
+    change, verdict = d.change_text or MISSING, d.verdict or MISSING
     detail = f"{agent} · {title}: A {a} → B {b}"
     if change != MISSING:
-        how = ", ".join(str(x) for x in (d.get("interval"), d.get("test")) if x)
+        how = ", ".join(x for x in (d.interval, d.test) if x)
         detail += (f"; change {change}" + (f" ({how})" if how else "")
-                   + f", p {p_text(d.get('p'))}, p (Holm) {p_text(d.get('p_holm'))}"
-                   + (f"; {d['note']}" if d.get("note") else ""))
+                   + f", p {p_text(d.p)}, p (Holm) {p_text(d.p_holm)}"
+                   + (f"; {d.note}" if d.note else ""))
     detail += f": {verdict}"
     direction = {CLEARLY_HIGHER: 1, CLEARLY_LOWER: -1}.get(verdict, 0)
     return CompareRow(
         agent, key,
         (agent if first else "", title,
-         _cut(str(d.get("a_compact") or a), VALUE_WIDTH),
-         _cut(str(d.get("b_compact") or b), VALUE_WIDTH),
-         _cut(change, CHANGE_WIDTH), _cut(verdict, VERDICT_WIDTH), p_text(d.get("p_holm"))),
+         _cut(d.a_compact or a, VALUE_WIDTH),
+         _cut(d.b_compact or b, VALUE_WIDTH),
+         _cut(change, CHANGE_WIDTH), _cut(verdict, VERDICT_WIDTH), p_text(d.p_holm)),
         detail, direction,
     )
 
 
-def compare_view(cmp: Mapping[str, Any]) -> CompareView:
+def compare_view(cmp: Comparison) -> CompareView:
     """The comparison of two runs (:func:`reports.comparison.compare`): one row per figure of
     every agent in both runs; notes for suite or held-out differences, agents in one run only,
     validity, roles and settings that changed."""
-    ra, rb = cmp.get("run_a") or {}, cmp.get("run_b") or {}
-    notes = [f"Changes are B − A (A = {ra.get('id')}, B = {rb.get('id')}) with their 95% "
-             f"interval ({cmp.get('interval', '')}), called clearly higher or lower only when "
+    ra, rb = cmp.run_a, cmp.run_b
+    notes = [f"Changes are B − A (A = {ra.id}, B = {rb.id}) with their 95% "
+             f"interval ({cmp.interval}), called clearly higher or lower only when "
              "it excludes 0 and, where the change has a test, its Holm-adjusted p is below 0.05."]
-    notes += [str(n) for n in cmp.get("notes") or ()]
-    if cmp.get("only_in_a") or cmp.get("only_in_b"):
-        notes.append(f"Only in A: {', '.join(cmp.get('only_in_a') or ()) or MISSING}; "
-                     f"only in B: {', '.join(cmp.get('only_in_b') or ()) or MISSING}.")
+    notes += cmp.notes
+    if cmp.only_in_a or cmp.only_in_b:
+        notes.append(f"Only in A: {', '.join(cmp.only_in_a) or MISSING}; "
+                     f"only in B: {', '.join(cmp.only_in_b) or MISSING}.")
     rows: list[CompareRow] = []
-    for name, ag in (cmp.get("agents") or {}).items():
-        validity = ag.get("validity") or {}
-        if validity.get("a") != validity.get("b") or validity.get("why"):
-            notes.append(f"{name}: validity {validity.get('text')}"
-                         + "".join(f"; {w}" for w in validity.get("why") or ()))
-        notes += [f"{name}: changed {c}" for c in ag.get("changes") or ()]
-        for i, (key, d) in enumerate((ag.get("metrics") or {}).items()):
+    for name, ag in cmp.agents.items():
+        validity = ag.validity
+        if validity.a != validity.b or validity.why:
+            notes.append(f"{name}: validity {validity.text}"
+                         + "".join(f"; {w}" for w in validity.why))
+        notes += [f"{name}: changed {c}" for c in ag.changes]
+        for i, (key, d) in enumerate(ag.metrics.items()):
             rows.append(_row(name, key, d, i == 0))
     if not rows:
         notes.append("No agent is in both runs: nothing to compare.")
     return CompareView(
-        f"Compare {ra.get('id')} (A, suite {ra.get('suite')}) → {rb.get('id')} (B, suite "
-        f"{rb.get('suite')})",
+        f"Compare {ra.id} (A, suite {ra.suite}) → {rb.id} (B, suite "
+        f"{rb.suite})",
         tuple(notes),
         tuple(rows),
     )

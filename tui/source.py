@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # what only some screens read is imported when they first rea
     from ledger.predictions import Ledger
     from ledger.protocol import PredictionState
     from ledger.store import FailureCounts, Store
+    from reports.comparison import Comparison
     from reports.history import AgentHistory
     from reports.model import RunProfile
     from reports.trials import TrialView
@@ -166,7 +167,7 @@ class DashboardSource:
 
         return summarise_run(self.store, run_id, n_boot=self.n_boot, stats_seed=self.seed)
 
-    def compare(self, run_a: str, run_b: str) -> dict[str, Any]:
+    def compare(self, run_a: str, run_b: str) -> Comparison:
         """What changed from ``run_a`` to ``run_b`` (see :func:`reports.comparison.compare`, the
         comparison ``mindledger report --compare`` renders); no held-out seed in it."""
         from reports.comparison import compare

@@ -110,11 +110,12 @@ def report(
                 import json
 
                 Path(out).write_text(
-                    json.dumps(cmp, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+                    json.dumps(cmp.to_json(), indent=2, ensure_ascii=False) + "\n",
+                    encoding="utf-8",
                 )
                 click.echo(f"wrote {out}", err=True)
             else:
-                echo_json(cmp)
+                echo_json(cmp.to_json())
             return
         _emit(render_compare_markdown(cmp), out)
         return

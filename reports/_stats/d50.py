@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from reports._glm import logit_fit
+from reports._json import JsonObject
 from reports._stats.arrays import FloatArray
 from reports._stats.intervals import percentile_interval
 
@@ -154,7 +155,7 @@ class D50Result:
             return f"between {fmt(self.lower_bound)} and {fmt(self.upper_bound)}"
         return f"not estimable: {self.reason}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "status": self.status,
             "value": self.value,

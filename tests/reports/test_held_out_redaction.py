@@ -187,18 +187,17 @@ def test_figures_and_their_captions_withhold(runs: Runs, tmp_path: Path) -> None
 def test_compare_withholds_the_held_out_side(runs: Runs) -> None:
     for a, b in (("dev", "held"), ("held", "dev")):
         cmp = compare(runs.store, a, b, n_boot=N_BOOT)
-        text = json.dumps(cmp) + render_compare_markdown(cmp)
+        text = json.dumps(cmp.to_json()) + render_compare_markdown(cmp)
         assert runs.leaks(text) == []
-        held, dev = (cmp["run_b"], cmp["run_a"]) if b == "held" else (cmp["run_a"], cmp["run_b"])
-        assert held["seed"] is None and held["seed_withheld"] is True
-        assert dev["seed"] == DEV_SEED and dev["seed_withheld"] is False
+        held, dev = (cmp.run_b, cmp.run_a) if b == "held" else (cmp.run_a, cmp.run_b)
+        assert held.seed is None and held.seed_withheld is True
+        assert dev.seed == DEV_SEED and dev.seed_withheld is False
     cmp = compare(runs.store, "dev", "held", n_boot=N_BOOT, reveal_held_out=True)
-    assert cmp["run_b"]["seed"] == HELD_SEED
+    assert cmp.run_b.seed == HELD_SEED
     # analyses an operator built are still withheld when the comparison is not for one
     ops = [analyse(load_run(runs.store, r), n_boot=N_BOOT, reveal_held_out=True)
            for r in ("dev", "held")]  # fmt: skip
-    assert runs.leaks(json.dumps(compare_runs(*ops))) == []
-
+    assert runs.leaks(json.dumps(compare_runs(*ops).to_json())) == []
 
 def test_a_development_run_keeps_its_seed(runs: Runs) -> None:
     assert f"seed {DEV_SEED}, development seeds" in report(runs.store, "dev", "md", n_boot=N_BOOT)

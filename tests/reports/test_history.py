@@ -79,6 +79,7 @@ def test_ece_is_worse_upwards_and_the_threshold_is_shared_per_run(
     h = history_of("agent", runs, metrics=["false_belief", "ece"])
     ece = h.metric("ece").points
     assert ece[4].flagged and not ece[5].flagged  # a better calibration is no regression
+    assert ece[4].text == "0.150 [0.140, 0.160] n=400" and ece[4].ci == (0.14, 0.16)
     # Bonferroni over every figure tested on the run, whichever are shown
     m = sum(x.points[4].tested for x in history_of("agent", runs).metrics)
     assert m >= 2 and ece[4].threshold == pytest.approx(DEFAULT_RULE.alpha / m)

@@ -93,30 +93,31 @@ def test_compare_shows_s_or_why_it_was_not_measured(
     measured: Analysis, unmeasured: Analysis
 ) -> None:
     cmp = compare_runs(measured, unmeasured)
-    s = cmp["agents"]["piper"]["metrics"]["agent_prediction_skill"]
-    assert s["difference"] is None and s["p"] is None
-    assert s["a"].startswith("self 0.500 [0.300, 0.700] n=40")
-    assert s["b"].startswith("not measured: no matrix run accompanies this run")
-    assert "S not measured in run b" in s["reason"]
+    s = cmp.agents["piper"].metrics["agent_prediction_skill"]
+    assert s.difference is None and s.p is None
+    assert str(s.a).startswith("self 0.500 [0.300, 0.700] n=40")
+    assert str(s.b).startswith("not measured: no matrix run accompanies this run")
+    assert "S not measured in run b" in str(s.reason)
     md = render_compare_markdown(cmp)
     row = next(line for line in md.splitlines() if line.startswith("| skill S (self) |"))
     assert "self 0.500 [0.300, 0.700] n=40" in row
     assert "not measured: no matrix run accompanies" in row
     assert row.endswith("| — | not compared (S not measured in run B) | — |")
     # the control did not take part in the matrix: its reason, not a number, on both sides
-    sc = cmp["agents"]["piper-control"]["metrics"]["agent_prediction_skill"]
-    assert sc["a"].startswith("not measured: piper-control did not take part in matrix run")
-    assert sc["b"].startswith("not measured: no matrix run")
+    sc = cmp.agents["piper-control"].metrics["agent_prediction_skill"]
+    assert str(sc.a).startswith("not measured: piper-control did not take part in matrix run")
+    assert str(sc.b).startswith("not measured: no matrix run")
 
 
 def test_compare_gives_the_change_in_s_when_both_runs_measure_it(measured: Analysis) -> None:
     other = analyse(_data(), seed=5, n_boot=N_BOOT, matrix=_matrix(0.7))
     cmp = compare_runs(measured, other)
-    s = cmp["agents"]["piper"]["metrics"]["agent_prediction_skill"]
-    assert s["a"] == pytest.approx(0.5) and s["b"] == pytest.approx(0.7)
-    assert s["difference"] == pytest.approx(0.2)
-    assert s["interval"] == "mover-95" and s["p"] is None
-    lo, hi = s["ci"]
+    s = cmp.agents["piper"].metrics["agent_prediction_skill"]
+    assert s.a == pytest.approx(0.5) and s.b == pytest.approx(0.7)
+    assert s.difference == pytest.approx(0.2)
+    assert s.interval == "mover-95" and s.p is None and s.note
+    assert s.ci is not None
+    lo, hi = s.ci
     assert lo < 0.2 < hi and math.isfinite(lo) and math.isfinite(hi)
     md = render_compare_markdown(cmp)
     row = next(line for line in md.splitlines() if line.startswith("| skill S (self) |"))
@@ -124,4 +125,4 @@ def test_compare_gives_the_change_in_s_when_both_runs_measure_it(measured: Analy
     assert cells[1].startswith("self 0.500 [0.300, 0.700] n=40")
     assert cells[2].startswith("self 0.700 [0.500, 0.900] n=40")
     assert cells[3] == f"+0.20 [{lo:+.2f}, {hi:+.2f}]"
-    assert cells[4] == s["verdict"] == ("no detectable change" if lo <= 0 else "clearly higher")
+    assert cells[4] == s.verdict == ("no detectable change" if lo <= 0 else "clearly higher")

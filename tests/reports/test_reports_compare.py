@@ -4,13 +4,19 @@ a figure one run did not measure with its reason; the dashboard shows the same w
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 import numpy as np
 import pytest
 
-from reports.comparison import compare_runs, compared_figure, render_compare_markdown
+from reports.comparison import (
+    Comparison,
+    compare_runs,
+    compared_figure,
+    render_compare_markdown,
+)
 from reports.present import change_verdict, figure_title, validity_word
 from reports.profile import Analysis, analyse
 from reports.synthetic import SyntheticAgent, logistic_accuracy, synthetic_run
@@ -70,35 +76,57 @@ def _analysis(seed: int, *, tb_accuracy: float, games: int) -> Analysis:
 
 
 @pytest.fixture(scope="module")
-def compared() -> dict[str, Any]:
+def compared() -> Comparison:
     """Run A valid with games; run B fails its true-belief controls and plays no game."""
     return compare_runs(
         _analysis(1, tb_accuracy=0.97, games=1), _analysis(2, tb_accuracy=0.3, games=0)
     )
 
 
-def test_validity_and_a_missing_figure_in_words(compared: dict[str, Any]) -> None:
-    piper = compared["agents"]["piper"]
-    assert piper["valid"] == [True, False]
-    assert piper["validity"]["text"] == "valid → invalid"
-    assert piper["validity"]["why"][0].startswith("run B: INVALID: piper's true-belief control")
-    games = piper["metrics"]["games_accuracy"]
-    assert games["difference"] is None and games["reason"] == "not measured in run b"
-    assert re.fullmatch(r"\d+\.\d% \[\d+\.\d, \d+\.\d\] n=16", games["a_text"]), games
-    assert games["b_text"] == "not measured (no game items answered in this run)"
-    assert games["verdict"] == "not compared (not measured in run B)"
-    fb = piper["metrics"]["false_belief_accuracy"]
-    assert fb["b_text"].startswith("INVALID (not counted: ") and fb["b_compact"] == "INVALID"
-    assert fb["verdict"] == "not counted (invalid in run B)"
-    tb = piper["metrics"]["true_belief_control_accuracy"]
-    assert tb["verdict"] == change_verdict(tb) == "clearly lower"
+def test_validity_and_a_missing_figure_in_words(compared: Comparison) -> None:
+    piper = compared.agents["piper"]
+    assert piper.valid == (True, False)
+    assert piper.validity.text == "valid → invalid"
+    assert piper.validity.why[0].startswith("run B: INVALID: piper's true-belief control")
+    games = piper.metrics["games_accuracy"]
+    assert games.difference is None and games.reason == "not measured in run b"
+    assert re.fullmatch(r"\d+\.\d% \[\d+\.\d, \d+\.\d\] n=16", games.a_text), games
+    assert games.b_text == "not measured (no game items answered in this run)"
+    assert games.verdict == "not compared (not measured in run B)"
+    fb = piper.metrics["false_belief_accuracy"]
+    assert fb.b_text.startswith("INVALID (not counted: ") and fb.b_compact == "INVALID"
+    assert fb.verdict == "not counted (invalid in run B)"
+    tb = piper.metrics["true_belief_control_accuracy"]
+    assert tb.verdict == change_verdict(tb) == "clearly lower"
     md = render_compare_markdown(compared)
     assert "> **Validity: valid → invalid.** run B: INVALID: piper's" in md
     assert not re.findall(r"[A-Za-z0-9]+_[A-Za-z0-9_.]+", md)
     assert not re.findall(r"\b(True|False|None)\b", md)
 
 
-def test_the_dashboard_shows_the_markdown_words(compared: dict[str, Any]) -> None:
+def test_the_json_keeps_its_keys_and_parses_back(compared: Comparison) -> None:
+    doc = compared.to_json()
+    assert doc["schema"] == "mindledger.compare/1"
+    piper = doc["agents"]["piper"]
+    assert piper["valid"] == (True, False)
+    tb = piper["metrics"]["true_belief_control_accuracy"]
+    assert list(tb)[:12] == ["a", "b", "difference", "n_a", "n_b", "ci", "interval", "test",
+                             "p", "p_holm", "status", "title"]  # fmt: skip
+    skill = piper["metrics"]["agent_prediction_skill"]
+    # S measured in neither run: no interval or test keys, as the schema has written it
+    assert "interval" not in skill and "test" not in skill and skill["reason"]
+    again = Comparison.of(json.loads(json.dumps(doc)))
+    assert again == compared
+    assert json.dumps(again.to_json()) == json.dumps(doc)
+    # a number stays as it was written: an integer end is not rewritten as a float
+    d50 = {**doc["agents"]["piper"]["metrics"]["d50"], "ci": [0, 1], "difference": 0}
+    one = {**doc, "agents": {"piper": {**doc["agents"]["piper"], "metrics": {"d50": d50}}}}
+    assert json.dumps(Comparison.of(one).to_json()) == json.dumps(one)
+    with pytest.raises(ValueError, match=r"mindledger\.compare/1"):
+        Comparison.of({**doc, "schema": "mindledger.profile/2"})
+
+
+def test_the_dashboard_shows_the_markdown_words(compared: Comparison) -> None:
     md = render_compare_markdown(compared)
     table = [
         [c.strip() for c in line.strip().strip("|").split(" | ")]

@@ -276,11 +276,12 @@ def test_compare_quick_with_baseline_makes_no_claim_quick_cannot_carry() -> None
     base = analyse(simulate(np.random.default_rng(4), agents, suite_design("baseline")),
                    n_boot=200, seed=1)
     cmp = compare_runs(quick, base)
-    m = cmp["agents"]["agent"]["metrics"]
+    m = cmp.agents["agent"].metrics
     fb = m["false_belief_accuracy"]
-    assert fb["status"] == "not_estimable" and fb["ci"] is None and fb["p"] is None
-    both = compare_runs(base, base)["agents"]["agent"]["metrics"]["false_belief_accuracy"]
-    assert both["interval"] == "newcombe-95" and both["ci"][0] < 0 < both["ci"][1]
+    assert fb.status == "not_estimable" and fb.ci is None and fb.p is None
+    both = compare_runs(base, base).agents["agent"].metrics["false_belief_accuracy"]
+    assert both.interval == "newcombe-95" and both.ci is not None
+    assert both.ci[0] is not None and both.ci[1] is not None and both.ci[0] < 0 < both.ci[1]
 
 
 def test_differences_without_spread_get_no_interval() -> None:

@@ -132,12 +132,11 @@ def test_compare_shows_what_changed_with_intervals(tmp_path: Path) -> None:
                             stories=25, behaviour_every=0)
         run.write(store, run_id)
     cmp = compare(store, "old", "new", n_boot=500)
-    m = cmp["agents"]["piper"]["metrics"]
-    fb = m["false_belief_accuracy"]
-    assert fb["difference"] > 0 and fb["ci"][0] > 0 and fb["p_holm"] < 0.05
-    assert m["d50"]["difference"] > 0 and m["d50"]["ci"][0] > 0
-    tb = m["true_belief_control_accuracy"]
-    assert tb["ci"][0] < 0 < tb["ci"][1] or tb["difference"] == 0
+    m = cmp.agents["piper"].metrics
+    fb, d50, tb = m["false_belief_accuracy"], m["d50"], m["true_belief_control_accuracy"]
+    assert fb.difference > 0 and fb.ci[0] > 0 and fb.p_holm < 0.05
+    assert d50.difference > 0 and d50.ci[0] > 0
+    assert tb.ci[0] < 0 < tb.ci[1] or tb.difference == 0
     md = render_compare_markdown(cmp)
     assert "# mindledger compare — `old` → `new`" in md
     # worded as the profile: the title, each run's figure with its interval and n, the change
@@ -146,10 +145,10 @@ def test_compare_shows_what_changed_with_intervals(tmp_path: Path) -> None:
     cells = [c.strip() for c in row.strip().strip("|").split(" | ")]
     assert re.fullmatch(r"\d+\.\d% \[\d+\.\d, \d+\.\d\] n=175", cells[1]), cells
     assert cells[3].startswith("+") and " pts [+" in cells[3]
-    assert cells[4] == "clearly higher" == fb["verdict"]
-    assert tb["verdict"] in ("no detectable change", "not estimable")
+    assert cells[4] == "clearly higher" == fb.verdict
+    assert tb.verdict in ("no detectable change", "not estimable")
     assert not re.search(r"[a-z]+_[a-z]", md) and "True" not in md and "False" not in md
-    json.dumps(cmp, allow_nan=False)
+    json.dumps(cmp.to_json(), allow_nan=False)
     with pytest.raises(Exception, match="no run with id"):
         compare(store, "old", "missing")
 

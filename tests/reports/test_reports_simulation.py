@@ -22,11 +22,11 @@ def test_baseline_intervals_cover_what_they_estimate(baseline) -> None:  # type:
     assert len(rows) == len(AGENT_FIGURES) + len(CONTRASTS)
     for r in rows:
         # every figure of the baseline suite has its interval in every run ...
-        assert r["estimable"] == r["runs"] == len(SEEDS), r["figure"]
+        assert r.estimable == r.runs == len(SEEDS), r.figure
         # ... and, over 20 runs, covers its true value in at least 16 (a 95% interval misses
         # more than 4 of 20 with probability 0.3%)
-        assert r["coverage"] >= 0.8, (r["figure"], r["coverage"])
-    pooled = np.mean([r["coverage"] for r in rows])
+        assert r.coverage is not None and r.coverage >= 0.8, (r.figure, r.coverage)
+    pooled = np.mean([r.coverage for r in rows])
     assert 0.92 <= pooled <= 0.99, pooled
 
 
@@ -39,5 +39,5 @@ def test_baseline_identical_agents_do_not_differ(baseline) -> None:  # type: ign
 
 def test_quick_claims_nothing_its_size_cannot_carry() -> None:
     quick = run_study("quick", range(10), n_boot=100)
-    assert all(r["estimable"] == 0 for r in quick.rows())  # n <= 7 everywhere: no intervals
+    assert all(r.estimable == 0 and r.coverage is None for r in quick.rows())  # n <= 7 everywhere: no intervals
     assert quick.null_any_significant == 0 and quick.null_tests == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from reports.comparison import Comparison
 from reports.history import agent_history
 from tui.comparison import CHANGE_WIDTH, VERDICT_WIDTH, compare_view
 from tui.history_view import SPARK_BLOCKS, history_view, sparkline
@@ -54,6 +55,7 @@ def _change(title: str, a: str, b: str, change: str, verdict: str, **kw: Any) ->
 
 def test_two_runs_compared() -> None:
     cmp = {
+        "schema": "mindledger.compare/1", "title": "mindledger compare — n1 → n2",
         "run_a": {"id": "n1", "suite": "quick"}, "run_b": {"id": "n2", "suite": "quick"},
         "direction": "b − a", "interval": "how", "notes": ["one run used held-out seeds"],
         "only_in_a": [], "only_in_b": ["flat"],
@@ -83,7 +85,7 @@ def test_two_runs_compared() -> None:
             },
         }},
     }  # fmt: skip
-    view = compare_view(cmp)
+    view = compare_view(Comparison.of(cmp))
     assert view.title == "Compare n1 (A, suite quick) → n2 (B, suite quick)"
     assert view.notes[1:] == (
         "one run used held-out seeds", "Only in A: —; only in B: flat.",

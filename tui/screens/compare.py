@@ -3,7 +3,7 @@ interval and test (the comparison of ``mindledger report --compare``), computed 
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -58,8 +58,7 @@ class CompareScreen(WorkerScreen):
         self.load()
 
     def read(self) -> CompareView:
-        cmp: dict[str, Any] = self.source.compare(self.run_a, self.run_b)
-        return compare_view(cmp)
+        return compare_view(self.source.compare(self.run_a, self.run_b))
 
     def show_error(self, error: BaseException | None) -> None:
         self.query_one("#compare-notes", Static).update(Text(f"Could not compare the runs: {error}"))
