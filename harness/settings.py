@@ -296,6 +296,12 @@ class Settings:
     head_interval: float = 300.0
     """Seconds between the daemon's signed tree heads (when the ledger grew); 0: only on
     request."""
+    verify_interval: float = 86400.0
+    """Seconds between the daemon's verifications of the ledger (the first when it starts; the
+    last one's time and result are in ``/metrics`` and ``/health``); 0: never."""
+    log_format: str = "text"
+    """How the daemon logs: ``text`` (uvicorn's lines) or ``json`` (one JSON object a line,
+    with the run's id on every line of a run)."""
     reveal_timeout: float = 86400.0
     """Seconds after a commit before an unrevealed prediction expires."""
     model_threads: int = 1
@@ -940,6 +946,8 @@ def _url_problem(url: str) -> str | None:
 
 MODEL_WEIGHTS = ("q8_0", "as-packaged")
 """The values of ``model_weights``."""
+LOG_FORMATS = ("text", "json")
+"""The values of ``log_format`` (as :data:`harness.logs.LOG_FORMATS`)."""
 
 RANGES: dict[str, tuple[float, float]] = {
     "concurrency": (1, 10_000),
@@ -949,6 +957,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "prediction_share": (0, 1),
     "api_max_queued_runs": (1, 1_000),
     "head_interval": (0, 86_400),
+    "verify_interval": (0, 30 * 86_400),
     "api_rate_limit": (0.1, 100_000),
     "reveal_timeout": (1, 10 * 365 * 86_400),
     "model_threads": (1, 256),
@@ -978,6 +987,8 @@ def _check_ranges(s: Settings) -> None:
         raise bad("seed", "a seed from 0 to 2**63 - 1")
     if s.model_weights not in MODEL_WEIGHTS:
         raise bad("model_weights", f"one of {', '.join(MODEL_WEIGHTS)}")
+    if s.log_format not in LOG_FORMATS:
+        raise bad("log_format", f"one of {', '.join(LOG_FORMATS)}")
     if s.db_url and not s.db_url.startswith(("sqlite:", "postgresql:", "postgresql+", "postgres:")):
         raise bad("db_url", "a sqlite:/// or postgresql:// URL")
 

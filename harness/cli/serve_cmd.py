@@ -3,13 +3,15 @@ tokens."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import click
 
 from harness.cli.common import echo_json, get_settings, get_store, known_agent
 from harness.cli.conventions import an_id, format_option, options_as
+from harness.settings import LOG_FORMATS
 from mindledger.errors import InputError, NotFoundError
 
 if TYPE_CHECKING:
@@ -25,9 +27,21 @@ __all__ = ["serve"]
 )
 @click.option("--no-scheduler", is_flag=True, help="Serve the API and proxy only; run nothing.")
 @click.option("--suite", default="quick", show_default=True, help="The suite of the nightly runs.")
+@click.option(
+    "--log-format",
+    type=click.Choice(LOG_FORMATS),
+    default=None,
+    help="text (uvicorn's lines) or json (one JSON object a line: time, level, logger, message, "
+    "and run_id on every line of a run). Default: the log_format setting (text).",
+)
 @click.pass_context
 def serve(
-    ctx: click.Context, host: str | None, port: int | None, no_scheduler: bool, suite: str
+    ctx: click.Context,
+    host: str | None,
+    port: int | None,
+    no_scheduler: bool,
+    suite: str,
+    log_format: str | None,
 ) -> None:
     """Run the daemon: scheduler, HTTP API and query proxy, until Ctrl-C.
 
@@ -35,6 +49,7 @@ def serve(
     Examples:
       mindledger serve                     # on 127.0.0.1:8765, nightly suites on
       mindledger serve --port 9000 --no-scheduler
+      mindledger serve --log-format json   # logs as JSON lines (for journald, Loki…)
       mindledger serve token mybot         # print a new API token for mybot (once)
     """
     if ctx.invoked_subcommand is not None:
@@ -44,16 +59,20 @@ def serve(
 
     get_suite(suite)
     settings = get_settings(ctx)
+    if log_format is not None:
+        settings = replace(settings, log_format=log_format)
     daemon = build_daemon(settings, scheduler=not no_scheduler, suite=suite)
     bound_host = host or settings.api_host
     bound_port = port or settings.api_port
-    daemon.serve(
-        bound_host,
-        bound_port,
-        announce=lambda: click.echo(
-            f"mindledger daemon on http://{bound_host}:{bound_port}", err=True
-        ),
-    )
+
+    def announce() -> None:
+        line = f"mindledger daemon on http://{bound_host}:{bound_port}"
+        if settings.log_format == "json":
+            logging.getLogger("mindledger.daemon").info(line)
+        else:
+            click.echo(line, err=True)
+
+    daemon.serve(bound_host, bound_port, announce=announce)
 
 
 _CREATE_OPTIONS = ("--scope", "--operator", "--label", "--expires", "--max-runs", "--new")

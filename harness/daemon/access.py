@@ -23,7 +23,8 @@ OpenAPI document lists them). A refusal's body names nothing of the other agent'
 caller sent.
 
 **Public by design.** ``/health``, ``/openapi.json`` and the witness's routes need no token
-(a head's own signature authenticates it). The transparency log's routes answer any token
+(a head's own signature authenticates it); ``/health`` tells anyone whether the daemon is ok
+and an operator token also what each check found. The transparency log's routes answer any token
 alike: heads, entry hashes and audit paths are meant to be published, and no route serves an
 entry's body (its query, answer or scores). A hash does not let a reader test a guess of a
 body either: every entry about a prediction names the prediction's id (80 bits of its salted
@@ -138,7 +139,14 @@ AGENTS_ONLY = "an operator token acts as no agent: use the agent's own token"
 LOG = "hashes only: never an entry's body"
 
 ACCESS: tuple[Access, ...] = (
-    _open("GET", "/health", 200, "liveness"),
+    Access(
+        "GET",
+        "/health",
+        Cell(200, "whether the daemon is ok (503 when not) and the scheduler's state"),
+        Cell(200, "the same"),
+        Cell(200, "the same"),
+        Cell(200, "the same, each check's findings and how the last nightly job ended"),
+    ),
     _open("GET", "/openapi.json", 200, "this document (it names the declared agents)"),
     Access(
         "GET",
@@ -146,7 +154,8 @@ ACCESS: tuple[Access, ...] = (
         NO_TOKEN,
         Cell(403, "the counts span every agent's runs and predictions"),
         Cell(403, "as for its own"),
-        Cell(200, "counts of every run, trial and prediction; the ledger head"),
+        Cell(200, "Prometheus metrics of every agent's runs, trials, calls and requests; "
+             "the ledger, the scheduler (?format=json: the counts and the ledger head)"),
         refused="/metrics counts every agent's runs, trials and predictions: operator tokens only",
     ),
     Access(

@@ -6,10 +6,11 @@ predictions, calls the query proxy as that caller and requests that agent's runs
 ``operator`` token records observations, sees held-out seeds and requests runs of any agent.
 
 =======  =======================================  ==============================================
-GET      /health                                  liveness (no token needed)
+GET      /health                                  scheduler, database and ledger alive: 200 or
+                                                  503 (no token; an operator's: the findings)
 GET      /openapi.json                            this API as an OpenAPI 3.1 document (no token)
-GET      /metrics                                 counts: runs, trials, predictions; ledger head
-                                                  (operators only)
+GET      /metrics                                 Prometheus metrics (``?format=json``: counts
+                                                  and the ledger head; operators only)
 GET      /whoami                                  the token's id, scope and agent
 GET      /runs?limit=N                            the latest runs (an agent token: its own)
 GET      /runs/{id}                               a run's summary and trial counts per agent
@@ -72,6 +73,7 @@ import asyncio
 import contextlib
 import logging
 import re
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -80,16 +82,19 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from harness.daemon.access import access_of
-from harness.daemon.endpoint import route
+from harness.daemon.endpoint import ROUTE_KEY, route
 from harness.daemon.openapi import openapi_document
 from harness.daemon.proxy import Draw, Proxy, TransportFactory, system_draw
 from harness.daemon.routes import ENDPOINTS
 from harness.daemon.scheduler import DaemonScheduler
 from harness.daemon.services import RequestQuota, Services
+from harness.daemon.telemetry import Telemetry
 from harness.daemon.web import ApiError, error_response, scrub_logs
 from harness.daemon.witness_api import HeadSender
 from harness.settings import MODULES, Settings
@@ -100,7 +105,7 @@ from ledger.predictions import Ledger
 from ledger.store import Store
 from mindledger.errors import InputError, NotFoundError, StorageError, UserError
 
-__all__ = ["ERROR_HANDLERS", "create_app", "services_for"]
+__all__ = ["ERROR_HANDLERS", "TimedRequests", "create_app", "services_for"]
 
 log = logging.getLogger("mindledger.daemon")
 
@@ -121,11 +126,15 @@ def services_for(
     profile_boot: int = 2000,
 ) -> Services:
     """What the handlers of :func:`create_app` work over (a test calls a handler with it)."""
+    proxy = Proxy(settings, ledger, transport_factory=transport_factory, draw=draw)
+    telemetry = Telemetry(store.engine, ledger, scheduler)
+    proxy.on_upstream = telemetry.observe_upstream
     return Services(
         settings=settings,
         store=store,
         ledger=ledger,
-        proxy=Proxy(settings, ledger, transport_factory=transport_factory, draw=draw),
+        proxy=proxy,
+        telemetry=telemetry,
         quota=RequestQuota(settings.api_rate_limit, burst=2 * settings.api_rate_limit),
         witness=WitnessStore(Path(settings.home) / WITNESS_DIR),
         scheduler=scheduler,
@@ -169,11 +178,46 @@ def create_app(
         for method in r.methods or ():
             if method != "HEAD":
                 access_of(method, r.path)
+    assert services.telemetry is not None
     return Starlette(
         routes=routes,
+        middleware=[Middleware(TimedRequests, telemetry=services.telemetry)],
         exception_handlers=ERROR_HANDLERS,
         lifespan=_lifespan(services, HeadSender(settings, ledger), on_shutdown),
     )
+
+
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+class TimedRequests:
+    """ASGI middleware: each HTTP request's time until its answer is sent, observed in the
+    request histogram under its route's path template and caller as the route noted them
+    (:data:`~harness.daemon.endpoint.ROUTE_KEY`; a path no route matched: ``unmatched``)."""
+
+    def __init__(self, app: ASGIApp, telemetry: Telemetry):
+        self.app = app
+        self.telemetry = telemetry
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.monotonic()
+        status = 500
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            path, caller = scope.get(ROUTE_KEY, ("unmatched", "anonymous"))
+            method = scope["method"] if scope["method"] in _METHODS else "other"
+            self.telemetry.observe_request(method, path, caller, status, time.monotonic() - start)
 
 
 def _lifespan(
@@ -183,6 +227,18 @@ def _lifespan(
     grows (each one goes to the heads file, and to the ledger's witnesses); at shutdown, close
     the proxy's clients and run ``on_shutdown``."""
     settings, ledger = services.settings, services.ledger
+
+    async def verify_ledger() -> None:
+        telemetry = services.telemetry
+        assert telemetry is not None
+        while True:
+            verified = await run_in_threadpool(telemetry.verify_ledger)
+            if verified is not None and not verified.ok:
+                log.error(
+                    "the ledger failed verification: %s",
+                    verified.error or "; ".join(verified.failures[:3]),
+                )
+            await asyncio.sleep(settings.verify_interval)
 
     async def sign_heads() -> None:
         while True:
@@ -195,14 +251,19 @@ def _lifespan(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         scrub_logs()
-        signer = asyncio.create_task(sign_heads()) if settings.head_interval > 0 else None
+        tasks = [
+            asyncio.create_task(loop())
+            for loop, period in ((sign_heads, settings.head_interval),
+                                 (verify_ledger, settings.verify_interval))
+            if period > 0
+        ]  # fmt: skip
         try:
             yield
         finally:
-            if signer is not None:
-                signer.cancel()
+            for task in tasks:
+                task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
-                    await signer
+                    await task
             await services.proxy.aclose()
             for hook in on_shutdown:
                 await run_in_threadpool(hook)

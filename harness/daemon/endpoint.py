@@ -34,7 +34,17 @@ from harness.daemon.services import Services
 from harness.daemon.tokens import Principal
 from harness.daemon.web import MAX_BODY, ApiError, json_object
 
-__all__ = ["Answer", "Call", "Endpoint", "Handler", "authenticate", "route", "throttle"]
+__all__ = [
+    "ROUTE_KEY",
+    "Answer",
+    "Call",
+    "Endpoint",
+    "Handler",
+    "authenticate",
+    "caller_label",
+    "route",
+    "throttle",
+]
 
 P = TypeVar("P")
 Q = TypeVar("Q")
@@ -94,6 +104,24 @@ class Endpoint:
     """Largest body read (413 beyond)."""
     per_address: bool = False
     """An open route whose callers are held to the quota by their address (the witness's)."""
+    answered_as: tuple[int, ...] = ()
+    """Other statuses answered with the ``answer`` model rather than an error body (``/health``:
+    503)."""
+    media_types: tuple[str, ...] = ()
+    """Media types the success answer may take besides JSON (documented as text)."""
+
+
+ROUTE_KEY = "mindledger.route"
+"""Where a route notes, in the request's ASGI scope, its path template and caller (for the
+request metrics: :class:`harness.daemon.api.TimedRequests`)."""
+
+
+def caller_label(principal: Principal | None) -> str:
+    """Who called, as the request metrics label it: the agent, ``operator`` or
+    ``anonymous``."""
+    if principal is None:
+        return "anonymous"
+    return "operator" if principal.is_operator else (principal.agent or "anonymous")
 
 
 async def authenticate(services: Services, request: Request) -> Principal:
@@ -164,10 +192,12 @@ def route(endpoint: Endpoint, services: Services) -> Route:
     allowed = () if endpoint.query is None else query_names(endpoint.query)
 
     async def answer(request: Request) -> Response:
+        request.scope[ROUTE_KEY] = (endpoint.path, "anonymous")
         _known_query(request, allowed)
         principal = None
         if access.needs_token:
             principal = await authenticate(services, request)
+            request.scope[ROUTE_KEY] = (endpoint.path, caller_label(principal))
             why = access.refusal(principal)
             if why is not None:
                 raise ApiError(403, "forbidden", why, field="Authorization")

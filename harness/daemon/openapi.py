@@ -135,7 +135,12 @@ def _operation(endpoint: Endpoint, components: dict[str, Any]) -> dict[str, Any]
     answer = (
         OBJECT if endpoint.answer is None else _schema(endpoint.answer, "serialization", components)
     )
-    responses: dict[str, Any] = {str(endpoint.ok): {"description": "success", **_json(answer)}}
+    success = _json(answer)
+    for media in endpoint.media_types:
+        success["content"][media] = {"schema": {"type": "string"}}
+    responses: dict[str, Any] = {str(endpoint.ok): {"description": "success", **success}}
+    for status in endpoint.answered_as:
+        responses[str(status)] = {"description": REASONS[status], **_json(answer)}
     refusals = {400, *endpoint.errors, *(TOKEN_REFUSALS if access.needs_token else ())}
     for status in sorted(refusals | access.statuses()):
         if str(status) in responses:

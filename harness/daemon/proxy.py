@@ -36,6 +36,7 @@ import asyncio
 import json
 import os
 import secrets
+import time
 import uuid
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
@@ -177,6 +178,9 @@ class Proxy:
         self._asked: dict[str, dict[str, set[str]]] = {}
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._inflight: set[str] = set()
+        self.on_upstream: Callable[[str, int | None, float], None] | None = None
+        """Told of each call to a target: its name, its HTTP status (None: it did not
+        answer) and the seconds until its answer (the daemon's metrics)."""
 
     def target(self, name: str) -> AgentConfig:
         cfg = self.settings.agents.get(name)
@@ -361,11 +365,14 @@ class Proxy:
         if cfg.model:
             body = {**body, "model": cfg.model}
         url = (cfg.endpoint or "").rstrip("/") + "/chat/completions"
+        start = time.monotonic()
         try:
             upstream = await self._client(cfg).post(
                 url, content=json.dumps(body).encode(), headers=headers
             )
         except httpx.HTTPError as exc:
+            if self.on_upstream is not None:
+                self.on_upstream(target, None, time.monotonic() - start)
             await run_in_threadpool(
                 lambda: self.ledger.record_call(
                     caller, target, request=rid, query_hash=qhash, status=502, prediction=pid
@@ -377,6 +384,8 @@ class Proxy:
                 f"target {target!r} did not answer: {type(exc).__name__}",
                 headers={REQUEST_HEADER: rid},
             )
+        if self.on_upstream is not None:
+            self.on_upstream(target, upstream.status_code, time.monotonic() - start)
         answer: str | None = None
         if upstream.status_code == 200:
             self._queries(caller, target).add(qhash)  # the caller sees the answer

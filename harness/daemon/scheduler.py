@@ -46,6 +46,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.engine import Engine
 
 from harness.build import PlanFields, plan_agents
+from harness.logs import run_context
 from harness.matrix import execute_matrix_run
 from harness.nightly_matrix import plan_matrix_beside, schedule_to_json
 from harness.runs import create_run, execute_stored_run
@@ -143,8 +144,12 @@ class DaemonContext:
         return run_id
 
     def execute(self, run_id: str) -> None:
-        """Run every missing trial of a stored run (in this thread's own event loop)."""
-        asyncio.run(execute_stored_run(self.store, self.settings, run_id))
+        """Run every missing trial of a stored run (in this thread's own event loop; every
+        line logged meanwhile names the run: :func:`harness.logs.run_context`)."""
+        with run_context(run_id):
+            log.info("run %s: executing", run_id)
+            asyncio.run(execute_stored_run(self.store, self.settings, run_id))
+            log.info("run %s: %s", run_id, self.store.get_run(run_id).status)
 
     def run_suite(self, *, suite: str, agents: Sequence[str]) -> str:
         """Plan and execute a scheduled suite for ``agents``, with an ablation variant per
@@ -152,8 +157,9 @@ class DaemonContext:
         wanted = self.settings.schedule_ablations
         ablate = tuple(dict.fromkeys(m for a in agents for m in wanted.get(a, ())))
         run_id = self.plan_run(suite=suite, agents=agents, ablate=ablate)
-        log.info("scheduled run %s: suite %s, agents %s", run_id, suite, ", ".join(agents))
-        self.execute(run_id)
+        with run_context(run_id):
+            log.info("scheduled run %s: suite %s, agents %s", run_id, suite, ", ".join(agents))
+            self.execute(run_id)
         return run_id
 
     def run_matrix_beside(self, suite_run: str) -> str | None:
@@ -182,7 +188,10 @@ class DaemonContext:
         if planned is None:
             return None
         log.info("scheduled matrix run %s beside run %s", planned, suite_run)
-        execute_matrix_run(self.store, self.settings, self.ledger, planned)
+        with run_context(planned):
+            log.info("run %s: executing", planned)
+            execute_matrix_run(self.store, self.settings, self.ledger, planned)
+            log.info("run %s: %s", planned, self.store.get_run(planned).status)
         return planned
 
     def prune(self) -> PruneReport | None:
@@ -235,9 +244,10 @@ def _context() -> DaemonContext:
         return _active
 
 
-def nightly_suite(agent: str, suite: str) -> None:
-    """Job: the nightly suite of one agent, then the matrix beside it (held-out seeds)."""
-    _context().nightly(suite=suite, agents=(agent,))
+def nightly_suite(agent: str, suite: str) -> tuple[str, str | None]:
+    """Job: the nightly suite of one agent, then the matrix beside it (held-out seeds); returns
+    their run ids (the daemon's health reports them)."""
+    return _context().nightly(suite=suite, agents=(agent,))
 
 
 def execute_planned_run(run_id: str) -> None:

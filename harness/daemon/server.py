@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
+import logging.config
 import signal
 import socket
 import threading
@@ -21,12 +23,14 @@ import h11
 import uvicorn
 from sqlalchemy.engine import Engine
 from starlette.applications import Starlette
+from uvicorn.config import LOGGING_CONFIG
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import HANDLED_SIGNALS
 
 from harness.daemon.api import create_app
 from harness.daemon.proxy import Draw, TransportFactory, system_draw
 from harness.daemon.scheduler import DaemonContext, DaemonScheduler
+from harness.logs import log_config
 from harness.settings import Settings
 from harness.workspace import Workspace
 from ledger.predictions import Ledger
@@ -83,12 +87,16 @@ class Daemon:
         *,
         announce: Callable[[], None] | None = None,
     ) -> None:
-        """Start the scheduler and serve the API until interrupted: after a clean shutdown,
+        """Start the scheduler and serve the API until interrupted (logging as
+        ``settings.log_format`` says: :mod:`harness.logs`): after a clean shutdown,
         Ctrl-C (SIGINT) raises KeyboardInterrupt and SIGTERM exits 143, wherever the signal
         landed. From ``announce`` (the caller's "daemon on …" line) on, a signal is recorded
         rather than raised — a KeyboardInterrupt raised inside a garbage-collector callback is
         printed and dropped by CPython, which left a daemon running after Ctrl-C — and acted
         on once uvicorn is up."""
+        logging_config = log_config(self.settings.log_format)
+        if logging_config is not None:  # before the announcement, which it formats too
+            logging.config.dictConfig(logging_config)
         early: list[int] = []
         in_main = threading.current_thread() is threading.main_thread()
         original = (
@@ -111,6 +119,7 @@ class Daemon:
                 host=host or self.settings.api_host,
                 port=port or self.settings.api_port,
                 log_level="info",
+                log_config=logging_config or LOGGING_CONFIG,
                 lifespan="on",
                 http=JsonErrorsH11,
             )

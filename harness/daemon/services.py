@@ -17,6 +17,7 @@ from sqlalchemy.engine import Engine
 
 from harness.daemon.proxy import Proxy
 from harness.daemon.scheduler import DaemonScheduler
+from harness.daemon.telemetry import Telemetry
 from harness.settings import Settings
 from ledger.cosign import WitnessStore
 from ledger.db import Clock, utc_now
@@ -73,6 +74,8 @@ class Services:
     """Bootstrap resamples of a profile served by ``GET /runs/{id}/profile``."""
     document: Mapping[str, Any] = field(default_factory=dict)
     """This daemon's OpenAPI document (``GET /openapi.json``)."""
+    telemetry: Telemetry | None = None
+    """The daemon's metrics (``GET /metrics``) and its last verification of the ledger."""
 
     @property
     def engine(self) -> Engine:

@@ -346,10 +346,14 @@ def create_token(
     return token
 
 
-def authenticate(engine: Engine, token: str, *, now: str) -> Principal | None:
+def authenticate(
+    engine: Engine, token: str, *, now: str, record_use: bool = True
+) -> Principal | None:
     """Who ``token`` authenticates at ``now``: None for a malformed, unknown, expired or revoked
     token. The token is looked up by its hash, so timing says nothing about stored tokens.
-    Records the token's last use (at most once a minute)."""
+    Records the token's last use (at most once a minute) unless ``record_use`` is false (a
+    read only: ``/health``, which must answer while another process holds the database's
+    write lock)."""
     if not _well_formed(token):
         return None
     token_hash = hash_token(token)
@@ -361,7 +365,7 @@ def authenticate(engine: Engine, token: str, *, now: str) -> Principal | None:
     if _expired(row.expires_at, at):
         return None
     last = _instant_or_none(row.last_used_at)
-    if last is None or at - last >= LAST_USED_RESOLUTION:
+    if record_use and (last is None or at - last >= LAST_USED_RESOLUTION):
         with engine.begin() as conn:
             conn.execute(
                 sa.update(_TOKENS)

@@ -4,6 +4,7 @@ models' refusals, and the OpenAPI document generated from the endpoints and thei
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from pydantic import Field
 from starlette.requests import Request
+from starlette.responses import Response
 
 from harness.daemon.api import services_for
 from harness.daemon.endpoint import Call, Endpoint
@@ -58,9 +60,15 @@ def test_handlers_answer_alone_over_services(services: Services) -> None:
     who = asyncio.run(tokens.whoami(services, call(AGENT)))
     assert (who.token, who.scope, who.agent) == ("t1", "agent", "piper")
     health = asyncio.run(service.health(services, call(None)))
-    assert (health.status, health.scheduler) == ("ok", "off")
-    counts = asyncio.run(service.metrics(services, call(OPERATOR)))
+    assert health.status_code == 200
+    assert json.loads(health.body) == {"status": "ok", "scheduler": "off"}
+    json_query = service.MetricsQuery(format="json")
+    counts = asyncio.run(service.metrics(services, call(OPERATOR, query=json_query)))
+    assert isinstance(counts, service.Metrics)
     assert (counts.runs, counts.predictions, counts.ledger.entries) == (0, 0, 0)
+    text = asyncio.run(service.metrics(services, call(OPERATOR, query=service.MetricsQuery())))
+    assert isinstance(text, Response)
+    assert b'mindledger_ledger_entries 0.0' in text.body
     listed = asyncio.run(runs.list_runs(services, call(AGENT, query=runs.RunsQuery())))
     assert listed.runs == []
     record = asyncio.run(calls.calls(services, call(AGENT, query=calls.CallsQuery())))

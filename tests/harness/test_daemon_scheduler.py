@@ -172,7 +172,9 @@ def test_run_now_creates_and_completes_a_held_out_reference_run(
             # the counts span every agent's runs: an operator reads them, the agent may not
             assert c.get("/metrics").status_code == 403
             operator = create_token(daemon.engine, None, scope="operator")
-            metrics = c.get("/metrics", headers={"Authorization": f"Bearer {operator}"})
+            metrics = c.get(
+                "/metrics?format=json", headers={"Authorization": f"Bearer {operator}"}
+            )
             assert metrics.json()["runs"] == 1
     finally:
         daemon.close()
