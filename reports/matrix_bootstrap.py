@@ -120,8 +120,20 @@ def _prepare(items: Sequence[Sequence[ItemRecord]]) -> _Items:
             outside[i, jj, :m] = ~support[:m]
             guess[i, jj] = code[r.top1]
     qq = np.einsum("ijm,ijm->ij", q, q)
-    return _Items(k, counts, pop_size, pop_counts, penalised, q, qq, log_floored, z_support,
-                  outside, guess, own)
+    return _Items(
+        k,
+        counts,
+        pop_size,
+        pop_counts,
+        penalised,
+        q,
+        qq,
+        log_floored,
+        z_support,
+        outside,
+        guess,
+        own,
+    )
 
 
 @functools.lru_cache(maxsize=256)
@@ -170,8 +182,9 @@ def _mode_law(pool: tuple[int, ...]) -> FloatArray:
     """The law of the modal answer (the first of the tied, in code order) of ``sum(pool)``
     draws with replacement from ``pool``: a probability per answer."""
     table, pmf = _law(pool)
-    out: FloatArray = np.bincount(table.argmax(axis=1), weights=pmf,
-                                  minlength=len(pool)).astype(float)
+    out: FloatArray = np.bincount(table.argmax(axis=1), weights=pmf, minlength=len(pool)).astype(
+        float
+    )
     out.flags.writeable = False
     return out
 
@@ -188,8 +201,9 @@ def _multinomial(rng: np.random.Generator, size: FloatArray, counts: FloatArray)
     return out
 
 
-def _invert(keys: FloatArray, item: IntArray, u: FloatArray, start: IntArray, stop: IntArray
-            ) -> IntArray:
+def _invert(
+    keys: FloatArray, item: IntArray, u: FloatArray, start: IntArray, stop: IntArray
+) -> IntArray:
     """Categorical draws by inverting distribution functions: ``keys`` holds each item's
     cumulative probabilities (ending at exactly 1) plus the item's index, in the rows
     ``start[i]:stop[i]``; each query (an ``item`` and a uniform ``u``) gets the first row of its
@@ -300,8 +314,12 @@ def _retest(counts: FloatArray, k: FloatArray) -> FloatArray:
 
 
 def _population_match(
-    items: _Items, st: Mapping[str, FloatArray], table: FloatArray, occ: IntArray,
-    row: IntArray, pop_mode: IntArray,
+    items: _Items,
+    st: Mapping[str, FloatArray],
+    table: FloatArray,
+    occ: IntArray,
+    row: IntArray,
+    pop_mode: IntArray,
 ) -> FloatArray:
     """Each occurrence's population baseline: the top-1 match of its population's modal
     answer ``pop_mode`` against its target counts (``row`` of ``table``, scored by
@@ -331,18 +349,27 @@ def _row_stats(items: _Items, item: IntArray, counts: FloatArray) -> dict[str, F
         z = items.z_support[item, jj] + EPSILON * (seen & items.outside[item, jj]).sum(axis=1)
         z[pen] = 1.0
         log[jj] = np.where(
-            pen, penalty_log,
+            pen,
+            penalty_log,
             np.einsum("nm,nm->n", counts, items.log_floored[item, jj]) / k - np.log(z),
         )
         brier[jj] = np.where(
-            pen, 2.0,
+            pen,
+            2.0,
             items.qq[item, jj] + 1.0 - 2.0 * np.einsum("nm,nm->n", counts, items.q[item, jj]) / k,
         )
         acc[jj] = np.where(pen, 0.0, _match(counts, best, modes, items.guess[item, jj]))
         own = items.own[item, jj]
         proj[jj] = np.where(own >= 0, _match(counts, best, modes, np.maximum(own, 0)), math.nan)
-    return {"acc": acc, "log": log, "brier": brier, "proj": proj, "ceil": _retest(counts, k),
-            "best": best, "modes": modes}
+    return {
+        "acc": acc,
+        "log": log,
+        "brier": brier,
+        "proj": proj,
+        "ceil": _retest(counts, k),
+        "best": best,
+        "modes": modes,
+    }
 
 
 def _replicate_mean(values: FloatArray, n: int) -> FloatArray:
