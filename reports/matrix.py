@@ -69,6 +69,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -106,6 +107,7 @@ __all__ = [
     "Estimate",
     "ItemRecord",
     "SelfAdvantage",
+    "SkillTerms",
     "accuracy_terms",
     "cell_statistics",
     "denominator_estimate",
@@ -165,15 +167,26 @@ def _interval(
     return Estimate(value, n, max(lo, bounds[0]), min(hi, bounds[1]), INTERVAL)
 
 
-def _skill_terms(agg: Mapping[str, Any]) -> dict[str, Any]:
-    """S's terms from :func:`ledger.scoring.aggregate`'s figures."""
-    sk = agg["skill"]
-    return {"acc": agg["top1_accuracy"]["value"], "population": sk["population_baseline"]["value"],
-            "projection": sk["projection_baseline"]["value"], "ceiling": sk["ceiling"]["value"]}
+@dataclass(frozen=True)
+class SkillTerms:
+    """S's terms, ``(acc − max(population, projection)) / (ceiling − that base)``; None where
+    the ledger has no value."""
+
+    acc: float | None
+    population: float | None
+    projection: float | None
+    ceiling: float | None
+
+    @classmethod
+    def of(cls, agg: Mapping[str, Any]) -> SkillTerms:
+        """From :func:`ledger.scoring.aggregate`'s figures (the ledger's JSON form)."""
+        sk = agg["skill"]
+        return cls(agg["top1_accuracy"]["value"], sk["population_baseline"]["value"],
+                   sk["projection_baseline"]["value"], sk["ceiling"]["value"])
 
 
 def _base_candidates(
-    reps: Mapping[str, FloatArray], terms: Mapping[str, Any], n: int
+    reps: Mapping[str, FloatArray], terms: SkillTerms, n: int
 ) -> list[tuple[float, FloatArray]] | None:
     """What S's interval must allow for, as (point S, replicates of S): the plug-in (base the
     larger baseline, in each replicate that replicate's larger) and S with each candidate base.
@@ -188,8 +201,8 @@ def _base_candidates(
     candidate base; a replicate's S with a candidate uses that replicate's baseline. When one
     baseline is clearly the larger, or only one is known, the plug-in is all there is. None
     when S is undefined."""
-    pop, proj = terms["population"], terms["projection"]
-    acc, ceil = terms["acc"], terms["ceiling"]
+    pop, proj = terms.population, terms.projection
+    acc, ceil = terms.acc, terms.ceiling
     known = [b for b in (pop, proj) if b is not None]
     if acc is None or ceil is None or not known or ceil <= max(known):
         return None
@@ -230,7 +243,7 @@ def _hull(value: float | None, n: int, options: Iterable[tuple[float, FloatArray
 
 
 def _skill_interval(reps: Mapping[str, FloatArray], value: float | None,
-                    terms: Mapping[str, Any], n: int) -> Estimate:
+                    terms: SkillTerms, n: int) -> Estimate:
     """S's interval: the hull of the intervals of :func:`_base_candidates`."""
     candidates = _base_candidates(reps, terms, n)
     if candidates is None:
@@ -275,9 +288,9 @@ def _sign_flip(d: FloatArray, rng: np.random.Generator, n_boot: int, what: str) 
     return p, f"sign-flip permutation over items of {what} ({how})"
 
 
-def _aggregate(records: Sequence[ItemRecord]) -> dict[str, Any]:
-    out: dict[str, Any] = aggregate([r.score_record() for r in records])
-    return out
+def _aggregate(records: Sequence[ItemRecord]) -> Mapping[str, Any]:
+    """:func:`ledger.scoring.aggregate` of the records (the ledger's JSON form)."""
+    return aggregate([r.score_record() for r in records])
 
 
 def self_skill_reason(agg: Mapping[str, Any]) -> str | None:
@@ -308,14 +321,14 @@ SELF_PROJECTION = (
 """The reason S of a self cell with a projection baseline is not estimable."""
 
 
-def denominator_estimate(reps: Mapping[str, FloatArray], terms: Mapping[str, Any],
+def denominator_estimate(reps: Mapping[str, FloatArray], terms: SkillTerms,
                          n: int) -> Estimate | None:
     """S's denominator ``ceiling − base`` (base the larger baseline, in each replicate that
     replicate's larger) with its bootstrap interval; None when S has no base or ceiling."""
-    known = [b for b in (terms["population"], terms["projection"]) if b is not None]
-    if not known or terms["ceiling"] is None:
+    known = [b for b in (terms.population, terms.projection) if b is not None]
+    if not known or terms.ceiling is None:
         return None
-    point = float(terms["ceiling"]) - max(known)
+    point = float(terms.ceiling) - max(known)
     return _interval(reps["ceil"] - np.fmax(reps["pop"], reps["proj"]), point, n,
                      undefined_ok=True)
 
@@ -374,13 +387,13 @@ def cell_statistics(
             **{m: _interval(reps[key], values[m], n, bounds=RANGES[m])
                for m, key in (("log_score", "log"), ("brier", "brier"),
                               ("top1_accuracy", "acc"))},
-            "skill": _skill_interval(reps, values["skill"], _skill_terms(agg), n)
+            "skill": _skill_interval(reps, values["skill"], SkillTerms.of(agg), n)
             if n >= SKILL_MIN_N else Estimate(values["skill"], n, reason=_few_for_skill(n)),
         }
         ests = {m: e if e.value is not None else Estimate(None, n, reason=agg[m].get("reason"))
                 for m, e in ests.items()}
         if values["skill"] is not None:
-            denominator = denominator_estimate(reps, _skill_terms(agg), n)
+            denominator = denominator_estimate(reps, SkillTerms.of(agg), n)
     unscaled = (self_skill_reason(agg) if self_cell else None) or (
         denominator_reason(denominator) if values["skill"] is not None else None)
     if unscaled:
@@ -482,7 +495,7 @@ def self_advantage(
         if m == "skill" and n < SKILL_MIN_N:
             est = Estimate(value, n, reason=_few_for_skill(n))
         elif m == "skill":
-            est = _skill_advantage_interval(reps, value, [_skill_terms(aggs[p]) for p in order],
+            est = _skill_advantage_interval(reps, value, [SkillTerms.of(aggs[p]) for p in order],
                                             n)
         else:
             lo_m, hi_m = RANGES[m]
@@ -505,7 +518,7 @@ def self_advantage(
 
 
 def _skill_advantage_interval(reps: Mapping[str, FloatArray], value: float,
-                              terms: Sequence[Mapping[str, Any]], n: int) -> Estimate:
+                              terms: Sequence[SkillTerms], n: int) -> Estimate:
     """The interval of S(T→T) − the mean of S(P→T) over the others (rows of ``reps`` in that
     order), allowing every predictor's candidates (:func:`_base_candidates`): each
     candidate's replicates are recentred on its point, and the interval runs from the 2.5th

@@ -19,9 +19,9 @@ from reports.matrix import (
     SELF_PROJECTION,
     SKILL_MIN_N,
     ItemRecord,
+    SkillTerms,
     _aggregate,
     _interval,
-    _skill_terms,
     cell_statistics,
     holm_adjust,
     self_advantage,
@@ -184,15 +184,15 @@ def test_s_interval_allows_either_baseline_when_the_data_cannot_tell_them_apart(
     # the same replicates as the cell's (its generator's first draws are the bootstrap's)
     reps = {k: v[0] for k, v in bootstrap([[r] for r in records], np.random.default_rng(2),
                                            500).items()}
-    terms = _skill_terms(_aggregate(records))
+    terms = SkillTerms.of(_aggregate(records))
     plug_in = _interval(reps["skill"], stats.skill.value, len(records), undefined_ok=True)
     with_each = [
         _interval(ratio(reps["acc"], reps[key], reps["ceil"]),
-                  (terms["acc"] - terms[base]) / (terms["ceiling"] - terms[base]),
+                  (terms.acc - base) / (terms.ceiling - base),
                   len(records), undefined_ok=True)
-        for key, base in (("pop", "population"), ("proj", "projection"))
+        for key, base in (("pop", terms.population), ("proj", terms.projection))
     ]
-    diff = _interval(reps["pop"] - reps["proj"], terms["population"] - terms["projection"],
+    diff = _interval(reps["pop"] - reps["proj"], terms.population - terms.projection,
                      len(records))
     assert diff.lo is not None and diff.hi is not None and diff.lo < 0 < diff.hi
     s = stats.skill
