@@ -47,20 +47,21 @@ from mindledger.items import Item
 from nesttom import DEPTHS
 from reports.matrix import (
     METRICS,
-    SECOND_ORDER_METRICS,
     SELF_PROJECTION,
     ItemRecord,
-    accuracy_terms,
     cell_statistics,
-    distribution_scores,
     holm_adjust,
     learning_slope,
-    mean_estimate,
     paired_contrast,
     self_advantage,
-    skill_terms,
 )
 from reports.matrix_runs import SUITE, accompanying_matrix
+from reports.matrix_sections import (
+    ConditionRow,
+    ItemAnswers,
+    past_seat_section,
+    second_order_section,
+)
 from reports.matrix_skill import agent_skill
 from reports.matrix_unreadable import NO_ANSWER, Unreadable
 
@@ -226,23 +227,26 @@ def summarise_outcomes(
     if second_order:
         out["second_order"] = second_order_section(
             names, items, outcomes, n_boot=n_boot, stats_seed=stats_seed
-        )
+        ).to_dict()
     seats = [s for s in past_seats if s in names]
     if seats:
         out["past_seat"] = past_seat_section(
             names,
-            cells,
-            target_answers,
-            out["cells"],
+            {
+                (p, t): _item_records(cell, t, names, target_answers)
+                for (p, t), cell in cells.items()
+                if p == t or t in seats
+            },
+            {(r["predictor"], r["target"]): r["skill"] for r in out["cells"]},
             seats,
             n_boot=n_boot,
             stats_seed=stats_seed,
-        )
+        ).to_dict()
     by_depth = depth_section(
         names, items, samples, outcomes, primary, n_boot=n_boot, stats_seed=stats_seed
     )
     if by_depth:
-        out["by_depth"] = by_depth
+        out["by_depth"] = [d.to_dict() for d in by_depth]
     if len(conditions) == 1:
         return out
     by_condition: dict[str, Any] = {}
@@ -268,33 +272,35 @@ def summarise_outcomes(
         return {iid: float(r.scores[key]) for iid, r in collected[c][0][p, t].records}
 
     curve_conditions = {m: c for c in conditions if (m := observed_count(c)) is not None}
-    curve: list[dict[str, Any]] = []
-    contrast: list[dict[str, Any]] = []
+    curve: list[ConditionRow] = []
+    contrast: list[ConditionRow] = []
     for i, p in enumerate(names):
         for j, t in enumerate(names):
             if len(curve_conditions) >= 2:
-                row: dict[str, Any] = {"predictor": p, "target": t, "m": sorted(curve_conditions)}
-                for k, (figure, key) in enumerate(CONDITION_METRICS):
-                    row[figure] = learning_slope(
+                slopes = {
+                    figure: learning_slope(
                         {m: per_item(c, p, t, key) for m, c in curve_conditions.items()},
                         np.random.default_rng([stats_seed, 3, i, j, k]),
                         n_boot=n_boot,
-                    ).to_dict()
-                curve.append(row)
+                    )
+                    for k, (figure, key) in enumerate(CONDITION_METRICS)
+                }
+                curve.append(ConditionRow(p, t, slopes, m=sorted(curve_conditions)))
             if SIMULATE in conditions and ZERO_SHOT in conditions:
-                row = {"predictor": p, "target": t}
-                for k, (figure, key) in enumerate(CONDITION_METRICS):
-                    row[figure] = paired_contrast(
+                differences = {
+                    figure: paired_contrast(
                         per_item(SIMULATE, p, t, key),
                         per_item(ZERO_SHOT, p, t, key),
                         np.random.default_rng([stats_seed, 4, i, j, k]),
                         n_boot=n_boot,
-                    ).to_dict()
-                contrast.append(row)
+                    )
+                    for k, (figure, key) in enumerate(CONDITION_METRICS)
+                }
+                contrast.append(ConditionRow(p, t, differences))
     if curve:
-        out["learning_curve"] = curve
+        out["learning_curve"] = [row.to_dict() for row in curve]
     if contrast:
-        out["simulate_contrast"] = contrast
+        out["simulate_contrast"] = [row.to_dict() for row in contrast]
     return out
 
 
@@ -302,6 +308,19 @@ def _depth_order(label: str) -> tuple[int, str]:
     """NestToM's order of its depths (R0 … R5, R2-self after R2, R3-loop after R3); a label
     it does not know goes last."""
     return (DEPTHS.index(label) if label in DEPTHS else len(DEPTHS), label)
+
+
+@dataclass(frozen=True)
+class DepthCells:
+    """The cells of one belief depth (:func:`depth_section`)."""
+
+    depth: str
+    n_items: int
+    cells: Sequence[Mapping[str, Any]]
+    """The cells on the depth's items, as the matrix's cells are (the same JSON)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"depth": self.depth, "n_items": self.n_items, "cells": self.cells}
 
 
 def depth_section(
@@ -313,7 +332,7 @@ def depth_section(
     *,
     n_boot: int = 2000,
     stats_seed: int = 0,
-) -> list[dict[str, Any]]:
+) -> list[DepthCells]:
     """Skill by the depth of the belief the items ask about (seed 002 §15.2: R1/R2/R3 items;
     the NestToM items of the pilot carry their depth, ``R2-self`` and ``R3-loop`` apart): per
     depth, every (P, T) cell of ``condition`` on those items alone, with the same statistics
@@ -321,7 +340,7 @@ def depth_section(
     labels = sorted(
         {str(d) for it in items if (d := it.meta.get("depth")) is not None}, key=_depth_order
     )
-    out: list[dict[str, Any]] = []
+    out: list[DepthCells] = []
     for k, label in enumerate(labels):
         subset = [it for it in items if str(it.meta.get("depth")) == label]
         cells, target_answers, target_errors = _collect(names, subset, outcomes, condition)
@@ -335,7 +354,7 @@ def depth_section(
             n_boot,
             stats_seed + 1000 * (k + 1),
         )
-        out.append({"depth": label, "n_items": len(subset), "cells": summary["cells"]})
+        out.append(DepthCells(label, len(subset), summary["cells"]))
     return out
 
 
@@ -574,7 +593,7 @@ def _self_advantages(
 
 def _per_item(
     items: Sequence[Item], names: Sequence[str], target_answers: Mapping[Pair, list[str]]
-) -> list[dict[str, Any]]:
+) -> list[ItemAnswers]:
     """Each item's prompt, every target's answers and how many distinct modal answers they
     have."""
     per_item = []
@@ -589,12 +608,12 @@ def _per_item(
                 best = max(counts.values())
                 modes[t] = sorted(a for a, c in counts.items() if c == best)
         per_item.append(
-            {
-                "id": item.id,
-                "prompt": item.prompt,
-                "answers": {t: target_answers.get((t, item.id), []) for t in names},
-                "distinct_modes": len({m[0] for m in modes.values()}),
-            }
+            ItemAnswers(
+                item.id,
+                item.prompt,
+                {t: target_answers.get((t, item.id), []) for t in names},
+                len({m[0] for m in modes.values()}),
+            )
         )
     return per_item
 
@@ -632,7 +651,7 @@ def _summarise(
         "cells": rows.rows,
         "self_advantage": _self_advantages(names, rows.by_pair, paired_by_target),
         "target_errors": dict(target_errors),
-        "items": _per_item(items, names, target_answers),
+        "items": [it.to_dict() for it in _per_item(items, names, target_answers)],
         "notes": (
             "self_advantage = metric(T predicting T) - mean metric(others predicting T); for "
             "brier lower is better, so a negative brier self-advantage favours self-prediction"
@@ -739,124 +758,6 @@ def accompanying_summary(
     return summarise_run(store, matrix_id, n_boot=n_boot, stats_seed=stats_seed)
 
 
-# -- second-order prediction (B9) and past seats (B8) --------------------------------------------
-
-SECOND_ORDER_SCORING = (
-    "P's distribution p against Q's committed zero-shot distribution q: brier = sum over "
-    "choices of (p - q)^2 (primary, lower is better: the expected Brier score against a draw "
-    "from q less q's own, a strictly proper divergence, 0 exactly when p = q); log_score = "
-    "sum of q * log max(p, eps) (the expected log score on a draw from q); total_variation = "
-    "half the sum of |p - q|; top1_match = both most probable choices agree. vs_uniform = "
-    "brier(uniform) - brier(p), paired over items (H0: P knows no more of Q's prediction "
-    "than the uniform distribution)"
-)
-
-
-def second_order_section(
-    names: Sequence[str],
-    items: Sequence[Item],
-    outcomes: Mapping[str, ItemOutcome],
-    *,
-    n_boot: int = 2000,
-    stats_seed: int = 0,
-) -> dict[str, Any]:
-    """The second-order figures (seed 002 §15.2 protocol step 5, B9) per (P, Q, T) cell: the
-    mean over items of each :data:`reports.matrix.SECOND_ORDER_METRICS` with its item-bootstrap
-    interval, and ``vs_uniform`` (see :data:`SECOND_ORDER_SCORING`) with its sign-flip test,
-    Holm-adjusted over the cells. Pure."""
-    triples = second_order_triples(names)
-    per: dict[tuple[str, str, str], dict[str, dict[str, float]]] = {
-        k: {m: {} for m in (*SECOND_ORDER_METRICS, "uniform_brier")} for k in triples
-    }
-    counts = {k: dict.fromkeys(("unparsed", "unscored", "predictor_error"), 0) for k in triples}
-    for item in items:
-        outcome = outcomes.get(item.id)
-        if outcome is None:
-            continue
-        for key, rec in outcome.second_order.items():
-            if key not in per:
-                continue
-            if rec.outcome in counts[key]:
-                counts[key][rec.outcome] += 1
-            if rec.scores is None or rec.truth is None:
-                continue
-            for m in SECOND_ORDER_METRICS:
-                per[key][m][item.id] = float(rec.scores[m])
-            uniform = {c: 1.0 / len(rec.truth) for c in rec.truth}
-            per[key]["uniform_brier"][item.id] = distribution_scores(uniform, rec.truth)["brier"]
-    cells: list[dict[str, Any]] = []
-    for n, (p, q, t) in enumerate(triples):
-        figures = per[p, q, t]
-        row: dict[str, Any] = {
-            "predictor": p,
-            "about": q,
-            "target": t,
-            "n": len(figures["brier"]),
-            **counts[p, q, t],
-        }
-        for k, m in enumerate(SECOND_ORDER_METRICS):
-            row[m] = mean_estimate(
-                figures[m], np.random.default_rng([stats_seed, 6, n, k]), n_boot=n_boot
-            ).to_dict()
-        row["vs_uniform"] = paired_contrast(
-            figures["uniform_brier"],
-            figures["brier"],
-            np.random.default_rng([stats_seed, 7, n]),
-            n_boot=n_boot,
-        ).to_dict()
-        cells.append(row)
-    for row, p_holm in zip(
-        cells, holm_adjust([row["vs_uniform"]["p"] for row in cells]), strict=True
-    ):
-        row["vs_uniform"]["p_holm"] = p_holm
-    by_predictor: dict[str, dict[str, Any]] = {}
-    for n, p in enumerate(names):
-        mine = [per[k] for k in triples if k[0] == p]
-        brier = _per_item_mean([f["brier"] for f in mine])
-        uniform = _per_item_mean([f["uniform_brier"] for f in mine])
-        by_predictor[p] = {
-            "n_cells": len(mine),
-            "brier": mean_estimate(
-                brier, np.random.default_rng([stats_seed, 8, n]), n_boot=n_boot
-            ).to_dict(),
-            "vs_uniform": paired_contrast(
-                uniform, brier, np.random.default_rng([stats_seed, 9, n]), n_boot=n_boot
-            ).to_dict(),
-        }
-    for row, p_holm in zip(
-        by_predictor.values(),
-        holm_adjust([row["vs_uniform"]["p"] for row in by_predictor.values()]),
-        strict=True,
-    ):
-        row["vs_uniform"]["p_holm"] = p_holm
-    return {
-        "scoring": SECOND_ORDER_SCORING,
-        "per_item": len(triples),
-        "order": (
-            "every second-order prediction of an item is committed before any first-order "
-            "prediction of it, so before Q commits; Q's committed distribution is recorded "
-            "against it only after Q's prediction is revealed"
-        ),
-        "cells": cells,
-        "by_predictor": by_predictor,
-        "by_predictor_definition": (
-            "each predictor P over all its (Q, T) cells: per item, the mean over the cells "
-            "scored on it of brier (and of the uniform distribution's brier); vs_uniform is "
-            "brier(uniform) - brier(P) paired over items (item bootstrap, sign-flip test, Holm "
-            "over the predictors)"
-        ),
-    }
-
-
-def _per_item_mean(figures: Sequence[Mapping[str, float]]) -> dict[str, float]:
-    """Per item id, the mean of the values ``figures`` (one mapping per cell) hold for it."""
-    sums: dict[str, list[float]] = {}
-    for f in figures:
-        for item_id, value in f.items():
-            sums.setdefault(item_id, []).append(value)
-    return {i: math.fsum(v) / len(v) for i, v in sums.items()}
-
-
 def _item_records(
     cell: _Cell, t: str, names: Sequence[str], target_answers: Mapping[tuple[str, str], list[str]]
 ) -> list[ItemRecord]:
@@ -871,67 +772,3 @@ def _item_records(
         )
         for iid, r in cell.records
     ]
-
-
-def past_seat_section(
-    names: Sequence[str],
-    cells: Mapping[tuple[str, str], _Cell],
-    target_answers: Mapping[tuple[str, str], list[str]],
-    rows: Sequence[Mapping[str, Any]],
-    seats: Sequence[str],
-    *,
-    n_boot: int = 2000,
-    stats_seed: int = 0,
-) -> dict[str, Any]:
-    """Past-seat prediction (seed 002 B8; §20 question 4: weight-level against context-level
-    self-knowledge): for every predictor P and past seat S ≠ P, P's skill S predicting S beside
-    its S predicting a fresh copy of itself (the cells of ``rows``, with their intervals), and
-    two paired contrasts over the items both cells were scored on
-    (:func:`reports.matrix.paired_contrast`: item bootstrap and sign-flip test, each
-    Holm-adjusted over the rows):
-
-    - ``contrast`` (primary): relative accuracy (top-1 accuracy / the target's ceiling,
-      :func:`reports.matrix.accuracy_terms`) on S minus on the fresh copy;
-    - ``skill_contrast``: S(P→S) − S(P→P) (:func:`reports.matrix.skill_terms`). A fresh-copy
-      cell's projection baseline, P's own answer, is itself a sample of the fresh copy, so
-      its base and ceiling coincide in expectation and its S is 0/0: often undefined or very
-      noisy, which is why the primary contrast has no baseline. Pure."""
-    by_pair = {(r["predictor"], r["target"]): r for r in rows}
-    out: list[dict[str, Any]] = []
-    for i, p in enumerate(names):
-        fresh_records = _item_records(cells[p, p], p, names, target_answers)
-        for s in seats:
-            if s == p:
-                continue
-            j = names.index(s)
-            past_records = _item_records(cells[p, s], s, names, target_answers)
-            row: dict[str, Any] = {
-                "predictor": p,
-                "past_seat": s,
-                "skill_past_seat": by_pair[p, s]["skill"],
-                "skill_fresh_copy": by_pair[p, p]["skill"],
-            }
-            for k, (name, terms, what) in enumerate(
-                (
-                    ("contrast", accuracy_terms, "a positive ceiling"),
-                    ("skill_contrast", skill_terms, "S"),
-                )
-            ):
-                past, fresh = terms(past_records), terms(fresh_records)
-                row[name] = paired_contrast(
-                    past, fresh, np.random.default_rng([stats_seed, 8, i, j, k]), n_boot=n_boot
-                ).to_dict()
-                if not past or not fresh:
-                    which = [f"{p}→{x}" for x, t in ((s, past), (p, fresh)) if not t]
-                    row[name]["reason"] = f"no {what} for {' and '.join(which)}"
-            out.append(row)
-    for name in ("contrast", "skill_contrast"):
-        for row, p_holm in zip(out, holm_adjust([r[name]["p"] for r in out]), strict=True):
-            row[name]["p_holm"] = p_holm
-    return {
-        "seats": list(seats),
-        "contrast": "relative accuracy (top-1 accuracy / ceiling) predicting the past seat − "
-        "predicting a fresh copy, paired over items",
-        "skill_contrast": "S(P→past seat) − S(P→P), per-item shares of S paired over items",
-        "rows": out,
-    }
