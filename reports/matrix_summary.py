@@ -14,13 +14,12 @@ each agent's skill S (:func:`agent_skill`).
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -46,14 +45,20 @@ from mindledger.errors import UserError
 from mindledger.items import Item
 from nesttom import DEPTHS
 from reports.matrix import (
-    METRICS,
-    SELF_PROJECTION,
+    CellStats,
     ItemRecord,
     cell_statistics,
     holm_adjust,
     learning_slope,
     paired_contrast,
     self_advantage,
+)
+from reports.matrix_cells import (
+    CellCounts,
+    CellRow,
+    SelfAdvantageFigure,
+    cell_row,
+    self_advantage_figures,
 )
 from reports.matrix_runs import SUITE, accompanying_matrix
 from reports.matrix_sections import (
@@ -221,7 +226,7 @@ def summarise_outcomes(
     cells, target_answers, target_errors = collected[primary]
     out = _summarise(
         names, items, samples, cells, target_answers, target_errors, n_boot, stats_seed
-    )
+    ).to_dict()
     out["condition"] = primary
     out["conditions"] = list(conditions)
     if second_order:
@@ -263,7 +268,7 @@ def summarise_outcomes(
                 target_errors,
                 n_boot,
                 stats_seed,
-            )
+            ).to_dict()
         )
         by_condition[c] = {"cells": summary["cells"], "self_advantage": summary["self_advantage"]}
     out["by_condition"] = by_condition
@@ -316,11 +321,15 @@ class DepthCells:
 
     depth: str
     n_items: int
-    cells: Sequence[Mapping[str, Any]]
-    """The cells on the depth's items, as the matrix's cells are (the same JSON)."""
+    cells: Sequence[CellRow]
+    """The cells on the depth's items."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"depth": self.depth, "n_items": self.n_items, "cells": self.cells}
+        return {
+            "depth": self.depth,
+            "n_items": self.n_items,
+            "cells": [c.to_dict() for c in self.cells],
+        }
 
 
 def depth_section(
@@ -354,7 +363,7 @@ def depth_section(
             n_boot,
             stats_seed + 1000 * (k + 1),
         )
-        out.append(DepthCells(label, len(subset), summary["cells"]))
+        out.append(DepthCells(label, len(subset), summary.cells))
     return out
 
 
@@ -362,28 +371,6 @@ def _population(
     t: str, item_id: str, names: Sequence[str], target_answers: Mapping[tuple[str, str], list[str]]
 ) -> tuple[str, ...]:
     return tuple(a for u in names if u != t for a in target_answers.get((u, item_id), ()))
-
-
-def _merge_statistics(row: dict[str, Any], stats: Mapping[str, Any]) -> None:
-    """Add :func:`reports.matrix.cell_statistics`' intervals and test to ``row`` (from
-    :func:`ledger.scoring.aggregate`): each metric gets ``ci``, ``interval``, ``status`` and,
-    when it has a value but no interval, the ``reason``; the skill also ``base_kind``,
-    ``test`` and ``p``. The point values stay the ledger's (they are the same numbers)."""
-    for m in METRICS:
-        est = stats[m]
-        row[m].update(ci=est["ci"], interval=est["interval"], status=est["status"])
-        if row[m]["value"] is not None and est.get("reason"):
-            row[m]["reason"] = est["reason"]
-    if stats["skill"]["value"] is None and stats["skill"].get("reason"):
-        # S not estimable where the ledger has a value: a self cell, or a denominator that
-        # may be zero (reports.matrix.cell_statistics)
-        row["skill"].update(value=None, reason=stats["skill"]["reason"])
-    row["skill"].update(
-        base_kind=stats["base_kind"],
-        test=stats["test"],
-        p=stats["p"],
-        denominator=stats["denominator"],
-    )
 
 
 def _unreadable(
@@ -401,39 +388,6 @@ def _unreadable(
     )
 
 
-def _mark_unreadable(row: dict[str, Any], reason: str) -> None:
-    """A cell whose target or predictor gave too few readable answers
-    (:class:`reports.matrix_unreadable.Unreadable`): no figure, no test, the reason on each."""
-    for m in METRICS:
-        row[m].update(value=None, ci=None, interval=None, status="not_estimable", reason=reason)
-    row["skill"].update(test=None, p=None)
-    row["unreadable"]["reason"] = reason
-
-
-def _merge_self_advantage(entry: dict[str, Any], paired: Mapping[str, Any]) -> None:
-    """Add the paired interval and test of :func:`reports.matrix.self_advantage` to a
-    self-advantage ``entry``. They are paired over the items every predictor of the target
-    was scored on; when that is not every item of every cell, the point value (over each cell's
-    own items) and the interval's centre differ, and ``paired_value`` shows the latter."""
-    entry.update(
-        n=paired["n"],
-        ci=paired["ci"],
-        interval=paired["interval"],
-        test=paired["test"],
-        p=paired["p"],
-        status=paired["status"],
-    )
-    if entry["value"] is None:  # e.g. a cell not estimable: no interval around no value
-        entry.update(ci=None, interval=None, test=None, p=None, status="not_estimable")
-    else:
-        if paired["value"] is None or not math.isclose(
-            entry["value"], paired["value"], rel_tol=1e-9, abs_tol=1e-12
-        ):
-            entry["paired_value"] = paired["value"]
-        if paired.get("reason"):
-            entry["reason"] = paired["reason"]
-
-
 STATS_THREADS = max(1, min(4, os.cpu_count() or 1))
 """Threads computing a summary's bootstraps: each cell's and each target's resampling is
 independent (its own seeded generator, so the figures do not depend on the threads) and
@@ -444,19 +398,16 @@ Pair = tuple[str, str]
 """(predictor, target) of a cell."""
 
 
-@dataclass
-class _Rows:
-    """The cells' rows as :func:`_submit_cells` leaves them: the ledger's figures, each cell's
-    per-item records and its statistics still being computed."""
+@dataclass(frozen=True)
+class _Pending:
+    """A cell whose statistics are being computed."""
 
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    by_pair: dict[Pair, dict[str, Any]] = field(default_factory=dict)
-    item_records: dict[Pair, list[ItemRecord]] = field(default_factory=dict)
-    aggregates: dict[Pair, dict[str, Any]] = field(default_factory=dict)
-    """Each cell's :func:`ledger.scoring.aggregate`, as computed (the rows are updated later)."""
-    unreadable: dict[Pair, str | None] = field(default_factory=dict)
-    """Why each cell is not estimable for unreadable answers, or None."""
-    statistics: list[tuple[dict[str, Any], Future[Any]]] = field(default_factory=list)
+    pair: Pair
+    aggregated: Mapping[str, Any]
+    """:func:`ledger.scoring.aggregate` of the cell's records (read by the statistics too)."""
+    counts: CellCounts
+    unreadable: Unreadable
+    stats: Future[CellStats]
 
 
 def _submit_cells(
@@ -466,12 +417,13 @@ def _submit_cells(
     target_answers: Mapping[Pair, list[str]],
     n_boot: int,
     stats_seed: int,
-) -> _Rows:
-    """Each cell's row of the ledger's figures and counts, its statistics submitted to
-    ``pool`` (each with its own seeded generator)."""
-    out = _Rows()
+) -> tuple[list[_Pending], dict[Pair, list[ItemRecord]]]:
+    """Each cell's ledger figures and counts, its statistics submitted to ``pool`` (each with
+    its own seeded generator), and each cell's per-item records."""
+    pending: list[_Pending] = []
+    item_records: dict[Pair, list[ItemRecord]] = {}
     for (p, t), cell in cells.items():
-        out.item_records[p, t] = _item_records(cell, t, names, target_answers)
+        item_records[p, t] = _item_records(cell, t, names, target_answers)
         records = [
             ScoreRecord(
                 r.scores,
@@ -482,113 +434,65 @@ def _submit_cells(
             for iid, r in cell.records
         ]
         agg = aggregate(records)
-        unreadable = _unreadable(cell, t, target_answers)
-        out.unreadable[p, t] = unreadable.reason(p, t)
-        row = {
-            "predictor": p,
-            "target": t,
-            "self": p == t,
-            **agg,
-            "predictor_errors": cell.predictor_errors,
-            "unparsed": cell.unparsed,
-            "unscored": cell.unscored,
-            "rejected": cell.rejected,
-            "unreadable": unreadable.to_dict(),
-        }
-        out.aggregates[p, t] = copy.deepcopy(agg)  # the row's nested dicts are updated below
-        out.statistics.append(
-            (
-                row,
-                pool.submit(
-                    cell_statistics,
-                    out.item_records[p, t],
-                    np.random.default_rng([stats_seed, 1, names.index(p), names.index(t)]),
-                    n_boot=n_boot,
-                    aggregated=out.aggregates[p, t],
-                    self_cell=p == t,
-                ),
-            )
+        stats = pool.submit(
+            cell_statistics,
+            item_records[p, t],
+            np.random.default_rng([stats_seed, 1, names.index(p), names.index(t)]),
+            n_boot=n_boot,
+            aggregated=agg,
+            self_cell=p == t,
         )
-        out.rows.append(row)
-        out.by_pair[p, t] = row
-    return out
+        counts = CellCounts(cell.predictor_errors, cell.unparsed, cell.unscored, cell.rejected)
+        pending.append(_Pending((p, t), agg, counts, _unreadable(cell, t, target_answers), stats))
+    return pending, item_records
 
 
-def _finish_cells(rows: _Rows, cell_stats: Sequence[tuple[dict[str, Any], Any]]) -> None:
-    """Merge each cell's statistics into its row, mark the unreadable cells, and adjust the
-    skill's p-values over the cells (Holm)."""
-    for row, stats in cell_stats:
-        _merge_statistics(row, stats.to_dict())
-        why = rows.unreadable[row["predictor"], row["target"]]
-        if why:
-            _mark_unreadable(row, why)
-    for row, p_holm in zip(
-        rows.rows, holm_adjust([row["skill"]["p"] for row in rows.rows]), strict=True
-    ):
-        row["skill"]["p_holm"] = p_holm
+def _finish_cells(pending: Sequence[_Pending]) -> list[CellRow]:
+    """Each cell with its statistics (not estimable where it could not read enough), S's
+    p-values adjusted over the cells (Holm)."""
+    rows = [
+        cell_row(c.pair, c.aggregated, c.stats.result(), c.counts, c.unreadable) for c in pending
+    ]
+    adjusted = holm_adjust([row.skill.p for row in rows])
+    return [
+        replace(row, skill=replace(row.skill, p_holm=p_holm))
+        for row, p_holm in zip(rows, adjusted, strict=True)
+    ]
 
 
-SELF_ADVANTAGE_METRICS = ("log_score", "brier", "top1_accuracy", "skill")
-"""The figures a self-advantage compares, in its order."""
+SELF_ADVANTAGE_NOTES = (
+    "self_advantage = metric(T predicting T) - mean metric(others predicting T); for "
+    "brier lower is better, so a negative brier self-advantage favours self-prediction"
+)
 
 
-def _self_advantage_entry(
-    t: str, names: Sequence[str], by_pair: Mapping[Pair, Mapping[str, Any]]
-) -> dict[str, Any]:
-    """Target ``t``'s self-advantage per metric: its own value less the others' mean, or why
-    there is none."""
+@dataclass(frozen=True)
+class ConditionSummary:
+    """The matrix of one condition (or one belief depth): every cell and every target's
+    self-advantage."""
 
-    def value(row: Mapping[str, Any], metric: str) -> float | None:
-        v = row[metric]["value"]
-        return None if v is None else float(v)
+    agents: Sequence[str]
+    n_items: int
+    samples: int
+    cells: Sequence[CellRow]
+    self_advantage: Mapping[str, Mapping[str, SelfAdvantageFigure]]
+    target_errors: Mapping[str, int]
+    items: Sequence[ItemAnswers]
 
-    others = [p for p in names if p != t]
-    entry: dict[str, Any] = {}
-    for metric in SELF_ADVANTAGE_METRICS:
-        own_v = value(by_pair[t, t], metric)
-        other_vs = [value(by_pair[p, t], metric) for p in others]
-        if not others:
-            entry[metric] = {"value": None, "reason": "no other predictor of this target"}
-        elif own_v is None:
-            own_reason = str(by_pair[t, t][metric].get("reason"))
-            entry[metric] = {
-                "value": None,
-                "reason": own_reason
-                if own_reason == SELF_PROJECTION
-                else f"{t} predicting itself has no {metric}: {own_reason}",
-            }
-        elif any(v is None for v in other_vs):
-            missing = [p for p, v in zip(others, other_vs, strict=True) if v is None]
-            entry[metric] = {
-                "value": None,
-                "reason": f"no {metric} for {', '.join(missing)} predicting {t}",
-            }
-        else:
-            mean_other = _mean([v for v in other_vs if v is not None])
-            assert mean_other is not None
-            entry[metric] = {"value": own_v - mean_other, "self": own_v, "others": mean_other}
-    return entry
-
-
-def _self_advantages(
-    names: Sequence[str],
-    by_pair: Mapping[Pair, Mapping[str, Any]],
-    paired_by_target: Mapping[str, Mapping[str, Any]],
-) -> dict[str, dict[str, Any]]:
-    """Every target's self-advantage with its paired interval and test, Holm-adjusted over
-    every (target, metric)."""
-    self_adv: dict[str, dict[str, Any]] = {}
-    for t in names:
-        entry = _self_advantage_entry(t, names, by_pair)
-        for metric in METRICS:
-            _merge_self_advantage(entry[metric], paired_by_target[t][metric].to_dict())
-        self_adv[t] = entry
-    tests = [(t, m) for t in names for m in METRICS]
-    for (t, m), p_holm in zip(
-        tests, holm_adjust([self_adv[t][m].get("p") for t, m in tests]), strict=True
-    ):
-        self_adv[t][m]["p_holm"] = p_holm
-    return self_adv
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "agents": list(self.agents),
+            "n_items": self.n_items,
+            "samples": self.samples,
+            "cells": [c.to_dict() for c in self.cells],
+            "self_advantage": {
+                t: {m: f.to_dict() for m, f in entry.items()}
+                for t, entry in self.self_advantage.items()
+            },
+            "target_errors": dict(self.target_errors),
+            "items": [it.to_dict() for it in self.items],
+            "notes": SELF_ADVANTAGE_NOTES,
+        }
 
 
 def _per_item(
@@ -627,36 +531,35 @@ def _summarise(
     target_errors: Mapping[str, int],
     n_boot: int = 2000,
     stats_seed: int = 0,
-) -> dict[str, Any]:
+) -> ConditionSummary:
     with ThreadPoolExecutor(STATS_THREADS) as pool:
-        rows = _submit_cells(pool, names, cells, target_answers, n_boot, stats_seed)
+        pending, item_records = _submit_cells(
+            pool, names, cells, target_answers, n_boot, stats_seed
+        )
+        aggregates = {c.pair: c.aggregated for c in pending}
         advantages = {
             t: pool.submit(
                 self_advantage,
                 t,
-                {p: rows.item_records[p, t] for p in names},
+                {p: item_records[p, t] for p in names},
                 np.random.default_rng([stats_seed, 2, names.index(t)]),
                 n_boot=n_boot,
-                aggregated={p: rows.aggregates[p, t] for p in names},
+                aggregated={p: aggregates[p, t] for p in names},
             )
             for t in names
         }
-        cell_stats = [(row, stats.result()) for row, stats in rows.statistics]
+        rows = _finish_cells(pending)
         paired_by_target = {t: advantage.result() for t, advantage in advantages.items()}
-    _finish_cells(rows, cell_stats)
-    return {
-        "agents": list(names),
-        "n_items": len(items),
-        "samples": samples,
-        "cells": rows.rows,
-        "self_advantage": _self_advantages(names, rows.by_pair, paired_by_target),
-        "target_errors": dict(target_errors),
-        "items": [it.to_dict() for it in _per_item(items, names, target_answers)],
-        "notes": (
-            "self_advantage = metric(T predicting T) - mean metric(others predicting T); for "
-            "brier lower is better, so a negative brier self-advantage favours self-prediction"
-        ),
-    }
+    by_pair = {(row.predictor, row.target): row for row in rows}
+    return ConditionSummary(
+        tuple(names),
+        len(items),
+        samples,
+        rows,
+        self_advantage_figures(names, by_pair, paired_by_target),
+        dict(target_errors),
+        _per_item(items, names, target_answers),
+    )
 
 
 # -- stored matrix runs ------------------------------------------------------------------------
