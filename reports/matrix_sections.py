@@ -24,6 +24,7 @@ from reports.matrix import (
     paired_contrast,
     skill_terms,
 )
+from reports.matrix_cells import SkillFigure
 from reports.matrix_records import Contrast, Estimate
 
 __all__ = [
@@ -252,10 +253,10 @@ class PastSeatRow:
 
     predictor: str
     past_seat: str
-    skill_past_seat: Mapping[str, Any]
-    """The skill of the cell P → S, as the matrix's cells have it (the same JSON)."""
-    skill_fresh_copy: Mapping[str, Any]
-    """The skill of the cell P → P, likewise."""
+    skill_past_seat: SkillFigure
+    """The skill of the cell P → S."""
+    skill_fresh_copy: SkillFigure
+    """The skill of the cell P → P."""
     contrast: Tested
     skill_contrast: Tested
 
@@ -263,8 +264,8 @@ class PastSeatRow:
         return {
             "predictor": self.predictor,
             "past_seat": self.past_seat,
-            "skill_past_seat": self.skill_past_seat,
-            "skill_fresh_copy": self.skill_fresh_copy,
+            "skill_past_seat": self.skill_past_seat.to_dict(),
+            "skill_fresh_copy": self.skill_fresh_copy.to_dict(),
             "contrast": self.contrast.to_dict(),
             "skill_contrast": self.skill_contrast.to_dict(),
         }
@@ -287,7 +288,7 @@ class PastSeatSection:
 def past_seat_section(
     names: Sequence[str],
     records: Mapping[Pair, Sequence[ItemRecord]],
-    skills: Mapping[Pair, Mapping[str, Any]],
+    skills: Mapping[Pair, SkillFigure],
     seats: Sequence[str],
     *,
     n_boot: int = 2000,

@@ -40,7 +40,7 @@ from matrix import (
     read_score,
     second_order_triples,
 )
-from mindledger.disclosure import disclosed_matrix, shown_seed
+from mindledger.disclosure import shown_seed, withholds
 from mindledger.errors import UserError
 from mindledger.items import Item
 from nesttom import DEPTHS
@@ -56,9 +56,15 @@ from reports.matrix import (
 from reports.matrix_cells import (
     CellCounts,
     CellRow,
-    SelfAdvantageFigure,
     cell_row,
     self_advantage_figures,
+)
+from reports.matrix_model import (
+    ConditionSummary,
+    DepthCells,
+    MatrixSummary,
+    PilotSummary,
+    StoredRun,
 )
 from reports.matrix_runs import SUITE, accompanying_matrix
 from reports.matrix_sections import (
@@ -76,6 +82,8 @@ __all__ = [
     "SUITE",
     "ZERO_SHOT",
     "ItemOutcome",
+    "MatrixPlan",
+    "MatrixSummary",
     "PredictionRecord",
     "SecondOrderRecord",
     "TargetRecord",
@@ -83,12 +91,13 @@ __all__ = [
     "accompanying_summary",
     "agent_skill",
     "check_conditions",
-    "mark_not_divergent",
     "matrix_params",
     "observed_count",
     "outcomes_from_trials",
     "pilot_summary",
     "second_order_triples",
+    "stored_summary",
+    "summarise",
     "summarise_outcomes",
     "summarise_run",
 ]
@@ -192,6 +201,17 @@ CONDITION_METRICS = (("log_score", "log_score"), ("top1_accuracy", "top1_match")
 """(figure, the ledger's per-prediction score) compared across conditions."""
 
 
+@dataclass(frozen=True)
+class MatrixPlan:
+    """What a summary computes beyond the primary condition's cells, and how."""
+
+    n_boot: int = 2000
+    stats_seed: int = 0
+    conditions: Sequence[str] = (ZERO_SHOT,)
+    second_order: bool = False
+    past_seats: Sequence[str] = ()
+
+
 def summarise_outcomes(
     names: Sequence[str],
     items: Sequence[Item],
@@ -204,74 +224,89 @@ def summarise_outcomes(
     second_order: bool = False,
     past_seats: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The matrix (as :func:`run_matrix` returns it) from the outcomes of ``items``, in the
-    items' order; items without an outcome count as not run. Pure.
+    """The JSON of :func:`summarise` (as :func:`run_matrix` returns it)."""
+    plan = MatrixPlan(n_boot, stats_seed, conditions, second_order, past_seats)
+    return summarise(names, items, samples, outcomes, plan).to_dict()
 
-    With ``second_order``, ``second_order`` has every (P, Q, T) cell's second-order figures
-    (:func:`second_order_section`); with ``past_seats`` (agents marked ``past_seat``),
-    ``past_seat`` has each predictor's S on every past seat beside its fresh-copy S
-    (:func:`past_seat_section`).
+
+def summarise(
+    names: Sequence[str],
+    items: Sequence[Item],
+    samples: int,
+    outcomes: Mapping[str, ItemOutcome],
+    plan: MatrixPlan = MatrixPlan(),
+) -> MatrixSummary:
+    """The matrix from the outcomes of ``items``, in the items' order; items without an
+    outcome count as not run. Pure.
+
+    With ``plan.second_order``, ``second_order`` has every (P, Q, T) cell's second-order
+    figures (:func:`reports.matrix_sections.second_order_section`); with ``plan.past_seats``
+    (agents marked ``past_seat``), ``past_seat`` has each predictor's S on every past seat
+    beside its fresh-copy S (:func:`reports.matrix_sections.past_seat_section`).
 
     ``cells`` and ``self_advantage`` are those of the primary condition (``condition``:
     zero-shot when the run has it, else its first). With more than one condition,
-    ``by_condition`` has every condition's cells and self-advantages, ``learning_curve`` each
+    ``others`` has every other condition's cells and self-advantages, ``learning_curve`` each
     cell's slope over m (zero-shot is m = 0, ``observe:m``; with two values of m or more) and
     ``simulate_contrast`` each cell's simulate − zero-shot difference
     (:mod:`reports.matrix`), in log score and top-1 match, paired over items. When items carry
     a belief depth (NestToM items), ``by_depth`` has each depth's cells
     (:func:`depth_section`)."""
-    conditions = check_conditions(conditions)
+    n_boot, stats_seed = plan.n_boot, plan.stats_seed
+    conditions = check_conditions(plan.conditions)
     primary = ZERO_SHOT if ZERO_SHOT in conditions else conditions[0]
     collected = {c: _collect(names, items, outcomes, c) for c in conditions}
     cells, target_answers, target_errors = collected[primary]
-    out = _summarise(
-        names, items, samples, cells, target_answers, target_errors, n_boot, stats_seed
-    ).to_dict()
-    out["condition"] = primary
-    out["conditions"] = list(conditions)
-    if second_order:
-        out["second_order"] = second_order_section(
-            names, items, outcomes, n_boot=n_boot, stats_seed=stats_seed
-        ).to_dict()
-    seats = [s for s in past_seats if s in names]
+
+    def condition_summary(c: str) -> ConditionSummary:
+        return _summarise(
+            names, items, samples, collected[c][0], target_answers, target_errors, n_boot,
+            stats_seed,
+        )  # fmt: skip
+
+    main = condition_summary(primary)
+    seats = [s for s in plan.past_seats if s in names]
+    past_seat = None
     if seats:
-        out["past_seat"] = past_seat_section(
+        past_seat = past_seat_section(
             names,
             {
                 (p, t): _item_records(cell, t, names, target_answers)
                 for (p, t), cell in cells.items()
                 if p == t or t in seats
             },
-            {(r["predictor"], r["target"]): r["skill"] for r in out["cells"]},
+            {(r.predictor, r.target): r.skill for r in main.cells},
             seats,
             n_boot=n_boot,
             stats_seed=stats_seed,
-        ).to_dict()
-    by_depth = depth_section(
-        names, items, samples, outcomes, primary, n_boot=n_boot, stats_seed=stats_seed
-    )
-    if by_depth:
-        out["by_depth"] = [d.to_dict() for d in by_depth]
-    if len(conditions) == 1:
-        return out
-    by_condition: dict[str, Any] = {}
-    for c in conditions:
-        summary = (
-            out
-            if c == primary
-            else _summarise(
-                names,
-                items,
-                samples,
-                collected[c][0],
-                target_answers,
-                target_errors,
-                n_boot,
-                stats_seed,
-            ).to_dict()
         )
-        by_condition[c] = {"cells": summary["cells"], "self_advantage": summary["self_advantage"]}
-    out["by_condition"] = by_condition
+    summary = MatrixSummary(
+        main,
+        primary,
+        tuple(conditions),
+        {c: condition_summary(c) for c in conditions if c != primary},
+        second_order=second_order_section(
+            names, items, outcomes, n_boot=n_boot, stats_seed=stats_seed
+        ) if plan.second_order else None,
+        past_seat=past_seat,
+        by_depth=depth_section(
+            names, items, samples, outcomes, primary, n_boot=n_boot, stats_seed=stats_seed
+        ),
+    )  # fmt: skip
+    if len(conditions) == 1:
+        return summary
+    curve, contrast = _across_conditions(names, conditions, collected, plan)
+    return replace(summary, learning_curve=curve, simulate_contrast=contrast)
+
+
+def _across_conditions(
+    names: Sequence[str],
+    conditions: Sequence[str],
+    collected: Mapping[str, tuple[Mapping[Pair, _Cell], Any, Any]],
+    plan: MatrixPlan,
+) -> tuple[list[ConditionRow], list[ConditionRow]]:
+    """Each cell's learning curve over m and its simulate − zero-shot contrast."""
+    n_boot, stats_seed = plan.n_boot, plan.stats_seed
 
     def per_item(c: str, p: str, t: str, key: str) -> dict[str, float]:
         return {iid: float(r.scores[key]) for iid, r in collected[c][0][p, t].records}
@@ -302,34 +337,13 @@ def summarise_outcomes(
                     for k, (figure, key) in enumerate(CONDITION_METRICS)
                 }
                 contrast.append(ConditionRow(p, t, differences))
-    if curve:
-        out["learning_curve"] = [row.to_dict() for row in curve]
-    if contrast:
-        out["simulate_contrast"] = [row.to_dict() for row in contrast]
-    return out
+    return curve, contrast
 
 
 def _depth_order(label: str) -> tuple[int, str]:
     """NestToM's order of its depths (R0 … R5, R2-self after R2, R3-loop after R3); a label
     it does not know goes last."""
     return (DEPTHS.index(label) if label in DEPTHS else len(DEPTHS), label)
-
-
-@dataclass(frozen=True)
-class DepthCells:
-    """The cells of one belief depth (:func:`depth_section`)."""
-
-    depth: str
-    n_items: int
-    cells: Sequence[CellRow]
-    """The cells on the depth's items."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "depth": self.depth,
-            "n_items": self.n_items,
-            "cells": [c.to_dict() for c in self.cells],
-        }
 
 
 def depth_section(
@@ -460,41 +474,6 @@ def _finish_cells(pending: Sequence[_Pending]) -> list[CellRow]:
     ]
 
 
-SELF_ADVANTAGE_NOTES = (
-    "self_advantage = metric(T predicting T) - mean metric(others predicting T); for "
-    "brier lower is better, so a negative brier self-advantage favours self-prediction"
-)
-
-
-@dataclass(frozen=True)
-class ConditionSummary:
-    """The matrix of one condition (or one belief depth): every cell and every target's
-    self-advantage."""
-
-    agents: Sequence[str]
-    n_items: int
-    samples: int
-    cells: Sequence[CellRow]
-    self_advantage: Mapping[str, Mapping[str, SelfAdvantageFigure]]
-    target_errors: Mapping[str, int]
-    items: Sequence[ItemAnswers]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "agents": list(self.agents),
-            "n_items": self.n_items,
-            "samples": self.samples,
-            "cells": [c.to_dict() for c in self.cells],
-            "self_advantage": {
-                t: {m: f.to_dict() for m, f in entry.items()}
-                for t, entry in self.self_advantage.items()
-            },
-            "target_errors": dict(self.target_errors),
-            "items": [it.to_dict() for it in self.items],
-            "notes": SELF_ADVANTAGE_NOTES,
-        }
-
-
 def _per_item(
     items: Sequence[Item], names: Sequence[str], target_answers: Mapping[Pair, list[str]]
 ) -> list[ItemAnswers]:
@@ -582,72 +561,61 @@ def summarise_run(
     stats_seed: int = 0,
     reveal_held_out: bool = False,
 ) -> dict[str, Any]:
+    """The JSON of :func:`stored_summary`."""
+    return stored_summary(
+        store, run_id, n_boot=n_boot, stats_seed=stats_seed, reveal_held_out=reveal_held_out
+    ).to_dict()
+
+
+def stored_summary(
+    store: Store,
+    run_id: str,
+    *,
+    n_boot: int = 2000,
+    stats_seed: int = 0,
+    reveal_held_out: bool = False,
+) -> MatrixSummary:
     """The matrix of a stored matrix run, rebuilt from its stored items and trials alone (the
-    same numbers the run returned), with ``run``, ``seed`` (None for a held-out run unless
-    ``reveal_held_out``: operators only), ``held_out``, ``status`` and ``accompanies`` (the
-    suite run it was scheduled beside, if any). A held-out run's ``items`` carry no id,
-    prompt or answers unless ``reveal_held_out``
-    (:func:`mindledger.disclosure.disclosed_matrix`)."""
+    same numbers the run returned), with the run's facts (:class:`StoredRun`: its seed None
+    for a held-out run unless ``reveal_held_out``, operators only; the suite run it
+    ``accompanies``, if any) and its pilot. A held-out run's items are withheld from its JSON
+    unless ``reveal_held_out`` (:func:`mindledger.disclosure.disclosed_matrix`)."""
     params = matrix_params(store, run_id)
     run = store.get_run(run_id)
     names = [str(n) for n in params.get("agents") or [a.name for a in store.run_agents(run_id)]]
     exposure = set(params.get("exposure") or ())
     items = [it for it in store.run_items(run_id) if it.id not in exposure]
     outcomes = outcomes_from_trials(store.trials(run_id))
-    summary = summarise_outcomes(
-        names,
-        items,
-        int(params["samples"]),
-        outcomes,
+    plan = MatrixPlan(
         n_boot=n_boot,
         stats_seed=stats_seed,
         conditions=params.get("conditions") or (ZERO_SHOT,),
         second_order=bool(params.get("second_order")),
         past_seats=[str(s) for s in params.get("past_seats") or ()],
     )
-    out = {
-        "run": run_id,
-        "seed": shown_seed(run.seed, held_out=run.held_out, reveal_held_out=reveal_held_out),
-        "held_out": bool(run.held_out),
-        "status": run.status,
-        "accompanies": params.get("accompanies"),
-        "exposure": len(exposure),
-        **summary,
-    }
+    summary = summarise(names, items, int(params["samples"]), outcomes, plan)
+    stored = StoredRun(
+        run_id,
+        shown_seed(run.seed, held_out=run.held_out, reveal_held_out=reveal_held_out),
+        bool(run.held_out),
+        run.status,
+        params.get("accompanies"),
+        len(exposure),
+        withholds=withholds(held_out=bool(run.held_out), reveal_held_out=reveal_held_out),
+    )
+    summary = replace(summary, stored=stored)
     pilot = params.get("pilot")
     if isinstance(pilot, Mapping):
-        out["pilot"] = pilot_summary(pilot)
+        summary = replace(summary, pilot=PilotSummary.of(pilot))
         if not pilot.get("divergent"):
-            mark_not_divergent(out, str(pilot.get("verdict")))
-    return disclosed_matrix(out, held_out=bool(run.held_out), reveal_held_out=reveal_held_out)
+            summary = summary.with_not_divergent(str(pilot.get("verdict")))
+    return summary
 
 
-def pilot_summary(record: Mapping[str, Any]) -> dict[str, Any]:
+def pilot_summary(record: Mapping[str, Any]) -> PilotSummary:
     """What a summary shows of a pilot's record (stored whole in the run's params): its
     verdict, method, thresholds, K, counts kept and dropped, per kind."""
-    keys = (
-        "verdict",
-        "divergent",
-        "method",
-        "filter",
-        "targets",
-        "samples",
-        "n_candidates",
-        "n_kept",
-        "dropped",
-        "by_kind",
-        "errors",
-    )
-    return {k: record.get(k) for k in keys}
-
-
-def mark_not_divergent(summary: dict[str, Any], verdict: str) -> None:
-    """A matrix whose pilot found its candidates not divergent reports that instead of skill:
-    ``not_divergent`` holds the verdict and every cell's S is not estimable with it as the
-    reason."""
-    summary["not_divergent"] = verdict
-    for cell in summary.get("cells", ()):
-        cell["skill"].update(value=None, ci=None, status="not_estimable", reason=verdict)
+    return PilotSummary.of(record)
 
 
 def accompanying_summary(

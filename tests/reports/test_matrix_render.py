@@ -22,7 +22,6 @@ from reports.matrix_render import (
     skill_grids,
     skill_text,
 )
-from reports.matrix_summary import mark_not_divergent
 
 AGENTS = ["a", "b"]
 
@@ -96,6 +95,13 @@ def test_skill_colours_run_from_red_through_white_to_blue() -> None:
     assert skill_colour(0.0) == "#ffffff"
     assert skill_colour(1.0) == "#00798c" and skill_colour(5.0) == "#00798c"
     assert skill_colour(-1.0) == "#d1495b" and skill_colour(None) is None
+
+
+def mark_not_divergent(summary: dict[str, Any], verdict: str) -> None:
+    """The JSON of :meth:`reports.matrix_model.MatrixSummary.with_not_divergent`."""
+    summary["not_divergent"] = verdict
+    for c in summary["cells"]:
+        c["skill"].update(value=None, ci=None, status="not_estimable", reason=verdict)
 
 
 def test_a_not_divergent_matrix_marks_every_cell() -> None:
