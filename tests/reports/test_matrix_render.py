@@ -28,7 +28,7 @@ AGENTS = ["a", "b"]
 
 def figure(value: float | None, lo: float | None = None, hi: float | None = None,
            reason: str | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"value": value, "ci": None if lo is None else [lo, hi],
+    out: dict[str, Any] = {"value": value, "n": 40, "ci": None if lo is None else [lo, hi],
                            "interval": None if lo is None else "hierarchical-bootstrap-95",
                            "status": "estimated" if lo is not None else "not_estimable"}
     if reason:
@@ -40,10 +40,14 @@ def cell(p: str, t: str, s: dict[str, Any], n: int = 40) -> dict[str, Any]:
     return {
         "predictor": p, "target": t, "self": p == t, "n": n,
         "log_score": figure(-0.7, -0.8, -0.6), "brier": figure(0.4, 0.35, 0.45),
-        "top1_accuracy": figure(0.6, 0.5, 0.7),
-        "skill": {**s, "base": 0.4, "base_kind": "population", "ceiling": {"value": 0.9},
-                  "test": "sign-flip", "p": 0.01, "p_holm": 0.03},
+        "penalised": 0, "top1_accuracy": figure(0.6, 0.5, 0.7), "ece": {"value": 0.1, "n": n},
+        "skill": {**s, "base": 0.4, "population_baseline": {"value": 0.4, "n": n},
+                  "projection_baseline": {"value": 0.3, "n": n},
+                  "ceiling": {"value": 0.9, "n": n}, "base_kind": "population",
+                  "test": "sign-flip", "p": 0.01, "denominator": None, "p_holm": 0.03},
         "predictor_errors": 0, "unparsed": 1, "unscored": 0, "rejected": 0,
+        "unreadable": {"target_answers": 0, "target_samples": 5 * n, "predictions": 1,
+                       "predictions_asked": n},
     }  # fmt: skip
 
 
@@ -62,6 +66,7 @@ def summary() -> dict[str, Any]:
         "by_condition": {"zero-shot": {"cells": zero, "self_advantage": {}},
                          "simulate": {"cells": sim, "self_advantage": {}}},
         "self_advantage": {t: {m: figure(0.1, 0.0, 0.2) for m in METRICS} for t in AGENTS},
+        "target_errors": {"a": 0, "b": 0}, "items": [],
     }  # fmt: skip
 
 
