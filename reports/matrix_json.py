@@ -40,7 +40,7 @@ from reports.matrix_sections import (
 )
 from reports.matrix_unreadable import Unreadable
 
-__all__ = ["summary_of"]
+__all__ = ["as_summary", "summary_of"]
 
 JSON = Mapping[str, Any]
 
@@ -222,3 +222,8 @@ def summary_of(d: JSON) -> MatrixSummary:
         pilot=None if pilot is None else PilotSummary(*(pilot.get(k) for k in PILOT_KEYS)),
         not_divergent=d.get("not_divergent"),
     )
+
+
+def as_summary(summary: MatrixSummary | JSON) -> MatrixSummary:
+    """``summary`` typed: as it is, or read from its JSON (:func:`summary_of`)."""
+    return summary if isinstance(summary, MatrixSummary) else summary_of(summary)

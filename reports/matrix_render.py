@@ -27,7 +27,7 @@ from typing import Any
 from mindledger.disclosure import seed_phrase
 from reports.matrix import METRICS
 from reports.matrix_cells import CellFigure, CellRow, SelfAdvantageFigure, SkillFigure
-from reports.matrix_json import summary_of
+from reports.matrix_json import as_summary
 from reports.matrix_model import MatrixSummary
 from reports.matrix_records import Contrast, Estimate, SelfAdvantage
 from reports.matrix_unreadable import Unreadable
@@ -142,10 +142,6 @@ Summary = MatrixSummary | Mapping[str, Any]
 reads it)."""
 
 
-def _typed(summary: Summary) -> MatrixSummary:
-    return summary if isinstance(summary, MatrixSummary) else summary_of(summary)
-
-
 def _cell(row: CellRow, condition: str, *, not_divergent: bool,
           depth: str | None = None) -> MatrixCell:
     sk = row.skill
@@ -162,7 +158,7 @@ def _cell(row: CellRow, condition: str, *, not_divergent: bool,
 
 def matrix_cells(summary: Summary) -> list[MatrixCell]:
     """Every cell of every condition, condition by condition in the run's order."""
-    s = _typed(summary)
+    s = as_summary(summary)
     out = []
     for c in s.conditions:
         cs = s.condition_summary(c)
@@ -174,7 +170,7 @@ def matrix_cells(summary: Summary) -> list[MatrixCell]:
 def depth_cells(summary: Summary) -> list[MatrixCell]:
     """The primary condition's cells restricted to the items of each belief depth
     (``by_depth``: NestToM items), depth by depth."""
-    s = _typed(summary)
+    s = as_summary(summary)
     return [
         _cell(row, s.condition, not_divergent=False, depth=entry.depth)
         for entry in s.by_depth
@@ -197,7 +193,7 @@ class SkillGrid:
 
 def skill_grids(summary: Summary) -> list[SkillGrid]:
     """One :class:`SkillGrid` per condition, agents in the run's order."""
-    s = _typed(summary)
+    s = as_summary(summary)
     agents = tuple(s.agents)
     cells = matrix_cells(s)
     return [
@@ -323,7 +319,7 @@ def render_matrix_html(summary: Summary, *, figures: bool = True) -> str:
     """The matrix as ONE self-contained HTML page: per condition the heatmap of S (an HTML
     table, each cell's figures in its tooltip) and, with ``figures``, the same heatmap as an
     embedded PNG; then every cell's figures and the self-advantage."""
-    s = _typed(summary)
+    s = as_summary(summary)
     st = s.stored
     run = st.run if st is not None else ""
     seed = seed_phrase(None if st is None else st.seed, held_out=st is not None and st.held_out)
@@ -488,7 +484,7 @@ def render_matrix_csv(summary: Summary) -> str:
     def num(v: float | None) -> str:
         return "" if v is None or not math.isfinite(v) else repr(float(v))
 
-    s = _typed(summary)
+    s = as_summary(summary)
     run = s.stored.run if s.stored is not None else ""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
