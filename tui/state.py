@@ -640,7 +640,7 @@ def matrix_view(summary: MatrixSummary | Mapping[str, Any]) -> MatrixView:
 
 
 def matrix_cell_lines(
-    summary: Mapping[str, Any], condition: str, predictor: str, target: str
+    summary: MatrixSummary | Mapping[str, Any], condition: str, predictor: str, target: str
 ) -> tuple[str, ...]:
     """Every figure of one cell, for the detail pane."""
     from reports.matrix import METRICS
