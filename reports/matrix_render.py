@@ -21,12 +21,15 @@ import html
 import io
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from mindledger.disclosure import seed_phrase
 from reports.matrix import METRICS
-from reports.matrix_summary import ZERO_SHOT
+from reports.matrix_cells import CellFigure, CellRow, SelfAdvantageFigure, SkillFigure
+from reports.matrix_json import as_summary
+from reports.matrix_model import MatrixSummary
+from reports.matrix_records import Contrast, Estimate, SelfAdvantage
 from reports.matrix_unreadable import Unreadable
 
 __all__ = [
@@ -66,11 +69,22 @@ class Figure:
     reason: str | None
 
     @classmethod
-    def of(cls, d: Mapping[str, Any] | None) -> Figure:
-        d = d or {}
-        ci = d.get("ci") or (None, None)
-        return cls(d.get("value"), ci[0], ci[1], d.get("interval"), d.get("status"),
-                   d.get("reason"))
+    def of(cls, f: CellFigure | SkillFigure) -> Figure:
+        """A figure of a cell."""
+        return cls(f.value, f.lo, f.hi, f.interval, f.status, f.reason)
+
+    @classmethod
+    def of_estimate(cls, e: Estimate | Contrast | SelfAdvantage) -> Figure:
+        """A mean over items or a paired figure."""
+        status = "estimated" if e.lo is not None and e.reason is None else "not_estimable"
+        return cls(e.value, e.lo, e.hi, e.interval, status, e.reason)
+
+    @classmethod
+    def of_advantage(cls, a: SelfAdvantageFigure) -> Figure:
+        """A self-advantage (with the paired interval, when it has a value)."""
+        if a.value is None:
+            return cls(None, None, None, None, "not_estimable", a.reason)
+        return replace(cls.of_estimate(a.paired), value=a.value)
 
 
 @dataclass(frozen=True)
@@ -123,55 +137,44 @@ class MatrixCell:
         return out
 
 
-def _conditions(summary: Mapping[str, Any]) -> list[str]:
-    return [str(c) for c in summary.get("conditions") or [summary.get("condition", ZERO_SHOT)]]
+Summary = MatrixSummary | Mapping[str, Any]
+"""A matrix as the renderers take it: typed, or its JSON (:func:`reports.matrix_json.summary_of`
+reads it)."""
 
 
-def _cell(row: Mapping[str, Any], condition: str, *, not_divergent: bool,
+def _cell(row: CellRow, condition: str, *, not_divergent: bool,
           depth: str | None = None) -> MatrixCell:
-    sk = row.get("skill") or {}
-    ceiling = sk.get("ceiling")
-    counts = row.get("unreadable")
-    unreadable = None if not isinstance(counts, Mapping) else Unreadable(
-        int(counts.get("target_answers") or 0), int(counts.get("target_samples") or 0),
-        int(counts.get("predictions") or 0), int(counts.get("predictions_asked") or 0))
+    sk = row.skill
     return MatrixCell(
-        condition=condition, predictor=str(row["predictor"]), target=str(row["target"]),
-        n=int(row.get("n") or 0), log_score=Figure.of(row.get("log_score")),
-        brier=Figure.of(row.get("brier")),
-        top1_accuracy=Figure.of(row.get("top1_accuracy")), skill=Figure.of(sk),
-        base=sk.get("base"), base_kind=sk.get("base_kind"),
-        ceiling=ceiling.get("value") if isinstance(ceiling, Mapping) else ceiling,
-        test=sk.get("test"), p=sk.get("p"), p_holm=sk.get("p_holm"),
-        predictor_errors=int(row.get("predictor_errors") or 0),
-        unparsed=int(row.get("unparsed") or 0), unscored=int(row.get("unscored") or 0),
-        rejected=int(row.get("rejected") or 0), not_divergent=not_divergent, depth=depth,
-        unreadable=unreadable,
-        unreadable_reason=counts.get("reason") if isinstance(counts, Mapping) else None,
+        condition=condition, predictor=row.predictor, target=row.target, n=row.n,
+        log_score=Figure.of(row.log_score), brier=Figure.of(row.brier),
+        top1_accuracy=Figure.of(row.top1_accuracy), skill=Figure.of(sk), base=sk.base,
+        base_kind=sk.base_kind, ceiling=sk.ceiling.value, test=sk.test, p=sk.p,
+        p_holm=sk.p_holm, predictor_errors=row.predictor_errors, unparsed=row.unparsed,
+        unscored=row.unscored, rejected=row.rejected, not_divergent=not_divergent, depth=depth,
+        unreadable=row.unreadable, unreadable_reason=row.unreadable_reason,
     )  # fmt: skip
 
 
-def matrix_cells(summary: Mapping[str, Any]) -> list[MatrixCell]:
+def matrix_cells(summary: Summary) -> list[MatrixCell]:
     """Every cell of every condition, condition by condition in the run's order."""
-    by_condition = summary.get("by_condition") or {}
-    not_divergent = bool(summary.get("not_divergent"))
-    primary = summary.get("condition", ZERO_SHOT)
+    s = as_summary(summary)
     out = []
-    for c in _conditions(summary):
-        rows = by_condition[c]["cells"] if c in by_condition else (
-            summary.get("cells", []) if c == primary else [])
-        out += [_cell(row, c, not_divergent=not_divergent) for row in rows]
+    for c in s.conditions:
+        cs = s.condition_summary(c)
+        rows = cs.cells if cs is not None else ()
+        out += [_cell(row, c, not_divergent=bool(s.not_divergent)) for row in rows]
     return out
 
 
-def depth_cells(summary: Mapping[str, Any]) -> list[MatrixCell]:
+def depth_cells(summary: Summary) -> list[MatrixCell]:
     """The primary condition's cells restricted to the items of each belief depth
     (``by_depth``: NestToM items), depth by depth."""
-    primary = str(summary.get("condition", ZERO_SHOT))
+    s = as_summary(summary)
     return [
-        _cell(row, primary, not_divergent=False, depth=str(entry["depth"]))
-        for entry in summary.get("by_depth") or ()
-        for row in entry["cells"]
+        _cell(row, s.condition, not_divergent=False, depth=entry.depth)
+        for entry in s.by_depth
+        for row in entry.cells
     ]
 
 
@@ -188,14 +191,15 @@ class SkillGrid:
         return self.cells.get((predictor, target))
 
 
-def skill_grids(summary: Mapping[str, Any]) -> list[SkillGrid]:
+def skill_grids(summary: Summary) -> list[SkillGrid]:
     """One :class:`SkillGrid` per condition, agents in the run's order."""
-    agents = tuple(str(a) for a in summary.get("agents", ()))
-    cells = matrix_cells(summary)
+    s = as_summary(summary)
+    agents = tuple(s.agents)
+    cells = matrix_cells(s)
     return [
         SkillGrid(c, agents, agents,
                   {(x.predictor, x.target): x for x in cells if x.condition == c})
-        for c in _conditions(summary)
+        for c in s.conditions
     ]
 
 
@@ -311,18 +315,21 @@ CELL_HEAD = ("condition", "predictor → target", "n", "log score", "Brier", "to
              "base", "p", "p (Holm)", "unreadable answers", "unreadable predictions")
 
 
-def render_matrix_html(summary: Mapping[str, Any], *, figures: bool = True) -> str:
+def render_matrix_html(summary: Summary, *, figures: bool = True) -> str:
     """The matrix as ONE self-contained HTML page: per condition the heatmap of S (an HTML
     table, each cell's figures in its tooltip) and, with ``figures``, the same heatmap as an
     embedded PNG; then every cell's figures and the self-advantage."""
-    run = summary.get("run") or ""
-    seed = seed_phrase(summary.get("seed"), held_out=bool(summary.get("held_out")))
+    s = as_summary(summary)
+    st = s.stored
+    run = st.run if st is not None else ""
+    seed = seed_phrase(None if st is None else st.seed, held_out=st is not None and st.held_out)
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>mindledger matrix — {_h(run)}</title><style>{_CSS}</style></head><body>",
         f"<h1>Cross-model prediction matrix — run <code>{_h(run)}</code></h1>",
-        f"<p>{_h(summary.get('n_items'))} items, {_h(summary.get('samples'))} target samples "
-        f"each ({_h(seed)}); status {_h(summary.get('status'))}. Intervals: 95% hierarchical "
+        f"<p>{_h(s.primary.n_items)} items, {_h(s.primary.samples)} target samples "
+        f"each ({_h(seed)}); status {_h(None if st is None else st.status)}. Intervals: 95% "
+        "hierarchical "
         "bootstrap (items, then each target's samples); p: sign-flip test of S = 0, Holm "
         "over the cells of a condition.</p>",
         "<p class='legend'>Skill S = (top-1 match − base) / (ceiling − base): 0 is the better "
@@ -333,14 +340,13 @@ def render_matrix_html(summary: Mapping[str, Any], *, figures: bool = True) -> s
         "unreadable (no readable answer; a prediction unparsed); a cell with more than half of "
         "either unreadable is not estimable.</p>",
     ]
-    pilot = summary.get("pilot") or {}
-    if pilot:
-        parts.append(f"<div class='info'>Pilot ({_h(pilot.get('method'))}): "
-                     f"{_h(pilot.get('verdict'))}</div>")
-    if summary.get("not_divergent"):
+    if s.pilot is not None:
+        parts.append(f"<div class='info'>Pilot ({_h(s.pilot.method)}): "
+                     f"{_h(s.pilot.verdict)}</div>")
+    if s.not_divergent:
         parts.append(f"<div class='info'>No skill reported ({NOT_DIVERGENT}): "
-                     f"{_h(summary['not_divergent'])}</div>")
-    for grid in skill_grids(summary):
+                     f"{_h(s.not_divergent)}</div>")
+    for grid in skill_grids(s):
         parts.append(f"<h2>Skill S — {_h(grid.condition)}</h2>")
         parts.append(_heatmap_html(grid))
         png = heatmap_png(grid) if figures else None
@@ -355,9 +361,9 @@ def render_matrix_html(summary: Mapping[str, Any], *, figures: bool = True) -> s
                for m in METRICS),
              c.base_kind or MISSING, _num(c.p, ".3g"), _num(c.p_holm, ".3g"),
              *_unreadable_columns(c)]
-            for c in matrix_cells(summary)]
+            for c in matrix_cells(s)]
     parts += ["<h2>Every cell</h2>", _table(CELL_HEAD, rows)]
-    by_depth = depth_cells(summary)
+    by_depth = depth_cells(s)
     if by_depth:
         depths = list(dict.fromkeys(str(c.depth) for c in by_depth))
         pairs = list(dict.fromkeys((c.predictor, c.target) for c in by_depth))
@@ -368,12 +374,12 @@ def render_matrix_html(summary: Mapping[str, Any], *, figures: bool = True) -> s
                       for p, t in pairs]
         parts += ["<h2>Skill S by belief depth (NestToM items)</h2>",
                   _table(("predictor → target", *depths), depth_rows)]
-    adv = summary.get("self_advantage") or {}
+    adv = s.primary.self_advantage
     if adv:
         head = ("target", "log score", "Brier", "top-1", "skill S")
-        adv_rows = [[t, *(_figure_text(Figure.of(entry.get(m)), "+.3f")
-                          + ("" if entry.get(m, {}).get("p_holm") is None
-                             else f" (p Holm {entry[m]['p_holm']:.3g})")
+        adv_rows = [[t, *(_figure_text(Figure.of_advantage(entry[m]), "+.3f")
+                          + ("" if entry[m].p_holm is None
+                             else f" (p Holm {entry[m].p_holm:.3g})")
                           for m in METRICS)]
                     for t, entry in adv.items()]
         parts += ["<h2>Self-advantage (T predicting T − others predicting T)</h2>",
@@ -471,41 +477,44 @@ def _unreadable_csv(cell: MatrixCell) -> list[str | int]:
             cell.unreadable_reason or ""]
 
 
-def render_matrix_csv(summary: Mapping[str, Any]) -> str:
+def render_matrix_csv(summary: Summary) -> str:
     """Every cell of every condition as one CSV row (:data:`CSV_COLUMNS`); empty fields where
     a figure has no value or interval (its ``_status`` and ``_reason`` say why)."""
 
     def num(v: float | None) -> str:
         return "" if v is None or not math.isfinite(v) else repr(float(v))
 
+    s = as_summary(summary)
+    run = s.stored.run if s.stored is not None else ""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
-    for c in [*matrix_cells(summary), *depth_cells(summary)]:
+    for c in [*matrix_cells(s), *depth_cells(s)]:
         figs: list[str] = []
         for m in METRICS:
             f = c.figure(m)
             figs += [num(f.value), num(f.lo), num(f.hi), f.status or "", f.reason or ""]
         w.writerow([
-            summary.get("run") or "", c.condition, c.predictor, c.target, int(c.is_self), c.n,
+            run, c.condition, c.predictor, c.target, int(c.is_self), c.n,
             *figs, c.skill.interval or c.log_score.interval or "", num(c.base),
             c.base_kind or "", num(c.ceiling), c.test or "", num(c.p), num(c.p_holm),
             c.predictor_errors, c.unparsed, c.unscored, c.rejected, int(c.not_divergent),
             c.depth or "", "", "", "", "", *_unreadable_csv(c),
         ])  # fmt: skip
-    for row in (summary.get("second_order") or {}).get("cells", ()):
+    for row in s.second_order.cells if s.second_order is not None else ():
         figs = []
         for key in ("log_score", "brier", "top1_match"):
-            f = Figure.of(row.get(key))
+            f = Figure.of_estimate(row.figures[key])
             figs += [num(f.value), num(f.lo), num(f.hi), f.status or "", f.reason or ""]
         figs += ["", "", "", "not_estimable", SECOND_ORDER_NO_SKILL]
-        vs = Figure.of(row.get("vs_uniform"))
-        raw = row.get("vs_uniform") or {}
+        tested = row.vs_uniform
+        vs = Figure.of_estimate(tested.figure)
+        # predictor_errors: 0, as the CSV has always written for a second-order cell
         w.writerow([
-            summary.get("run") or "", "second-order", row["predictor"], row["target"], 0,
-            row.get("n", 0), *figs, Figure.of(row.get("brier")).interval or "", "", "", "",
-            raw.get("test") or "", num(raw.get("p")), num(raw.get("p_holm")),
-            row.get("predictor_errors", 0), row.get("unparsed", 0), row.get("unscored", 0), 0,
-            0, "", row["about"], num(vs.value), num(vs.lo), num(vs.hi), "", "", "", "", "",
+            run, "second-order", row.predictor, row.target, 0,
+            row.n, *figs, row.figures["brier"].interval or "", "", "", "",
+            tested.figure.test or "", num(tested.figure.p), num(tested.p_holm),
+            0, row.counts["unparsed"], row.counts["unscored"], 0,
+            0, "", row.about, num(vs.value), num(vs.lo), num(vs.hi), "", "", "", "", "",
         ])  # fmt: skip
     return buf.getvalue()

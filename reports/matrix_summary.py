@@ -14,13 +14,12 @@ each agent's skill S (:func:`agent_skill`).
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -41,26 +40,39 @@ from matrix import (
     read_score,
     second_order_triples,
 )
-from mindledger.disclosure import disclosed_matrix, shown_seed
+from mindledger.disclosure import shown_seed, withholds
 from mindledger.errors import UserError
 from mindledger.items import Item
 from nesttom import DEPTHS
 from reports.matrix import (
-    METRICS,
-    SECOND_ORDER_METRICS,
-    SELF_PROJECTION,
+    CellStats,
     ItemRecord,
-    accuracy_terms,
     cell_statistics,
-    distribution_scores,
     holm_adjust,
     learning_slope,
-    mean_estimate,
     paired_contrast,
     self_advantage,
-    skill_terms,
+)
+from reports.matrix_cells import (
+    CellCounts,
+    CellRow,
+    cell_row,
+    self_advantage_figures,
+)
+from reports.matrix_model import (
+    ConditionSummary,
+    DepthCells,
+    MatrixSummary,
+    PilotSummary,
+    StoredRun,
 )
 from reports.matrix_runs import SUITE, accompanying_matrix
+from reports.matrix_sections import (
+    ConditionRow,
+    ItemAnswers,
+    past_seat_section,
+    second_order_section,
+)
 from reports.matrix_skill import agent_skill
 from reports.matrix_unreadable import NO_ANSWER, Unreadable
 
@@ -70,6 +82,8 @@ __all__ = [
     "SUITE",
     "ZERO_SHOT",
     "ItemOutcome",
+    "MatrixPlan",
+    "MatrixSummary",
     "PredictionRecord",
     "SecondOrderRecord",
     "TargetRecord",
@@ -77,12 +91,13 @@ __all__ = [
     "accompanying_summary",
     "agent_skill",
     "check_conditions",
-    "mark_not_divergent",
     "matrix_params",
     "observed_count",
     "outcomes_from_trials",
     "pilot_summary",
     "second_order_triples",
+    "stored_summary",
+    "summarise",
     "summarise_outcomes",
     "summarise_run",
 ]
@@ -186,6 +201,17 @@ CONDITION_METRICS = (("log_score", "log_score"), ("top1_accuracy", "top1_match")
 """(figure, the ledger's per-prediction score) compared across conditions."""
 
 
+@dataclass(frozen=True)
+class MatrixPlan:
+    """What a summary computes beyond the primary condition's cells, and how."""
+
+    n_boot: int = 2000
+    stats_seed: int = 0
+    conditions: Sequence[str] = (ZERO_SHOT,)
+    second_order: bool = False
+    past_seats: Sequence[str] = ()
+
+
 def summarise_outcomes(
     names: Sequence[str],
     items: Sequence[Item],
@@ -198,104 +224,120 @@ def summarise_outcomes(
     second_order: bool = False,
     past_seats: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The matrix (as :func:`run_matrix` returns it) from the outcomes of ``items``, in the
-    items' order; items without an outcome count as not run. Pure.
+    """The JSON of :func:`summarise` (as :func:`run_matrix` returns it)."""
+    plan = MatrixPlan(n_boot, stats_seed, conditions, second_order, past_seats)
+    return summarise(names, items, samples, outcomes, plan).to_dict()
 
-    With ``second_order``, ``second_order`` has every (P, Q, T) cell's second-order figures
-    (:func:`second_order_section`); with ``past_seats`` (agents marked ``past_seat``),
-    ``past_seat`` has each predictor's S on every past seat beside its fresh-copy S
-    (:func:`past_seat_section`).
+
+def summarise(
+    names: Sequence[str],
+    items: Sequence[Item],
+    samples: int,
+    outcomes: Mapping[str, ItemOutcome],
+    plan: MatrixPlan = MatrixPlan(),
+) -> MatrixSummary:
+    """The matrix from the outcomes of ``items``, in the items' order; items without an
+    outcome count as not run. Pure.
+
+    With ``plan.second_order``, ``second_order`` has every (P, Q, T) cell's second-order
+    figures (:func:`reports.matrix_sections.second_order_section`); with ``plan.past_seats``
+    (agents marked ``past_seat``), ``past_seat`` has each predictor's S on every past seat
+    beside its fresh-copy S (:func:`reports.matrix_sections.past_seat_section`).
 
     ``cells`` and ``self_advantage`` are those of the primary condition (``condition``:
     zero-shot when the run has it, else its first). With more than one condition,
-    ``by_condition`` has every condition's cells and self-advantages, ``learning_curve`` each
+    ``others`` has every other condition's cells and self-advantages, ``learning_curve`` each
     cell's slope over m (zero-shot is m = 0, ``observe:m``; with two values of m or more) and
     ``simulate_contrast`` each cell's simulate − zero-shot difference
     (:mod:`reports.matrix`), in log score and top-1 match, paired over items. When items carry
     a belief depth (NestToM items), ``by_depth`` has each depth's cells
     (:func:`depth_section`)."""
-    conditions = check_conditions(conditions)
+    n_boot, stats_seed = plan.n_boot, plan.stats_seed
+    conditions = check_conditions(plan.conditions)
     primary = ZERO_SHOT if ZERO_SHOT in conditions else conditions[0]
     collected = {c: _collect(names, items, outcomes, c) for c in conditions}
     cells, target_answers, target_errors = collected[primary]
-    out = _summarise(
-        names, items, samples, cells, target_answers, target_errors, n_boot, stats_seed
-    )
-    out["condition"] = primary
-    out["conditions"] = list(conditions)
-    if second_order:
-        out["second_order"] = second_order_section(
-            names, items, outcomes, n_boot=n_boot, stats_seed=stats_seed
-        )
-    seats = [s for s in past_seats if s in names]
+
+    def condition_summary(c: str) -> ConditionSummary:
+        return _summarise(
+            names, items, samples, collected[c][0], target_answers, target_errors, n_boot,
+            stats_seed,
+        )  # fmt: skip
+
+    main = condition_summary(primary)
+    seats = [s for s in plan.past_seats if s in names]
+    past_seat = None
     if seats:
-        out["past_seat"] = past_seat_section(
+        past_seat = past_seat_section(
             names,
-            cells,
-            target_answers,
-            out["cells"],
+            {
+                (p, t): _item_records(cell, t, names, target_answers)
+                for (p, t), cell in cells.items()
+                if p == t or t in seats
+            },
+            {(r.predictor, r.target): r.skill for r in main.cells},
             seats,
             n_boot=n_boot,
             stats_seed=stats_seed,
         )
-    by_depth = depth_section(
-        names, items, samples, outcomes, primary, n_boot=n_boot, stats_seed=stats_seed
-    )
-    if by_depth:
-        out["by_depth"] = by_depth
+    summary = MatrixSummary(
+        main,
+        primary,
+        tuple(conditions),
+        {c: condition_summary(c) for c in conditions if c != primary},
+        second_order=second_order_section(
+            names, items, outcomes, n_boot=n_boot, stats_seed=stats_seed
+        ) if plan.second_order else None,
+        past_seat=past_seat,
+        by_depth=depth_section(
+            names, items, samples, outcomes, primary, n_boot=n_boot, stats_seed=stats_seed
+        ),
+    )  # fmt: skip
     if len(conditions) == 1:
-        return out
-    by_condition: dict[str, Any] = {}
-    for c in conditions:
-        summary = (
-            out
-            if c == primary
-            else _summarise(
-                names,
-                items,
-                samples,
-                collected[c][0],
-                target_answers,
-                target_errors,
-                n_boot,
-                stats_seed,
-            )
-        )
-        by_condition[c] = {"cells": summary["cells"], "self_advantage": summary["self_advantage"]}
-    out["by_condition"] = by_condition
+        return summary
+    curve, contrast = _across_conditions(names, conditions, collected, plan)
+    return replace(summary, learning_curve=curve, simulate_contrast=contrast)
+
+
+def _across_conditions(
+    names: Sequence[str],
+    conditions: Sequence[str],
+    collected: Mapping[str, tuple[Mapping[Pair, _Cell], Any, Any]],
+    plan: MatrixPlan,
+) -> tuple[list[ConditionRow], list[ConditionRow]]:
+    """Each cell's learning curve over m and its simulate − zero-shot contrast."""
+    n_boot, stats_seed = plan.n_boot, plan.stats_seed
 
     def per_item(c: str, p: str, t: str, key: str) -> dict[str, float]:
         return {iid: float(r.scores[key]) for iid, r in collected[c][0][p, t].records}
 
     curve_conditions = {m: c for c in conditions if (m := observed_count(c)) is not None}
-    curve: list[dict[str, Any]] = []
-    contrast: list[dict[str, Any]] = []
+    curve: list[ConditionRow] = []
+    contrast: list[ConditionRow] = []
     for i, p in enumerate(names):
         for j, t in enumerate(names):
             if len(curve_conditions) >= 2:
-                row: dict[str, Any] = {"predictor": p, "target": t, "m": sorted(curve_conditions)}
-                for k, (figure, key) in enumerate(CONDITION_METRICS):
-                    row[figure] = learning_slope(
+                slopes = {
+                    figure: learning_slope(
                         {m: per_item(c, p, t, key) for m, c in curve_conditions.items()},
                         np.random.default_rng([stats_seed, 3, i, j, k]),
                         n_boot=n_boot,
-                    ).to_dict()
-                curve.append(row)
+                    )
+                    for k, (figure, key) in enumerate(CONDITION_METRICS)
+                }
+                curve.append(ConditionRow(p, t, slopes, m=sorted(curve_conditions)))
             if SIMULATE in conditions and ZERO_SHOT in conditions:
-                row = {"predictor": p, "target": t}
-                for k, (figure, key) in enumerate(CONDITION_METRICS):
-                    row[figure] = paired_contrast(
+                differences = {
+                    figure: paired_contrast(
                         per_item(SIMULATE, p, t, key),
                         per_item(ZERO_SHOT, p, t, key),
                         np.random.default_rng([stats_seed, 4, i, j, k]),
                         n_boot=n_boot,
-                    ).to_dict()
-                contrast.append(row)
-    if curve:
-        out["learning_curve"] = curve
-    if contrast:
-        out["simulate_contrast"] = contrast
-    return out
+                    )
+                    for k, (figure, key) in enumerate(CONDITION_METRICS)
+                }
+                contrast.append(ConditionRow(p, t, differences))
+    return curve, contrast
 
 
 def _depth_order(label: str) -> tuple[int, str]:
@@ -313,7 +355,7 @@ def depth_section(
     *,
     n_boot: int = 2000,
     stats_seed: int = 0,
-) -> list[dict[str, Any]]:
+) -> list[DepthCells]:
     """Skill by the depth of the belief the items ask about (seed 002 §15.2: R1/R2/R3 items;
     the NestToM items of the pilot carry their depth, ``R2-self`` and ``R3-loop`` apart): per
     depth, every (P, T) cell of ``condition`` on those items alone, with the same statistics
@@ -321,7 +363,7 @@ def depth_section(
     labels = sorted(
         {str(d) for it in items if (d := it.meta.get("depth")) is not None}, key=_depth_order
     )
-    out: list[dict[str, Any]] = []
+    out: list[DepthCells] = []
     for k, label in enumerate(labels):
         subset = [it for it in items if str(it.meta.get("depth")) == label]
         cells, target_answers, target_errors = _collect(names, subset, outcomes, condition)
@@ -335,7 +377,7 @@ def depth_section(
             n_boot,
             stats_seed + 1000 * (k + 1),
         )
-        out.append({"depth": label, "n_items": len(subset), "cells": summary["cells"]})
+        out.append(DepthCells(label, len(subset), summary.cells))
     return out
 
 
@@ -343,28 +385,6 @@ def _population(
     t: str, item_id: str, names: Sequence[str], target_answers: Mapping[tuple[str, str], list[str]]
 ) -> tuple[str, ...]:
     return tuple(a for u in names if u != t for a in target_answers.get((u, item_id), ()))
-
-
-def _merge_statistics(row: dict[str, Any], stats: Mapping[str, Any]) -> None:
-    """Add :func:`reports.matrix.cell_statistics`' intervals and test to ``row`` (from
-    :func:`ledger.scoring.aggregate`): each metric gets ``ci``, ``interval``, ``status`` and,
-    when it has a value but no interval, the ``reason``; the skill also ``base_kind``,
-    ``test`` and ``p``. The point values stay the ledger's (they are the same numbers)."""
-    for m in METRICS:
-        est = stats[m]
-        row[m].update(ci=est["ci"], interval=est["interval"], status=est["status"])
-        if row[m]["value"] is not None and est.get("reason"):
-            row[m]["reason"] = est["reason"]
-    if stats["skill"]["value"] is None and stats["skill"].get("reason"):
-        # S not estimable where the ledger has a value: a self cell, or a denominator that
-        # may be zero (reports.matrix.cell_statistics)
-        row["skill"].update(value=None, reason=stats["skill"]["reason"])
-    row["skill"].update(
-        base_kind=stats["base_kind"],
-        test=stats["test"],
-        p=stats["p"],
-        denominator=stats["denominator"],
-    )
 
 
 def _unreadable(
@@ -382,39 +402,6 @@ def _unreadable(
     )
 
 
-def _mark_unreadable(row: dict[str, Any], reason: str) -> None:
-    """A cell whose target or predictor gave too few readable answers
-    (:class:`reports.matrix_unreadable.Unreadable`): no figure, no test, the reason on each."""
-    for m in METRICS:
-        row[m].update(value=None, ci=None, interval=None, status="not_estimable", reason=reason)
-    row["skill"].update(test=None, p=None)
-    row["unreadable"]["reason"] = reason
-
-
-def _merge_self_advantage(entry: dict[str, Any], paired: Mapping[str, Any]) -> None:
-    """Add the paired interval and test of :func:`reports.matrix.self_advantage` to a
-    self-advantage ``entry``. They are paired over the items every predictor of the target
-    was scored on; when that is not every item of every cell, the point value (over each cell's
-    own items) and the interval's centre differ, and ``paired_value`` shows the latter."""
-    entry.update(
-        n=paired["n"],
-        ci=paired["ci"],
-        interval=paired["interval"],
-        test=paired["test"],
-        p=paired["p"],
-        status=paired["status"],
-    )
-    if entry["value"] is None:  # e.g. a cell not estimable: no interval around no value
-        entry.update(ci=None, interval=None, test=None, p=None, status="not_estimable")
-    else:
-        if paired["value"] is None or not math.isclose(
-            entry["value"], paired["value"], rel_tol=1e-9, abs_tol=1e-12
-        ):
-            entry["paired_value"] = paired["value"]
-        if paired.get("reason"):
-            entry["reason"] = paired["reason"]
-
-
 STATS_THREADS = max(1, min(4, os.cpu_count() or 1))
 """Threads computing a summary's bootstraps: each cell's and each target's resampling is
 independent (its own seeded generator, so the figures do not depend on the threads) and
@@ -425,19 +412,16 @@ Pair = tuple[str, str]
 """(predictor, target) of a cell."""
 
 
-@dataclass
-class _Rows:
-    """The cells' rows as :func:`_submit_cells` leaves them: the ledger's figures, each cell's
-    per-item records and its statistics still being computed."""
+@dataclass(frozen=True)
+class _Pending:
+    """A cell whose statistics are being computed."""
 
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    by_pair: dict[Pair, dict[str, Any]] = field(default_factory=dict)
-    item_records: dict[Pair, list[ItemRecord]] = field(default_factory=dict)
-    aggregates: dict[Pair, dict[str, Any]] = field(default_factory=dict)
-    """Each cell's :func:`ledger.scoring.aggregate`, as computed (the rows are updated later)."""
-    unreadable: dict[Pair, str | None] = field(default_factory=dict)
-    """Why each cell is not estimable for unreadable answers, or None."""
-    statistics: list[tuple[dict[str, Any], Future[Any]]] = field(default_factory=list)
+    pair: Pair
+    aggregated: Mapping[str, Any]
+    """:func:`ledger.scoring.aggregate` of the cell's records (read by the statistics too)."""
+    counts: CellCounts
+    unreadable: Unreadable
+    stats: Future[CellStats]
 
 
 def _submit_cells(
@@ -447,12 +431,13 @@ def _submit_cells(
     target_answers: Mapping[Pair, list[str]],
     n_boot: int,
     stats_seed: int,
-) -> _Rows:
-    """Each cell's row of the ledger's figures and counts, its statistics submitted to
-    ``pool`` (each with its own seeded generator)."""
-    out = _Rows()
+) -> tuple[list[_Pending], dict[Pair, list[ItemRecord]]]:
+    """Each cell's ledger figures and counts, its statistics submitted to ``pool`` (each with
+    its own seeded generator), and each cell's per-item records."""
+    pending: list[_Pending] = []
+    item_records: dict[Pair, list[ItemRecord]] = {}
     for (p, t), cell in cells.items():
-        out.item_records[p, t] = _item_records(cell, t, names, target_answers)
+        item_records[p, t] = _item_records(cell, t, names, target_answers)
         records = [
             ScoreRecord(
                 r.scores,
@@ -463,118 +448,35 @@ def _submit_cells(
             for iid, r in cell.records
         ]
         agg = aggregate(records)
-        unreadable = _unreadable(cell, t, target_answers)
-        out.unreadable[p, t] = unreadable.reason(p, t)
-        row = {
-            "predictor": p,
-            "target": t,
-            "self": p == t,
-            **agg,
-            "predictor_errors": cell.predictor_errors,
-            "unparsed": cell.unparsed,
-            "unscored": cell.unscored,
-            "rejected": cell.rejected,
-            "unreadable": unreadable.to_dict(),
-        }
-        out.aggregates[p, t] = copy.deepcopy(agg)  # the row's nested dicts are updated below
-        out.statistics.append(
-            (
-                row,
-                pool.submit(
-                    cell_statistics,
-                    out.item_records[p, t],
-                    np.random.default_rng([stats_seed, 1, names.index(p), names.index(t)]),
-                    n_boot=n_boot,
-                    aggregated=out.aggregates[p, t],
-                    self_cell=p == t,
-                ),
-            )
+        stats = pool.submit(
+            cell_statistics,
+            item_records[p, t],
+            np.random.default_rng([stats_seed, 1, names.index(p), names.index(t)]),
+            n_boot=n_boot,
+            aggregated=agg,
+            self_cell=p == t,
         )
-        out.rows.append(row)
-        out.by_pair[p, t] = row
-    return out
+        counts = CellCounts(cell.predictor_errors, cell.unparsed, cell.unscored, cell.rejected)
+        pending.append(_Pending((p, t), agg, counts, _unreadable(cell, t, target_answers), stats))
+    return pending, item_records
 
 
-def _finish_cells(rows: _Rows, cell_stats: Sequence[tuple[dict[str, Any], Any]]) -> None:
-    """Merge each cell's statistics into its row, mark the unreadable cells, and adjust the
-    skill's p-values over the cells (Holm)."""
-    for row, stats in cell_stats:
-        _merge_statistics(row, stats.to_dict())
-        why = rows.unreadable[row["predictor"], row["target"]]
-        if why:
-            _mark_unreadable(row, why)
-    for row, p_holm in zip(
-        rows.rows, holm_adjust([row["skill"]["p"] for row in rows.rows]), strict=True
-    ):
-        row["skill"]["p_holm"] = p_holm
-
-
-SELF_ADVANTAGE_METRICS = ("log_score", "brier", "top1_accuracy", "skill")
-"""The figures a self-advantage compares, in its order."""
-
-
-def _self_advantage_entry(
-    t: str, names: Sequence[str], by_pair: Mapping[Pair, Mapping[str, Any]]
-) -> dict[str, Any]:
-    """Target ``t``'s self-advantage per metric: its own value less the others' mean, or why
-    there is none."""
-
-    def value(row: Mapping[str, Any], metric: str) -> float | None:
-        v = row[metric]["value"]
-        return None if v is None else float(v)
-
-    others = [p for p in names if p != t]
-    entry: dict[str, Any] = {}
-    for metric in SELF_ADVANTAGE_METRICS:
-        own_v = value(by_pair[t, t], metric)
-        other_vs = [value(by_pair[p, t], metric) for p in others]
-        if not others:
-            entry[metric] = {"value": None, "reason": "no other predictor of this target"}
-        elif own_v is None:
-            own_reason = str(by_pair[t, t][metric].get("reason"))
-            entry[metric] = {
-                "value": None,
-                "reason": own_reason
-                if own_reason == SELF_PROJECTION
-                else f"{t} predicting itself has no {metric}: {own_reason}",
-            }
-        elif any(v is None for v in other_vs):
-            missing = [p for p, v in zip(others, other_vs, strict=True) if v is None]
-            entry[metric] = {
-                "value": None,
-                "reason": f"no {metric} for {', '.join(missing)} predicting {t}",
-            }
-        else:
-            mean_other = _mean([v for v in other_vs if v is not None])
-            assert mean_other is not None
-            entry[metric] = {"value": own_v - mean_other, "self": own_v, "others": mean_other}
-    return entry
-
-
-def _self_advantages(
-    names: Sequence[str],
-    by_pair: Mapping[Pair, Mapping[str, Any]],
-    paired_by_target: Mapping[str, Mapping[str, Any]],
-) -> dict[str, dict[str, Any]]:
-    """Every target's self-advantage with its paired interval and test, Holm-adjusted over
-    every (target, metric)."""
-    self_adv: dict[str, dict[str, Any]] = {}
-    for t in names:
-        entry = _self_advantage_entry(t, names, by_pair)
-        for metric in METRICS:
-            _merge_self_advantage(entry[metric], paired_by_target[t][metric].to_dict())
-        self_adv[t] = entry
-    tests = [(t, m) for t in names for m in METRICS]
-    for (t, m), p_holm in zip(
-        tests, holm_adjust([self_adv[t][m].get("p") for t, m in tests]), strict=True
-    ):
-        self_adv[t][m]["p_holm"] = p_holm
-    return self_adv
+def _finish_cells(pending: Sequence[_Pending]) -> list[CellRow]:
+    """Each cell with its statistics (not estimable where it could not read enough), S's
+    p-values adjusted over the cells (Holm)."""
+    rows = [
+        cell_row(c.pair, c.aggregated, c.stats.result(), c.counts, c.unreadable) for c in pending
+    ]
+    adjusted = holm_adjust([row.skill.p for row in rows])
+    return [
+        replace(row, skill=replace(row.skill, p_holm=p_holm))
+        for row, p_holm in zip(rows, adjusted, strict=True)
+    ]
 
 
 def _per_item(
     items: Sequence[Item], names: Sequence[str], target_answers: Mapping[Pair, list[str]]
-) -> list[dict[str, Any]]:
+) -> list[ItemAnswers]:
     """Each item's prompt, every target's answers and how many distinct modal answers they
     have."""
     per_item = []
@@ -589,12 +491,12 @@ def _per_item(
                 best = max(counts.values())
                 modes[t] = sorted(a for a, c in counts.items() if c == best)
         per_item.append(
-            {
-                "id": item.id,
-                "prompt": item.prompt,
-                "answers": {t: target_answers.get((t, item.id), []) for t in names},
-                "distinct_modes": len({m[0] for m in modes.values()}),
-            }
+            ItemAnswers(
+                item.id,
+                item.prompt,
+                {t: target_answers.get((t, item.id), []) for t in names},
+                len({m[0] for m in modes.values()}),
+            )
         )
     return per_item
 
@@ -608,36 +510,35 @@ def _summarise(
     target_errors: Mapping[str, int],
     n_boot: int = 2000,
     stats_seed: int = 0,
-) -> dict[str, Any]:
+) -> ConditionSummary:
     with ThreadPoolExecutor(STATS_THREADS) as pool:
-        rows = _submit_cells(pool, names, cells, target_answers, n_boot, stats_seed)
+        pending, item_records = _submit_cells(
+            pool, names, cells, target_answers, n_boot, stats_seed
+        )
+        aggregates = {c.pair: c.aggregated for c in pending}
         advantages = {
             t: pool.submit(
                 self_advantage,
                 t,
-                {p: rows.item_records[p, t] for p in names},
+                {p: item_records[p, t] for p in names},
                 np.random.default_rng([stats_seed, 2, names.index(t)]),
                 n_boot=n_boot,
-                aggregated={p: rows.aggregates[p, t] for p in names},
+                aggregated={p: aggregates[p, t] for p in names},
             )
             for t in names
         }
-        cell_stats = [(row, stats.result()) for row, stats in rows.statistics]
+        rows = _finish_cells(pending)
         paired_by_target = {t: advantage.result() for t, advantage in advantages.items()}
-    _finish_cells(rows, cell_stats)
-    return {
-        "agents": list(names),
-        "n_items": len(items),
-        "samples": samples,
-        "cells": rows.rows,
-        "self_advantage": _self_advantages(names, rows.by_pair, paired_by_target),
-        "target_errors": dict(target_errors),
-        "items": _per_item(items, names, target_answers),
-        "notes": (
-            "self_advantage = metric(T predicting T) - mean metric(others predicting T); for "
-            "brier lower is better, so a negative brier self-advantage favours self-prediction"
-        ),
-    }
+    by_pair = {(row.predictor, row.target): row for row in rows}
+    return ConditionSummary(
+        tuple(names),
+        len(items),
+        samples,
+        rows,
+        self_advantage_figures(names, by_pair, paired_by_target),
+        dict(target_errors),
+        _per_item(items, names, target_answers),
+    )
 
 
 # -- stored matrix runs ------------------------------------------------------------------------
@@ -660,72 +561,61 @@ def summarise_run(
     stats_seed: int = 0,
     reveal_held_out: bool = False,
 ) -> dict[str, Any]:
+    """The JSON of :func:`stored_summary`."""
+    return stored_summary(
+        store, run_id, n_boot=n_boot, stats_seed=stats_seed, reveal_held_out=reveal_held_out
+    ).to_dict()
+
+
+def stored_summary(
+    store: Store,
+    run_id: str,
+    *,
+    n_boot: int = 2000,
+    stats_seed: int = 0,
+    reveal_held_out: bool = False,
+) -> MatrixSummary:
     """The matrix of a stored matrix run, rebuilt from its stored items and trials alone (the
-    same numbers the run returned), with ``run``, ``seed`` (None for a held-out run unless
-    ``reveal_held_out``: operators only), ``held_out``, ``status`` and ``accompanies`` (the
-    suite run it was scheduled beside, if any). A held-out run's ``items`` carry no id,
-    prompt or answers unless ``reveal_held_out``
-    (:func:`mindledger.disclosure.disclosed_matrix`)."""
+    same numbers the run returned), with the run's facts (:class:`StoredRun`: its seed None
+    for a held-out run unless ``reveal_held_out``, operators only; the suite run it
+    ``accompanies``, if any) and its pilot. A held-out run's items are withheld from its JSON
+    unless ``reveal_held_out`` (:func:`mindledger.disclosure.disclosed_matrix`)."""
     params = matrix_params(store, run_id)
     run = store.get_run(run_id)
     names = [str(n) for n in params.get("agents") or [a.name for a in store.run_agents(run_id)]]
     exposure = set(params.get("exposure") or ())
     items = [it for it in store.run_items(run_id) if it.id not in exposure]
     outcomes = outcomes_from_trials(store.trials(run_id))
-    summary = summarise_outcomes(
-        names,
-        items,
-        int(params["samples"]),
-        outcomes,
+    plan = MatrixPlan(
         n_boot=n_boot,
         stats_seed=stats_seed,
         conditions=params.get("conditions") or (ZERO_SHOT,),
         second_order=bool(params.get("second_order")),
         past_seats=[str(s) for s in params.get("past_seats") or ()],
     )
-    out = {
-        "run": run_id,
-        "seed": shown_seed(run.seed, held_out=run.held_out, reveal_held_out=reveal_held_out),
-        "held_out": bool(run.held_out),
-        "status": run.status,
-        "accompanies": params.get("accompanies"),
-        "exposure": len(exposure),
-        **summary,
-    }
+    summary = summarise(names, items, int(params["samples"]), outcomes, plan)
+    stored = StoredRun(
+        run_id,
+        shown_seed(run.seed, held_out=run.held_out, reveal_held_out=reveal_held_out),
+        bool(run.held_out),
+        run.status,
+        params.get("accompanies"),
+        len(exposure),
+        withholds=withholds(held_out=bool(run.held_out), reveal_held_out=reveal_held_out),
+    )
+    summary = replace(summary, stored=stored)
     pilot = params.get("pilot")
     if isinstance(pilot, Mapping):
-        out["pilot"] = pilot_summary(pilot)
+        summary = replace(summary, pilot=PilotSummary.of(pilot))
         if not pilot.get("divergent"):
-            mark_not_divergent(out, str(pilot.get("verdict")))
-    return disclosed_matrix(out, held_out=bool(run.held_out), reveal_held_out=reveal_held_out)
+            summary = summary.with_not_divergent(str(pilot.get("verdict")))
+    return summary
 
 
-def pilot_summary(record: Mapping[str, Any]) -> dict[str, Any]:
+def pilot_summary(record: Mapping[str, Any]) -> PilotSummary:
     """What a summary shows of a pilot's record (stored whole in the run's params): its
     verdict, method, thresholds, K, counts kept and dropped, per kind."""
-    keys = (
-        "verdict",
-        "divergent",
-        "method",
-        "filter",
-        "targets",
-        "samples",
-        "n_candidates",
-        "n_kept",
-        "dropped",
-        "by_kind",
-        "errors",
-    )
-    return {k: record.get(k) for k in keys}
-
-
-def mark_not_divergent(summary: dict[str, Any], verdict: str) -> None:
-    """A matrix whose pilot found its candidates not divergent reports that instead of skill:
-    ``not_divergent`` holds the verdict and every cell's S is not estimable with it as the
-    reason."""
-    summary["not_divergent"] = verdict
-    for cell in summary.get("cells", ()):
-        cell["skill"].update(value=None, ci=None, status="not_estimable", reason=verdict)
+    return PilotSummary.of(record)
 
 
 def accompanying_summary(
@@ -737,124 +627,6 @@ def accompanying_summary(
     if matrix_id is None:
         return None
     return summarise_run(store, matrix_id, n_boot=n_boot, stats_seed=stats_seed)
-
-
-# -- second-order prediction (B9) and past seats (B8) --------------------------------------------
-
-SECOND_ORDER_SCORING = (
-    "P's distribution p against Q's committed zero-shot distribution q: brier = sum over "
-    "choices of (p - q)^2 (primary, lower is better: the expected Brier score against a draw "
-    "from q less q's own, a strictly proper divergence, 0 exactly when p = q); log_score = "
-    "sum of q * log max(p, eps) (the expected log score on a draw from q); total_variation = "
-    "half the sum of |p - q|; top1_match = both most probable choices agree. vs_uniform = "
-    "brier(uniform) - brier(p), paired over items (H0: P knows no more of Q's prediction "
-    "than the uniform distribution)"
-)
-
-
-def second_order_section(
-    names: Sequence[str],
-    items: Sequence[Item],
-    outcomes: Mapping[str, ItemOutcome],
-    *,
-    n_boot: int = 2000,
-    stats_seed: int = 0,
-) -> dict[str, Any]:
-    """The second-order figures (seed 002 §15.2 protocol step 5, B9) per (P, Q, T) cell: the
-    mean over items of each :data:`reports.matrix.SECOND_ORDER_METRICS` with its item-bootstrap
-    interval, and ``vs_uniform`` (see :data:`SECOND_ORDER_SCORING`) with its sign-flip test,
-    Holm-adjusted over the cells. Pure."""
-    triples = second_order_triples(names)
-    per: dict[tuple[str, str, str], dict[str, dict[str, float]]] = {
-        k: {m: {} for m in (*SECOND_ORDER_METRICS, "uniform_brier")} for k in triples
-    }
-    counts = {k: dict.fromkeys(("unparsed", "unscored", "predictor_error"), 0) for k in triples}
-    for item in items:
-        outcome = outcomes.get(item.id)
-        if outcome is None:
-            continue
-        for key, rec in outcome.second_order.items():
-            if key not in per:
-                continue
-            if rec.outcome in counts[key]:
-                counts[key][rec.outcome] += 1
-            if rec.scores is None or rec.truth is None:
-                continue
-            for m in SECOND_ORDER_METRICS:
-                per[key][m][item.id] = float(rec.scores[m])
-            uniform = {c: 1.0 / len(rec.truth) for c in rec.truth}
-            per[key]["uniform_brier"][item.id] = distribution_scores(uniform, rec.truth)["brier"]
-    cells: list[dict[str, Any]] = []
-    for n, (p, q, t) in enumerate(triples):
-        figures = per[p, q, t]
-        row: dict[str, Any] = {
-            "predictor": p,
-            "about": q,
-            "target": t,
-            "n": len(figures["brier"]),
-            **counts[p, q, t],
-        }
-        for k, m in enumerate(SECOND_ORDER_METRICS):
-            row[m] = mean_estimate(
-                figures[m], np.random.default_rng([stats_seed, 6, n, k]), n_boot=n_boot
-            ).to_dict()
-        row["vs_uniform"] = paired_contrast(
-            figures["uniform_brier"],
-            figures["brier"],
-            np.random.default_rng([stats_seed, 7, n]),
-            n_boot=n_boot,
-        ).to_dict()
-        cells.append(row)
-    for row, p_holm in zip(
-        cells, holm_adjust([row["vs_uniform"]["p"] for row in cells]), strict=True
-    ):
-        row["vs_uniform"]["p_holm"] = p_holm
-    by_predictor: dict[str, dict[str, Any]] = {}
-    for n, p in enumerate(names):
-        mine = [per[k] for k in triples if k[0] == p]
-        brier = _per_item_mean([f["brier"] for f in mine])
-        uniform = _per_item_mean([f["uniform_brier"] for f in mine])
-        by_predictor[p] = {
-            "n_cells": len(mine),
-            "brier": mean_estimate(
-                brier, np.random.default_rng([stats_seed, 8, n]), n_boot=n_boot
-            ).to_dict(),
-            "vs_uniform": paired_contrast(
-                uniform, brier, np.random.default_rng([stats_seed, 9, n]), n_boot=n_boot
-            ).to_dict(),
-        }
-    for row, p_holm in zip(
-        by_predictor.values(),
-        holm_adjust([row["vs_uniform"]["p"] for row in by_predictor.values()]),
-        strict=True,
-    ):
-        row["vs_uniform"]["p_holm"] = p_holm
-    return {
-        "scoring": SECOND_ORDER_SCORING,
-        "per_item": len(triples),
-        "order": (
-            "every second-order prediction of an item is committed before any first-order "
-            "prediction of it, so before Q commits; Q's committed distribution is recorded "
-            "against it only after Q's prediction is revealed"
-        ),
-        "cells": cells,
-        "by_predictor": by_predictor,
-        "by_predictor_definition": (
-            "each predictor P over all its (Q, T) cells: per item, the mean over the cells "
-            "scored on it of brier (and of the uniform distribution's brier); vs_uniform is "
-            "brier(uniform) - brier(P) paired over items (item bootstrap, sign-flip test, Holm "
-            "over the predictors)"
-        ),
-    }
-
-
-def _per_item_mean(figures: Sequence[Mapping[str, float]]) -> dict[str, float]:
-    """Per item id, the mean of the values ``figures`` (one mapping per cell) hold for it."""
-    sums: dict[str, list[float]] = {}
-    for f in figures:
-        for item_id, value in f.items():
-            sums.setdefault(item_id, []).append(value)
-    return {i: math.fsum(v) / len(v) for i, v in sums.items()}
 
 
 def _item_records(
@@ -871,67 +643,3 @@ def _item_records(
         )
         for iid, r in cell.records
     ]
-
-
-def past_seat_section(
-    names: Sequence[str],
-    cells: Mapping[tuple[str, str], _Cell],
-    target_answers: Mapping[tuple[str, str], list[str]],
-    rows: Sequence[Mapping[str, Any]],
-    seats: Sequence[str],
-    *,
-    n_boot: int = 2000,
-    stats_seed: int = 0,
-) -> dict[str, Any]:
-    """Past-seat prediction (seed 002 B8; §20 question 4: weight-level against context-level
-    self-knowledge): for every predictor P and past seat S ≠ P, P's skill S predicting S beside
-    its S predicting a fresh copy of itself (the cells of ``rows``, with their intervals), and
-    two paired contrasts over the items both cells were scored on
-    (:func:`reports.matrix.paired_contrast`: item bootstrap and sign-flip test, each
-    Holm-adjusted over the rows):
-
-    - ``contrast`` (primary): relative accuracy (top-1 accuracy / the target's ceiling,
-      :func:`reports.matrix.accuracy_terms`) on S minus on the fresh copy;
-    - ``skill_contrast``: S(P→S) − S(P→P) (:func:`reports.matrix.skill_terms`). A fresh-copy
-      cell's projection baseline, P's own answer, is itself a sample of the fresh copy, so
-      its base and ceiling coincide in expectation and its S is 0/0: often undefined or very
-      noisy, which is why the primary contrast has no baseline. Pure."""
-    by_pair = {(r["predictor"], r["target"]): r for r in rows}
-    out: list[dict[str, Any]] = []
-    for i, p in enumerate(names):
-        fresh_records = _item_records(cells[p, p], p, names, target_answers)
-        for s in seats:
-            if s == p:
-                continue
-            j = names.index(s)
-            past_records = _item_records(cells[p, s], s, names, target_answers)
-            row: dict[str, Any] = {
-                "predictor": p,
-                "past_seat": s,
-                "skill_past_seat": by_pair[p, s]["skill"],
-                "skill_fresh_copy": by_pair[p, p]["skill"],
-            }
-            for k, (name, terms, what) in enumerate(
-                (
-                    ("contrast", accuracy_terms, "a positive ceiling"),
-                    ("skill_contrast", skill_terms, "S"),
-                )
-            ):
-                past, fresh = terms(past_records), terms(fresh_records)
-                row[name] = paired_contrast(
-                    past, fresh, np.random.default_rng([stats_seed, 8, i, j, k]), n_boot=n_boot
-                ).to_dict()
-                if not past or not fresh:
-                    which = [f"{p}→{x}" for x, t in ((s, past), (p, fresh)) if not t]
-                    row[name]["reason"] = f"no {what} for {' and '.join(which)}"
-            out.append(row)
-    for name in ("contrast", "skill_contrast"):
-        for row, p_holm in zip(out, holm_adjust([r[name]["p"] for r in out]), strict=True):
-            row[name]["p_holm"] = p_holm
-    return {
-        "seats": list(seats),
-        "contrast": "relative accuracy (top-1 accuracy / ceiling) predicting the past seat − "
-        "predicting a fresh copy, paired over items",
-        "skill_contrast": "S(P→past seat) − S(P→P), per-item shares of S paired over items",
-        "rows": out,
-    }

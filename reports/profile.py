@@ -1035,7 +1035,7 @@ class Analysis:
             }
         from reports.matrix_summary import agent_skill
 
-        return agent_skill(self.matrix, name)
+        return agent_skill(self.matrix, name).to_dict()
 
     def _validity(
         self, name: str, fb: Proportion, tb: Proportion, reality: Proportion

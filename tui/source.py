@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # what only some screens read is imported when they first rea
     from ledger.store import FailureCounts, Store
     from reports.comparison import Comparison
     from reports.history import AgentHistory
+    from reports.matrix_model import MatrixSummary
     from reports.model import RunProfile
     from reports.trials import TrialView
     from tui.operations import QueueSnapshot, ScheduleSnapshot
@@ -161,11 +162,11 @@ class DashboardSource:
             reads, run_id, seed=self.seed, n_boot=self.n_boot, reveal_held_out=False
         )
 
-    def matrix(self, run_id: str) -> dict[str, Any]:
-        """A matrix run's summary (see :func:`reports.matrix_summary.summarise_run`)."""
-        from reports.matrix_summary import summarise_run
+    def matrix(self, run_id: str) -> MatrixSummary:
+        """A matrix run's summary (see :func:`reports.matrix_summary.stored_summary`)."""
+        from reports.matrix_summary import stored_summary
 
-        return summarise_run(self.store, run_id, n_boot=self.n_boot, stats_seed=self.seed)
+        return stored_summary(self.store, run_id, n_boot=self.n_boot, stats_seed=self.seed)
 
     def compare(self, run_a: str, run_b: str) -> Comparison:
         """What changed from ``run_a`` to ``run_b`` (see :func:`reports.comparison.compare`, the

@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # types only: this module never touches the database
     from ledger.chain import Verification
     from ledger.protocol import PredictionState
     from ledger.store import FailureCounts
+    from reports.matrix_model import MatrixSummary
     from reports.model import RunProfile
 
 __all__ = [
@@ -603,9 +604,13 @@ class MatrixView:
     grids: tuple[MatrixGridView, ...]
 
 
-def matrix_view(summary: Mapping[str, Any]) -> MatrixView:
-    """The view of a matrix run's summary (:func:`reports.matrix_summary.summarise_run`)."""
+def matrix_view(summary: MatrixSummary | Mapping[str, Any]) -> MatrixView:
+    """The view of a matrix run's summary (:func:`reports.matrix_summary.stored_summary`, or
+    its JSON)."""
+    from reports.matrix_json import as_summary
     from reports.matrix_render import skill_grids, skill_text
+
+    s = as_summary(summary)
 
     grids = tuple(
         MatrixGridView(
@@ -615,18 +620,18 @@ def matrix_view(summary: Mapping[str, Any]) -> MatrixView:
             g.predictors,
             g.targets,
         )
-        for g in skill_grids(summary)
+        for g in skill_grids(s)
     )
     notices = []
-    pilot = summary.get("pilot") or {}
-    if pilot.get("verdict"):
-        notices.append(f"Pilot: {pilot['verdict']}")
-    if summary.get("not_divergent"):
-        notices.append(f"No skill reported (not divergent): {summary['not_divergent']}")
-    seed = seed_phrase(summary.get("seed"), held_out=bool(summary.get("held_out")))
+    if s.pilot is not None and s.pilot.verdict:
+        notices.append(f"Pilot: {s.pilot.verdict}")
+    if s.not_divergent:
+        notices.append(f"No skill reported (not divergent): {s.not_divergent}")
+    st = s.stored
+    seed = seed_phrase(None if st is None else st.seed, held_out=st is not None and st.held_out)
     return MatrixView(
-        f"Matrix run {summary.get('run')} · {summary.get('status')}",
-        f"{summary.get('n_items')} items, {summary.get('samples')} target samples each "
+        f"Matrix run {None if st is None else st.run} · {None if st is None else st.status}",
+        f"{s.primary.n_items} items, {s.primary.samples} target samples each "
         f"({seed}); skill S [95% hierarchical bootstrap]; conditions: "
         + ", ".join(g.condition for g in grids),
         tuple(notices),
@@ -635,7 +640,7 @@ def matrix_view(summary: Mapping[str, Any]) -> MatrixView:
 
 
 def matrix_cell_lines(
-    summary: Mapping[str, Any], condition: str, predictor: str, target: str
+    summary: MatrixSummary | Mapping[str, Any], condition: str, predictor: str, target: str
 ) -> tuple[str, ...]:
     """Every figure of one cell, for the detail pane."""
     from reports.matrix import METRICS

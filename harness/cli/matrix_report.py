@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,8 +18,12 @@ from harness.cli.tables import fits, print_table
 from ledger.store import Store
 from mindledger.disclosure import seed_phrase
 from mindledger.errors import UserError
+from reports.matrix_cells import CellRow
+from reports.matrix_json import as_summary
+from reports.matrix_model import DepthCells, MatrixSummary
+from reports.matrix_render import Figure
 from reports.matrix_runs import SUITE
-from reports.matrix_summary import summarise_run
+from reports.matrix_summary import stored_summary
 
 __all__ = ["SUITE_REPORT", "MatrixReport", "print_matrix", "report_matrix"]
 
@@ -28,32 +32,28 @@ def _fmt(value: Any, spec: str = ".3f") -> str:
     return "—" if value is None else format(value, spec)
 
 
-def _with_ci(figure: dict[str, Any], spec: str = ".3f") -> str:
+def _with_ci(figure: Figure, spec: str = ".3f") -> str:
     """``0.512 [0.401, 0.630]``, or the value alone when it has no interval."""
-    ci = figure.get("ci")
-    text = _fmt(figure.get("value"), spec)
-    return text if not ci else f"{text} [{_fmt(ci[0], spec)}, {_fmt(ci[1], spec)}]"
+    text = _fmt(figure.value, spec)
+    if figure.lo is None:
+        return text
+    return f"{text} [{_fmt(figure.lo, spec)}, {_fmt(figure.hi, spec)}]"
 
 
-def _unreadable(cell: dict[str, Any]) -> str:
+def _unreadable(cell: CellRow) -> str:
     """``0/40 · 3/10``: the cell's unreadable target answers and predictions."""
-    u = cell.get("unreadable")
-    if not u:
-        return "—"
-    return (
-        f"{u['target_answers']}/{u['target_samples']} · {u['predictions']}/{u['predictions_asked']}"
-    )
+    u = cell.unreadable
+    return f"{u.target_answers}/{u.target_samples} · {u.predictions}/{u.predictions_asked}"
 
 
-def _print_pilot(console: Console, result: dict[str, Any]) -> None:
-    pilot = result.get("pilot")
-    if not pilot:
+def _print_pilot(console: Console, summary: MatrixSummary) -> None:
+    pilot = summary.pilot
+    if pilot is None:
         return
-    rule = ", ".join(f"{k} {v}" for k, v in (pilot.get("filter") or {}).items())
-    console.print(
-        f"pilot ({pilot.get('method')}; K = {pilot.get('samples')}; {rule}): {pilot.get('verdict')}"
-    )
-    kinds = pilot.get("by_kind") or {}
+    # the pilot's filter and per-kind counts are its stored record's JSON (harness.matrix)
+    rule = ", ".join(f"{k} {v}" for k, v in (pilot.filter or {}).items())
+    console.print(f"pilot ({pilot.method}; K = {pilot.samples}; {rule}): {pilot.verdict}")
+    kinds = pilot.by_kind or {}
     if kinds:
         console.print(
             "  kept per kind: "
@@ -70,27 +70,26 @@ def _pair_table(title: str, columns: Sequence[str]) -> Table:
     return table
 
 
-def _print_conditions(console: Console, result: dict[str, Any]) -> None:
-    by_condition = result.get("by_condition")
-    if not by_condition:
+def _print_conditions(console: Console, summary: MatrixSummary) -> None:
+    if len(summary.conditions) < 2:
         return
     table = _pair_table(
-        "Per condition: top-1 match and log score [95% interval]", list(by_condition)
+        "Per condition: top-1 match and log score [95% interval]", list(summary.conditions)
     )
     rows: dict[tuple[str, str], list[str]] = {}
-    for entry in by_condition.values():
-        for cell in entry["cells"]:
-            rows.setdefault((cell["predictor"], cell["target"]), []).append(
-                f"{_fmt(cell['top1_accuracy']['value'])} / {_fmt(cell['log_score']['value'])}"
+    for condition in summary.conditions:
+        entry = summary.condition_summary(condition)
+        for cell in entry.cells if entry is not None else ():
+            rows.setdefault((cell.predictor, cell.target), []).append(
+                f"{_fmt(cell.top1_accuracy.value)} / {_fmt(cell.log_score.value)}"
             )
     for (p, t), values in rows.items():
         table.add_row(f"{p} → {t}", *values)
     print_table(console, table)
-    for key, title in (
-        ("learning_curve", "Learning curve: slope per past answer shown (m)"),
-        ("simulate_contrast", "Simulate − zero-shot"),
+    for entries, title in (
+        (summary.learning_curve, "Learning curve: slope per past answer shown (m)"),
+        (summary.simulate_contrast, "Simulate − zero-shot"),
     ):
-        entries = result.get(key)
         if not entries:
             continue
         sub = Table(title=f"{title} [95% item bootstrap] (sign-flip p)")
@@ -98,31 +97,34 @@ def _print_conditions(console: Console, result: dict[str, Any]) -> None:
             sub.add_column(col, justify="left" if col.startswith("predictor") else "right")
         for e in entries:
             sub.add_row(
-                f"{e['predictor']} → {e['target']}",
+                f"{e.predictor} → {e.target}",
                 *(
-                    _with_ci(e[m], "+.4f")
-                    + ("" if e[m].get("p") is None else f" (p={e[m]['p']:.3g})")
-                    + (f" — {e[m]['reason']}" if e[m].get("reason") else "")
-                    for m in ("log_score", "top1_accuracy")
+                    _with_ci(Figure.of_estimate(f), "+.4f")
+                    + ("" if f.p is None else f" (p={f.p:.3g})")
+                    + (f" — {f.reason}" if f.reason else "")
+                    for f in (e.figures["log_score"], e.figures["top1_accuracy"])
                 ),
             )
         print_table(console, sub)
 
 
-def print_matrix(console: Console, result: dict[str, Any]) -> None:
-    _print_pilot(console, result)
-    if result.get("not_divergent"):
+def print_matrix(console: Console, result: MatrixSummary | Mapping[str, Any]) -> None:
+    """The matrix's tables (typed, or its JSON: :func:`reports.matrix_json.as_summary`)."""
+    summary = as_summary(result)
+    _print_pilot(console, summary)
+    if summary.not_divergent:
         console.print(
-            f"No skill reported: {result['not_divergent']}. The predictions were not run "
+            f"No skill reported: {summary.not_divergent}. The predictions were not run "
             "(on items where the targets answer alike, predicting another is answering the "
             "question yourself)."
         )
         return
-    seed = seed_phrase(result.get("seed"), held_out=bool(result.get("held_out")))
-    run = f"run {result['run']} · " if result.get("run") else ""
+    st = summary.stored
+    seed = seed_phrase(None if st is None else st.seed, held_out=st is not None and st.held_out)
+    run = f"run {st.run} · " if st is not None and st.run else ""
     table = Table(
-        title=f"Cross-model prediction matrix: {run}{result['n_items']} items, "
-        f"{result['samples']} target samples each ({seed}); [95% hierarchical bootstrap]"
+        title=f"Cross-model prediction matrix: {run}{summary.primary.n_items} items, "
+        f"{summary.primary.samples} target samples each ({seed}); [95% hierarchical bootstrap]"
     )
     cols = (
         "predictor → target",
@@ -139,23 +141,27 @@ def print_matrix(console: Console, result: dict[str, Any]) -> None:
     for col in cols:
         table.add_column(col, justify="left" if col in ("predictor → target", "notes") else "right")
     footnotes: dict[str, int] = {}  # a reason → its number (long reasons would wrap the table)
-    for c in result["cells"]:
+    for c in summary.cells:
         notes = []
-        if c["skill"].get("reason"):
-            number = footnotes.setdefault(c["skill"]["reason"], len(footnotes) + 1)
+        if c.skill.reason:
+            number = footnotes.setdefault(c.skill.reason, len(footnotes) + 1)
             notes.append(f"S: see {number}")
-        for key in ("predictor_errors", "unscored", "rejected"):
-            if c[key]:
-                notes.append(f"{key.replace('_', ' ')}: {c[key]}")
+        for key, count in (
+            ("predictor_errors", c.predictor_errors),
+            ("unscored", c.unscored),
+            ("rejected", c.rejected),
+        ):
+            if count:
+                notes.append(f"{key.replace('_', ' ')}: {count}")
         table.add_row(
-            f"{c['predictor']} → {c['target']}" + (" (self)" if c["self"] else ""),
-            str(c["n"]),
-            _with_ci(c["log_score"]),
-            _with_ci(c["brier"]),
-            _with_ci(c["top1_accuracy"]),
-            "not estimable" if c["skill"].get("value") is None else _with_ci(c["skill"]),
-            c["skill"].get("base_kind") or "—",
-            _fmt(c["skill"].get("p_holm"), ".3g"),
+            f"{c.predictor} → {c.target}" + (" (self)" if c.is_self else ""),
+            str(c.n),
+            _with_ci(Figure.of(c.log_score)),
+            _with_ci(Figure.of(c.brier)),
+            _with_ci(Figure.of(c.top1_accuracy)),
+            "not estimable" if c.skill.value is None else _with_ci(Figure.of(c.skill)),
+            c.skill.base_kind or "—",
+            _fmt(c.skill.p_holm, ".3g"),
             _unreadable(c),
             "; ".join(notes),
         )
@@ -169,39 +175,44 @@ def print_matrix(console: Console, result: dict[str, Any]) -> None:
     )
     for reason, number in footnotes.items():
         console.print(f"  {number}. S: {reason}", markup=False, highlight=False)
+    _print_self_advantage(console, summary)
+    errors = {t: n for t, n in summary.primary.target_errors.items() if n}
+    if errors:
+        console.print(f"target API errors (samples dropped): {errors}")
+    _print_conditions(console, summary)
+    _print_depths(console, summary)
+
+
+def _print_self_advantage(console: Console, summary: MatrixSummary) -> None:
     adv = Table(
         title="Self-advantage: T predicting T minus others predicting T "
         "[95% interval] (sign-flip p, Holm)"
     )
     for col in ("target", "log score", "Brier", "top-1", "skill S"):
         adv.add_column(col, justify="left" if col == "target" else "right")
-    for t, entry in result["self_advantage"].items():
+    entries = summary.primary.self_advantage
+    for t, entry in entries.items():
         adv.add_row(
             t,
             *(
-                _with_ci(entry[m], "+.3f")
-                + ("" if entry[m].get("p_holm") is None else f" (p={entry[m]['p_holm']:.3g})")
+                _with_ci(Figure.of_advantage(entry[m]), "+.3f")
+                + ("" if entry[m].p_holm is None else f" (p={entry[m].p_holm:.3g})")
                 for m in ("log_score", "brier", "top1_accuracy", "skill")
             ),
         )
     print_table(console, adv, drop=("Brier",))
     reasons = {
-        entry[m]["reason"]
-        for entry in result["self_advantage"].values()
-        for m in entry
-        if entry[m].get("reason")
+        reason
+        for entry in entries.values()
+        for figure in entry.values()
+        if (reason := Figure.of_advantage(figure).reason)
     }
     for reason in sorted(reasons):
         console.print(f"  — {reason}")
-    errors = {t: n for t, n in result["target_errors"].items() if n}
-    if errors:
-        console.print(f"target API errors (samples dropped): {errors}")
-    _print_conditions(console, result)
-    _print_depths(console, result)
 
 
-def _print_depths(console: Console, result: dict[str, Any]) -> None:
-    by_depth = result.get("by_depth")
+def _print_depths(console: Console, summary: MatrixSummary) -> None:
+    by_depth = summary.by_depth
     if not by_depth:
         return
     title = "Skill S by belief depth (NestToM items) [95% hierarchical bootstrap]"
@@ -214,17 +225,17 @@ def _print_depths(console: Console, result: dict[str, Any]) -> None:
         title, start = "Skill S by belief depth (continued)", end
 
 
-def _depth_table(title: str, by_depth: Sequence[dict[str, Any]]) -> Table:
-    table = _pair_table(title, [f"{e['depth']} ({e['n_items']} items)" for e in by_depth])
-    for cell in by_depth[0]["cells"]:
-        p, t = cell["predictor"], cell["target"]
+def _depth_table(title: str, by_depth: Sequence[DepthCells]) -> Table:
+    table = _pair_table(title, [f"{e.depth} ({e.n_items} items)" for e in by_depth])
+    for cell in by_depth[0].cells:
+        p, t = cell.predictor, cell.target
         table.add_row(
             f"{p} → {t}",
             *(
                 _with_ci(
-                    next(c for c in entry["cells"] if c["predictor"] == p and c["target"] == t)[
-                        "skill"
-                    ]
+                    Figure.of(
+                        next(c for c in entry.cells if c.predictor == p and c.target == t).skill
+                    )
                 )
                 for entry in by_depth
             ),
@@ -241,7 +252,7 @@ def report_matrix(store: Store, run_id: str, fmt: str, options: ReportOptions) -
         raise UserError(
             f"run {run_id} is a matrix run: it renders as md, json, html or csv, not {fmt}"
         )
-    result = summarise_run(
+    result = stored_summary(
         store,
         run_id,
         n_boot=options.n_boot,
@@ -249,7 +260,7 @@ def report_matrix(store: Store, run_id: str, fmt: str, options: ReportOptions) -
         reveal_held_out=options.reveal_held_out,
     )
     if fmt == "json":
-        return json.dumps(result, indent=2, ensure_ascii=False) + "\n"
+        return json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n"
     if fmt in ("html", "csv"):
         from reports.matrix_render import render_matrix_csv, render_matrix_html
 

@@ -103,7 +103,7 @@ def test_a_run_on_non_divergent_candidates_says_so_instead_of_skill(
     assert commits(ws) == 0  # the predictions were not run
     for cell in result["cells"]:
         assert cell["skill"]["value"] is None and cell["skill"]["reason"] == record.verdict
-    skill = agent_skill(summarise_run(ws.store, run_id, n_boot=100), "ref:habit")
+    skill = agent_skill(summarise_run(ws.store, run_id, n_boot=100), "ref:habit").to_dict()
     assert skill["value"] is None and skill["status"] == "not_estimable"
     assert skill["reason"] == record.verdict
     assert ws.ledger.verify() == []

@@ -30,6 +30,7 @@ from harness.workspace import Workspace
 from ledger import open_ledger
 from mindledger.errors import ConfigError, UserError
 from reports.matrix import SECOND_ORDER_PENALTY, distribution_scores
+from reports.matrix_skill import AgentSkill
 from reports.matrix_summary import agent_skill
 
 
@@ -110,8 +111,11 @@ async def test_clairvoyant_reproduces_q_and_random_scores_worse(tmp_path: Path) 
     assert pooled["clairvoyant"]["vs_uniform"]["p_holm"] < 0.05
     for name in ("random", "habit"):
         assert pooled[name]["vs_uniform"]["value"] == pytest.approx(0.0, abs=1e-12)
-    skill = agent_skill(result, "clairvoyant")["second_order"]
-    assert skill["value"] == pooled["clairvoyant"]["vs_uniform"]["value"] and skill["n"] == 12
+    skill = agent_skill(result, "clairvoyant")
+    assert isinstance(skill, AgentSkill)
+    second = skill.second_order
+    assert second.value == pooled["clairvoyant"]["vs_uniform"]["value"] and second.n == 12
+    assert skill.to_dict()["second_order"]["n"] == 12
     # the CSV carries every second-order cell, with Q in `about` and no S
     import csv
     import io
@@ -130,8 +134,11 @@ async def test_clairvoyant_reproduces_q_and_random_scores_worse(tmp_path: Path) 
     assert float(seen["p_holm"]) == pytest.approx(seer["vs_uniform"]["p_holm"])
     assert all(r["about"] == "" for r in rows if r["condition"] != "second-order")
     no_second = agent_skill({k: v for k, v in result.items() if k != "second_order"}, "random")
-    assert no_second["second_order"]["value"] is None
-    assert "without second-order" in no_second["second_order"]["reason"]
+    assert isinstance(no_second, AgentSkill)
+    assert no_second.second_order.value is None
+    assert "without second-order" in str(no_second.second_order.reason)
+    assert no_second.to_dict()["second_order"] == {
+        "value": None, "reason": no_second.second_order.reason}
 
     # the chain: each second-order commit comes before Q's first-order commit about T on that
     # item (so before Q's reveal), and its observation, Q's committed top-1, after Q's reveal

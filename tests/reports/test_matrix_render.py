@@ -22,14 +22,13 @@ from reports.matrix_render import (
     skill_grids,
     skill_text,
 )
-from reports.matrix_summary import mark_not_divergent
 
 AGENTS = ["a", "b"]
 
 
 def figure(value: float | None, lo: float | None = None, hi: float | None = None,
            reason: str | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"value": value, "ci": None if lo is None else [lo, hi],
+    out: dict[str, Any] = {"value": value, "n": 40, "ci": None if lo is None else [lo, hi],
                            "interval": None if lo is None else "hierarchical-bootstrap-95",
                            "status": "estimated" if lo is not None else "not_estimable"}
     if reason:
@@ -41,10 +40,14 @@ def cell(p: str, t: str, s: dict[str, Any], n: int = 40) -> dict[str, Any]:
     return {
         "predictor": p, "target": t, "self": p == t, "n": n,
         "log_score": figure(-0.7, -0.8, -0.6), "brier": figure(0.4, 0.35, 0.45),
-        "top1_accuracy": figure(0.6, 0.5, 0.7),
-        "skill": {**s, "base": 0.4, "base_kind": "population", "ceiling": {"value": 0.9},
-                  "test": "sign-flip", "p": 0.01, "p_holm": 0.03},
+        "penalised": 0, "top1_accuracy": figure(0.6, 0.5, 0.7), "ece": {"value": 0.1, "n": n},
+        "skill": {**s, "base": 0.4, "population_baseline": {"value": 0.4, "n": n},
+                  "projection_baseline": {"value": 0.3, "n": n},
+                  "ceiling": {"value": 0.9, "n": n}, "base_kind": "population",
+                  "test": "sign-flip", "p": 0.01, "denominator": None, "p_holm": 0.03},
         "predictor_errors": 0, "unparsed": 1, "unscored": 0, "rejected": 0,
+        "unreadable": {"target_answers": 0, "target_samples": 5 * n, "predictions": 1,
+                       "predictions_asked": n},
     }  # fmt: skip
 
 
@@ -63,6 +66,7 @@ def summary() -> dict[str, Any]:
         "by_condition": {"zero-shot": {"cells": zero, "self_advantage": {}},
                          "simulate": {"cells": sim, "self_advantage": {}}},
         "self_advantage": {t: {m: figure(0.1, 0.0, 0.2) for m in METRICS} for t in AGENTS},
+        "target_errors": {"a": 0, "b": 0}, "items": [],
     }  # fmt: skip
 
 
@@ -96,6 +100,13 @@ def test_skill_colours_run_from_red_through_white_to_blue() -> None:
     assert skill_colour(0.0) == "#ffffff"
     assert skill_colour(1.0) == "#00798c" and skill_colour(5.0) == "#00798c"
     assert skill_colour(-1.0) == "#d1495b" and skill_colour(None) is None
+
+
+def mark_not_divergent(summary: dict[str, Any], verdict: str) -> None:
+    """The JSON of :meth:`reports.matrix_model.MatrixSummary.with_not_divergent`."""
+    summary["not_divergent"] = verdict
+    for c in summary["cells"]:
+        c["skill"].update(value=None, ci=None, status="not_estimable", reason=verdict)
 
 
 def test_a_not_divergent_matrix_marks_every_cell() -> None:

@@ -19,18 +19,20 @@ from reports.matrix import (
     SELF_PROJECTION,
     SKILL_MIN_N,
     ItemRecord,
+    SkillTerms,
     _aggregate,
-    _bootstrap,
     _interval,
-    _population_match,
-    _prepare,
-    _ratio,
-    _retest,
-    _row_stats,
-    _skill_terms,
     cell_statistics,
     holm_adjust,
     self_advantage,
+)
+from reports.matrix_bootstrap import (
+    _population_match,
+    _prepare,
+    _retest,
+    _row_stats,
+    bootstrap,
+    ratio,
 )
 
 
@@ -180,17 +182,17 @@ def test_s_interval_allows_either_baseline_when_the_data_cannot_tell_them_apart(
     records = _near_tie(11)
     stats = cell_statistics(records, np.random.default_rng(2), n_boot=500)
     # the same replicates as the cell's (its generator's first draws are the bootstrap's)
-    reps = {k: v[0] for k, v in _bootstrap([[r] for r in records], np.random.default_rng(2),
+    reps = {k: v[0] for k, v in bootstrap([[r] for r in records], np.random.default_rng(2),
                                            500).items()}
-    terms = _skill_terms(_aggregate(records))
+    terms = SkillTerms.of(_aggregate(records))
     plug_in = _interval(reps["skill"], stats.skill.value, len(records), undefined_ok=True)
     with_each = [
-        _interval(_ratio(reps["acc"], reps[key], reps["ceil"]),
-                  (terms["acc"] - terms[base]) / (terms["ceiling"] - terms[base]),
+        _interval(ratio(reps["acc"], reps[key], reps["ceil"]),
+                  (terms.acc - base) / (terms.ceiling - base),
                   len(records), undefined_ok=True)
-        for key, base in (("pop", "population"), ("proj", "projection"))
+        for key, base in (("pop", terms.population), ("proj", terms.projection))
     ]
-    diff = _interval(reps["pop"] - reps["proj"], terms["population"] - terms["projection"],
+    diff = _interval(reps["pop"] - reps["proj"], terms.population - terms.projection,
                      len(records))
     assert diff.lo is not None and diff.hi is not None and diff.lo < 0 < diff.hi
     s = stats.skill
@@ -212,7 +214,7 @@ def test_s_interval_is_the_plug_ins_when_one_baseline_is_clearly_larger() -> Non
         records.append(rec(i, obs + "z", {"a": 0.6, "b": 0.4}, top1=str(rng.choice(["a", "b"])),
                            own="q", population="aab"))
     stats = cell_statistics(records, np.random.default_rng(3), n_boot=500)
-    reps = _bootstrap([[r] for r in records], np.random.default_rng(3), 500)
+    reps = bootstrap([[r] for r in records], np.random.default_rng(3), 500)
     plug_in = _interval(reps["skill"][0], stats.skill.value, 40, undefined_ok=True)
     assert stats.base_kind == "population"
     assert (stats.skill.lo, stats.skill.hi) == (plug_in.lo, plug_in.hi)
@@ -226,7 +228,7 @@ def test_self_advantage_in_s_allows_every_predictors_candidate_bases() -> None:
                        population="".join(r.population)))
         other.append(replace(r, top1=str(rng.choice(list("abc")))))
     adv = self_advantage("t", {"t": own, "u": other}, np.random.default_rng(0), n_boot=500)
-    reps = _bootstrap([[a, b] for a, b in zip(own, other, strict=True)],
+    reps = bootstrap([[a, b] for a, b in zip(own, other, strict=True)],
                       np.random.default_rng(0), 500)
     sk = adv["skill"]
     assert sk.value is not None and sk.lo is not None and sk.hi is not None
@@ -308,7 +310,7 @@ def test_the_closed_form_retest_is_the_ledgers_on_every_count_vector() -> None:
 
 
 def test_the_exact_laws_are_those_of_resampling_the_answers() -> None:
-    from reports.matrix import _law, _mode_law
+    from reports.matrix_bootstrap import _law, _mode_law
 
     pool = (2, 1, 0, 1)  # answers a a b d: 4 draws with replacement, enumerated
     answers = [0, 0, 1, 3]
@@ -327,7 +329,7 @@ def test_the_exact_laws_are_those_of_resampling_the_answers() -> None:
 
 
 def test_enumerated_and_drawn_counts_agree_in_distribution() -> None:
-    from reports.matrix import _draw_counts
+    from reports.matrix_bootstrap import _draw_counts
 
     pool = np.array([[3.0, 1.0, 1.0, 0.0]])
     many = np.zeros(20_000, dtype=np.int64)  # one item seen often: its law is enumerated

@@ -3,7 +3,7 @@ highlighted cell's every figure below."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -14,6 +14,9 @@ from tui.screens._base import WorkerScreen
 from tui.source import DashboardSource
 from tui.state import MatrixView, matrix_cell_lines, matrix_view
 from tui.widgets.tables import fill_table
+
+if TYPE_CHECKING:  # the summary is read in a worker, its modules on first use
+    from reports.matrix_model import MatrixSummary
 
 __all__ = ["MatrixScreen"]
 
@@ -38,7 +41,7 @@ class MatrixScreen(WorkerScreen):
     def __init__(self, source: DashboardSource, run_id: str) -> None:
         super().__init__(source)
         self.run_id = run_id
-        self.summary: dict[str, Any] = {}
+        self.summary: MatrixSummary | None = None
         self.view: MatrixView | None = None
         self.condition = 0
 
@@ -61,11 +64,11 @@ class MatrixScreen(WorkerScreen):
             self.condition = (self.condition + 1) % len(self.view.grids)
             self._show_grid()
 
-    def read(self) -> tuple[dict[str, Any], MatrixView]:
+    def read(self) -> tuple[MatrixSummary, MatrixView]:
         summary = self.source.matrix(self.run_id)
         return summary, matrix_view(summary)
 
-    def show_result(self, result: tuple[dict[str, Any], MatrixView]) -> None:
+    def show_result(self, result: tuple[MatrixSummary, MatrixView]) -> None:
         self.summary, self.view = result
         self.query_one("#run-title", Static).update(Text(f"{self.view.title}\n{self.view.detail}"))
         self.query_one("#run-notices", Static).update(Text("\n".join(self.view.notices)))
@@ -99,7 +102,7 @@ class MatrixScreen(WorkerScreen):
         table.focus()
 
     def _show_cell(self) -> None:
-        if self.view is None or not self.view.grids:
+        if self.view is None or self.summary is None or not self.view.grids:
             return
         grid = self.view.grids[self.condition]
         table = self.query_one("#matrix", DataTable)
