@@ -52,7 +52,7 @@ def _run_chromium(tmp_path: Path, args: list[str], page: Path) -> subprocess.Com
         *args,
         page.as_uri(),
     ]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300)  # a loaded machine renders slowly
 
 
 def test_html_report_screenshot_shows_the_plots(
@@ -126,7 +126,7 @@ def test_the_verdict_is_above_the_fold_at_1400_by_900(
     page.write_text(html.replace("</body>", LAYOUT_PROBE + "</body>"), encoding="utf-8")
     proc = subprocess.run(
         _chromium_cmd(chromium, tmp_path / "dom-profile", "--dump-dom", page.as_uri()),
-        capture_output=True, text=True, timeout=120,
+        capture_output=True, text=True, timeout=300,
     )
     body = re.search(r"<body[^>]*>", proc.stdout)
     assert body, f"no DOM; chromium said:\n{proc.stderr[-2000:]}"
@@ -141,7 +141,7 @@ def test_the_verdict_is_above_the_fold_at_1400_by_900(
     subprocess.run(
         _chromium_cmd(chromium, tmp_path / "shot-profile", f"--screenshot={shot}",
                       page.as_uri()),
-        capture_output=True, text=True, timeout=120,
+        capture_output=True, text=True, timeout=300,
     )
     img = imread(shot)
     assert img.shape[:2] == (FOLD[1], FOLD[0])
