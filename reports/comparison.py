@@ -288,7 +288,7 @@ def _agent_comparison(
     spec_a, spec_b = ga.spec, gb.spec
     spec_changes = {
         k: (spec_a.get(k), spec_b.get(k))
-        for k in set(spec_a) | set(spec_b)
+        for k in sorted(set(spec_a) | set(spec_b))  # one order, whatever the process
         if spec_a.get(k) != spec_b.get(k)
     }
     return AgentComparison(
