@@ -509,12 +509,11 @@ def render_matrix_csv(summary: Summary) -> str:
         figs += ["", "", "", "not_estimable", SECOND_ORDER_NO_SKILL]
         tested = row.vs_uniform
         vs = Figure.of_estimate(tested.figure)
-        # predictor_errors: 0, as the CSV has always written for a second-order cell
         w.writerow([
             run, "second-order", row.predictor, row.target, 0,
             row.n, *figs, row.figures["brier"].interval or "", "", "", "",
             tested.figure.test or "", num(tested.figure.p), num(tested.p_holm),
-            0, row.counts["unparsed"], row.counts["unscored"], 0,
+            row.counts["predictor_error"], row.counts["unparsed"], row.counts["unscored"], 0,
             0, "", row.about, num(vs.value), num(vs.lo), num(vs.hi), "", "", "", "", "",
         ])  # fmt: skip
     return buf.getvalue()

@@ -6,6 +6,7 @@ reported beside the fresh copy with a paired contrast and its test."""
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from pathlib import Path
@@ -133,6 +134,14 @@ async def test_clairvoyant_reproduces_q_and_random_scores_worse(tmp_path: Path) 
     assert seen["skill_value"] == "" and seen["skill_status"] == "not_estimable"
     assert float(seen["p_holm"]) == pytest.approx(seer["vs_uniform"]["p_holm"])
     assert all(r["about"] == "" for r in rows if r["condition"] != "second-order")
+    # a second-order cell's failed predictions are in its predictor_errors column (it was
+    # always written 0)
+    failed = copy.deepcopy(result)
+    first = failed["second_order"]["cells"][0]
+    first["predictor_error"] = 2
+    rows = list(csv.DictReader(io.StringIO(render_matrix_csv(failed))))
+    counted = [r["predictor_errors"] for r in rows if r["condition"] == "second-order"]
+    assert counted == ["2"] + ["0"] * (len(counted) - 1)
     no_second = agent_skill({k: v for k, v in result.items() if k != "second_order"}, "random")
     assert isinstance(no_second, AgentSkill)
     assert no_second.second_order.value is None
