@@ -5,7 +5,7 @@ in the ``apscheduler_jobs`` table of the same database as the runs, so schedules
 restart. Three kinds of job:
 
 * ``nightly:AGENT`` — the nightly suite of each declared agent (``settings.schedule``, a cron
-  expression in UTC) with the ablation variants ``[schedule] ablate`` names for it (read when
+  expression in UTC; for tests, every ``[schedule] every_seconds`` instead) with the ablation variants ``[schedule] ablate`` names for it (read when
   the job runs: a changed list changes no job), then the prediction matrix over the suite
   run's agents but its ablation variants, as ``[schedule.matrix]`` says (piloted when at
   least two agents take part; a matrix run whose params name the suite run it
@@ -328,6 +328,15 @@ def _cron(expression: str) -> CronTrigger:
         ) from None
 
 
+def nightly_trigger(settings: Settings) -> CronTrigger | IntervalTrigger:
+    """When the nightly job fires: ``settings.schedule``'s cron expression, or every
+    ``settings.schedule_every`` seconds when that test-only setting is given (``[schedule]
+    every_seconds``: the soak benchmark and the fault tests)."""
+    if settings.schedule_every is not None:
+        return IntervalTrigger(seconds=settings.schedule_every, timezone=dt.UTC)
+    return _cron(settings.schedule)
+
+
 class _StoppableScheduler(BackgroundScheduler):
     """BackgroundScheduler that does nothing once stopped. APScheduler 3's loop wakes up once
     more after ``shutdown()`` and processes due jobs: submitting them to the executors already
@@ -364,7 +373,7 @@ class DaemonScheduler:
         self.suite = suite
         self.misfire_grace_time = misfire_grace_time
         self.expire_every = expire_every
-        self.trigger = _cron(context.settings.schedule)
+        self.trigger = nightly_trigger(context.settings)
         self.scheduler = _StoppableScheduler(
             jobstores={"default": SQLAlchemyJobStore(engine=engine, tablename=JOBS_TABLE)},
             executors={"default": ThreadPoolExecutor(max_workers)},
