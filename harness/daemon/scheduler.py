@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+import sqlalchemy as sa
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.job import Job
 from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
@@ -80,6 +81,7 @@ JOBS_TABLE = "apscheduler_jobs"
 NIGHTLY_PREFIX = "nightly:"
 RUN_PREFIX = "run:"
 EXPIRE_JOB = "expire-predictions"
+FINISHED = ("complete", "incomplete", "interrupted")
 
 
 class DaemonContext:
@@ -104,6 +106,8 @@ class DaemonContext:
         self.settings = settings
         self.store = store
         self.ledger = ledger
+        self._planned = threading.local()
+        """The suite run this thread's nightly job stored (for its failure notice)."""
         base = settings.schedule_matrix
         overrides: dict[str, Any] = {
             "items": matrix_items,
@@ -149,6 +153,7 @@ class DaemonContext:
         wanted = self.settings.schedule_ablations
         ablate = tuple(dict.fromkeys(m for a in agents for m in wanted.get(a, ())))
         run_id = self.plan_run(suite=suite, agents=agents, ablate=ablate)
+        self._planned.run_id = run_id
         log.info("scheduled run %s: suite %s, agents %s", run_id, suite, ", ".join(agents))
         self.execute(run_id)
         return run_id
@@ -202,11 +207,43 @@ class DaemonContext:
 
     def nightly(self, *, suite: str, agents: Sequence[str]) -> tuple[str, str | None]:
         """The nightly work: the suite for ``agents`` (with their scheduled ablations), then the
-        matrix beside it; returns (suite run id, matrix run id or None)."""
-        run_id = self.run_suite(suite=suite, agents=agents)
-        matrix_run = self.run_matrix_beside(run_id)
+        matrix beside it; returns (suite run id, matrix run id or None). A failed nightly run
+        (it raised, or :func:`harness.notify.run_failure` says why it failed) is logged and
+        announced (:meth:`report_failure`); an exception is raised again after that."""
+        self._planned.run_id = None
+        try:
+            run_id = self.run_suite(suite=suite, agents=agents)
+            matrix_run = self.run_matrix_beside(run_id)
+        except Exception as exc:
+            # the run this job stored before it failed, if it stored one
+            self.report_failure(agents, self._planned.run_id, _reason(exc))
+            raise
         self.check_regressions(run_id, agents)
+        self.check_failure(run_id, agents)
         return run_id, matrix_run
+
+    def check_failure(self, run_id: str, agents: Sequence[str]) -> None:
+        """Announce the finished run ``run_id`` if it failed (never raises)."""
+        from harness.notify import run_failure
+
+        try:
+            reason = run_failure(self.store, self.settings, run_id)
+        except Exception:
+            log.exception("could not tell whether run %s failed", run_id)
+            return
+        if reason is not None:
+            self.report_failure(agents, run_id, reason)
+
+    def report_failure(self, agents: Sequence[str], run_id: str | None, reason: str) -> None:
+        """Log a failed nightly run and notify it when ``[notify]`` is configured (never
+        raises: a failed delivery is logged and recorded)."""
+        from harness.notify import notify_run_failed
+
+        try:
+            notify_run_failed(self.store, self.settings, agents, run_id, reason)
+        except Exception:
+            log.exception("nightly run %s of %s failed (%s); notifying it failed too",
+                          run_id, ", ".join(agents), reason)
 
     def check_regressions(self, run_id: str, agents: Sequence[str]) -> None:
         """When ``[notify]`` is configured: check each agent's history at the finished run
@@ -225,6 +262,12 @@ class DaemonContext:
     def expire(self) -> list[str]:
         """Record expiry of every open prediction past its deadline."""
         return [] if self.ledger is None else self.ledger.expire_overdue()
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception as a failure's reason: its type and first line."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
 
 
 _active: DaemonContext | None = None
@@ -397,6 +440,7 @@ class DaemonScheduler:
             _active = self.context
         self.scheduler.start(paused=True)
         self.sync_nightly()
+        self.finish_left_runs()
         if self.expire_every:
             self.scheduler.add_job(
                 expire_predictions,
@@ -450,6 +494,33 @@ class DaemonScheduler:
                 replace_existing=True,
             )
         return sorted(wanted)
+
+    def finish_left_runs(self) -> list[str]:
+        """The held-out runs a previous daemon left ``running`` or ``interrupted`` (killed, or
+        stopped in the middle of a run): a suite run is queued to finish (a run-now job: its
+        missing trials only); a matrix run, which does not resume, is marked ``interrupted``.
+        SQLite only: on PostgreSQL queue workers on other machines may be running them.
+        Returns the ids of the suite runs queued."""
+        store = self.context.store
+        if store.engine.dialect.name != "sqlite":
+            return []
+        with store.engine.connect() as conn:
+            rows = conn.execute(
+                sa.text(
+                    "SELECT id, suite FROM runs WHERE held_out AND status IN "
+                    "('running', 'interrupted') ORDER BY created_at"
+                )
+            ).all()
+        queued = []
+        for run_id, suite in rows:
+            if suite == "matrix":
+                if store.transition_run(run_id, "interrupted", unless=FINISHED):
+                    log.warning("matrix run %s was left unfinished: marked interrupted", run_id)
+                continue
+            log.warning("run %s was left unfinished by the last daemon: finishing it", run_id)
+            self.run_now(run_id)
+            queued.append(run_id)
+        return queued
 
     def run_now(self, run_id: str) -> str:
         """Queue the execution of a planned run; returns the job id. The job is stored, so a
