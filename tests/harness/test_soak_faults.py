@@ -339,3 +339,72 @@ def test_the_daemon_stopped_in_the_middle_of_a_nightly_run(soak: Soak, sig: sign
     soak.wait_run(after, what="the next nightly run after the restart")
     soak.check_whole()
     assert "Traceback" not in soak.daemon.log_text()
+
+
+def _night_goes_on(soak: Soak, *, what: str) -> None:
+    """Two more nightly runs start and the second ends whole: the scheduler still fires."""
+    now = len(soak.runs())
+    healthy = soak.wait_run(now + 1, what=what)
+    assert healthy[1] == "complete" and soak.api_errors(healthy[0]) == {}
+
+
+def _failed_or_whole(soak: Soak, since: int) -> None:
+    """Every nightly run since the ``since``-th is complete, or was notified as failed."""
+    notified = {d["run"]["id"] for d in soak.hooks.failures() if d["run"]}
+    for run_id, status in soak.runs()[since:]:
+        assert status == "complete" or run_id in notified, (run_id, status)
+
+
+def test_the_database_locked_by_another_process_for_a_while(soak: Soak) -> None:
+    """Another process holds SQLite's write lock past the daemon's 30 s busy timeout: the
+    night's writes fail (the run is marked and notified, or waits and completes), the
+    scheduler's thread survives its own failed save, and once the lock is released the
+    nights go on; reads were served throughout."""
+    soak.wait_run(0, what="a first nightly run")
+    since = len(soak.runs())
+    lock = sqlite3.connect(soak.daemon.db_path, timeout=60, isolation_level=None)
+    try:
+        lock.execute("BEGIN IMMEDIATE")  # the write lock; WAL readers go on
+        wait_for(
+            lambda: "database is locked" in soak.daemon.log_text(),
+            timeout=WAIT,
+            what="the daemon to meet the lock",
+            every=0.5,
+        )
+        assert soak.daemon.health() is not None  # still serving, while locked
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    _night_goes_on(soak, what="a nightly run after the lock is released")
+    _failed_or_whole(soak, since)
+    soak.check_whole()
+
+
+def test_the_disk_full_then_freed(soak: Soak) -> None:
+    """No file of the daemon may grow (its RLIMIT_FSIZE lowered to the database's size: a
+    write past it fails as on a full disk), then the limit is lifted: the run under way is
+    marked and notified, or completes; nothing is left running; the nights go on."""
+    import resource
+
+    soak.wait_run(0, what="a first nightly run")
+    since = len(soak.runs())
+    pid = soak.daemon.pid
+    before = resource.prlimit(pid, resource.RLIMIT_FSIZE)
+    full = max(soak.daemon.db_path.stat().st_size, soak.daemon.log_path.stat().st_size)
+    resource.prlimit(pid, resource.RLIMIT_FSIZE, (full, before[1]))
+    try:
+        wait_for(
+            lambda: any(
+                s in soak.daemon.log_text()
+                for s in ("database or disk is full", "File too large", "disk I/O error")
+            ),
+            timeout=WAIT,
+            what="the daemon to meet the full disk",
+            every=0.5,
+        )
+        assert soak.daemon.health() is not None
+    finally:
+        resource.prlimit(pid, resource.RLIMIT_FSIZE, before)
+    _night_goes_on(soak, what="a nightly run once the disk has room")
+    _failed_or_whole(soak, since)
+    soak.check_whole()
