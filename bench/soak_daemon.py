@@ -22,8 +22,11 @@ cycle number over the cycles after the warm-up, and checks:
   to 2 MiB per pooled connection). Measured here: 75–107 KiB a cycle over spans of 150–900
   cycles, more than those caches explain (README, Performance: not flat, and why is open). The
   bound fails a leak that adds more than ~60 KiB a night on top of that.
-- **fds and threads flat**: slope ≤ 0.02 a cycle (one leaked descriptor or thread every 50
-  nights fails), sampled between runs;
+- **fds and threads flat**: |slope| ≤ 0.05 a cycle (one leaked descriptor or thread every 20
+  nights fails; a leak per run is a slope of 1), sampled between runs. Not tighter: pooled
+  database connections (2 descriptors each) and keep-alive sockets open when load peaks and
+  then stay, a step that a 200-cycle fit reads as +0.013 (the CI-size run here) while 900
+  cycles read it as −0.0002;
 - **no child process between runs**: zero children (zombies included) at every sample taken
   while no run was under way (a sample is only taken when the database shows no run running
   before and after it);
@@ -515,7 +518,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--verify-every", type=int, default=1, help="verify the ledger every N cycles")
     p.add_argument("--report-every", type=int, default=20)
     p.add_argument("--rss-slope", type=float, default=160.0, help="KiB a cycle (default 160)")
-    p.add_argument("--count-slope", type=float, default=0.02, help="fds, threads a cycle")
+    p.add_argument("--count-slope", type=float, default=0.05, help="fds, threads a cycle")
     p.add_argument("--max-minutes", type=float, default=10.0)
     p.add_argument("--json", default=None, help="write the samples and summary here")
     p.add_argument("--keep", default=None, help="work in this directory and keep it")
