@@ -445,6 +445,7 @@ class CommandBackend:
                     stdout=asyncio.subprocess.PIPE,
                     stderr=asyncio.subprocess.PIPE,
                     env={**os.environ, **self.env} if self.env else None,
+                    start_new_session=True,  # its own process group: stopped whole below
                 )
             except OSError as exc:
                 raise AgentError(
@@ -455,12 +456,15 @@ class CommandBackend:
                     proc.communicate(canonical_json(request)), self.timeout
                 )
             except TimeoutError:
-                proc.kill()
+                _kill_group(proc)
                 await proc.wait()
                 raise AgentError(
                     f"{program} did not reply within {self.timeout:g} s and was stopped",
                     kind="timeout",
                 ) from None
+            except asyncio.CancelledError:  # the run stops: so does the program
+                _kill_group(proc)
+                raise
             latency = time.perf_counter() - start
         if proc.returncode != 0:
             raise AgentError(_exit_message(program, proc.returncode, err), kind="server_error")
@@ -476,6 +480,18 @@ class CommandBackend:
 
     async def aclose(self) -> None:
         return None
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    """SIGKILL a timed-out program and every process it started (its process group: a
+    program that is a script runs the real client as a child, which killing the script alone
+    left running, orphaned, holding the reply pipe)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # gone already
+    except PermissionError:
+        proc.kill()
 
 
 def _exit_message(program: str, code: int | None, stderr: bytes) -> str:

@@ -11,7 +11,13 @@ channel of ``settings.notify``:
 - ``command``: run with the payload on stdin; exit status 0 is success.
 
 Every delivery is recorded (``notifications``: sent or failed, attempts, the error), at most one
-per (agent, run, channel): checking the same run again sends nothing twice. Nothing here raises
+per (agent, run, channel): checking the same run again sends nothing twice.
+
+A nightly run that *failed* (:func:`run_failure`: it did not end complete, or an agent's API
+errors passed ``max_failure_share``; or the nightly job raised) is announced the same way by
+:func:`notify_run_failed` (``event: "run_failed"``, :data:`RUN_FAILED_SCHEMA`), recorded on
+channels named ``webhook:run-failed`` and ``command:run-failed`` (once per run; a job that
+raised before its run was stored is delivered and logged, not recorded). Nothing here raises
 for a failed delivery; the daemon calls it after each scheduled run
 (:meth:`harness.daemon.scheduler.DaemonContext.check_regressions`) and ``mindledger history
 AGENT --notify`` outside it.
@@ -35,11 +41,21 @@ from mindledger.canonical import canonical_json
 from mindledger.secrets import scrub
 from reports.history import DEFAULT_RULE, AgentHistory, Regression, agent_history
 
-__all__ = ["PAYLOAD_SCHEMA", "Delivery", "deliver", "notify_regressions", "payload"]
+__all__ = [
+    "PAYLOAD_SCHEMA",
+    "RUN_FAILED_SCHEMA",
+    "Delivery",
+    "deliver",
+    "notify_regressions",
+    "notify_run_failed",
+    "payload",
+    "run_failure",
+]
 
 log = logging.getLogger("mindledger.notify")
 
 PAYLOAD_SCHEMA = "mindledger.regression/1"
+RUN_FAILED_SCHEMA = "mindledger.run-failed/1"
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 
@@ -119,10 +135,13 @@ def deliver(
     *,
     transport: httpx.BaseTransport | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    suffix: str = "",
+    record: bool = True,
 ) -> list[Delivery]:
     """Send ``document`` to every configured channel that has not had this (agent, run) yet,
-    and record each delivery."""
-    done = {n.channel for n in store.notifications(agent, run_id=run_id)}
+    and record each delivery (not when ``record`` is false). ``suffix`` names another kind of
+    notice on the same channels (``webhook:run-failed``)."""
+    done = {n.channel for n in store.notifications(agent, run_id=run_id)} if record else set()
     body = canonical_json(document)
     out: list[Delivery] = []
     url = cfg.webhook_url()
@@ -131,11 +150,12 @@ def deliver(
         channels.append(("webhook", webhook_target(url)))
     if cfg.command:
         channels.append(("command", " ".join(cfg.command)[:200]))
-    for channel, target in channels:
+    for kind, target in channels:
+        channel = kind + suffix
         if channel in done:
             out.append(Delivery(channel, target, "skipped", 0, None, recorded=False))
             continue
-        if channel == "webhook":
+        if kind == "webhook":
             assert url is not None
             ok, attempts, error = _post(url, body, cfg, transport, sleep)
         else:
@@ -143,9 +163,9 @@ def deliver(
             attempts = 1
         status = "sent" if ok else "failed"
         if not ok:
-            log.warning("regression notification of %s (run %s) by %s failed: %s",
-                        agent, run_id, channel, error)
-        recorded = store.record_notification(
+            log.warning("%s notification of %s (run %s) by %s failed: %s",
+                        document.get("event"), agent, run_id, channel, error)
+        recorded = record and store.record_notification(
             agent=agent, run_id=run_id, channel=channel, target=target, status=status,
             attempts=attempts, error=error, payload=document)
         out.append(Delivery(channel, target, status, attempts, error, recorded))
@@ -184,3 +204,49 @@ def notify_regressions(
     log.warning("%s", document["summary"])
     return history, regressions, deliver(store, settings.notify, agent, run_id, document,
                                          transport=transport, sleep=sleep)
+
+
+def run_failure(store: Store, settings: Settings, run_id: str) -> str | None:
+    """Why a finished nightly run counts as failed, or None: it did not end ``complete``, or an
+    agent's API errors (not its unreadable answers: those are its own) passed
+    ``settings.max_failure_share`` of its attempted trials."""
+    run = store.get_run(run_id)
+    reasons = [] if run.status == "complete" else [f"the run ended {run.status}"]
+    for agent, c in sorted(store.failure_counts([run_id]).get(run_id, {}).items()):
+        if c.errors and c.errors > settings.max_failure_share * c.attempted:
+            reasons.append(f"{agent}: {c.errors} of {c.attempted} trials failed with API errors")
+    return "; ".join(reasons) or None
+
+
+def notify_run_failed(
+    store: Store,
+    settings: Settings,
+    agents: Sequence[str],
+    run_id: str | None,
+    reason: str,
+    *,
+    transport: httpx.BaseTransport | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[Delivery]:
+    """Announce a failed nightly run of ``agents`` (``run_id`` None: the job failed before its
+    run was stored) with ``reason``, per ``settings.notify`` (nothing when it is not
+    configured); each run's notice is sent and recorded once."""
+    run: dict[str, Any] | None = None
+    if run_id is not None:
+        stored = store.get_run(run_id)
+        run = {"id": run_id, "suite": stored.suite, "status": stored.status,
+               "trial_counts": store.trial_counts(run_id)}
+    who = ", ".join(agents)
+    document = {
+        "schema": RUN_FAILED_SCHEMA,
+        "event": "run_failed",
+        "agents": list(agents),
+        "run": run,
+        "reason": reason,
+        "summary": f"nightly run {run_id or '(not stored)'} of {who} failed: {reason}",
+    }
+    log.warning("%s", document["summary"])
+    if not settings.notify.enabled:
+        return []
+    return deliver(store, settings.notify, who, run_id or "", document, transport=transport,
+                   sleep=sleep, suffix=":run-failed", record=run_id is not None)

@@ -32,7 +32,13 @@ from typing import Any
 
 from mindledger.errors import ConfigError
 
-__all__ = ["KNOWN_KINDS", "MatrixSchedule", "parse_matrix_schedule"]
+__all__ = [
+    "EVERY_SECONDS",
+    "KNOWN_KINDS",
+    "MatrixSchedule",
+    "parse_every_seconds",
+    "parse_matrix_schedule",
+]
 
 KNOWN_KINDS = ("arbitrary", "preference", "open", "nesttom", "games", "failure")
 """The pilot's candidate kinds (:data:`matrix.DEFAULT_KINDS`, which a test keeps
@@ -125,6 +131,24 @@ def _condition(name: str, *, source: str, key: str) -> str:
         f"to {MAX_OBSERVED})",
         file=source, key=key,
     )
+
+
+EVERY_SECONDS = (0.1, 86_400.0)
+"""The range of ``[schedule] every_seconds`` (inclusive), the test-only acceleration."""
+
+
+def parse_every_seconds(value: Any, *, source: str) -> float:
+    """``[schedule] every_seconds``: for tests only, the nightly job fires every this many
+    seconds instead of by the cron expression (ConfigError names the key and the range)."""
+    low, high = EVERY_SECONDS
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise ConfigError(
+            f"expected a number of seconds from {low:g} to {high:g} (for tests: the nightly "
+            f"job fires that often instead of by cron), got {value!r}",
+            file=source,
+            key="schedule.every_seconds",
+        )
+    return float(value)
 
 
 def parse_matrix_schedule(table: Any, *, source: str) -> MatrixSchedule:

@@ -24,6 +24,7 @@ The file is ``mindledger.toml`` in the working directory, else ``$MINDLEDGER_HOM
 
     [schedule]                             # `schedule = "0 3 * * *"` alone sets only the cron
     cron = "0 3 * * *"
+    # every_seconds = 2                    # FOR TESTS: fire the nightly job every 2 s instead
     ablate = { mybot = ["tom"] }           # ablation variants added to mybot's nightly run
 
     [schedule.matrix]                      # the prediction matrix beside the nightly suite
@@ -51,7 +52,7 @@ import platformdirs
 
 from harness.notify_config import NotifyConfig, parse_notify
 from harness.retention_config import retention_days
-from harness.schedule_config import MatrixSchedule, parse_matrix_schedule
+from harness.schedule_config import MatrixSchedule, parse_every_seconds, parse_matrix_schedule
 from harness.witness_config import WitnessConfig, parse_witnesses
 from mindledger.errors import ConfigError, InputError
 from mindledger.names import check_agent_name
@@ -283,6 +284,10 @@ class Settings:
     """Share of the seed space reserved for scheduled runs."""
     schedule: str = "0 3 * * *"
     """Cron expression of the nightly suite."""
+    schedule_every: float | None = None
+    """For tests only (``[schedule] every_seconds``): fire the nightly job every this many
+    seconds instead of by ``schedule``'s cron expression (the soak benchmark and the fault
+    tests live a month of nights in minutes). None: the cron expression."""
     api_host: str = "127.0.0.1"
     """Address the daemon's HTTP API listens on."""
     api_port: int = 8765
@@ -377,7 +382,8 @@ SCALAR_FIELDS = {
     f.name: f
     for f in fields(Settings)
     if f.name
-    not in ("agents", "schedule_ablations", "schedule_matrix", "notify", "witnesses", "sources")
+    not in ("agents", "schedule_ablations", "schedule_every", "schedule_matrix", "notify",
+            "witnesses", "sources")
 }
 
 
@@ -745,15 +751,18 @@ def _switch(value: Any, *, source: str, key: str) -> ModuleSwitch:
 
 def _schedule_table(
     table: Any, agents: Mapping[str, AgentConfig], *, source: str
-) -> tuple[str | None, dict[str, tuple[str, ...]], MatrixSchedule]:
-    """The ``[schedule]`` table: its cron expression (None if not given), the modules
-    ablated in each agent's nightly run, each checked against the agent's modules, and the
-    nightly matrix (``[schedule.matrix]``)."""
+) -> tuple[str | None, float | None, dict[str, tuple[str, ...]], MatrixSchedule]:
+    """The ``[schedule]`` table: its cron expression (None if not given), its test-only
+    ``every_seconds`` (None if not given), the modules ablated in each agent's nightly run,
+    each checked against the agent's modules, and the nightly matrix (``[schedule.matrix]``)."""
     cron: str | None = None
+    every: float | None = None
     ablations: dict[str, tuple[str, ...]] = {}
     matrix = MatrixSchedule()
     for k, v in table.items():
-        if k == "cron":
+        if k == "every_seconds":
+            every = parse_every_seconds(v, source=source)
+        elif k == "cron":
             if not isinstance(v, str):
                 raise ConfigError(
                     f"expected a string, got {_short(v)}", file=source, key=f"schedule.{k}"
@@ -785,9 +794,11 @@ def _schedule_table(
             matrix = parse_matrix_schedule(v, source=source)
         else:
             raise ConfigError(
-                "unknown key (known: cron, ablate, matrix)", file=source, key=f"schedule.{k}"
+                "unknown key (known: cron, every_seconds, ablate, matrix)",
+                file=source,
+                key=f"schedule.{k}",
             )
-    return cron, ablations, matrix
+    return cron, every, ablations, matrix
 
 
 def find_config_file(
@@ -862,12 +873,15 @@ def load_settings(
                 )
                 raise ConfigError(f"unknown key (known keys: {known})", file=source, key=key)
         if isinstance(data.get("schedule"), Mapping):
-            cron, schedule_ablations, schedule_matrix = _schedule_table(
+            cron, every, schedule_ablations, schedule_matrix = _schedule_table(
                 data["schedule"], agents, source=source
             )
             if cron is not None:
                 values["schedule"] = _coerce("schedule", cron, source=source, from_text=False)
                 sources["schedule"] = source
+            if every is not None:
+                values["schedule_every"] = every
+                sources["schedule_every"] = source
 
     for name in SCALAR_FIELDS:
         var = ENV_PREFIX + name.upper()

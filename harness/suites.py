@@ -22,6 +22,8 @@
   B3 (100 Hi-ToM items) when a Hi-ToM file is given. B1, B2 and B4 are
   :func:`nesttom.baseline_items`, the same items ``mindledger nesttom generate --suite`` writes.
 - ``seats``: only those 32 agent-seat episodes, to run them on their own.
+- ``smoke``: three items (quick's first two belief questions and one game variant): a wiring
+  check, and what the daemon's soak benchmark (``bench/soak_daemon.py``) runs every cycle.
 
 Agent seats (issue 15 item 4, seed 003's LLM-vs-LLM setting). Per game, 2 sets × 2 seats × 4
 settings = 16 episodes, the same in PD and RPS (balanced: 2 episodes in every game × seat ×
@@ -64,6 +66,7 @@ creating a run streams them into storage.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,6 +158,12 @@ def _quick(seed: int, hitom_path: Path | None) -> Iterator[Item]:
         yield from _hitom_sample(seed, hitom_path, 10)
 
 
+def _smoke(seed: int, hitom_path: Path | None) -> Iterator[Item]:
+    # the first two belief questions of quick's and one game variant: a wiring check
+    yield from itertools.islice(_nesttom().b1_items(seed, per_cell=1, block="quick"), 2)
+    yield from _games().generate_items(seed, 1, conditions=("recursive",), variants=True)
+
+
 def _baseline(seed: int, hitom_path: Path | None) -> Iterator[Item]:
     nt = _nesttom()
     g = _games()
@@ -193,6 +202,13 @@ SUITES: dict[str, Suite] = {
         "smoke pass: every depth once as false and true belief, 6 applied questions, 4 game variants",
         {"nesttom_belief": 16, "nesttom_applied": 6, "games": 4},
         _quick,
+    ),
+    "smoke": Suite(
+        "smoke",
+        "wiring check: two belief questions and one game variant (an agent's first look; "
+        "the daemon's soak benchmark runs it every cycle)",
+        {"nesttom_belief": 2, "games": 1},
+        _smoke,
     ),
     "baseline": Suite(
         "baseline",

@@ -81,9 +81,15 @@ class Verifier:
             return None
 
     def _tree_beyond_head(self, result: Verification) -> list[Failure]:
-        """A stored tree node beyond the last entry: the ledger's tail was cut off."""
+        """A stored tree node beyond the last entry verified, and no entry beyond it now: the
+        ledger's tail was cut off. (An entry appended while the entries were read — a live
+        daemon's — has its node too, so the head is read after the node: a writer stores an
+        entry and its nodes in one transaction, so a node seen means its entry is there.)"""
         if not self.tree.nodes_now([(0, result.head_seq)]):
             return []
+        head = self.table.head()
+        if head is not None and head.seq > result.head_seq:
+            return []  # the ledger grew while it was verified
         return [
             Failure(
                 result.head_seq + 1,

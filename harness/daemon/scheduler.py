@@ -5,7 +5,7 @@ in the ``apscheduler_jobs`` table of the same database as the runs, so schedules
 restart. Three kinds of job:
 
 * ``nightly:AGENT`` — the nightly suite of each declared agent (``settings.schedule``, a cron
-  expression in UTC) with the ablation variants ``[schedule] ablate`` names for it (read when
+  expression in UTC; for tests, every ``[schedule] every_seconds`` instead) with the ablation variants ``[schedule] ablate`` names for it (read when
   the job runs: a changed list changes no job), then the prediction matrix over the suite
   run's agents but its ablation variants, as ``[schedule.matrix]`` says (a matrix run whose
   params name the suite run it ``accompanies``: the suite's profile takes each agent's skill
@@ -32,10 +32,12 @@ import asyncio
 import datetime as dt
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+import sqlalchemy as sa
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.job import Job
 from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
@@ -81,6 +83,7 @@ NIGHTLY_PREFIX = "nightly:"
 RUN_PREFIX = "run:"
 EXPIRE_JOB = "expire-predictions"
 RETENTION_JOB = "prune-transcripts"
+FINISHED = ("complete", "incomplete", "interrupted")
 
 
 class DaemonContext:
@@ -107,6 +110,8 @@ class DaemonContext:
         self.settings = settings
         self.store = store
         self.ledger = ledger
+        self._planned = threading.local()
+        """The suite run this thread's nightly job stored (for its failure notice)."""
         base = settings.schedule_matrix
         overrides: dict[str, Any] = {
             "items": matrix_items,
@@ -157,6 +162,7 @@ class DaemonContext:
         wanted = self.settings.schedule_ablations
         ablate = tuple(dict.fromkeys(m for a in agents for m in wanted.get(a, ())))
         run_id = self.plan_run(suite=suite, agents=agents, ablate=ablate)
+        self._planned.run_id = run_id
         with run_context(run_id):
             log.info("scheduled run %s: suite %s, agents %s", run_id, suite, ", ".join(agents))
             self.execute(run_id)
@@ -190,7 +196,16 @@ class DaemonContext:
         log.info("scheduled matrix run %s beside run %s", planned, suite_run)
         with run_context(planned):
             log.info("run %s: executing", planned)
-            execute_matrix_run(self.store, self.settings, self.ledger, planned)
+            try:
+                execute_matrix_run(self.store, self.settings, self.ledger, planned)
+            except BaseException:
+                # a matrix run that raised stayed 'running' for good (found by the fault tests:
+                # the database locked past its busy timeout); the suite's runs are marked alike
+                try:
+                    self.store.transition_run(planned, "interrupted", unless=FINISHED)
+                except Exception:
+                    log.warning("could not mark matrix run %s interrupted", planned, exc_info=True)
+                raise
             log.info("run %s: %s", planned, self.store.get_run(planned).status)
         return planned
 
@@ -208,11 +223,43 @@ class DaemonContext:
 
     def nightly(self, *, suite: str, agents: Sequence[str]) -> tuple[str, str | None]:
         """The nightly work: the suite for ``agents`` (with their scheduled ablations), then the
-        matrix beside it; returns (suite run id, matrix run id or None)."""
-        run_id = self.run_suite(suite=suite, agents=agents)
-        matrix_run = self.run_matrix_beside(run_id)
+        matrix beside it; returns (suite run id, matrix run id or None). A failed nightly run
+        (it raised, or :func:`harness.notify.run_failure` says why it failed) is logged and
+        announced (:meth:`report_failure`); an exception is raised again after that."""
+        self._planned.run_id = None
+        try:
+            run_id = self.run_suite(suite=suite, agents=agents)
+            matrix_run = self.run_matrix_beside(run_id)
+        except Exception as exc:
+            # the run this job stored before it failed, if it stored one
+            self.report_failure(agents, self._planned.run_id, _reason(exc))
+            raise
         self.check_regressions(run_id, agents)
+        self.check_failure(run_id, agents)
         return run_id, matrix_run
+
+    def check_failure(self, run_id: str, agents: Sequence[str]) -> None:
+        """Announce the finished run ``run_id`` if it failed (never raises)."""
+        from harness.notify import run_failure
+
+        try:
+            reason = run_failure(self.store, self.settings, run_id)
+        except Exception:
+            log.exception("could not tell whether run %s failed", run_id)
+            return
+        if reason is not None:
+            self.report_failure(agents, run_id, reason)
+
+    def report_failure(self, agents: Sequence[str], run_id: str | None, reason: str) -> None:
+        """Log a failed nightly run and notify it when ``[notify]`` is configured (never
+        raises: a failed delivery is logged and recorded)."""
+        from harness.notify import notify_run_failed
+
+        try:
+            notify_run_failed(self.store, self.settings, agents, run_id, reason)
+        except Exception:
+            log.exception("nightly run %s of %s failed (%s); notifying it failed too",
+                          run_id, ", ".join(agents), reason)
 
     def check_regressions(self, run_id: str, agents: Sequence[str]) -> None:
         """When ``[notify]`` is configured: check each agent's history at the finished run
@@ -231,6 +278,12 @@ class DaemonContext:
     def expire(self) -> list[str]:
         """Record expiry of every open prediction past its deadline."""
         return [] if self.ledger is None else self.ledger.expire_overdue()
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception as a failure's reason: its type and first line."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
 
 
 _active: DaemonContext | None = None
@@ -340,6 +393,38 @@ def _cron(expression: str) -> CronTrigger:
         ) from None
 
 
+def nightly_trigger(settings: Settings) -> CronTrigger | IntervalTrigger:
+    """When the nightly job fires: ``settings.schedule``'s cron expression, or every
+    ``settings.schedule_every`` seconds when that test-only setting is given (``[schedule]
+    every_seconds``: the soak benchmark and the fault tests)."""
+    if settings.schedule_every is not None:
+        return IntervalTrigger(seconds=settings.schedule_every, timezone=dt.UTC)
+    return _cron(settings.schedule)
+
+
+class _PatientJobStore(SQLAlchemyJobStore):
+    """APScheduler's SQLAlchemy job store, whose ``update_job`` (the next run time saved after
+    a fire) is tried again until the database takes it. APScheduler 3 does not catch a failure
+    there: with the database locked past its busy timeout, or the disk full, at the moment a
+    job fired, the scheduler's thread died and no job ever fired again while ``/health`` said
+    ``running``; and a next run time left unsaved would fire the same night twice."""
+
+    def update_job(self, job: Job) -> None:
+        delay = 0.5
+        while True:
+            try:
+                super().update_job(job)
+                return
+            except sa.exc.OperationalError as exc:
+                scheduler = getattr(self, "_scheduler", None)
+                if scheduler is None or scheduler.state == STATE_STOPPED:
+                    raise
+                log.warning("could not save the schedule (%s); trying again in %g s",
+                            _reason(exc), delay)
+                time.sleep(delay)
+                delay = min(2 * delay, 10.0)
+
+
 class _StoppableScheduler(BackgroundScheduler):
     """BackgroundScheduler that does nothing once stopped. APScheduler 3's loop wakes up once
     more after ``shutdown()`` and processes due jobs: submitting them to the executors already
@@ -349,7 +434,11 @@ class _StoppableScheduler(BackgroundScheduler):
     def _process_jobs(self) -> float | None:
         if self.state == STATE_STOPPED:
             return None
-        result: float | None = super()._process_jobs()
+        try:
+            result: float | None = super()._process_jobs()
+        except Exception:  # never let the scheduler's thread die: look again shortly
+            log.exception("the scheduler could not process its jobs; trying again")
+            return float(self.jobstore_retry_interval)
         return result
 
 
@@ -376,9 +465,9 @@ class DaemonScheduler:
         self.suite = suite
         self.misfire_grace_time = misfire_grace_time
         self.expire_every = expire_every
-        self.trigger = _cron(context.settings.schedule)
+        self.trigger = nightly_trigger(context.settings)
         self.scheduler = _StoppableScheduler(
-            jobstores={"default": SQLAlchemyJobStore(engine=engine, tablename=JOBS_TABLE)},
+            jobstores={"default": _PatientJobStore(engine=engine, tablename=JOBS_TABLE)},
             executors={"default": ThreadPoolExecutor(max_workers)},
             job_defaults={
                 "coalesce": True,
@@ -400,6 +489,7 @@ class DaemonScheduler:
             _active = self.context
         self.scheduler.start(paused=True)
         self.sync_nightly()
+        self.finish_left_runs()
         if self.expire_every:
             self.scheduler.add_job(
                 expire_predictions,
@@ -472,6 +562,33 @@ class DaemonScheduler:
                 replace_existing=True,
             )
         return True
+
+    def finish_left_runs(self) -> list[str]:
+        """The held-out runs a previous daemon left ``running`` or ``interrupted`` (killed, or
+        stopped in the middle of a run): a suite run is queued to finish (a run-now job: its
+        missing trials only); a matrix run, which does not resume, is marked ``interrupted``.
+        SQLite only: on PostgreSQL queue workers on other machines may be running them.
+        Returns the ids of the suite runs queued."""
+        store = self.context.store
+        if store.engine.dialect.name != "sqlite":
+            return []
+        with store.engine.connect() as conn:
+            rows = conn.execute(
+                sa.text(
+                    "SELECT id, suite FROM runs WHERE held_out AND status IN "
+                    "('running', 'interrupted') ORDER BY created_at"
+                )
+            ).all()
+        queued = []
+        for run_id, suite in rows:
+            if suite == "matrix":
+                if store.transition_run(run_id, "interrupted", unless=FINISHED):
+                    log.warning("matrix run %s was left unfinished: marked interrupted", run_id)
+                continue
+            log.warning("run %s was left unfinished by the last daemon: finishing it", run_id)
+            self.run_now(run_id)
+            queued.append(run_id)
+        return queued
 
     def run_now(self, run_id: str) -> str:
         """Queue the execution of a planned run; returns the job id. The job is stored, so a

@@ -316,3 +316,59 @@ def test_a_scheduled_run_names_the_configuration_key_it_refuses(
     assert bad_agent.value.key == "agents" and "nobody" in str(bad_agent.value)
     assert ws.store.list_runs() == []
     ws.close()
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("0", "from 0.1 to 86400"),
+        ("-1", "from 0.1 to 86400"),
+        ("true", "got True"),
+        ("'2'", "got '2'"),
+        ("1e9", "from 0.1 to 86400"),
+    ],
+)
+def test_every_seconds_is_validated(tmp_path: Path, value: str, says: str) -> None:
+    from mindledger.errors import ConfigError
+
+    (tmp_path / "mindledger.toml").write_text(f"[schedule]\nevery_seconds = {value}\n")
+    with pytest.raises(ConfigError, match=r"schedule\.every_seconds") as caught:
+        load_settings(None, env={}, cwd=tmp_path)
+    assert says in str(caught.value) and "for tests" in str(caught.value)
+
+
+def test_every_seconds_fires_the_nightly_job_that_often_instead_of_by_cron(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    """The test-only acceleration: ``[schedule] every_seconds = 0.2`` replaces the cron
+    expression, so the nightly job fires again and again within seconds; without it the job
+    keeps its cron trigger."""
+    (tmp_path / "mindledger.toml").write_text(
+        '[agents.bot]\nadapter = "reference"\npolicy = "oracle"\n'
+        '[schedule]\ncron = "0 3 * * *"\nevery_seconds = 0.2\n'
+    )
+    loaded = load_settings(None, env={}, cwd=tmp_path, flags={"db_url": sqlite_url})
+    assert loaded.schedule_every == 0.2 and loaded.schedule == "0 3 * * *"
+    assert loaded.sources["schedule_every"] == str(tmp_path / "mindledger.toml")
+    assert loaded.public_dict()["schedule_every"] == 0.2
+    store = Store(open_engine(loaded.database_url))
+    sched = scheduler(loaded, store)
+    ctx = sched.context
+    assert isinstance(ctx, RecordingContext)
+    sched.start()
+    try:
+        deadline = time.monotonic() + 30
+        while len(ctx.calls) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (job,) = sched.jobs()
+        assert job["trigger"].startswith("interval[")
+    finally:
+        sched.shutdown()
+    assert len(ctx.calls) >= 3 and set(ctx.calls) == {("quick", ("bot",))}
+    # back to the cron expression: the stored job's trigger is replaced
+    cron = scheduler(replace(loaded, schedule_every=None), store)
+    cron.start(paused=True)
+    (job,) = cron.jobs()
+    assert job["trigger"].startswith("cron[") and job["next_run_time"].endswith("03:00:00+00:00")
+    cron.shutdown()
+    store.engine.dispose()

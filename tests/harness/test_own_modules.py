@@ -156,7 +156,10 @@ BAD_DECLARATIONS = [
     ("[schedule]\nablate = { nobody = ['tom'] }\n", r"schedule.ablate.nobody: no agent named"),
     ("[schedule]\nablate = { b = ['magic'] }\n", r"schedule.ablate.b: agent 'b' has no module"),
     ("[schedule]\nablate = { b = 'tom' }\n", "schedule.ablate.b: expected a list"),
-    ("[schedule]\nat = 3\n", r"schedule.at: unknown key \(known: cron, ablate, matrix\)"),
+    (
+        "[schedule]\nat = 3\n",
+        r"schedule.at: unknown key \(known: cron, every_seconds, ablate, matrix\)",
+    ),
 ]
 
 

@@ -124,3 +124,13 @@ def test_companions_are_tied_to_their_main_question() -> None:
         and i.meta["depth_n"] > 0
     }
     assert set(per_main) == mains
+
+
+def test_smoke_is_three_of_quicks_kinds_of_item() -> None:
+    smoke, quick = get_suite("smoke"), get_suite("quick")
+    items = smoke.build(12)
+    assert len(items) == smoke.total == 3
+    assert Counter(i.family for i in items) == {"nesttom": 2, "games": 1}
+    assert [i.id for i in items] == [i.id for i in smoke.build(12)]
+    # its belief questions are quick's first two, from the same seed
+    assert [i.id for i in items[:2]] == [i.id for i in quick.build(12)[:2]]
