@@ -163,12 +163,13 @@ class DaemonProcess:
         self.starts += 1
 
     def health(self) -> dict[str, Any] | None:
-        """``GET /health``, or None while it does not answer."""
+        """``GET /health``'s body, or None while it does not answer (a 503 is an answer: the
+        daemon serves, and says a part of it is not ok)."""
         try:
-            r = httpx.get(self.url + "/health", timeout=5)
+            r = httpx.get(self.url + "/health", timeout=10)
         except httpx.HTTPError:
             return None
-        return r.json() if r.status_code == 200 else None
+        return r.json() if r.status_code in (200, 503) else None
 
     def wait_ready(self, timeout: float = 120.0) -> dict[str, Any]:
         """Wait until ``/health`` answers (an exit meanwhile raises, with the log's tail)."""

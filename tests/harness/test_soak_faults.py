@@ -371,7 +371,8 @@ def test_the_database_locked_by_another_process_for_a_while(soak: Soak) -> None:
             what="the daemon to meet the lock",
             every=0.5,
         )
-        assert soak.daemon.health() is not None  # still serving, while locked
+        health = soak.daemon.health()  # still serving, while locked: and says so
+        assert health is not None and health["status"] == "unavailable", health
     finally:
         lock.execute("ROLLBACK")
         lock.close()
