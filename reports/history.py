@@ -355,17 +355,18 @@ def _depth(attr: str) -> Callable[[AgentProfile], _Figure]:
 
 
 def _ece(a: AgentProfile) -> _Figure:
-    cal = a.calibration or {}
-    e = cal.get("ece") if isinstance(cal, Mapping) else None
-    if not cal.get("available") or not isinstance(e, Mapping):
-        return _Figure(None, None, None, None, "not measured", note=cal.get("reason"))
-    value = _num(e.get("value"))
-    ci = _interval(e.get("ci"), e.get("status"))
+    cal = a.calibration
+    e = cal.ece if cal is not None else None
+    if cal is None or not cal.available or e is None:
+        return _Figure(None, None, None, None, "not measured",
+                       note=cal.reason if cal is not None else None)
+    value = _num(e.value)
+    ci = _interval(e.ci, e.status)
     text = "—" if value is None else f"{value:.3f}"
     if ci is not None and None not in ci:
         text += f" [{ci[0]:.3f}, {ci[1]:.3f}]"
-    text += f" n={e.get('n')}"
-    return _Figure(value, ci, _int(e.get("n")), None, text)
+    text += f" n={e.n}"
+    return _Figure(value, ci, _int(e.n), None, text)
 
 
 HEADLINE_METRICS: tuple[Metric, ...] = (

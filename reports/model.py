@@ -16,9 +16,11 @@ they do not know. A change that removes or retypes a field is a new schema versi
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
+import numpy as np
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -74,6 +76,25 @@ Interval = tuple[Number | None, Number | None]
 """A 95% interval; an end is null when it is open (beyond the tested range)."""
 
 
+def json_ready(v: Any) -> Any:
+    """JSON-ready: numpy scalars to Python, NaN/inf to None, tuples to lists (models as
+    they are)."""
+    if isinstance(v, dict):
+        return {str(k): json_ready(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [json_ready(x) for x in v]
+    if isinstance(v, np.ndarray):
+        return [json_ready(x) for x in v.tolist()]
+    if isinstance(v, np.bool_ | bool):
+        return bool(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.floating | float):
+        f = float(v)
+        return f if math.isfinite(f) else None
+    return v
+
+
 class _Frozen(BaseModel):
     """A frozen model whose JSON keeps its keys in the order they were given.
 
@@ -92,6 +113,12 @@ class _Frozen(BaseModel):
         if isinstance(data, dict) and isinstance(model, _Frozen):
             model._keys = tuple(data)
         return model
+
+    @classmethod
+    def of(cls, data: Any) -> Self:
+        """Parse computed figures (numpy scalars, NaN) as JSON would hold them
+        (:func:`json_ready`); raises :class:`pydantic.ValidationError` when they do not fit."""
+        return cls.model_validate(json_ready(data))
 
     @model_serializer(mode="wrap")
     def _in_given_order(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -373,6 +400,191 @@ class GamesSection(_Frozen):
     abc: AbcSection | None = None
 
 
+class Available(_Frozen):
+    """A section the run may not allow: ``available`` false, with the ``reason``, when not."""
+
+    available: bool | None = None
+    reason: str | None = None
+
+
+class Coefficient(Estimate):
+    """A coefficient of a fit, with its standard error and Wald test."""
+
+    se: Number | None = None
+    p: Number | None = None
+
+
+class Slope(_Frozen):
+    """A fitted slope: the degradation slope (logit(correct) ~ depth + length, with each
+    term) or the slope of stated confidence on depth."""
+
+    status: str | None = None
+    value: Number | None = None
+    ci: Interval | None = None
+    se: Number | None = None
+    p: Number | None = None
+    n: int | None = None
+    n_clusters: int | None = None
+    model: str | None = None
+    interval: str | None = None
+    reason: str | None = None
+    notes: list[str] | None = None
+    terms: dict[str, Coefficient] | None = None
+    meaning: str | None = None
+
+
+class OwnBeliefLeak(Estimate):
+    left_out_ambiguous: int | None = Field(
+        None, description="answers left out because the own belief is another lure too")
+
+
+class R2Self(Available):
+    """R2-self accuracy and how often the answer was the answerer's own belief."""
+
+    accuracy: Estimate | None = None
+    own_belief_leak: OwnBeliefLeak | None = None
+
+
+class ByFactor(Available):
+    """B1 false-belief accuracy per level of a story factor (mechanism, surface form)."""
+
+    false_belief_accuracy: dict[str, Estimate] | None = None
+    definition: str | None = None
+
+
+class LengthSweep(Available):
+    """B2: accuracy by story length, and the depth and length terms of the slope's fit."""
+
+    accuracy_by_length: dict[str, dict[str, Estimate]] | None = None
+    depth: Coefficient | None = None
+    length: Coefficient | None = None
+    model: str | None = None
+    definition: str | None = None
+
+
+class ErrorCounts(_Frozen):
+    """Primary error codes of the wrong answers at one depth."""
+
+    n: int
+    n_wrong: int
+    counts: dict[str, int]
+    share_of_wrong: dict[str, Number]
+    interval: str | None = None
+
+
+class ErrorTypes(_Frozen):
+    """Error types by depth, for false- and true-belief items."""
+
+    false: dict[str, ErrorCounts] = Field(default_factory=dict)
+    true: dict[str, ErrorCounts] = Field(default_factory=dict)
+
+
+class GapFigures(_Frozen):
+    """Belief − behaviour accuracy on the same stories (a paired difference)."""
+
+    value: Number | None = None
+    ci: Interval | None = None
+    interval: str | None = None
+    n: int | None = None
+    belief_accuracy: Number | None = None
+    belief_n: int | None = None
+    behaviour_accuracy: Number | None = None
+    behaviour_n: int | None = None
+    status: str | None = None
+    reason: str | None = None
+
+
+class AppliedDepth(GapFigures):
+    judgment_accuracy: Estimate | None = None
+
+
+class AppliedGap(Available, GapFigures):
+    """B4: the applied gap, overall and by depth, with judgment accuracy."""
+
+    judgment_accuracy: Number | None = None
+    judgment_n: int | None = None
+    judgment: Estimate | None = None
+    definition: str | None = None
+    by_depth: dict[str, AppliedDepth] | None = None
+
+
+class JointAccuracy(_Frozen):
+    """Joint accuracy by depth (every shallower question on the story right too)."""
+
+    false: dict[str, Estimate] = Field(default_factory=dict)
+    true: dict[str, Estimate] = Field(default_factory=dict)
+    definition: str | None = None
+
+
+class ReliabilityBin(_Frozen):
+    lo: Number
+    hi: Number
+    n: int
+    confidence: Number | None = None
+    accuracy: Number | None = None
+    ci: Interval | None = None
+    interval: str | None = None
+
+
+class Calibration(Available):
+    """Stated confidence against accuracy: ECE, reliability bins, confidence-depth slope."""
+
+    ece: Estimate | None = None
+    reliability: list[ReliabilityBin] | None = None
+    confidence_depth_slope: Slope | None = None
+    brier: Estimate | None = None
+    mean_confidence: Number | None = None
+    accuracy_of_rated: Number | None = None
+    note: str | None = None
+
+
+class CostRow(_Frozen):
+    n_trials: int
+    n_correct: int
+    tokens: Number
+    latency_s: Number
+    tokens_per_correct: Number | None = None
+    latency_s_per_correct: Number | None = None
+    interval: str | None = None
+
+
+class Cost(_Frozen):
+    """Tokens and latency per correct answer, by depth, by family and in total."""
+
+    by_depth: dict[str, CostRow] = Field(default_factory=dict)
+    by_family: dict[str, CostRow] = Field(default_factory=dict)
+    total: CostRow
+    definition: str | None = None
+
+
+class ApiErrors(_Frozen):
+    """API errors (left out of accuracy) and ok trials without a score (counted wrong)."""
+
+    count: int
+    trials: int
+    by_status: dict[str, int] = Field(default_factory=dict)
+    by_family: dict[str, int] = Field(default_factory=dict)
+    by_depth: dict[str, int] = Field(default_factory=dict)
+    excluded_from_accuracy: bool = True
+    ok_without_score: int = 0
+    ok_without_score_note: str | None = None
+
+
+class HitomSection(_Frozen):
+    """Hi-ToM accuracy and joint accuracy by depth."""
+
+    accuracy_by_depth: dict[str, Estimate] = Field(default_factory=dict)
+    joint_accuracy_by_depth: dict[str, Estimate] = Field(default_factory=dict)
+
+
+class RepeatedSection(Available):
+    """The repeated games (:mod:`reports._repeated`); the keys besides these are documented in
+    the report."""
+
+    n_episodes: int | None = None
+    api_errors: int | None = None
+
+
 class AgentProfile(_Frozen):
     """Everything measured about one agent of a run."""
 
@@ -388,28 +600,42 @@ class AgentProfile(_Frozen):
     d50: D50
     leakage_resistance: Estimate
     accuracy_by_depth: dict[Literal["false", "true"], dict[str, Estimate]]
-    joint_accuracy_by_depth: dict[str, Any] = Field(default_factory=dict)
+    joint_accuracy_by_depth: JointAccuracy = Field(default_factory=JointAccuracy)
     agent_prediction_skill: Skill
     minus_control: dict[str, Any] | None = None
     ablation_credit: dict[str, Any] = Field(default_factory=dict)
-    degradation_slope: dict[str, Any] | None = None
-    r2_self: dict[str, Any] | None = None
-    by_mechanism: dict[str, Any] | None = None
-    by_form: dict[str, Any] | None = None
-    length_sweep: dict[str, Any] | None = None
-    error_types_by_depth: dict[str, Any] | None = None
-    applied_gap: dict[str, Any] | None = None
+    degradation_slope: Slope | None = None
+    r2_self: R2Self | None = None
+    by_mechanism: ByFactor | None = None
+    by_form: ByFactor | None = None
+    length_sweep: LengthSweep | None = None
+    error_types_by_depth: ErrorTypes | None = None
+    applied_gap: AppliedGap | None = None
     games: GamesSection | None = None
     depth_signals: DepthSignals | None = Field(
         None, description="K_B beside K_L, best-response and chain consistency, mentalizing")
-    repeated: dict[str, Any] | None = None
-    calibration: dict[str, Any] | None = None
-    cost: dict[str, Any] | None = None
-    api_errors: dict[str, Any] | None = None
+    repeated: RepeatedSection | None = None
+    calibration: Calibration | None = None
+    cost: Cost | None = None
+    api_errors: ApiErrors | None = None
     families: dict[str, Estimate] | None = Field(
         None, description="accuracy per item family of the run, keyed by family name (every "
         "family, including those without a section of their own); each adds its title"
     )
+    hitom: HitomSection | None = Field(None, description="Hi-ToM, when the run has its items")
+
+
+class Design(_Frozen):
+    """The run's NestToM design: its blocks, where they came from, the R0 and companion
+    items."""
+
+    nesttom_blocks: dict[str, int] = Field(default_factory=dict)
+    block_names_in_meta: list[str] = Field(default_factory=list)
+    block_source: Literal["meta", "inferred", "mixed", "none"] | None = None
+    block_note: str | None = None
+    reality_check_items: int = 0
+    companion_items: int = 0
+    depth_curve: str | None = None
 
 
 class RunInfo(_Frozen):
@@ -441,7 +667,7 @@ class RunProfile(_Frozen):
     run: RunInfo
     held_out: bool
     notices: list[str]
-    design: dict[str, Any]
+    design: Design
     intervals: dict[str, Any]
     agents: dict[str, AgentProfile]
     proxy: dict[str, Any] = Field(default_factory=dict)

@@ -46,22 +46,25 @@ regenerates the held-out items. The profile carries no item seeds or parameters.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from ledger.reader import Readable, RunAgent
 from reports._data import RunData, load_run
 from reports._disclosure import disclosed_run
 from reports._estimates import MIN_N, MetricSample
-from reports._stats import holm
 from reports.diagnosis import diagnose_references
 from reports.matrix_runs import accompanying_matrix
-from reports.model import PROFILE_SCHEMA, RunProfile
+from reports.model import (
+    PROFILE_SCHEMA,
+    AgentProfile,
+    Design,
+    RunProfile,
+    Skill,
+    json_ready,
+)
 from reports.sections import (
     D50_MIN_PER_DEPTH,
     LEVEL,
@@ -70,7 +73,7 @@ from reports.sections import (
     agent_sections,
     run_inputs,
 )
-from reports.sections.contrasts import abc_family, apply_contrasts
+from reports.sections.contrasts import AgentContrasts, PairedContrasts, paired_contrasts
 from reports.sections.validity import TRUE_BELIEF_THRESHOLD
 
 __all__ = [
@@ -203,34 +206,42 @@ def analyse(
     accompanies the run (:func:`reports.matrix_summary.summarise_run`), which gives each
     agent's skill S."""
     run = run_inputs(data, seed=seed, B=n_boot)
-    agents_out: dict[str, Any] = {}
     samples: dict[str, Mapping[str, MetricSample]] = {}
+    sections: dict[str, Mapping[str, Any]] = {}
     for ai, a in enumerate(run.agents):
         measured = agent_sections(run.agent(ai))
-        agents_out[a.name] = _agent(a, measured.sections, matrix)
+        sections[a.name] = measured.sections
         samples[a.name] = measured.samples
-    profile = _profile(run, agents_out, reveal_held_out=reveal_held_out)
+    paired = paired_contrasts(run, {name: s["valid"] for name, s in sections.items()})
+    agents = {
+        a.name: _agent(a, sections[a.name], _skill(matrix, a.name), paired.by_agent[a.name])
+        for a in run.agents
+    }
+    profile = _profile(run, agents, paired, reveal_held_out=reveal_held_out)
     return Analysis(profile, samples)
 
 
-def _agent(a: RunAgent, sections: Mapping[str, Any], matrix: Mapping[str, Any] | None
-           ) -> dict[str, Any]:
-    """One agent's profile (still open: the contrasts add to it)."""
-    out = {
+def _agent(
+    a: RunAgent, sections: Mapping[str, Any], skill: Skill, contrasts: AgentContrasts
+) -> AgentProfile:
+    """One agent's profile: its sections, its skill S and its contrasts."""
+    out: dict[str, object] = {
         "role": a.role,
         "base_agent": a.base_agent,
         "spec": {k: a.spec[k] for k in SAFE_SPEC_KEYS if k in a.spec},
     }
     out.update(sections)
-    out["agent_prediction_skill"] = _skill(matrix, a.name)
-    out["minus_control"] = None
-    out["ablation_credit"] = {}
-    return out
+    out["agent_prediction_skill"] = skill
+    out["minus_control"] = contrasts.minus_control
+    out["ablation_credit"] = contrasts.ablation_credit
+    if contrasts.other_controls is not None:
+        out["other_controls"] = contrasts.other_controls
+    return AgentProfile.of(out)
 
 
-def _profile(run_in: RunInputs, agents_out: dict[str, Any], *, reveal_held_out: bool
-             ) -> RunProfile:
-    """The run's profile from its agents' (the contrasts and the Holm adjustments added)."""
+def _profile(run_in: RunInputs, agents: Mapping[str, AgentProfile], paired: PairedContrasts,
+             *, reveal_held_out: bool) -> RunProfile:
+    """The run's profile from its agents' and its contrasts."""
     data, design, res = run_in.data, run_in.design, run_in.res
     run = data.run
     notices = []
@@ -248,16 +259,10 @@ def _profile(run_in: RunInputs, agents_out: dict[str, Any], *, reveal_held_out: 
         )
     else:
         notices.append("Development seeds: this run did not use the held-out seed range.")
-    contrasts = apply_contrasts(run_in, agents_out)
-    ps = [c["p"] if c["p"] is not None else math.nan for c in contrasts]
-    for c, ph in zip(contrasts, holm(ps), strict=True):
-        c["p_holm"] = ph
-        c["target"]["p_holm"] = ph
-    abc_m = abc_family(run_in.agents, agents_out)
     for a in run_in.agents:
-        ag = agents_out[a.name]
-        if ag["valid"] is False:
-            notices.append(ag["notices"][0])
+        ag = agents[a.name]
+        if ag.valid is False:
+            notices.append(ag.notices[0])
     profile = {
         "schema": PROFILE_SCHEMA,
         "run": run_block | {"n_items": design.n, "n_trials": len(data.trials)},
@@ -281,14 +286,12 @@ def _profile(run_in: RunInputs, agents_out: dict[str, Any], *, reveal_held_out: 
                 "but has no interval (status not_estimable, with the reason)"
             ),
         },
-        "agents": agents_out,
+        "agents": agents,
         "proxy": {
             "scope": "every call of the run's agents through the query proxy so far",
             "agents": data.proxy,
         },
-        "contrasts": [
-            {k: v for k, v in c.items() if k != "target"} for c in contrasts
-        ],
+        "contrasts": paired.contrasts,
         "multiple_comparisons": {
             "method": "holm",
             "family": "every testable agent − control and full − ablated contrast in this "
@@ -296,18 +299,18 @@ def _profile(run_in: RunInputs, agents_out: dict[str, Any], *, reveal_held_out: 
             "the A − B and B − C accuracy contrasts within each agent are a second family, "
             "Holm-adjusted among themselves, so a real dissociation never counts against "
             "the comparison of two agents",
-            "m": int(sum(1 for p in ps if math.isfinite(p))),
-            "abc_m": abc_m,
+            "m": paired.m,
+            "abc_m": run_in.abc_m,
         },
     }
     # parsed against the published schema: a profile that does not fit is a bug
-    return RunProfile.of(_clean(profile))
+    return RunProfile.of(json_ready(profile))
 
-def _design(d: RunDesign) -> dict[str, Any]:
+def _design(d: RunDesign) -> Design:
     it = d.data.items
     nt_items = d.nt & (d.qbel | d.beh | d.jud)
     blocks = Counter(str(b) for b in it.block[nt_items].tolist())
-    return {
+    return Design.of({
         "nesttom_blocks": dict(sorted(blocks.items())),
         "block_names_in_meta": list(it.block_names),
         "block_source": it.block_source,
@@ -323,37 +326,17 @@ def _design(d: RunDesign) -> dict[str, Any]:
         "reality_check_items": int(d.r0.sum()),
         "companion_items": int((d.nt & ~d.main).sum()),
         "depth_curve": "B1 belief items at R1 and deeper (R0 is the reality check)",
-    }
+    })
 
-def _skill(matrix: Mapping[str, Any] | None, name: str) -> dict[str, Any]:
+def _skill(matrix: Mapping[str, Any] | None, name: str) -> Skill:
     """Agent-prediction skill S: from the accompanying matrix run, which commits every
     prediction to the ledger before the target is asked (seed 002 §15.2, §18.2 rule 5)."""
     if matrix is None:
-        return {
+        return Skill.of({
             "available": False,
             "reason": "no matrix run accompanies this run (S comes from the prediction "
             "ledger, through a matrix run)",
-        }
+        })
     from reports.matrix_summary import agent_skill
 
-    return agent_skill(matrix, name)
-
-
-def _clean(v: Any) -> Any:
-    """JSON-ready: numpy scalars to Python, NaN/inf to None, tuples to lists."""
-    if isinstance(v, dict):
-        return {str(k): _clean(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_clean(x) for x in v]
-    if isinstance(v, np.ndarray):
-        return [_clean(x) for x in v.tolist()]
-    if isinstance(v, np.bool_ | bool):
-        return bool(v)
-    if isinstance(v, np.integer):
-        return int(v)
-    if isinstance(v, np.floating | float):
-        f = float(v)
-        return f if math.isfinite(f) else None
-    return v
-
-
+    return Skill.of(agent_skill(matrix, name))

@@ -14,6 +14,7 @@ every run and say so when the run has none of the family's items; Hi-ToM's write
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from reports._data import RunData
 from reports._estimates import MetricSample
@@ -26,7 +27,7 @@ from reports.sections.cost import cost_sections
 from reports.sections.depth import depth_sections
 from reports.sections.depth_signals import depth_signals_section
 from reports.sections.families import families_section
-from reports.sections.games import games_section
+from reports.sections.games import abc_holm, games_section
 from reports.sections.hitom import hitom_section
 from reports.sections.nesttom import nesttom_sections
 from reports.sections.repeated import repeated_section
@@ -115,11 +116,13 @@ def agent_sections(inp: AgentInputs) -> Measured:
 
 
 def run_inputs(data: RunData, *, seed: int, B: int) -> RunInputs:
-    """The run's design, its agents' columns and the shared resamples (``B`` replicates drawn
-    from ``seed``)."""
+    """The run's design, its agents' columns, the shared resamples (``B`` replicates drawn
+    from ``seed``) and the Holm family of the A − B and B − C contrasts."""
     design = run_design(data)
     agents = roster(data)
     cols = agent_columns(data, design, agents)
-    return RunInputs(
+    run = RunInputs(
         data, design, resample(data, design, agents, cols, seed=seed, B=B), agents, cols
     )
+    figures, m = abc_holm(run)
+    return replace(run, abc_contrasts=figures, abc_m=m)

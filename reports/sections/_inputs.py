@@ -30,6 +30,9 @@ class AgentInputs:
     agent: RunAgent
     index: int
     cols: AgentColumns
+    abc_contrasts: Mapping[str, Any] | None = None
+    """The agent's A − B and B − C contrasts with their Holm adjustment (None: computed by
+    the games section, unadjusted)."""
 
     @property
     def name(self) -> str:
@@ -66,10 +69,22 @@ class RunInputs:
     res: Resamples
     agents: list[RunAgent]
     cols: dict[str, AgentColumns]
+    abc_contrasts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Each agent's A − B and B − C contrasts, Holm-adjusted as a family of their own."""
+    abc_m: int = 0
+    """The size of that family (its testable contrasts)."""
 
     def agent(self, index: int) -> AgentInputs:
         a = self.agents[index]
-        return AgentInputs(self.data, self.design, self.res, a, index, self.cols[a.name])
+        return AgentInputs(
+            self.data,
+            self.design,
+            self.res,
+            a,
+            index,
+            self.cols[a.name],
+            self.abc_contrasts.get(a.name),
+        )
 
     def rng(self, *key: int) -> np.random.Generator:
         return rng(self.res.seed, *key)

@@ -10,6 +10,7 @@ import numpy as np
 
 from reports._estimates import MetricSample, not_estimable_reason
 from reports._stats import ece, percentile_interval, wilson_interval
+from reports.model import Calibration
 from reports.sections._design import ratio
 from reports.sections._inputs import AgentInputs, Measured
 from reports.sections._resamples import CALIBRATION_BINS, LEVEL
@@ -27,11 +28,11 @@ def calibration_section(inp: AgentInputs) -> Measured:
     return Measured({"calibration": _calibration(inp, samples)}, samples)
 
 
-def _calibration(inp: AgentInputs, samples: dict[str, MetricSample]) -> dict[str, Any]:
+def _calibration(inp: AgentInputs, samples: dict[str, MetricSample]) -> Calibration:
     c, p = inp.cols, inp.prefix
     fin = np.isfinite(c.conf)
     if not fin.any():
-        return {"available": False, "reason": "no stated confidences"}
+        return Calibration(available=False, reason="no stated confidences")
     cal = ece(c.conf[fin], c.cor[fin], CALIBRATION_BINS)
     _, nr = inp.res.sum(p + "fn")
     total = np.zeros(inp.res.B)
@@ -103,4 +104,4 @@ def _calibration(inp: AgentInputs, samples: dict[str, MetricSample]) -> dict[str
     }
     if c.conf_note:
         out["note"] = c.conf_note
-    return out
+    return Calibration.of(out)

@@ -6,38 +6,61 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ledger.reader import RunAgent
 from reports._estimates import NO_SPREAD, paired_binary, paired_values
 from reports._stats import holm, percentile_interval
+from reports.model import Contrast
 from reports.sections._design import BoolArray, FloatArray
 from reports.sections._inputs import RunInputs
 from reports.sections._resamples import LEVEL, d50, d50_permutation
 
-__all__ = ["abc_family", "apply_contrasts"]
+__all__ = ["AgentContrasts", "PairedContrasts", "paired_contrasts"]
 
 
-def apply_contrasts(run: RunInputs, agents_out: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each agent's ``minus_control``, ``other_controls`` and ``ablation_credit`` (set in
-    ``agents_out``); returns the testable contrasts, each with its ``target`` (the metric's
-    figure, where its Holm-adjusted p goes)."""
-    contrasts: list[dict[str, Any]] = []
+@dataclass(frozen=True)
+class AgentContrasts:
+    """What one agent's profile holds of the paired contrasts: ``minus_control`` (the first
+    control's), ``ablation_credit`` (by module) and ``other_controls`` (further controls, by
+    name; None when there are none)."""
+
+    minus_control: Mapping[str, Any]
+    ablation_credit: Mapping[str, Any]
+    other_controls: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class PairedContrasts:
+    """Every agent's contrast blocks and the testable contrasts, Holm-adjusted over all of them
+    (each metric's ``p_holm`` in the blocks too); ``m`` is the family's size."""
+
+    by_agent: Mapping[str, AgentContrasts]
+    contrasts: list[Contrast]
+    m: int
+
+
+def paired_contrasts(run: RunInputs, valid: Mapping[str, bool | None]) -> PairedContrasts:
+    """The run's paired contrasts (agent − control, full − ablated); ``valid``: each agent's
+    validity (a contrast with an invalid side says so)."""
+    minus: dict[str, Any] = {}
     for a in run.agents:
-        ag = agents_out[a.name]
         if a.role in ("control", "reference", "ablation"):
-            ag["minus_control"] = {
+            minus[a.name] = {
                 "available": False,
                 "reason": f"{a.name} is a {a.role} agent: base-model subtraction applies "
                 "to agents under test",
             }
         else:
-            ag["minus_control"] = {
+            minus[a.name] = {
                 "available": False,
                 "reason": f"no control agent for {a.name} in this run",
             }
+    credit: dict[str, dict[str, Any]] = {a.name: {} for a in run.agents}
+    others: dict[str, dict[str, Any]] = {}
+    found: list[dict[str, Any]] = []
     seen_control: set[str] = set()
     for pi, (x, y, kind, module) in enumerate(run.res.pairs):
         names = ("agent", "control") if kind == "minus_control" else ("full", "ablated")
@@ -49,23 +72,23 @@ def apply_contrasts(run: RunInputs, agents_out: dict[str, Any]) -> list[dict[str
             "metrics": metrics,
         }
         block["same_answers"] = _same_answers(run, x, y)
-        if agents_out[x]["valid"] is False or agents_out[y]["valid"] is False:
+        if valid.get(x) is False or valid.get(y) is False:
             block["note"] = (
                 "at least one side failed the true-belief control rule; false-belief "
                 "contrasts are not valid evidence"
             )
         if kind == "minus_control":
             if x in seen_control:
-                agents_out[x].setdefault("other_controls", {})[y] = block | {"control": y}
+                others.setdefault(x, {})[y] = block | {"control": y}
                 continue
             seen_control.add(x)
-            agents_out[x]["minus_control"] = {"control": y} | block
+            minus[x] = {"control": y} | block
         else:
             assert module is not None
-            agents_out[x]["ablation_credit"][module] = {"ablation_agent": y} | block
+            credit[x][module] = {"ablation_agent": y} | block
         for metric, d in _flat_metrics(metrics):
             if d.get("p") is not None and math.isfinite(d["p"]):
-                contrasts.append(
+                found.append(
                     {
                         "kind": kind,
                         "agent": x,
@@ -82,7 +105,16 @@ def apply_contrasts(run: RunInputs, agents_out: dict[str, Any]) -> list[dict[str
                         "target": d,
                     }
                 )
-    return contrasts
+    ps = [c["p"] if c["p"] is not None else math.nan for c in found]
+    for c, ph in zip(found, holm(ps), strict=True):
+        c["p_holm"] = ph
+        c["target"]["p_holm"] = ph
+    by_agent = {
+        a.name: AgentContrasts(minus[a.name], credit[a.name], others.get(a.name))
+        for a in run.agents
+    }
+    contrasts = [Contrast.of({k: v for k, v in c.items() if k != "target"}) for c in found]
+    return PairedContrasts(by_agent, contrasts, int(sum(1 for p in ps if math.isfinite(p))))
 
 
 def _same_answers(run: RunInputs, x: str, y: str) -> dict[str, int]:
@@ -95,21 +127,6 @@ def _same_answers(run: RunInputs, x: str, y: str) -> dict[str, int]:
     shared = np.flatnonzero(cx.ok & cy.ok & (cx.rows >= 0) & (cy.rows >= 0))
     same = sum(answers[cx.rows[i]] == answers[cy.rows[i]] for i in shared)
     return {"shared": int(shared.size), "identical": int(same)}
-
-
-def abc_family(agents: list[RunAgent], agents_out: dict[str, Any]) -> int:
-    """Holm over every agent's testable A − B and B − C contrasts (``games.abc.contrasts``):
-    a family of its own, within-agent effects, kept apart from the between-agent family of
-    ``contrasts``. Sets each one's ``p_holm``; returns the family's size."""
-    members: list[dict[str, Any]] = []
-    for a in agents:
-        abc = (agents_out[a.name].get("games") or {}).get("abc") or {}
-        for d in (abc.get("contrasts") or {}).values():
-            if d.get("p") is not None and math.isfinite(d["p"]):
-                members.append(d)
-    for d, ph in zip(members, holm([d["p"] for d in members]), strict=True):
-        d["p_holm"] = ph
-    return len(members)
 
 
 def _flat_metrics(metrics: Mapping[str, Any]) -> Iterable[tuple[str, dict[str, Any]]]:

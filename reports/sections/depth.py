@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from reports._estimates import MetricSample
+from reports.model import D50, Estimate, JointAccuracy
 from reports.sections._inputs import AgentInputs, Measured
 from reports.sections._resamples import d50
 from reports.sections.validity import validity, validity_block
@@ -116,5 +117,18 @@ def depth_sections(inp: AgentInputs) -> Measured:
         "definition": "an item counts only if every shallower belief question on the same "
         "story was answered correctly (Hi-ToM style); items whose shallower questions had "
         "an API error are left out"
+    }
+    for key in (
+        "reality_check",
+        "true_belief_control_accuracy",
+        "false_belief_accuracy",
+        "leakage_resistance",
+    ):
+        out[key] = Estimate.of(out[key])
+    out["d50"] = D50.of(out["d50"])
+    out["joint_accuracy_by_depth"] = JointAccuracy.of(out["joint_accuracy_by_depth"])
+    out["accuracy_by_depth"] = {
+        belief: {label: Estimate.of(cell) for label, cell in cells.items()}
+        for belief, cells in acc.items()
     }
     return Measured(out, samples)

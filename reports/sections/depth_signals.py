@@ -11,6 +11,7 @@ import numpy as np
 from reports._estimates import proportion
 from reports._judged import source_of
 from reports._levels import LevelFit
+from reports.model import DepthSignals
 from reports.sections._design import BoolArray, FloatArray
 from reports.sections._figures import mean_figure
 from reports.sections._inputs import AgentInputs, Measured
@@ -47,16 +48,17 @@ def _depth_estimate(f: LevelFit, what: str) -> dict[str, Any]:
 
 def depth_signals_section(inp: AgentInputs) -> Measured:
     """``depth_signals``: see :func:`depth_signals`."""
-    return Measured({"depth_signals": depth_signals(inp.ex, inp.cols.ok & inp.design.lk)})
+    signals = depth_signals(inp.ex, inp.cols.ok & inp.design.lk)
+    return Measured({"depth_signals": signals})
 
 
-def depth_signals(ex: Mapping[str, Any], m_lk: BoolArray) -> dict[str, Any]:
+def depth_signals(ex: Mapping[str, Any], m_lk: BoolArray) -> DepthSignals:
     """K_B beside K_L (seed 000 Eq. 8, Eq. 9), best-response consistency to the stated belief
     (Eq. 6, and under a stated distribution) against its chance rate, chain consistency
     (Eq. 10) and the mentalizing rate, each with its n, over the agent's level-k trials."""
     n = int(m_lk.sum())
     if n == 0:
-        return {"available": False, "reason": "no scored level-k trials"}
+        return DepthSignals.of({"available": False, "reason": "no scored level-k trials"})
     kb, kl = ex["K_B"], ex["K_L"]
     both = m_lk & np.isfinite(kb) & np.isfinite(kl)
 
@@ -146,4 +148,4 @@ def depth_signals(ex: Mapping[str, Any], m_lk: BoolArray) -> dict[str, Any]:
     for figure, used in out["sources"].items():
         out[figure]["source"] = used["source"]
     out["judge"] = ex["judge_counts"]
-    return out
+    return DepthSignals.of(out)

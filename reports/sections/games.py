@@ -4,6 +4,7 @@ scripted populations and, apart, against the run's own agents (:mod:`reports._po
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
@@ -13,22 +14,25 @@ import numpy as np
 from games import POPULATION_MIN_ANSWERS
 from reports._estimates import MetricSample, paired_binary, proportion
 from reports._population import score_predictions
+from reports._stats import holm
+from reports.model import GamesSection
 from reports.sections._columns import AgentColumns
 from reports.sections._design import RunDesign, ratio
 from reports.sections._figures import mean_figure
-from reports.sections._inputs import AgentInputs, Measured
+from reports.sections._inputs import AgentInputs, Measured, RunInputs
 
-__all__ = ["abc_contrast_figures", "games_section"]
+__all__ = ["abc_contrast_figures", "abc_holm", "games_section"]
 
 
-def games_section(inp: AgentInputs, abc_contrasts: Mapping[str, Any] | None = None) -> Measured:
+def games_section(inp: AgentInputs) -> Measured:
     """The one-shot games: level-k accuracy by game and condition, the K_B/K_L curves and
     best-response consistency; A/B/C (C against scripted populations, and against the run's
-    own agents in ``abc.c_llm``). ``abc_contrasts``: the agent's A − B and B − C contrasts
-    (:func:`abc_contrasts`) with their Holm adjustment, when the run's family was adjusted."""
+    own agents in ``abc.c_llm``); the A − B and B − C contrasts those of
+    :func:`abc_holm` when the run has them."""
     rd, c, p = inp.design, inp.cols, inp.prefix
     samples: dict[str, MetricSample] = {}
-    return Measured({"games": _games(inp, rd, c, p, samples, abc_contrasts)}, samples)
+    games = _games(inp, rd, c, p, samples, inp.abc_contrasts)
+    return Measured({"games": GamesSection.of(games)}, samples)
 
 
 def _games(
@@ -270,3 +274,22 @@ def abc_contrast_figures(inp: AgentInputs) -> dict[str, Any]:
             "scenario (scenarios whose A, B and C truths differ)"
         }
     return out
+
+
+def abc_holm(run: RunInputs) -> tuple[dict[str, dict[str, Any]], int]:
+    """Every agent's A − B and B − C contrasts (``games.abc.contrasts``), Holm-adjusted over
+    all the testable ones: a family of its own, within-agent effects, kept apart from the
+    between-agent family of ``contrasts``; and the family's size."""
+    figures: dict[str, dict[str, Any]] = {}
+    for i, a in enumerate(run.agents):
+        if (run.design.abc & run.cols[a.name].has).any():
+            figures[a.name] = abc_contrast_figures(run.agent(i))
+    members = [
+        d
+        for fig in figures.values()
+        for d in fig.values()
+        if d.get("p") is not None and math.isfinite(d["p"])
+    ]
+    for d, ph in zip(members, holm([d["p"] for d in members]), strict=True):
+        d["p_holm"] = ph
+    return figures, len(members)

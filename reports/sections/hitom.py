@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from reports.model import HitomSection
 from reports.sections._inputs import AgentInputs, Measured
 
 __all__ = ["hitom_section"]
@@ -17,7 +16,7 @@ def hitom_section(inp: AgentInputs) -> Measured:
     return Measured({"hitom": _hitom(inp)})
 
 
-def _hitom(inp: AgentInputs) -> dict[str, Any]:
+def _hitom(inp: AgentInputs) -> HitomSection:
     rd, c = inp.design, inp.cols
     jn, jk = inp.ex["joint"]
     acc = {}
@@ -28,7 +27,7 @@ def _hitom(inp: AgentInputs) -> dict[str, Any]:
             acc[label] = rd.p(c.cor, m & c.ok).to_dict()
         if (m & (jn == 1.0)).any():
             joint[label] = rd.p(jk, m & (jn == 1.0)).to_dict()
-    return {"accuracy_by_depth": acc, "joint_accuracy_by_depth": joint}
+    return HitomSection.of({"accuracy_by_depth": acc, "joint_accuracy_by_depth": joint})
 
 
 # -- contrasts ----------------------------------------------------------------------

@@ -13,6 +13,7 @@ import numpy.typing as npt
 
 from reports._estimates import MIN_N, Contrast, MetricSample, not_estimable_reason, paired_binary
 from reports._stats import degradation_slope
+from reports.model import AppliedGap, ByFactor, ErrorTypes, LengthSweep, R2Self, Slope
 from reports.sections._inputs import AgentInputs, Measured
 from reports.sections._resamples import LEVEL
 
@@ -39,19 +40,19 @@ def nesttom_sections(inp: AgentInputs) -> Measured:
     )
 
 
-def _slope(inp: AgentInputs) -> dict[str, Any]:
+def _slope(inp: AgentInputs) -> Slope:
     """The degradation slope: logit(correct) ~ depth + length over the B1 and B2
     false-belief items (length drops out, with a note, where it does not vary)."""
     d, c = inp.design, inp.cols
     it = inp.data.items
     m = c.ok & d.fit
     if not m.any():
-        return {
-            "status": "not_estimable",
-            "value": None,
-            "n": 0,
-            "reason": "no scored B1/B2 false-belief NestToM items at R1 or deeper",
-        }
+        return Slope(
+            status="not_estimable",
+            value=None,
+            n=0,
+            reason="no scored B1/B2 false-belief NestToM items at R1 or deeper",
+        )
     codes = d.ccode[m]
     clustered = np.unique(codes).size < codes.size
     res = degradation_slope(
@@ -71,16 +72,16 @@ def _slope(inp: AgentInputs) -> dict[str, Any]:
         "change in log-odds of a correct false-belief answer per depth level, "
         "controlling for story length (B1 and B2 items)"
     )
-    return res
+    return Slope.of(res)
 
 
-def _r2_self(inp: AgentInputs) -> dict[str, Any]:
+def _r2_self(inp: AgentInputs) -> R2Self:
     """R2-self ("what does X think *you* believe?"): accuracy, and how often the answer was
     the answerer's own belief (privileged access not suppressed)."""
     d, c = inp.design, inp.cols
     m = d.r2self & c.ok
     if not m.any():
-        return {"available": False, "reason": "no scored R2-self false-belief B1 items"}
+        return R2Self(available=False, reason="no scored R2-self false-belief B1 items")
     own = inp.ex["own_belief"]
     known = m & np.isfinite(own)
     ident = known & d.own_identifiable
@@ -101,52 +102,56 @@ def _r2_self(inp: AgentInputs) -> dict[str, Any]:
             "n": 0,
             "reason": "the R2-self scores carry no is_own_belief detail",
         }
-    return out
+    return R2Self.of(out)
 
 
-def _by_factor(inp: AgentInputs, factor: npt.NDArray[Any], what: str) -> dict[str, Any]:
+def _by_factor(inp: AgentInputs, factor: npt.NDArray[Any], what: str) -> ByFactor:
     """B1 false-belief accuracy (R1 and deeper) per level of a story factor."""
     d, c = inp.design, inp.cols
     m = d.fbc & c.ok
     levels = sorted({str(v) for v in factor[m].tolist() if v})
     if not levels:
-        return {"available": False, "reason": f"the items name no {what}"}
+        return ByFactor(available=False, reason=f"the items name no {what}")
     rows = {lev: d.p(c.cor, m & (factor == lev)).to_dict() for lev in levels}
-    return {
-        "available": True,
-        "false_belief_accuracy": rows,
-        "definition": f"B1 false-belief accuracy at R1 and deeper, by {what}",
-    }
+    return ByFactor.of(
+        {
+            "available": True,
+            "false_belief_accuracy": rows,
+            "definition": f"B1 false-belief accuracy at R1 and deeper, by {what}",
+        }
+    )
 
 
-def _length_sweep(inp: AgentInputs, slope: dict[str, Any]) -> dict[str, Any]:
+def _length_sweep(inp: AgentInputs, slope: Slope) -> LengthSweep:
     """B2: accuracy by story length (false and true belief), and the depth + length fit."""
     d, c = inp.design, inp.cols
     it = inp.data.items
     m = d.b2q & c.ok & np.isfinite(it.length)
     if not (d.b2q & np.isfinite(it.length)).any():
-        return {"available": False, "reason": "no B2 (length sweep) items in this run"}
+        return LengthSweep(available=False, reason="no B2 (length sweep) items in this run")
     by_len: dict[str, dict[str, Any]] = {}
     for belief, bm in (("false", d.fb), ("true", d.tb)):
         lengths = sorted({float(x) for x in it.length[m & bm].tolist()})
         by_len[belief] = {
             f"{v:g}": d.p(c.cor, m & bm & d.is_("length", v)).to_dict() for v in lengths
         }
-    return {
-        "available": True,
-        "accuracy_by_length": by_len,
-        "depth": (slope.get("terms") or {}).get("depth")
-        or {"value": None, "reason": slope.get("reason")},
-        "length": (slope.get("terms") or {}).get("length")
-        or {"value": None, "reason": slope.get("reason") or "; ".join(slope.get("notes") or ())},
-        "model": slope.get("model"),
-        "definition": "B2 items by story length; the fit is logit(correct) ~ depth + length "
-        "over the B1 and B2 false-belief items, so the depth coefficient is net of length "
-        "and the length coefficient (per event) net of depth",
-    }
+    terms = slope.terms or {}
+    return LengthSweep.of(
+        {
+            "available": True,
+            "accuracy_by_length": by_len,
+            "depth": terms.get("depth") or {"value": None, "reason": slope.reason},
+            "length": terms.get("length")
+            or {"value": None, "reason": slope.reason or "; ".join(slope.notes or ())},
+            "model": slope.model,
+            "definition": "B2 items by story length; the fit is logit(correct) ~ depth + length "
+            "over the B1 and B2 false-belief items, so the depth coefficient is net of length "
+            "and the length coefficient (per event) net of depth",
+        }
+    )
 
 
-def _error_types(inp: AgentInputs) -> dict[str, Any]:
+def _error_types(inp: AgentInputs) -> ErrorTypes:
     d, c = inp.design, inp.cols
     out: dict[str, Any] = {}
     for belief in ("false", "true"):
@@ -166,22 +171,21 @@ def _error_types(inp: AgentInputs) -> dict[str, Any]:
                 "share_of_wrong": {k: v / nw for k, v in sorted(codes.items())},
                 "interval": "none",
             }
-    return out
+    return ErrorTypes.of(out)
 
 
-def _applied(inp: AgentInputs) -> tuple[dict[str, Any], dict[str, MetricSample]]:
+def _applied(inp: AgentInputs) -> tuple[AppliedGap, dict[str, MetricSample]]:
     """B4: belief − behaviour accuracy on the same stories (Newcombe paired), per depth."""
     d, c = inp.design, inp.cols
     it = inp.data.items
     if not d.beh.any():
-        return {"available": False, "reason": "no behaviour-prediction items in this run"}, {}
+        return AppliedGap(available=False, reason="no behaviour-prediction items in this run"), {}
     pairs = d.applied_pairs
     okp = pairs[c.ok[pairs[:, 0]] & c.ok[pairs[:, 1]]] if pairs.size else pairs
     if okp.size == 0:
-        return {
-            "available": False,
-            "reason": "no scored belief and behaviour answers on the same stories",
-        }, {}
+        return AppliedGap(
+            available=False, reason="no scored belief and behaviour answers on the same stories"
+        ), {}
     names = ("belief_accuracy", "behaviour_accuracy")
     gap = paired_binary(c.cor[okp[:, 0]], c.cor[okp[:, 1]], names, inp.rng(0))
     sample = MetricSample(
@@ -201,16 +205,18 @@ def _applied(inp: AgentInputs) -> tuple[dict[str, Any], dict[str, MetricSample]]
             "judgment_accuracy": d.p(c.cor, jm).to_dict() if jm.any() else None,
         }
     jm = c.ok & d.jud
-    return {
-        "available": True,
-        **_gap_dict(gap),
-        "judgment_accuracy": float(c.cor[jm].mean()) if jm.any() else None,
-        "judgment_n": int(jm.sum()),
-        "judgment": d.p(c.cor, jm).to_dict() if jm.any() else None,
-        "definition": "belief-question accuracy − behaviour-prediction accuracy on the same "
-        "stories, beliefs and depths (positive: knows the belief but does not use it)",
-        "by_depth": by_depth,
-    }, {"applied_gap": sample}
+    return AppliedGap.of(
+        {
+            "available": True,
+            **_gap_dict(gap),
+            "judgment_accuracy": float(c.cor[jm].mean()) if jm.any() else None,
+            "judgment_n": int(jm.sum()),
+            "judgment": d.p(c.cor, jm).to_dict() if jm.any() else None,
+            "definition": "belief-question accuracy − behaviour-prediction accuracy on the same "
+            "stories, beliefs and depths (positive: knows the belief but does not use it)",
+            "by_depth": by_depth,
+        }
+    ), {"applied_gap": sample}
 
 
 def _gap_dict(g: Contrast) -> dict[str, Any]:

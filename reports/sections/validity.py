@@ -3,9 +3,8 @@ only when it passed the true-belief controls and the R0 reality check."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from reports._estimates import Proportion
+from reports.model import Validity
 
 __all__ = ["TRUE_BELIEF_THRESHOLD", "validity", "validity_block"]
 
@@ -42,17 +41,19 @@ def validity(
 
 def validity_block(
     valid: bool | None, message: str | None, tb: Proportion, reality: Proportion
-) -> dict[str, Any]:
-    return {
-        "valid": valid,
-        "rule": "true-belief control accuracy >= 90% (seed 002 §18.2 rule 6) and R0 "
-        "reality-check accuracy >= 90% (seed 002 §3)",
-        "threshold": TRUE_BELIEF_THRESHOLD,
-        "true_belief_accuracy": tb.value,
-        "n": tb.n,
-        "reality_check_accuracy": reality.value,
-        "reality_check_n": reality.n,
-        "message": message,
-        "applies_to": "false-belief scores: accuracy_by_depth.false, d50, "
-        "leakage_resistance, degradation_slope",
-    }
+) -> Validity:
+    return Validity.of(
+        {
+            "valid": valid,
+            "rule": "true-belief control accuracy >= 90% (seed 002 §18.2 rule 6) and R0 "
+            "reality-check accuracy >= 90% (seed 002 §3)",
+            "threshold": TRUE_BELIEF_THRESHOLD,
+            "true_belief_accuracy": tb.value,
+            "n": tb.n,
+            "reality_check_accuracy": reality.value,
+            "reality_check_n": reality.n,
+            "message": message,
+            "applies_to": "false-belief scores: accuracy_by_depth.false, d50, "
+            "leakage_resistance, degradation_slope",
+        }
+    )
