@@ -638,6 +638,22 @@ class Design(_Frozen):
     depth_curve: str | None = None
 
 
+class Intervals(_Frozen):
+    """How the profile's intervals were computed: the level, the bootstrap, the glossary of
+    interval kinds (``kinds``) and the rules for small n."""
+
+    level: Number
+    bootstrap_replicates: int
+    bootstrap_seed: int
+    n_clusters: int | None = None
+    n_strata: int | None = None
+    collapsed_strata: list[str] = Field(default_factory=list)
+    kinds: dict[str, str] = Field(default_factory=dict)
+    min_n: int | None = None
+    d50_min_per_depth: int | None = None
+    proportions: str | None = None
+
+
 class RunInfo(_Frozen):
     id: str
     suite: str | None = None
@@ -668,7 +684,7 @@ class RunProfile(_Frozen):
     held_out: bool
     notices: list[str]
     design: Design
-    intervals: dict[str, Any]
+    intervals: Intervals
     agents: dict[str, AgentProfile]
     proxy: dict[str, Any] = Field(default_factory=dict)
     contrasts: list[Contrast]

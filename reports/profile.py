@@ -61,6 +61,7 @@ from reports.model import (
     PROFILE_SCHEMA,
     AgentProfile,
     Design,
+    Intervals,
     RunProfile,
     Skill,
     json_ready,
@@ -269,7 +270,7 @@ def _profile(run_in: RunInputs, agents: Mapping[str, AgentProfile], paired: Pair
         "held_out": bool(run.get("held_out")),
         "notices": notices,
         "design": _design(design),
-        "intervals": {
+        "intervals": Intervals.of({
             "level": LEVEL,
             "bootstrap_replicates": res.B,
             "bootstrap_seed": res.seed,
@@ -285,7 +286,7 @@ def _profile(run_in: RunInputs, agents: Mapping[str, AgentProfile], paired: Pair
                 f"share clusters; below n = {MIN_N} (effective) a proportion keeps its value "
                 "but has no interval (status not_estimable, with the reason)"
             ),
-        },
+        }),
         "agents": agents,
         "proxy": {
             "scope": "every call of the run's agents through the query proxy so far",

@@ -94,15 +94,15 @@ def render_markdown(
     already drawn by :func:`reports._plots.figures`. A held-out run's seed is printed only
     with ``reveal_held_out`` (operators)."""
     doc = profile.to_json()
-    run = doc["run"]
-    out: list[str] = [f"# mindledger profile — run `{run['id']}`", ""]
+    run = profile.run
+    out: list[str] = [f"# mindledger profile — run `{run.id}`", ""]
     out += _verdict_markdown(verdict(profile))
     out += [f"> **{n}**" if n.startswith(("HELD-OUT", "UNCHECKED")) else f"> {n}"
-            for n in _top_notices(doc)]
+            for n in _top_notices(profile)]
     out += [
         "",
-        f"Suite `{run.get('suite')}`, {_seed_sentence(doc, reveal_held_out)}, status "
-        f"{run.get('status')}; {run.get('n_items')} items, {run.get('n_trials')} trials.",
+        f"Suite `{run.suite}`, {_seed_sentence(profile, reveal_held_out)}, status "
+        f"{run.status}; {run.n_items} items, {run.n_trials} trials.",
         "",
         "## Headline",
         "",
@@ -140,8 +140,8 @@ def render_markdown(
     if (doc.get("proxy") or {}).get("agents"):
         out += ["## Query proxy", "", f"_{doc['proxy']['scope']}._", "",
                 _table(PROXY_HEAD, _proxy_rows(doc["proxy"])), ""]
-    out += _all_contrasts_markdown(doc)
-    out += ["## How to read the figures", "", _legend(doc), ""]
+    out += _all_contrasts_markdown(profile)
+    out += ["## How to read the figures", "", _legend(profile), ""]
     return "\n".join(out) + "\n"
 
 
