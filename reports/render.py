@@ -51,7 +51,7 @@ from reports._report_parts import (
     _verdict_markdown,
 )
 from reports.matrix_summary import accompanying_summary
-from reports.model import RunProfile
+from reports.model import D50, Estimate, RunProfile
 from reports.present import (
     FALSE_BELIEF_FIGURES,
     HEADLINE_COLUMNS,
@@ -243,22 +243,22 @@ def render_headline_csv(profile: RunProfile) -> str:
     numbers = [f"{key}_{part}" for key, _ in HEADLINE_CSV_NUMBERS
                for part in ("value", "lo", "hi", "n", "status")]
     w.writerow([key for key, _ in HEADLINE_COLUMNS] + numbers)
-    agents = profile.to_json()["agents"]
 
     def num(v: Any) -> str:
         f = number(v)
         return "" if f is None else f"{f:.6g}"
 
     for h in headlines(profile):
-        a = agents[h.agent]
+        a = profile.agents[h.agent]
         row = h.cells()
         for key, field in HEADLINE_CSV_NUMBERS:
-            d = a.get(field) or {}
-            withheld = a.get("valid") is False and key in FALSE_BELIEF_FIGURES
-            ci = d.get("ci") or [None, None]
+            d: D50 | Estimate = getattr(a, field)
+            withheld = a.valid is False and key in FALSE_BELIEF_FIGURES
+            lo, hi = d.ci or (None, None)
+            n = d.n if "n" in d.model_fields_set else None
             row += ["", "", "", "", "invalid"] if withheld else [
-                num(d.get("value")), num(ci[0]), num(ci[1]),
-                "" if d.get("n") is None else str(d.get("n")), str(d.get("status") or "")]
+                num(d.value), num(lo), num(hi), "" if n is None else str(n),
+                str(d.status or "")]
         w.writerow(row)
     return buf.getvalue()
 
