@@ -63,7 +63,7 @@ def depth_signals(ex: Mapping[str, Any], m_lk: BoolArray) -> DepthSignals:
     both = m_lk & np.isfinite(kb) & np.isfinite(kl)
 
     def mean(values: FloatArray, mask: BoolArray, what: str) -> dict[str, Any]:
-        d = mean_figure(values, mask)
+        d = mean_figure(values, mask).to_dict()
         if d["n"] == 0:
             d["reason"] = f"no {what} in scores"
         return d

@@ -86,14 +86,14 @@ def _games(
         for key in ("K_B", "K_L"):
             d = mean_figure(ex[key], m)
             entry[key] = {
-                "mean": d["value"],
-                "ci": d.get("ci"),
-                "n": d["n"],
-                "unresolved": int(m.sum()) - d["n"],
-                "interval": d.get("interval"),
+                "mean": d.value,
+                "ci": d.ci,
+                "n": d.n,
+                "unresolved": int(m.sum()) - d.n,
+                "interval": d.interval,
                 "identifiable": ex["level_fit"][key].identifiable,
-            } | ({"reason": d["reason"]} if d.get("reason") else {})
-            if ex["level_fit"][key].identifiable is False and d["n"]:
+            } | ({"reason": d.reason} if d.reason else {})
+            if ex["level_fit"][key].identifiable is False and d.n:
                 # the agent's choices are no level's: a point of its curve is noise too
                 entry[key] |= {
                     "mean": None,
@@ -158,14 +158,14 @@ def _games(
             dict(abc_contrasts) if abc_contrasts is not None else abc_contrast_figures(inp)
         )
         ls = ex["log_score"]
-        d = mean_figure(ls)
-        if d["n"]:
+        mean = mean_figure(ls)
+        if mean.n and mean.value is not None:
             _, csr = inp.res.sum(p + "cs")
             _, cnr = inp.res.sum(p + "cn")
             samples["log_score_c"] = MetricSample(
-                d["value"], d["n"], d.get("status") == "estimated", replicates=ratio(csr, cnr)
+                mean.value, mean.n, mean.status == "estimated", replicates=ratio(csr, cnr)
             )
-            abc["log_score_c"] = d
+            abc["log_score_c"] = mean.to_dict()
         else:
             abc["log_score_c"] = {
                 "value": None,
@@ -174,7 +174,9 @@ def _games(
             }
         bd = mean_figure(ex["brier"])
         abc["brier_c"] = (
-            bd if bd["n"] else {"value": None, "n": 0, "reason": "no brier in the C items' scores"}
+            bd.to_dict()
+            if bd.n
+            else {"value": None, "n": 0, "reason": "no brier in the C items' scores"}
         )
     else:
         abc = {"available": False, "reason": "no A/B/C items in this run"}
@@ -234,13 +236,13 @@ def _abc_llm(inp: AgentInputs) -> dict[str, Any]:
         "not estimable: no readable C-llm prediction in the scored scenarios (an "
         "unreadable one counts as wrong in top1)"
     )
-    out["log_score"] = mean_figure(logs) | {
+    out["log_score"] = mean_figure(logs).to_dict() | {
         "definition": "mean log probability the prediction gave the other agents' plays "
         "(per scenario; floored at 1e-9)"
     }
     if uni:
         out["uniform_log_score"] = float(np.mean(uni))
-    out["brier"] = mean_figure(briers) | {
+    out["brier"] = mean_figure(briers).to_dict() | {
         "definition": "mean Brier score against the other agents' plays (per scenario)"
     }
     for key in ("log_score", "brier"):
