@@ -84,16 +84,16 @@ def _games(
         m = m_lk & rd.is_("condition", cond) & rd.is_("target_depth", td)
         entry: dict[str, Any] = {"condition": cond, "target_depth": td, "n": int(m.sum())}
         for key in ("K_B", "K_L"):
-            d = mean_figure(ex[key], m)
+            km = mean_figure(ex[key], m)
             entry[key] = {
-                "mean": d.value,
-                "ci": d.ci,
-                "n": d.n,
-                "unresolved": int(m.sum()) - d.n,
-                "interval": d.interval,
+                "mean": km.value,
+                "ci": km.ci,
+                "n": km.n,
+                "unresolved": int(m.sum()) - km.n,
+                "interval": km.interval,
                 "identifiable": ex["level_fit"][key].identifiable,
-            } | ({"reason": d.reason} if d.reason else {})
-            if ex["level_fit"][key].identifiable is False and d.n:
+            } | ({"reason": km.reason} if km.reason else {})
+            if ex["level_fit"][key].identifiable is False and km.n:
                 # the agent's choices are no level's: a point of its curve is noise too
                 entry[key] |= {
                     "mean": None,
