@@ -8,7 +8,7 @@ answered by a scripted policy through the reference agents' answers
 (:func:`harness.families.reference_answer`), scored by the runner's own scoring step
 (:func:`harness.runner.score_attempt`, i.e. each family's real scorer with its error codes and
 episode details), and profiled exactly as ``mindledger report`` does
-(:class:`reports.profile.Analysis`).
+(:func:`reports.profile.analyse`).
 
 The policy (:class:`NoisyOracle`) knows the answer but not always: on a NestToM item it answers
 correctly with a probability that falls with the belief depth (a logistic curve with D50 3);
@@ -54,7 +54,7 @@ from ledger.store import RunAgent, TrialRecord
 from mindledger.items import Item
 from reports._data import RunData, run_data, trial_columns
 from reports._stats import wilson_interval
-from reports.profile import Analysis
+from reports.profile import analyse
 
 __all__ = [
     "NULL_POLICY",
@@ -210,7 +210,7 @@ class SeedOutcome:
 
 def profile_seed(rd: RunData, seed: int, n_boot: int) -> SeedOutcome:
     """Profile ``rd`` (bootstrap seed ``seed``) and read off its contrasts."""
-    prof = Analysis(rd, seed=seed, n_boot=n_boot).profile.to_json()
+    prof = analyse(rd, seed=seed, n_boot=n_boot).profile.to_json()
     contrasts = prof["contrasts"]
     return SeedOutcome(
         seed=seed,

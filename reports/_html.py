@@ -8,16 +8,17 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from reports._disclosure import held_out_of
 from reports._report_parts import (
     _TAG_RE,
-    NOT_PCT_METRICS,
+    CONTRASTS_HEAD,
     PROXY_HEAD,
     TAG_TITLES,
     _agent_order,
     _agent_section,
     _contrast_blocks,
+    _contrast_row,
     _ContrastBlock,
+    _contrasts_family,
     _forest_svg,
     _headline_head,
     _headline_rows,
@@ -25,12 +26,9 @@ from reports._report_parts import (
     _proxy_rows,
     _seed_sentence,
     _top_notices,
-    fmt_diff,
-    fmt_p,
 )
 from reports.model import RunProfile
 from reports.present import (
-    contrast_label,
     small_n_said_once,
 )
 from reports.trials import AgentExamples, TrialView, value_text
@@ -97,20 +95,20 @@ def render_html(
         figures = draw(profile)
 
     doc = profile.to_json()
-    run = doc["run"]
+    run = profile.run
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
-        f"<title>mindledger profile — {_h(run['id'])}</title><style>{_CSS}</style></head><body>",
-        f"<h1>mindledger profile — run <code>{_h(run['id'])}</code></h1>",
+        f"<title>mindledger profile — {_h(run.id)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>mindledger profile — run <code>{_h(run.id)}</code></h1>",
     ]
     parts.append(_verdict_html(verdict(profile)))
-    for n in _top_notices(doc):
+    for n in _top_notices(profile):
         cls = "notice" if n.startswith("UNCHECKED") else "info"
         parts.append(f"<div class='{cls}'>{_h(n)}</div>")
     parts.append(
-        f"<p>Suite <code>{_h(run.get('suite'))}</code>, "
-        f"{_h(_seed_sentence(doc, reveal_held_out))}, status {_h(run.get('status'))}; "
-        f"{_h(run.get('n_items'))} items, {_h(run.get('n_trials'))} trials.</p>"
+        f"<p>Suite <code>{_h(run.suite)}</code>, "
+        f"{_h(_seed_sentence(profile, reveal_held_out))}, status {_h(run.status)}; "
+        f"{_h(run.n_items)} items, {_h(run.n_trials)} trials.</p>"
     )
     with small_n_said_once() as tally:
         parts += ["<h2>Headline</h2>",
@@ -132,21 +130,15 @@ def render_html(
     if (doc.get("proxy") or {}).get("agents"):
         parts += ["<h2>Query proxy</h2>", f"<p class='legend'>{_h(doc['proxy']['scope'])}.</p>",
                   _html_table(PROXY_HEAD, _proxy_rows(doc["proxy"]))]
-    if doc.get("contrasts"):
+    if profile.contrasts:
         parts.append("<h2>All contrasts (Holm-adjusted)</h2>")
-        parts.append("<p class='legend'>" + _h(
-            f"Family: {doc['multiple_comparisons']['family']}; "
-            f"m = {doc['multiple_comparisons']['m']}.") + "</p>")
-        rows = [[c["agent"], contrast_label(c["kind"], c.get("module"), c["metric"]),
-                 c["metric"],
-                 fmt_diff(c, not c["metric"].startswith(NOT_PCT_METRICS)), c["n"],
-                 fmt_p(c["p"]), fmt_p(c["p_holm"])] for c in doc["contrasts"]]
-        parts.append(_html_table(["agent", "contrast", "metric", "difference [PB]", "n", "p",
-                                  "p (Holm)"], rows))
-    if examples and (reveal_held_out or not held_out_of(doc)):
+        parts.append("<p class='legend'>" + _h(_contrasts_family(profile)) + "</p>")
+        rows = [_contrast_row(c) for c in profile.contrasts]
+        parts.append(_html_table(CONTRASTS_HEAD, rows))
+    if examples and (reveal_held_out or not (profile.held_out or profile.run.held_out)):
         parts.append(_examples_html(examples))
     parts += ["<h2 id='glossary'>How to read the figures</h2>",
-              f"<p class='legend'>{_h(_legend(doc))}</p>", "</body></html>"]
+              f"<p class='legend'>{_h(_legend(profile))}</p>", "</body></html>"]
     return "\n".join(parts)
 
 

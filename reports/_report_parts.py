@@ -12,9 +12,8 @@ from typing import Any
 
 from mindledger.disclosure import seed_phrase, shown_seed
 from reports._data import depth_sort_key
-from reports._disclosure import held_out_of
 from reports._estimates import MIN_N
-from reports.model import AgentProfile, RunProfile
+from reports.model import AgentProfile, Contrast, RunProfile
 from reports.present import (
     HEADLINE_COLUMNS,
     INVALID,
@@ -147,11 +146,11 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(out)
 
 
-def _seed_sentence(profile: Mapping[str, Any], reveal_held_out: bool) -> str:
+def _seed_sentence(profile: RunProfile, reveal_held_out: bool) -> str:
     """``seed 12, development seeds``; ``seed 7, held-out seeds`` for an operator; else
     ``seed withheld (held-out run)``."""
-    held = held_out_of(profile)
-    seed = shown_seed(profile["run"].get("seed"), held_out=held, reveal_held_out=reveal_held_out)
+    held = profile.held_out or profile.run.held_out
+    seed = shown_seed(profile.run.seed, held_out=held, reveal_held_out=reveal_held_out)
     if seed is None:
         return seed_phrase(None, held_out=held)
     return f"seed {seed}, {'held-out' if held else 'development'} seeds"
@@ -193,10 +192,10 @@ def _headline_head(profile: RunProfile) -> list[str]:
     return [title for _, title in headline_columns(profile)]
 
 
-def _top_notices(profile: Mapping[str, Any]) -> list[str]:
+def _top_notices(profile: RunProfile) -> list[str]:
     """The profile's notices shown under the verdict: each INVALID agent's own notice is in
     the verdict (worded once) and at the head of its section, not repeated at the top."""
-    return [str(n) for n in profile.get("notices", []) if not str(n).startswith(INVALID)]
+    return [n for n in profile.notices if not n.startswith(INVALID)]
 
 
 def _agent_order(profile: RunProfile) -> list[str]:
@@ -230,9 +229,9 @@ def _verdict_markdown(v: Verdict) -> list[str]:
     return out
 
 
-def _legend(profile: Mapping[str, Any]) -> str:
-    return (f"{LEGEND} Bootstrap: B={profile['intervals']['bootstrap_replicates']}, seed "
-            f"{profile['intervals']['bootstrap_seed']}.")
+def _legend(profile: RunProfile) -> str:
+    return (f"{LEGEND} Bootstrap: B={profile.intervals.bootstrap_replicates}, seed "
+            f"{profile.intervals.bootstrap_seed}.")
 
 
 def _depth_rows(a: Mapping[str, Any]) -> list[list[str]]:
@@ -433,20 +432,32 @@ def _repeated_markdown(r: Mapping[str, Any]) -> list[str]:
     return [line for part in out for line in part.split("\n")]
 
 
-def _all_contrasts_markdown(profile: Mapping[str, Any]) -> list[str]:
+CONTRASTS_HEAD = ["agent", "contrast", "metric", "difference [PB]", "n", "p", "p (Holm)"]
+
+
+def _contrast_row(c: Contrast) -> list[Any]:
+    """One row of the table of every contrast (the n as given)."""
+    pct = not c.metric.startswith(NOT_PCT_METRICS)
+    figure = c.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return [c.agent, contrast_label(c.kind, c.module, c.metric), c.metric,
+            fmt_diff(figure, pct), c.n, fmt_p(c.p), fmt_p(c.p_holm)]
+
+
+def _contrasts_family(profile: RunProfile) -> str:
+    mc = profile.multiple_comparisons
+    return f"Family: {mc.family}; m = {mc.m}."
+
+
+def _all_contrasts_markdown(profile: RunProfile) -> list[str]:
     out: list[str] = []
-    if profile.get("contrasts"):
-        out += ["## All contrasts (Holm-adjusted)", "",
-                f"Family: {profile['multiple_comparisons']['family']}; "
-                f"m = {profile['multiple_comparisons']['m']}.", ""]
+    if profile.contrasts:
+        out += ["## All contrasts (Holm-adjusted)", "", _contrasts_family(profile), ""]
         rows = []
-        for c in profile["contrasts"]:
-            label = contrast_label(c["kind"], c.get("module"), c["metric"])
-            pct = not c["metric"].startswith(NOT_PCT_METRICS)
-            rows.append([c["agent"], label, c["metric"], fmt_diff(c, pct), str(c["n"]),
-                         fmt_p(c["p"]), fmt_p(c["p_holm"])])
-        out += [_table(["agent", "contrast", "metric", "difference [PB]", "n", "p", "p (Holm)"],
-                       rows), ""]
+        for c in profile.contrasts:
+            row = _contrast_row(c)
+            row[4] = str(row[4])
+            rows.append(row)
+        out += [_table(CONTRASTS_HEAD, rows), ""]
     return out
 
 

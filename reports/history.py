@@ -50,7 +50,7 @@ from typing import Any, Literal
 
 from ledger.store import Store
 from reports._json import JsonObject
-from reports.model import AgentProfile, Estimate, RunProfile
+from reports.model import AgentProfile, RunProfile
 from reports.present import NOT_IDENTIFIABLE, d50_text, depth_text, proportion_text
 
 __all__ = [
@@ -355,22 +355,12 @@ def _depth(attr: str) -> Callable[[AgentProfile], _Figure]:
     return read
 
 
-def _calibration_ece(a: AgentProfile) -> Estimate | str | None:
-    """The agent's ECE (``calibration.ece``) as a typed estimate, or why it has none. The
-    model leaves the calibration section untyped (a plain object): this is the one place the
-    history reads it."""
-    cal = a.calibration or {}
-    e = cal.get("ece")
-    if not cal.get("available") or not isinstance(e, Mapping):
-        reason = cal.get("reason")
-        return reason if isinstance(reason, str) else None
-    return Estimate.model_validate(e)
-
-
 def _ece(a: AgentProfile) -> _Figure:
-    e = _calibration_ece(a)
-    if not isinstance(e, Estimate):
-        return _Figure(None, None, None, None, "not measured", note=e)
+    cal = a.calibration
+    e = cal.ece if cal is not None else None
+    if cal is None or not cal.available or e is None:
+        return _Figure(None, None, None, None, "not measured",
+                       note=cal.reason if cal is not None else None)
     value = _num(e.value)
     ci = _interval(e.ci, e.status)
     text = "—" if value is None else f"{value:.3f}"

@@ -51,7 +51,7 @@ from reports._report_parts import (
     _verdict_markdown,
 )
 from reports.matrix_summary import accompanying_summary
-from reports.model import RunProfile
+from reports.model import D50, Estimate, RunProfile
 from reports.present import (
     FALSE_BELIEF_FIGURES,
     HEADLINE_COLUMNS,
@@ -94,15 +94,15 @@ def render_markdown(
     already drawn by :func:`reports._plots.figures`. A held-out run's seed is printed only
     with ``reveal_held_out`` (operators)."""
     doc = profile.to_json()
-    run = doc["run"]
-    out: list[str] = [f"# mindledger profile — run `{run['id']}`", ""]
+    run = profile.run
+    out: list[str] = [f"# mindledger profile — run `{run.id}`", ""]
     out += _verdict_markdown(verdict(profile))
     out += [f"> **{n}**" if n.startswith(("HELD-OUT", "UNCHECKED")) else f"> {n}"
-            for n in _top_notices(doc)]
+            for n in _top_notices(profile)]
     out += [
         "",
-        f"Suite `{run.get('suite')}`, {_seed_sentence(doc, reveal_held_out)}, status "
-        f"{run.get('status')}; {run.get('n_items')} items, {run.get('n_trials')} trials.",
+        f"Suite `{run.suite}`, {_seed_sentence(profile, reveal_held_out)}, status "
+        f"{run.status}; {run.n_items} items, {run.n_trials} trials.",
         "",
         "## Headline",
         "",
@@ -140,8 +140,8 @@ def render_markdown(
     if (doc.get("proxy") or {}).get("agents"):
         out += ["## Query proxy", "", f"_{doc['proxy']['scope']}._", "",
                 _table(PROXY_HEAD, _proxy_rows(doc["proxy"])), ""]
-    out += _all_contrasts_markdown(doc)
-    out += ["## How to read the figures", "", _legend(doc), ""]
+    out += _all_contrasts_markdown(profile)
+    out += ["## How to read the figures", "", _legend(profile), ""]
     return "\n".join(out) + "\n"
 
 
@@ -243,22 +243,22 @@ def render_headline_csv(profile: RunProfile) -> str:
     numbers = [f"{key}_{part}" for key, _ in HEADLINE_CSV_NUMBERS
                for part in ("value", "lo", "hi", "n", "status")]
     w.writerow([key for key, _ in HEADLINE_COLUMNS] + numbers)
-    agents = profile.to_json()["agents"]
 
     def num(v: Any) -> str:
         f = number(v)
         return "" if f is None else f"{f:.6g}"
 
     for h in headlines(profile):
-        a = agents[h.agent]
+        a = profile.agents[h.agent]
         row = h.cells()
         for key, field in HEADLINE_CSV_NUMBERS:
-            d = a.get(field) or {}
-            withheld = a.get("valid") is False and key in FALSE_BELIEF_FIGURES
-            ci = d.get("ci") or [None, None]
+            d: D50 | Estimate = getattr(a, field)
+            withheld = a.valid is False and key in FALSE_BELIEF_FIGURES
+            lo, hi = d.ci or (None, None)
+            n = d.n if "n" in d.model_fields_set else None
             row += ["", "", "", "", "invalid"] if withheld else [
-                num(d.get("value")), num(ci[0]), num(ci[1]),
-                "" if d.get("n") is None else str(d.get("n")), str(d.get("status") or "")]
+                num(d.value), num(lo), num(hi), "" if n is None else str(n),
+                str(d.status or "")]
         w.writerow(row)
     return buf.getvalue()
 

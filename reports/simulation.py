@@ -3,8 +3,8 @@ identical agents ever differ?
 
 :func:`run_study` simulates runs of the shipped suites' designs (:func:`reports.synthetic.
 suite_design`) with synthetic agents whose D50s, agent − control differences and ablation effects
-are known, profiles each run exactly as ``mindledger report`` does (:class:`reports.profile.
-Analysis`), and counts, for every figure, how often its 95% interval covers the value it
+are known, profiles each run exactly as ``mindledger report`` does (:func:`reports.profile.
+analyse`), and counts, for every figure, how often its 95% interval covers the value it
 estimates (:func:`reports.synthetic.expected_figures`) — or how often it was honestly reported as
 not estimable. Each seed also profiles a *null* run in which agent, control and ablation are the
 same agent with independent randomness, and records whether any contrast came out significant
@@ -27,7 +27,7 @@ from reports._blocks import Block, block_at, field_of
 from reports._data import ItemTable
 from reports._stats import wilson_interval
 from reports.model import AgentProfile
-from reports.profile import Analysis
+from reports.profile import analyse
 from reports.synthetic import (
     SyntheticAgent,
     expected_figures,
@@ -270,7 +270,7 @@ def run_study(
     effect, null = study_agents(), null_agents()
     for count, seed in enumerate(seeds, start=1):
         rd = simulate(np.random.default_rng([seed, 1]), effect, items, table)
-        prof = Analysis(rd, seed=seed, n_boot=n_boot).profile
+        prof = analyse(rd, seed=seed, n_boot=n_boot).profile
         agent = prof.agents["agent"]
         for label, key in AGENT_FIGURES:
             ok, _, lo, hi = _interval(_figure(agent, key), "value")
@@ -279,7 +279,7 @@ def run_study(
             ok, _, lo, hi = _interval(_contrast(agent, kind, metric), "difference")
             res.contrasts[label].add(ok, lo, hi)
         rd0 = simulate(np.random.default_rng([seed, 2]), null, items, table)
-        prof0 = Analysis(rd0, seed=seed, n_boot=n_boot).profile
+        prof0 = analyse(rd0, seed=seed, n_boot=n_boot).profile
         ps = [c.p_holm for c in prof0.contrasts if c.p_holm is not None]
         raw = [c.p for c in prof0.contrasts if c.p is not None]
         res.null_runs += 1

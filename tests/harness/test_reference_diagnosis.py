@@ -221,7 +221,7 @@ def test_baseline_profile_diagnoses_every_reference(seed: int) -> None:
     from harness.suites import get_suite
     from ledger.store import RunAgent
     from reports._data import run_data, trial_columns
-    from reports.profile import Analysis, diagnose_references
+    from reports.profile import analyse, diagnose_references
 
     items = [i for i in get_suite("baseline").build(seed) if i.family != "repeated"]
     policies = ("oracle", "depth-capped:2", "reality-leak", "not-reality", "random")
@@ -236,8 +236,8 @@ def test_baseline_profile_diagnoses_every_reference(seed: int) -> None:
             trials.append(trial_columns(score_attempt("r", name, item, att)))
     run = {"id": "r", "suite": "baseline", "seed": seed, "held_out": False,
            "status": "complete", "created_at": None, "finished_at": None, "params": {}}
-    profile = Analysis(run_data(run, agents, [i.to_dict() for i in items], trials),
-                       n_boot=200).profile
+    profile = analyse(run_data(run, agents, [i.to_dict() for i in items], trials),
+                      n_boot=200).profile
     doc = profile.to_json()
     assert diagnose_references(profile) == []
     capped = doc["agents"]["ref:depth-capped:2"]["d50"]
