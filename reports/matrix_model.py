@@ -193,6 +193,26 @@ class MatrixSummary:
             ])  # fmt: skip
         return replace(self, primary=primary, past_seat=past_seat, not_divergent=verdict)
 
+    def withheld(self) -> MatrixSummary:
+        """The matrix as a reader of a withheld (held-out) run may hold it: each item without
+        its id, prompt and answers' texts, keeping how many answers each target gave and how
+        many distinct modal answers they had (what its JSON shows)."""
+
+        def blank(c: ConditionSummary) -> ConditionSummary:
+            items = [
+                ItemAnswers(
+                    id="",
+                    prompt="",
+                    answers={t: ("",) * len(a) for t, a in it.answers.items()},
+                    distinct_modes=it.distinct_modes,
+                )
+                for it in c.items
+            ]
+            return replace(c, items=items)
+
+        others = {k: blank(v) for k, v in self.others.items()}
+        return replace(self, primary=blank(self.primary), others=others)
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         st = self.stored

@@ -604,6 +604,8 @@ def stored_summary(
         withholds=withholds(held_out=bool(run.held_out), reveal_held_out=reveal_held_out),
     )
     summary = replace(summary, stored=stored)
+    if stored.withholds:  # not even in memory: the dashboard and the API hold this object
+        summary = summary.withheld()
     pilot = params.get("pilot")
     if isinstance(pilot, Mapping):
         summary = replace(summary, pilot=PilotSummary.of(pilot))
