@@ -26,7 +26,7 @@ arbitrary-choice items unfiltered, and its record says so. Parsed by :func:`pars
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,7 @@ __all__ = [
     "MatrixSchedule",
     "parse_every_seconds",
     "parse_matrix_schedule",
+    "parse_schedule_table",
 ]
 
 KNOWN_KINDS = ("arbitrary", "preference", "open", "nesttom", "games", "failure")
@@ -195,3 +196,64 @@ def parse_matrix_schedule(table: Any, *, source: str) -> MatrixSchedule:
             file=source, key="schedule.matrix.second_order",
         )
     return schedule
+
+
+def parse_schedule_table(
+    table: Any, modules: Mapping[str, Sequence[str]], *, source: str
+) -> tuple[str | None, float | None, dict[str, tuple[str, ...]], MatrixSchedule]:
+    """The ``[schedule]`` table: its cron expression (None if not given), its test-only
+    ``every_seconds`` (None if not given), the modules ablated in each agent's nightly run,
+    each checked against the agent's modules (``modules``: each declared agent's), and the nightly matrix (``[schedule.matrix]``)."""
+    cron: str | None = None
+    every: float | None = None
+    ablations: dict[str, tuple[str, ...]] = {}
+    matrix = MatrixSchedule()
+    for k, v in table.items():
+        if k == "every_seconds":
+            every = parse_every_seconds(v, source=source)
+        elif k == "cron":
+            if not isinstance(v, str):
+                raise ConfigError(
+                    f"expected a string, got {_short(v)}", file=source, key=f"schedule.{k}"
+                )
+            cron = v
+        elif k == "ablate":
+            if not isinstance(v, Mapping):
+                raise ConfigError(
+                    f"expected a table of agents and their modules, got {_short(v)}",
+                    file=source,
+                    key="schedule.ablate",
+                )
+            for name, wanted in v.items():
+                where = f"schedule.ablate.{name}"
+                if name not in modules:
+                    known = ", ".join(sorted(modules)) or "none"
+                    raise ConfigError(
+                        f"no agent named {name!r} (declared: {known})", file=source, key=where
+                    )
+                if not isinstance(wanted, list) or not all(isinstance(m, str) for m in wanted):
+                    raise ConfigError("expected a list of module names", file=source, key=where)
+                have = modules[name]
+                for m in wanted:
+                    if m not in have:
+                        raise ConfigError(
+                            f"agent {name!r} has no module {m!r} (it has: "
+                            f"{', '.join(have) or 'none'})",
+                            file=source,
+                            key=where,
+                        )
+                ablations[name] = tuple(dict.fromkeys(wanted))
+        elif k == "matrix":
+            matrix = parse_matrix_schedule(v, source=source)
+        else:
+            raise ConfigError(
+                "unknown key (known: cron, every_seconds, ablate, matrix)",
+                file=source,
+                key=f"schedule.{k}",
+            )
+    return cron, every, ablations, matrix
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -52,7 +52,7 @@ import platformdirs
 
 from harness.notify_config import NotifyConfig, parse_notify
 from harness.retention_config import retention_days
-from harness.schedule_config import MatrixSchedule, parse_every_seconds, parse_matrix_schedule
+from harness.schedule_config import MatrixSchedule, parse_schedule_table
 from harness.witness_config import WitnessConfig, parse_witnesses
 from mindledger.errors import ConfigError, InputError
 from mindledger.names import check_agent_name
@@ -749,58 +749,6 @@ def _switch(value: Any, *, source: str, key: str) -> ModuleSwitch:
     return switch
 
 
-def _schedule_table(
-    table: Any, agents: Mapping[str, AgentConfig], *, source: str
-) -> tuple[str | None, float | None, dict[str, tuple[str, ...]], MatrixSchedule]:
-    """The ``[schedule]`` table: its cron expression (None if not given), its test-only
-    ``every_seconds`` (None if not given), the modules ablated in each agent's nightly run,
-    each checked against the agent's modules, and the nightly matrix (``[schedule.matrix]``)."""
-    cron: str | None = None
-    every: float | None = None
-    ablations: dict[str, tuple[str, ...]] = {}
-    matrix = MatrixSchedule()
-    for k, v in table.items():
-        if k == "every_seconds":
-            every = parse_every_seconds(v, source=source)
-        elif k == "cron":
-            if not isinstance(v, str):
-                raise ConfigError(
-                    f"expected a string, got {_short(v)}", file=source, key=f"schedule.{k}"
-                )
-            cron = v
-        elif k == "ablate":
-            for name, modules in _table(
-                v, source=source, key="schedule.ablate", what="agents and their modules"
-            ).items():
-                where = f"schedule.ablate.{name}"
-                if name not in agents:
-                    known = ", ".join(sorted(agents)) or "none"
-                    raise ConfigError(
-                        f"no agent named {name!r} (declared: {known})", file=source, key=where
-                    )
-                if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
-                    raise ConfigError("expected a list of module names", file=source, key=where)
-                have = agents[name].module_names
-                for m in modules:
-                    if m not in have:
-                        raise ConfigError(
-                            f"agent {name!r} has no module {m!r} (it has: "
-                            f"{', '.join(have) or 'none'})",
-                            file=source,
-                            key=where,
-                        )
-                ablations[name] = tuple(dict.fromkeys(modules))
-        elif k == "matrix":
-            matrix = parse_matrix_schedule(v, source=source)
-        else:
-            raise ConfigError(
-                "unknown key (known: cron, every_seconds, ablate, matrix)",
-                file=source,
-                key=f"schedule.{k}",
-            )
-    return cron, every, ablations, matrix
-
-
 def find_config_file(
     explicit: str | os.PathLike[str] | None, cwd: Path | None = None
 ) -> Path | None:
@@ -873,8 +821,8 @@ def load_settings(
                 )
                 raise ConfigError(f"unknown key (known keys: {known})", file=source, key=key)
         if isinstance(data.get("schedule"), Mapping):
-            cron, every, schedule_ablations, schedule_matrix = _schedule_table(
-                data["schedule"], agents, source=source
+            cron, every, schedule_ablations, schedule_matrix = parse_schedule_table(
+                data["schedule"], {n: a.module_names for n, a in agents.items()}, source=source
             )
             if cron is not None:
                 values["schedule"] = _coerce("schedule", cron, source=source, from_text=False)
