@@ -57,7 +57,7 @@ from pathlib import Path
 
 from textual.widgets import DataTable
 
-from harness.settings import load_settings
+from harness.config.settings import load_settings
 from tui import DashboardApp
 from tui.screens import RunScreen, RunsScreen
 
@@ -80,7 +80,7 @@ async def main(run_id: str) -> None:
         from harness.cli.dashboard_cmd import dashboard_source
     except ImportError:  # an older tree (--against), before dashboard_source
         from harness.cli.dashboard_cmd import ledger_opener, queue_reader, schedule_reader
-        from harness.workspace import Workspace
+        from harness.config.workspace import Workspace
         from tui import DashboardSource
 
         workspace = Workspace.open(settings)
@@ -91,7 +91,7 @@ async def main(run_id: str) -> None:
         )
     else:
         def open_workspace():  # as `mindledger dashboard`: when a screen first needs it
-            from harness.workspace import Workspace
+            from harness.config.workspace import Workspace
 
             return Workspace.open(settings)
 

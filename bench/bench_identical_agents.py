@@ -3,10 +3,10 @@
 The acceptance criterion of the statistics issue: *two identical scripted agents with
 independent randomness as agent and control: no contrast significant after Holm in >= 95% of
 seeds, on ``quick`` and on ``baseline``*. ``bench/bench_stats.py`` checks it on synthetic
-items; this checks it on the **real** items (``harness.suites.get_suite(name).build(seed)``),
+items; this checks it on the **real** items (``harness.run.suites.get_suite(name).build(seed)``),
 answered by a scripted policy through the reference agents' answers
-(:func:`harness.families.reference_answer`), scored by the runner's own scoring step
-(:func:`harness.runner.score_attempt`, i.e. each family's real scorer with its error codes and
+(:func:`harness.agent.families.reference_answer`), scored by the runner's own scoring step
+(:func:`harness.run.runner.score_attempt`, i.e. each family's real scorer with its error codes and
 episode details), and profiled exactly as ``mindledger report`` does
 (:func:`reports.profile.analyse`).
 
@@ -45,11 +45,11 @@ from typing import Any
 import numpy as np
 
 from games.repeated import Round, agent_seat, episode_from_item, reference_move
-from harness.agents import Attempt
-from harness.families import reference_answer
-from harness.runner import score_attempt
-from harness.seeds import is_held_out
-from harness.suites import get_suite
+from harness.agent.agents import Attempt
+from harness.agent.families import reference_answer
+from harness.config.seeds import is_held_out
+from harness.run.runner import score_attempt
+from harness.run.suites import get_suite
 from ledger.store import RunAgent, TrialRecord
 from mindledger.items import Item
 from reports._data import RunData, run_data, trial_columns
@@ -132,7 +132,7 @@ def play(
     policy: NoisyOracle, items: Sequence[Item], rng: np.random.Generator, agent: str
 ) -> list[TrialRecord]:
     """``agent``'s trials on ``items``, answered by ``policy`` and scored by the runner's own
-    scoring step (:func:`harness.runner.score_attempt`)."""
+    scoring step (:func:`harness.run.runner.score_attempt`)."""
     out = []
     for item in items:
         att = Attempt(answer=policy.answer(item, rng), provider={"policy": "noisy-oracle"})

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.seeds import is_held_out
+from harness.config.seeds import is_held_out
 
 
 def _cli(home: Path, *args: str) -> str:

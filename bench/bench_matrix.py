@@ -38,14 +38,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.adapters import ChatPolicy, OpenAIBackend, OpenAIChat
-from harness.agents import ChatAgent
-from harness.build import plan_agents
-from harness.local_model import die_with_parent
-from harness.matrix import MatrixOptions, create_matrix_run, run_matrix
-from harness.settings import load_settings
+from harness.agent.agents import ChatAgent
+from harness.config.settings import load_settings
+from harness.config.workspace import Workspace
+from harness.matrix.runs import MatrixOptions, create_matrix_run, run_matrix
+from harness.model.local_model import die_with_parent
+from harness.run.build import plan_agents
 from harness.testing import FakeOpenAI
 from harness.testing.fake_openai import FakeConfig
-from harness.workspace import Workspace
 
 AGENTS = ("a0", "a1", "a2")
 

@@ -5,10 +5,10 @@ estimates scatter, and where do they land against the issue's bands?
 Issue 14's acceptance reads "clairvoyant S in [0.9, 1.0], projection S within ±0.1 of 0, random
 S ≤ 0 (upper end of its interval ≤ 0.1), each with an interval that covers the truth". One run
 shows one draw of each estimate; this shows their distribution. The agents are the reference
-test's (``tests/harness/test_matrix_reference.py``): a ``habit`` target and the ``clairvoyant``,
+test's (``tests/harness/matrix/test_matrix_reference.py``): a ``habit`` target and the ``clairvoyant``,
 ``projection`` and ``random`` predictors, with the reference agents' real answer distributions
-(:func:`harness.matrix.answer_distribution`) on real matrix items
-(:func:`harness.matrix.make_items`). Each replication draws what a matrix run draws — every
+(:func:`harness.matrix.runs.answer_distribution`) on real matrix items
+(:func:`harness.matrix.runs.make_items`). Each replication draws what a matrix run draws — every
 agent's K answers per item (its target samples, shared by every cell, and the population of the
 others' cells), every agent's own answer (the projection baseline) and the clairvoyant's top-1
 guesses — builds each cell's records as the matrix's summary does, and computes S with its
@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from harness.agents import ReferenceAgent
-from harness.matrix import answer_distribution, make_items
+from harness.agent.agents import ReferenceAgent
+from harness.matrix.runs import answer_distribution, make_items
 from harness.testing.matrix_truth import true_skill
 from ledger.scoring import default_top1
 from mindledger.items import Item

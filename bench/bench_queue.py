@@ -33,8 +33,8 @@ from pathlib import Path
 import sqlalchemy as sa
 
 import games
-from harness.queue import enqueue_run
-from harness.settings import load_settings
+from harness.config.settings import load_settings
+from harness.queue.batches import enqueue_run
 from harness.testing import FakeOpenAIProcess
 from ledger.db import normalise_url, open_engine
 from ledger.store import RunAgent, Store

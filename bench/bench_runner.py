@@ -53,8 +53,8 @@ from typing import Any
 import games
 import harness
 from harness.adapters import OpenAIBackend, OpenAIChat
-from harness.agents import ChatAgent, ReferenceAgent
-from harness.runner import execute_run
+from harness.agent.agents import ChatAgent, ReferenceAgent
+from harness.run.runner import execute_run
 from harness.testing import FakeOpenAIProcess
 from ledger.db import open_engine
 from ledger.store import RunAgent, Store
@@ -319,7 +319,7 @@ def item_read_costs(store: Store, run_id: str) -> tuple[float, float, float]:
     (``Store.run_items``, every page, each id checked); fetching their stored JSON alone; and
     rebuilding them from it by re-encoding each item to check its id (``Item.from_dict``).
     The cyclic collector is paused meanwhile, as the runner nearly pauses it (its collections
-    are timed with the runs: ``harness.runner._steady_heap``); else a full collection now and
+    are timed with the runs: ``harness.run.runner._steady_heap``); else a full collection now and
     then, walking every object alive, would land on whichever of the three it interrupts."""
     gc.collect()
     gc.disable()

@@ -82,7 +82,7 @@ def _game(data: bytes) -> None:
 
 
 def _settings(data: bytes) -> None:
-    from harness.settings import load_settings
+    from harness.config.settings import load_settings
     from mindledger.errors import ConfigError
 
     path = _SCRATCH / "m.toml"
@@ -92,7 +92,7 @@ def _settings(data: bytes) -> None:
 
 
 def _reply(data: bytes) -> None:
-    from harness.answers import parse_reply
+    from harness.agent.answers import parse_reply
     from mindledger.errors import InputError
     from mindledger.jsonin import parse_json
 
@@ -376,7 +376,7 @@ def _atheris(target: str, argv: list[str]) -> None:
     import sqlalchemy  # noqa: F401
 
     with atheris.instrument_imports(include=OWN_PACKAGES):
-        for name in ("games", "harness.answers", "harness.settings", "harness.cli.main",
+        for name in ("games", "harness.agent.answers", "harness.config.settings", "harness.cli.main",
                      "ledger.predictions", "mindledger.jsonin", "nesttom"):  # fmt: skip
             __import__(name)
     if not any(not a.startswith("-") for a in argv):  # no corpus given: start from the seeds

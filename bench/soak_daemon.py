@@ -18,7 +18,7 @@ cycle number over the cycles after the warm-up, and checks:
   hundred cycles, and why: tracemalloc over 25 in-process nightly runs puts the growth in
   *bounded* caches that fill as every night brings new items — the games' spec cache
   (``games._scoring._cached_spec``, 1,024 games of ~12 KB), the answer-choice cache
-  (``harness.answers``, 4,096 entries) — and SQLite's page cache grows with the database (up
+  (``harness.agent.answers``, 4,096 entries) — and SQLite's page cache grows with the database (up
   to 2 MiB per pooled connection). Measured here: 75–107 KiB a cycle over spans of 150–900
   cycles, more than those caches explain (README, Performance: not flat, and why is open). The
   bound fails a leak that adds more than ~60 KiB a night on top of that.
@@ -68,12 +68,12 @@ from pathlib import Path
 
 import httpx
 
+from harness.config.settings import load_settings
+from harness.config.workspace import Workspace
 from harness.daemon.client import DaemonClient, DaemonError
 from harness.daemon.tokens import create_token
-from harness.settings import load_settings
 from harness.testing import FakeOpenAIProcess
 from harness.testing.daemon_process import DaemonProcess, process_stats, wait_for
-from harness.workspace import Workspace
 
 AGENT_SCRIPT = """#!/bin/sh
 # a command agent: reads the request, answers "1" (a valid answer for neither item: an

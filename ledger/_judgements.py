@@ -1,4 +1,4 @@
-"""The extraction judge's readings in the database (``judgements``; see :mod:`harness.judging`).
+"""The extraction judge's readings in the database (``judgements``; see :mod:`harness.run.judging`).
 
 A judgement is written once per (run, agent, item, judge) and never changed; the trial it reads
 is never changed either. :class:`~ledger.store.Store` reads and writes them through these

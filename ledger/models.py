@@ -126,7 +126,7 @@ class TrialRow(SQLModel, table=True):
 class JudgementRow(SQLModel, table=True):
     """The extraction judge's reading of one trial's chain of thought (seed 000 Appendix D),
     by one judge: at most one per (run, agent, item, judge). Written by
-    :mod:`harness.judging`; the trial itself is never changed."""
+    :mod:`harness.run.judging`; the trial itself is never changed."""
 
     __tablename__ = "judgements"
     __table_args__ = (
@@ -286,7 +286,7 @@ class ApiRunRequestRow(SQLModel, table=True):
 class NotificationRow(SQLModel, table=True):
     """A regression notification (``mindledger history``, the daemon after a scheduled run):
     at most one per (agent, run, channel), sent or failed. Written by
-    :mod:`harness.notify`."""
+    :mod:`harness.publish.notify`."""
 
     __tablename__ = "notifications"
     __table_args__ = (

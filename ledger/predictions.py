@@ -394,7 +394,7 @@ def open_ledger(
 ) -> Ledger:
     """The ledger of the data directory ``home`` over the database ``db_url`` (migrated): the
     service key of ``home`` (created if missing) and its head witness and heads file. The
-    harness opens it through ``harness.workspace.Workspace``, from the settings."""
+    harness opens it through ``harness.config.workspace.Workspace``, from the settings."""
     home = Path(home).expanduser()
     key = load_or_create_service_key(home)
     engine = open_engine(db_url, clock=clock)

@@ -594,7 +594,7 @@ class Store:
                 written += _insert_new_items(conn, {it.id: it for it in chunk})
         return written
 
-    # -- judgements (the extraction judge's readings; see harness.judging) ------------------
+    # -- judgements (the extraction judge's readings; see harness.run.judging) ------------------
 
     def record_judgement(self, rec: JudgementRecord) -> bool:
         """Store one judgement in its own transaction. Returns False (and writes nothing) when
@@ -609,7 +609,7 @@ class Store:
         """The run's judgements, oldest first."""
         return _judgements.judgements(self.engine, run_id)
 
-    # -- agent history and regression notifications (see reports.history, harness.notify) ---
+    # -- agent history and regression notifications (see reports.history, harness.publish.notify) ---
 
     def agent_runs(self, agent: str, *, suite: str | None = None) -> list[str]:
         """Ids of the finished suite runs (not matrix runs) in which ``agent`` is the agent

@@ -3,7 +3,7 @@
 
 Pure code: no I/O, no clock, no global random state — every generator takes a seed and returns
 frozen values whose ids are content hashes. Running a matrix (asking agents, committing
-predictions to the ledger, storing trials) is :mod:`harness.matrix`'s; its statistics are
+predictions to the ledger, storing trials) is :mod:`harness.matrix.runs`'s; its statistics are
 :mod:`reports.matrix_summary`'s.
 
 - Items every target is asked: :func:`make_item` / :func:`make_items` (divergent,

@@ -26,7 +26,7 @@ over, which :func:`matrix.prediction_item` and the reference agents read):
 - ``failure`` — "will the target answer this NestToM / game question correctly?",
   ``{"kind": "choice", "choices": ["yes", "no"]}``. The target is **not** asked this question: the
   observed answer is ``"yes"``/``"no"`` from the target's real trial on the underlying item
-  (:func:`failure_answers`, from stored trials by item id; :func:`harness.matrix_pilot.run_pilot` instead asks the
+  (:func:`failure_answers`, from stored trials by item id; :func:`harness.matrix.pilot.run_pilot` instead asks the
   underlying question and scores it with the family's scorer). The predictor's prompt is
   :func:`failure_prediction_item`, not :func:`matrix.prediction_item`.
 

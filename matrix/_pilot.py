@@ -4,7 +4,7 @@
 target and keeps the items with high between-target disagreement and moderate within-target
 consistency, "otherwise, everyone predicts everyone by answering the question themselves". This
 module applies the filter to the answers the targets gave (:func:`apply_filter`, pure; the
-asking is :func:`harness.matrix_pilot.run_pilot`'s). The filter's thresholds and every
+asking is :func:`harness.matrix.pilot.run_pilot`'s). The filter's thresholds and every
 candidate's figures travel in a :class:`PilotRecord`, to be stored with the run; when too few
 candidates survive, the record's verdict says ``not divergent: <reason>`` and the caller reports
 that instead of skill.
@@ -35,7 +35,7 @@ these holds, and its record lists each that fails:
   test-retest ceiling is near any baseline and its skill is noise). A target that is noisy on
   every candidate therefore empties the pilot, and the verdict names it — unless it is
   ``exempt`` [none]: a target inconsistent by design (the ``random`` reference agent, which
-  :func:`harness.matrix.plan_matrix_run` exempts) is a calibration point, not a reason to drop
+  :func:`harness.matrix.runs.plan_matrix_run` exempts) is a calibration point, not a reason to drop
   items;
 - the mean ``W ≤ c_max`` [1.0] (``too-consistent``): the seed's "moderate" upper bound. Open by
   default because a deterministic target on a divergent item is still a fair prediction (its

@@ -1,6 +1,6 @@
 """What the matrix learns on one item, as typed records, and the score each is stored as.
 
-A matrix run stores each item's outcome as trials (:mod:`harness.matrix`): one per target on the
+A matrix run stores each item's outcome as trials (:mod:`harness.matrix.runs`): one per target on the
 base item (:class:`TargetRecord`), one per prediction on its prediction item
 (:class:`PredictionRecord`), one per second-order prediction (:class:`SecondOrderRecord`) and one
 per target on each exposure item (:class:`ExposureRecord`). Each record writes its trial's score

@@ -1,6 +1,6 @@
 """The matrix's reference agents (scripted, no model): which take part, and the *habit* their
 answers are drawn from, known exactly so that the truth of every figure is known too (the
-agents themselves, which answer and predict, are :mod:`harness.matrix`'s)."""
+agents themselves, which answer and predict, are :mod:`harness.matrix.runs`'s)."""
 
 from __future__ import annotations
 

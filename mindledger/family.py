@@ -12,7 +12,7 @@ everything the rest of mindledger needs to know about its items:
   something on its items (by policy kind: ``"oracle"``, ``"level"`` for ``level:K`` …) and what
   they answer;
 - ``plays``: ``"single"`` (one question, one answer: the default) or ``"episode"`` (many turns,
-  played by :mod:`harness.episodes`);
+  played by :mod:`harness.run.episodes`);
 - ``scaffold_modules``: which reference-scaffold modules act on its items;
 - ``design(item)``: its items' design factors as one typed
   :class:`~mindledger.design.DesignRecord` (depth, belief, game, condition, the scenario that

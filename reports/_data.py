@@ -330,7 +330,7 @@ class TrialTable:
 @dataclass(frozen=True)
 class Judged:
     """The extraction judge's judgement of one trial, as the profile uses it (a row of
-    ``judgements``; see :mod:`harness.judging`)."""
+    ``judgements``; see :mod:`harness.run.judging`)."""
 
     judge: str
     status: str

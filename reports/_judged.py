@@ -1,6 +1,6 @@
 """Stated beliefs, chains and the mentalizing flag of level-k trials from either source: the
 agent's answer (the answer tool's belief fields) or the extraction judge's reading of its chain
-of thought (seed 000 Appendix D; :mod:`harness.judging`). Pure.
+of thought (seed 000 Appendix D; :mod:`harness.run.judging`). Pure.
 
 Per trial and per signal, the answer's own statement comes first; the judge's reading is used
 only where the answer stated none:

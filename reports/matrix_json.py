@@ -1,6 +1,6 @@
 """The matrix's JSON read back into its typed records: :func:`summary_of` gives the
 :class:`~reports.matrix_model.MatrixSummary` whose ``to_dict`` is that JSON, so that whoever
-holds only the JSON (:func:`harness.matrix.run_matrix`'s result, a stored report) renders it
+holds only the JSON (:func:`harness.matrix.runs.run_matrix`'s result, a stored report) renders it
 from attributes. The one place that reads the matrix's JSON by key. Pure.
 
 A withheld run's items (no id or prompt, :func:`mindledger.disclosure.disclosed_matrix`) are

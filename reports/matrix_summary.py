@@ -2,7 +2,7 @@
 matrix run stores as trials) to the matrix of cells and self-advantages, and from a stored
 matrix run back to that matrix (seed 002 §15.2; §18.1 "agent-prediction skill S per target").
 
-:mod:`harness.matrix` runs the matrix and stores each item's :class:`matrix.ItemOutcome` as
+:mod:`harness.matrix.runs` runs the matrix and stores each item's :class:`matrix.ItemOutcome` as
 trials (each record's score is the :mod:`matrix` package's, read back by
 :func:`matrix.read_score`);
 :func:`summarise_outcomes` (pure) turns outcomes into the matrix, with the intervals and tests

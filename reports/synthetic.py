@@ -10,7 +10,7 @@ generators use, then draws each agent's trials from the accuracies its
 For the simulation study (:mod:`reports.simulation`, ``bench/bench_stats.py``):
 
 - :func:`suite_design` builds items with the structure of the shipped suites (``quick`` and
-  ``baseline`` of :mod:`harness.suites`: B1's depth x belief cells with the generator's crossing
+  ``baseline`` of :mod:`harness.run.suites`: B1's depth x belief cells with the generator's crossing
   of mechanism and surface form, R0 reality questions in both cells, B2's length sweep, B4's
   applied questions, level-k game trials and A/B/C scenarios), with ``block`` in their meta;
 - :func:`simulate` draws a run's trials as columns, straight into
@@ -433,7 +433,7 @@ def _story_items(story: str, block: str, cell: tuple[str, str, str, str, int], s
 
 
 def suite_design(name: str, *, blocks_in_meta: bool = True) -> list[Item]:
-    """Items with the structure of a shipped suite (:mod:`harness.suites` and
+    """Items with the structure of a shipped suite (:mod:`harness.run.suites` and
     :func:`nesttom.baseline_items`):
 
     - ``quick``: B1 with one false- and one true-belief story per depth (R0–R5, R2-self,

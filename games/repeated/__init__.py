@@ -88,7 +88,7 @@ played in all four settings, so the four episodes face the same opponent and the
 draws and differ only in labels and payoffs (a paired counterfactual gap, not a comparison of
 two opponent mixes). A game's sets cycle through the paper's four opponents in a seeded order,
 so a multiple of 4 episodes per cell balances them exactly. The presets
-(``harness/suites.py``): ``baseline`` 8 per cell — 64 episodes, 2 matched sets per opponent
+(``harness/run/suites.py``): ``baseline`` 8 per cell — 64 episodes, 2 matched sets per opponent
 and game, 32 × 16 PD rounds + 32 × 24 RPS rounds = 1,280 agent turns; ``quick`` none (one
 per cell would be 160 turns, six times the rest of ``quick``).
 

@@ -17,7 +17,7 @@ AGENT_OPPONENTS: Mapping[str, str] = {"agent:control": "control", "agent:self": 
 """Opponents that are agents of the run, by their ``opponent`` param, and the seat each names:
 ``control`` — the agent's bare-model control (the run's control of the agent's base agent);
 ``self`` — a second, independent instance of the agent itself (each seat its own chats and its
-own history). The harness resolves the seat to an agent (:mod:`harness.episodes`)."""
+own history). The harness resolves the seat to an agent (:mod:`harness.run.episodes`)."""
 SEATS: tuple[str, ...] = ("control", "self")
 SEAT_BENCHMARK = ("the best fixed action in hindsight against the opponent's actual moves "
                   "(the moves taken as given: how the opponent would have reacted is unknown)")

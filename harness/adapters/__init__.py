@@ -1,7 +1,7 @@
 """Agent adapters: how the harness talks to the reasoners it evaluates.
 
 The kinds of agent (``openai``, ``local``, ``command``, ``reference``) are in :data:`KINDS`,
-one module each; :func:`build_agent` turns an :class:`~harness.settings.AgentConfig` into the
+one module each; :func:`build_agent` turns an :class:`~harness.config.settings.AgentConfig` into the
 agent of its kind. Chat backends: :class:`OpenAIBackend` over an :class:`OpenAIChat` client, and
 :class:`CachedBackend`, the response cache in front of any backend.
 """

@@ -1,5 +1,5 @@
 """One chat backend over several interchangeable ones: the embedded model's server processes
-(:class:`harness.local_model.LocalModelPool`).
+(:class:`harness.model.local_model.LocalModelPool`).
 
 Each conversation goes to one server: the first request of a trial goes to the server with the
 fewest requests in flight, and every later turn of the same conversation (same opening
@@ -14,14 +14,14 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from harness.agents import ChatBackend, ChatReply
+from harness.agent.agents import ChatBackend, ChatReply
 from mindledger.canonical import content_hash
 
 __all__ = ["BalancedBackend"]
 
 
 class BalancedBackend:
-    """A :class:`~harness.agents.ChatBackend` that spreads conversations over ``backends``
+    """A :class:`~harness.agent.agents.ChatBackend` that spreads conversations over ``backends``
     (see the module docstring); closing it closes them all."""
 
     MAX_REMEMBERED = 4096

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Protocol
 
-from harness.agents import ChatBackend, ChatReply
+from harness.agent.agents import ChatBackend, ChatReply
 from mindledger.canonical import content_hash
 
 __all__ = ["CachedBackend", "ResponseStore"]

@@ -1,19 +1,19 @@
 """An OpenAI-compatible endpoint as a chat backend: :class:`OpenAIBackend` turns the results of
 one :class:`~harness.adapters.openai.OpenAIChat` client into the agents'
-:class:`~harness.agents.ChatReply`."""
+:class:`~harness.agent.agents.ChatReply`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from harness.adapters.openai import OpenAIChat
-from harness.agents import ChatReply
+from harness.agent.agents import ChatReply
 
 __all__ = ["OpenAIBackend"]
 
 
 class OpenAIBackend:
-    """A :class:`~harness.agents.ChatBackend` over one :class:`OpenAIChat` client (which holds
+    """A :class:`~harness.agent.agents.ChatBackend` over one :class:`OpenAIChat` client (which holds
     the endpoint, model, key, limits and retries); closing the backend closes the client."""
 
     def __init__(self, client: OpenAIChat):

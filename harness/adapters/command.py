@@ -1,17 +1,17 @@
 """The ``command`` kind: a chat agent whose every turn is a run of the declared program
-(:class:`~harness.agents.CommandBackend`), with the agent's ``env`` set over the harness's own
+(:class:`~harness.agent.agents.CommandBackend`), with the agent's ``env`` set over the harness's own
 environment (an own module's ``off.env`` switches it off). Its replies are not cached. At most
 the agent's ``concurrency`` runs are under way at once, :data:`PROGRAMS_AT_ONCE` when it
 declares none (the global setting is sized for HTTP endpoints, not for processes). The protocol
-is in :mod:`harness.command_protocol` and ``docs/command-agent.md``."""
+is in :mod:`harness.agent.command_protocol` and ``docs/command-agent.md``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from harness.adapters.kinds import BuildContext, chat_agent
-from harness.agents import ChatAgent, CommandBackend
-from harness.settings import AgentConfig, Settings
+from harness.agent.agents import ChatAgent, CommandBackend
+from harness.config.settings import AgentConfig, Settings
 from mindledger.errors import ConfigError
 
 __all__ = ["COMMAND", "PROGRAMS_AT_ONCE", "Command"]

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from harness.adapters.cache import ResponseStore
-from harness.agents import ChatAgent, ChatBackend, ReferenceAgent
-from harness.local_model import ModelEndpoint
-from harness.settings import AgentConfig, Settings
+from harness.agent.agents import ChatAgent, ChatBackend, ReferenceAgent
+from harness.config.settings import AgentConfig, Settings
+from harness.model.local_model import ModelEndpoint
 
 __all__ = ["AdapterKind", "Agent", "BuildContext", "chat_agent"]
 
@@ -57,7 +57,7 @@ class AdapterKind(Protocol):
     @property
     def switches(self) -> frozenset[str]:
         """What this kind can change in its requests, so what an agent's own module may be
-        switched off by (names of :data:`harness.settings.SWITCHES`: ``headers`` and ``body``
+        switched off by (names of :data:`harness.config.settings.SWITCHES`: ``headers`` and ``body``
         also allow the agent's ``headers`` and ``extra_body``, ``env`` its ``env``)."""
         ...
 

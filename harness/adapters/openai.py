@@ -40,7 +40,7 @@ import numpy as np
 
 from harness.adapters.fast_transport import FastTransport, Reply, RequestHead
 from harness.adapters.transports import default_transport
-from harness.frozen_json import FrozenDict, FrozenList
+from harness.agent.frozen_json import FrozenDict, FrozenList
 from mindledger.errors import AgentError
 
 __all__ = [
@@ -456,7 +456,7 @@ class OpenAIChat:
     ) -> bytes:
         """The encoded :meth:`request_body` (without ``extra``), byte for byte, spliced from
         pieces: the opening up to the messages is encoded once per model, and a frozen part
-        (:mod:`harness.frozen_json`: the answer tool, a ``response_format``, shared by many
+        (:mod:`harness.agent.frozen_json`: the answer tool, a ``response_format``, shared by many
         requests and unable to change) once per object; only the rest is encoded per
         request."""
         opening = self._opening

@@ -19,8 +19,8 @@ from harness.adapters.cache import CachedBackend
 from harness.adapters.chat import OpenAIBackend
 from harness.adapters.kinds import BuildContext, chat_agent
 from harness.adapters.openai import ChatPolicy, OpenAIChat
-from harness.agents import ChatAgent, ChatBackend
-from harness.settings import AgentConfig, Settings
+from harness.agent.agents import ChatAgent, ChatBackend
+from harness.config.settings import AgentConfig, Settings
 from mindledger.errors import ConfigError, UserError
 
 __all__ = ["LOCAL", "OPENAI", "OpenAICompatible"]

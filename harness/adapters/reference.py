@@ -1,4 +1,4 @@
-"""The ``reference`` kind: a scripted reasoner (:class:`~harness.agents.ReferenceAgent`) playing
+"""The ``reference`` kind: a scripted reasoner (:class:`~harness.agent.agents.ReferenceAgent`) playing
 the declared policy, with no model and so no control."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.adapters.kinds import BuildContext
-from harness.agents import ReferenceAgent
-from harness.settings import AgentConfig, Settings
+from harness.agent.agents import ReferenceAgent
+from harness.config.settings import AgentConfig, Settings
 from mindledger.errors import ConfigError
 
 __all__ = ["REFERENCE", "Reference"]

@@ -1,7 +1,7 @@
 """The adapter kinds by name: ask here, never compare ``config.adapter`` with a string.
 
 A new kind is one module implementing :class:`~harness.adapters.kinds.AdapterKind` and one line
-in :data:`harness.settings.ADAPTERS` naming it and where it is defined: :data:`KINDS` is loaded
+in :data:`harness.config.settings.ADAPTERS` naming it and where it is defined: :data:`KINDS` is loaded
 from there (the settings accept exactly those names, and cannot import this package, which
 imports them), as :data:`mindledger.family.BUILTIN` names the families.
 """
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from harness.adapters.kinds import AdapterKind, Agent, BuildContext
-from harness.settings import ADAPTERS, AgentConfig
+from harness.config.settings import ADAPTERS, AgentConfig
 from mindledger.errors import ConfigError
 
 __all__ = ["KINDS", "adapter_kind", "build_agent", "check_applicable"]
@@ -29,7 +29,7 @@ def _load(where: str) -> AdapterKind:
 KINDS: Mapping[str, AdapterKind] = MappingProxyType(
     {name: _load(where) for name, where in ADAPTERS.items()}
 )
-"""Every adapter kind, by the name the settings give it (:data:`harness.settings.ADAPTERS`)."""
+"""Every adapter kind, by the name the settings give it (:data:`harness.config.settings.ADAPTERS`)."""
 
 
 def adapter_kind(name: str, *, agent: str | None = None) -> AdapterKind:

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from harness.settings import Settings, load_settings
+from harness.config.settings import Settings, load_settings
 from mindledger.errors import NotFoundError
 from mindledger.names import check_agent_name
 
 if TYPE_CHECKING:  # the database is imported when a command opens it: `config` never does
-    from harness.workspace import Workspace
+    from harness.config.workspace import Workspace
     from ledger.store import Store
 
 __all__ = [
@@ -65,7 +65,7 @@ def get_workspace(ctx: click.Context) -> Workspace:
     """The workspace of the configured settings: its database migrated to the current schema
     (opened once per command; its ledger opens on first use); read-only for a command marked
     :func:`reads_only`."""
-    from harness.workspace import Workspace
+    from harness.config.workspace import Workspace
 
     settings = get_settings(ctx)
     obj = ctx.find_root().obj
@@ -98,7 +98,7 @@ def known_agent(
     in (``local``), taking part in a stored run (a ``ref:…`` reference agent, a control, a
     variant), or one of ``also``. Else a NotFoundError (exit 2) that lists the known names, as
     ``run --agent`` refuses an unknown one, followed by ``hint``."""
-    from harness.build import BUILTIN_AGENTS
+    from harness.run.build import BUILTIN_AGENTS
 
     check_agent_name(name, where=what)
     settings = get_settings(ctx)

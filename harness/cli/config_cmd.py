@@ -105,9 +105,9 @@ def _origin(recorded: Mapping[str, str], config_path: str | None) -> Any:
     """Where a (dotted) setting came from: the source recorded for it or for the nearest
     setting that holds it (an agent's keys: its table's file); a nested setting with nothing
     recorded came from the settings file if it differs from its default, else is a default."""
-    from harness.notify_config import NotifyConfig
-    from harness.schedule_config import MatrixSchedule
-    from harness.settings import find_config_file
+    from harness.config.notify_config import NotifyConfig
+    from harness.config.schedule_config import MatrixSchedule
+    from harness.config.settings import find_config_file
 
     defaults = dict(_flat({"notify": NotifyConfig().public_dict(),
                            "schedule_matrix": MatrixSchedule().public_dict()}))

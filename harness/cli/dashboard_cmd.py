@@ -21,7 +21,7 @@ import click
 
 from harness.cli.common import get_settings, get_workspace
 from harness.cli.conventions import SEED
-from harness.settings import Settings
+from harness.config.settings import Settings
 from ledger.clock import Clock, utc_now
 from mindledger.errors import NotFoundError
 from tui.operations import QueueBatch, QueueSnapshot, QueueWorker, ScheduledJob, ScheduleSnapshot
@@ -31,7 +31,7 @@ from tui.state import RunSummary
 if TYPE_CHECKING:  # SQLAlchemy, the Store and the ledger load when a screen first needs them
     import sqlalchemy as sa
 
-    from harness.workspace import Workspace
+    from harness.config.workspace import Workspace
     from ledger.predictions import Ledger
     from ledger.store import Store
 
@@ -207,7 +207,7 @@ def _trigger_text(trigger: Any) -> str:
 def queue_reader(store: Store, *, stalled_after: float | None = None) -> Callable[[], QueueSnapshot]:
     """A function (called in a worker) that reads the worker queue from procrastinate's tables:
     the batches queued, running (stalled when their worker sent no heartbeat for
-    ``stalled_after`` seconds, as :func:`harness.queue.recover_stalled_work` judges them) and
+    ``stalled_after`` seconds, as :func:`harness.queue.batches.recover_stalled_work` judges them) and
     failed, and the workers. Not ``available`` unless the database is PostgreSQL."""
 
     def read() -> QueueSnapshot:
@@ -218,8 +218,8 @@ def queue_reader(store: Store, *, stalled_after: float | None = None) -> Callabl
             name = {"sqlite": "SQLite"}.get(backend, backend)
             return QueueSnapshot(False, f"no queue: the database is {name} (queueing runs for "
                                  "workers needs PostgreSQL; see `mindledger enqueue --help`)")
-        from harness.nightly_matrix import matrix_run_id
-        from harness.queue import STALLED_AFTER, TASKS  # procrastinate: only with a queue
+        from harness.matrix.nightly import matrix_run_id
+        from harness.queue.batches import STALLED_AFTER, TASKS  # procrastinate: only with a queue
 
         after = STALLED_AFTER if stalled_after is None else stalled_after
         with store.engine.connect() as conn:

@@ -9,13 +9,13 @@ import click
 
 from harness.cli.common import echo_json, get_settings
 from harness.cli.conventions import format_option
-from harness.workspace import Workspace
+from harness.config.workspace import Workspace
 from ledger.db import mask, schema_version
 from ledger.migrations import migrate, pending_migrations
 from mindledger.errors import InputError, StorageError
 
 if TYPE_CHECKING:
-    from harness.settings import Settings
+    from harness.config.settings import Settings
 
 
 @click.group()

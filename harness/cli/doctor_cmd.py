@@ -15,9 +15,9 @@ import click
 
 from harness.cli.common import echo_json, get_settings
 from harness.cli.conventions import format_option
-from harness.local_model import model_status
-from harness.settings import AgentConfig, Settings, with_overrides
-from harness.workspace import Workspace
+from harness.config.settings import AgentConfig, Settings, with_overrides
+from harness.config.workspace import Workspace
+from harness.model.local_model import model_status
 from ledger.db import mask, schema_version
 from mindledger.errors import MindledgerError, NoDatabaseError
 from mindledger.items import Item
@@ -69,8 +69,8 @@ def _shown(value: Any) -> str:
 def _probe_items(settings: Settings) -> list[tuple[str, Item]]:
     """The real items doctor sends: the quick suite's first false-belief question and its
     first level-k game (an integer ``submit_action``), from a development seed."""
-    from harness.suites import get_suite
-    from harness.workspace import SeedPolicy
+    from harness.config.workspace import SeedPolicy
+    from harness.run.suites import get_suite
 
     seeds = SeedPolicy.of(settings)
     seed = next(s for s in range(1, 10_000) if not seeds.is_held_out(s))
@@ -92,8 +92,8 @@ async def _probe_agents(
     no retries, no cache, the embedded model started if one needs it."""
     from harness.adapters.kinds import BuildContext
     from harness.adapters.registry import adapter_kind, build_agent
-    from harness.execution import embedded_model
-    from harness.runner import score_attempt
+    from harness.run.execution import embedded_model
+    from harness.run.runner import score_attempt
     from mindledger import family as registry
 
     quick = with_overrides(settings, max_retries=0)

@@ -168,7 +168,7 @@ def _print_history(console: Console, history: AgentHistory) -> None:
 
 
 def _notify(ctx: click.Context, agent: str, history: object) -> None:
-    from harness.notify import notify_regressions
+    from harness.publish.notify import notify_regressions
     from reports.history import AgentHistory
 
     settings = get_settings(ctx)

@@ -1,5 +1,5 @@
 """``mindledger judge``: the extraction judge over a stored run's game trials
-(:mod:`harness.judging`)."""
+(:mod:`harness.run.judging`)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from rich.console import Console
 from harness.cli.common import get_settings, get_store, resolve_run
 from harness.cli.conventions import an_id
 from harness.cli.progress import CountProgress, progress_option
-from harness.judging import JudgeCounts, judge_config, judge_stored_run
-from harness.settings import Settings
+from harness.config.settings import Settings
+from harness.run.judging import JudgeCounts, judge_config, judge_stored_run
 from ledger.store import Store
 from mindledger.errors import ConfigError, MindledgerError
 

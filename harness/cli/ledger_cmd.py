@@ -12,7 +12,7 @@ import click
 
 from harness.cli.common import echo_json, get_settings, get_workspace, is_read_only, reads_only
 from harness.cli.conventions import agent_name, an_id, format_option, non_empty, options_as
-from harness.workspace import Workspace
+from harness.config.workspace import Workspace
 from ledger.chain import Verification
 from ledger.db import mask
 from ledger.keys import (
@@ -465,7 +465,7 @@ def verify_cmd(ctx: click.Context, opts: VerifyOptions) -> None:
         return
     saved = [(TreeHead.load(Path(h)), f"the head in {h}") for h in opts.heads]
     if opts.witness_urls or opts.witness_heads:
-        from harness.witnesses import witnessed_heads
+        from harness.publish.witnesses import witnessed_heads
 
         found, problems = witnessed_heads(
             get_settings(ctx).witnesses,
@@ -556,7 +556,7 @@ def head_cmd(ctx: click.Context) -> None:
     echo_json(head.to_dict())
     settings = get_settings(ctx)
     if settings.witnesses:
-        from harness.witnesses import COSIGNATURES_FILE, CosignatureLog, send_head
+        from harness.publish.witnesses import COSIGNATURES_FILE, CosignatureLog, send_head
 
         kept = CosignatureLog(settings.home / COSIGNATURES_FILE)
         for outcome in send_head(led, head, settings.witnesses, kept):

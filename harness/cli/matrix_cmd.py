@@ -8,13 +8,13 @@ from typing import Any
 import click
 from rich.console import Console
 
-from harness.build import plan_agents
 from harness.cli.common import echo_json, get_settings, get_workspace, resolve_run
 from harness.cli.conventions import CONCURRENCY, an_id, format_option
 from harness.cli.matrix_report import print_matrix
 from harness.cli.progress import TrialProgress, progress_option
 from harness.cli.tables import stdout_console
-from harness.matrix import (
+from harness.config.workspace import SeedPolicy, Workspace
+from harness.matrix.runs import (
     MatrixOptions,
     PilotOptions,
     check_matrix_options,
@@ -24,7 +24,7 @@ from harness.matrix import (
     pilot_candidates,
     plan_matrix_run,
 )
-from harness.workspace import SeedPolicy, Workspace
+from harness.run.build import plan_agents
 from matrix import DEFAULT_KINDS, ZERO_SHOT
 
 __all__ = ["MatrixCommand", "matrix"]
@@ -205,7 +205,7 @@ def matrix(ctx: click.Context, **options: Any) -> None:
     settings = get_settings(ctx)
     err = Console(stderr=True, soft_wrap=True)
     if cmd.use_queue:
-        from harness.queue import conninfo
+        from harness.queue.batches import conninfo
 
         conninfo(settings)  # PostgreSQL only: say so before anything is stored
     if cmd.resume_id:
@@ -273,7 +273,7 @@ def _new_run(ctx: click.Context, cmd: MatrixCommand, err: Console) -> tuple[Work
 
 def _queue(workspace: Workspace, run_id: str, err: Console) -> None:
     """Queue what the run lacks for `mindledger worker` processes, and say what was queued."""
-    from harness.queue import enqueue_run
+    from harness.queue.batches import enqueue_run
 
     done = enqueue_run(workspace.store, workspace.settings, run_id)
     if done.complete:

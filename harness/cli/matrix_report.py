@@ -50,7 +50,7 @@ def _print_pilot(console: Console, summary: MatrixSummary) -> None:
     pilot = summary.pilot
     if pilot is None:
         return
-    # the pilot's filter and per-kind counts are its stored record's JSON (harness.matrix)
+    # the pilot's filter and per-kind counts are its stored record's JSON (harness.matrix.runs)
     rule = ", ".join(f"{k} {v}" for k, v in (pilot.filter or {}).items())
     console.print(f"pilot ({pilot.method}; K = {pilot.samples}; {rule}): {pilot.verdict}")
     kinds = pilot.by_kind or {}

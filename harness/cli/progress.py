@@ -1,6 +1,6 @@
 """Progress of the commands that run trials (``run``, ``quickstart``, ``matrix``, ``judge``):
 bars on a terminal, plain lines anywhere else (a log file, cron, CI, ``nohup``; the lines are
-:class:`harness.progress.LineProgress`'s).
+:class:`harness.run.progress.LineProgress`'s).
 
 ``--progress auto|bars|lines|none`` chooses; ``auto`` means bars when stderr is a terminal and
 lines when it is not.
@@ -25,7 +25,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from harness.progress import LINE_EVERY_S, LineProgress, duration
+from harness.run.progress import LINE_EVERY_S, LineProgress, duration
 
 __all__ = [
     "LINE_EVERY_S",
@@ -82,7 +82,7 @@ class TrialProgress:
     """The progress of a command that runs trials, per agent: bars (with each agent's rate
     and accuracy so far, or its errors) on a terminal, :class:`LineProgress` lines elsewhere,
     or nothing — as ``mode`` says (:func:`progress_mode`). Implements the runner's
-    :class:`~harness.runner.ProgressSink`."""
+    :class:`~harness.run.runner.ProgressSink`."""
 
     def __init__(
         self, console: Console, mode: str = "auto", *, what: str = "trials", accuracy: bool = True

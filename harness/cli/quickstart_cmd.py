@@ -62,7 +62,6 @@ def quickstart(seed: int | None, progress_mode: str) -> None:
     """
     from rich.console import Console
 
-    from harness.build import plan_agents
     from harness.cli.report_cmd import write_reports
     from harness.cli.run_cmd import (
         QUICKSTART_REFERENCES,
@@ -72,9 +71,10 @@ def quickstart(seed: int | None, progress_mode: str) -> None:
         summary_record,
     )
     from harness.cli.tables import stdout_console
-    from harness.local_model import server_count
-    from harness.runs import create_run
-    from harness.workspace import SeedPolicy
+    from harness.config.workspace import SeedPolicy
+    from harness.model.local_model import server_count
+    from harness.run.build import plan_agents
+    from harness.run.runs import create_run
     from reports import build_profile
     from reports.trials import failure_summary
 
@@ -121,8 +121,8 @@ def quickstart(seed: int | None, progress_mode: str) -> None:
 
 def _q8_cached() -> bool:
     """Whether the embedded model's Q8_0 weights are already cached (or cannot be: no model)."""
-    from harness.gguf_q8 import cached_path
-    from harness.local_model import find_model_file
+    from harness.model.gguf_q8 import cached_path
+    from harness.model.local_model import find_model_file
     from mindledger.errors import ModelNotInstalledError
 
     try:

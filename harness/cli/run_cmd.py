@@ -13,16 +13,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness.build import plan_agents
 from harness.cli.common import echo_json, get_settings, get_store, resolve_run
 from harness.cli.conventions import an_id, format_option, options_as
 from harness.cli.progress import TrialProgress, duration, progress_option
 from harness.cli.tables import print_table, stdout_console
-from harness.runner import RunSummary
-from harness.runs import create_run, execute_stored_run
-from harness.settings import Settings
-from harness.suites import SUITES, get_suite
-from harness.workspace import SeedPolicy
+from harness.config.settings import Settings
+from harness.config.workspace import SeedPolicy
+from harness.run.build import plan_agents
+from harness.run.runner import RunSummary
+from harness.run.runs import create_run, execute_stored_run
+from harness.run.suites import SUITES, get_suite
 from ledger.store import Store
 from mindledger.disclosure import seed_phrase, shown_seed
 from mindledger.errors import RunFailedError, readable
@@ -340,7 +340,7 @@ def run(opts: RunOptions) -> None:
     ctx = click.get_current_context()
     settings = get_settings(ctx)
     if opts.use_queue:
-        from harness.queue import conninfo
+        from harness.queue.batches import conninfo
 
         conninfo(settings)  # PostgreSQL only: say so before anything is stored
     console = Console(stderr=True, soft_wrap=True)  # a log keeps its lines whole
@@ -378,7 +378,7 @@ def run(opts: RunOptions) -> None:
             f"{len(planned)} agents ({', '.join(ra.name for ra in planned)})"
         )
     if opts.use_queue:
-        from harness.queue import enqueue_run
+        from harness.queue.batches import enqueue_run
 
         done = enqueue_run(store, settings, run_id)
         stalled = f", re-queued {done.retried} stalled batch(es)" if done.retried else ""

@@ -183,7 +183,7 @@ def runs(limit: int, verify_id: str | None, reveal_held_out: bool, fmt: str) -> 
 def _verify(ctx: click.Context, run_id: str, fmt: str) -> None:
     """``runs --verify RUN_ID``: regenerate the run's items and compare them with the stored
     copies; exit 1 if any differs."""
-    from harness.families import verify_items
+    from harness.agent.families import verify_items
 
     items = get_store(ctx).run_items(run_id)
     problems = verify_items(items)

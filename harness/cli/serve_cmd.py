@@ -11,7 +11,7 @@ import click
 
 from harness.cli.common import echo_json, get_settings, get_store, known_agent
 from harness.cli.conventions import an_id, format_option, options_as
-from harness.settings import LOG_FORMATS
+from harness.config.settings import LOG_FORMATS
 from mindledger.errors import InputError, NotFoundError
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def serve(
     if ctx.invoked_subcommand is not None:
         return
     from harness.daemon.server import build_daemon
-    from harness.suites import get_suite
+    from harness.run.suites import get_suite
 
     get_suite(suite)
     settings = get_settings(ctx)
@@ -162,6 +162,7 @@ def token(ctx: click.Context, opts: TokenOptions) -> None:
       mindledger serve token --list --format json
       mindledger serve token --revoke tok_1a2b3c4d
     """
+    from harness.config.workspace import Workspace
     from harness.daemon.tokens import (
         check_agent_name,
         check_label,
@@ -172,7 +173,6 @@ def token(ctx: click.Context, opts: TokenOptions) -> None:
         revoke_token,
         token_id_of,
     )
-    from harness.workspace import Workspace
     from ledger.db import utc_now
 
     given = {

@@ -10,7 +10,7 @@ import click
 
 from harness.cli.common import get_settings, get_store, resolve_run
 from harness.cli.conventions import BATCH, CONCURRENCY, an_id
-from harness.queue import STALLED_AFTER
+from harness.queue.batches import STALLED_AFTER
 
 
 def _log_to_stderr() -> None:
@@ -74,7 +74,7 @@ def worker(concurrency: int, once: bool, name: str | None, stalled_after: float)
       mindledger --db postgresql://user@dbhost/mindledger worker --concurrency 4
       mindledger worker --once        # drain the queue and exit
     """
-    from harness.queue import conninfo, run_worker
+    from harness.queue.batches import conninfo, run_worker
 
     ctx = click.get_current_context()
     settings = get_settings(ctx)
@@ -125,7 +125,7 @@ def enqueue(run_id: str, batch_size: int | None, stalled_after: float) -> None:
     Example:
       mindledger enqueue 20261130-031500-ab12cd --batch-size 20
     """
-    from harness.queue import conninfo, enqueue_run
+    from harness.queue.batches import conninfo, enqueue_run
 
     ctx = click.get_current_context()
     settings = get_settings(ctx)

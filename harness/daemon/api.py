@@ -87,6 +87,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from harness.config.settings import MODULES, Settings
 from harness.daemon.access import access_of
 from harness.daemon.endpoint import ROUTE_KEY, route
 from harness.daemon.openapi import openapi_document
@@ -97,7 +98,6 @@ from harness.daemon.services import RequestQuota, Services
 from harness.daemon.telemetry import Telemetry
 from harness.daemon.web import ApiError, error_response, scrub_logs
 from harness.daemon.witness_api import HeadSender
-from harness.settings import MODULES, Settings
 from ledger.cosign import WITNESS_DIR, WitnessStore
 from ledger.db import Clock, utc_now
 from ledger.errors import LedgerIntegrityError, LedgerKeyError, LedgerStateError

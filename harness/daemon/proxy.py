@@ -50,9 +50,9 @@ from starlette.responses import Response
 
 from harness.adapters.registry import adapter_kind
 from harness.adapters.transports import default_transport
+from harness.config.settings import AgentConfig, Settings
 from harness.daemon.models import Messages, OpenBody, PassedOn, parse
 from harness.daemon.web import ApiError, error_response, json_object
-from harness.settings import AgentConfig, Settings
 from ledger.calls import Obligation
 from ledger.errors import LedgerStateError
 from ledger.predictions import Ledger

@@ -10,7 +10,7 @@ restart. Three kinds of job:
   run's agents but its ablation variants, as ``[schedule.matrix]`` says (a matrix run whose
   params name the suite run it ``accompanies``: the suite's profile takes each agent's skill
   S from it; on PostgreSQL queued for ``mindledger worker`` processes,
-  :mod:`harness.nightly_matrix`). A job already stored with the same trigger and arguments is kept as it is,
+  :mod:`harness.matrix.nightly`). A job already stored with the same trigger and arguments is kept as it is,
   so a restart does not move its next run time: runs missed while the daemon was down are
   *coalesced* into one (``coalesce=True``) if the latest is within ``misfire_grace_time``;
 * ``run:RUN_ID`` — a run-now request: execute a run that the API has already planned and stored;
@@ -47,13 +47,13 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.engine import Engine
 
-from harness.build import PlanFields, plan_agents
-from harness.logs import run_context
-from harness.matrix import execute_matrix_run
-from harness.nightly_matrix import plan_matrix_beside, schedule_to_json
-from harness.runs import create_run, execute_stored_run
-from harness.schedule_config import MatrixSchedule
-from harness.settings import Settings
+from harness.config.schedule_config import MatrixSchedule
+from harness.config.settings import Settings
+from harness.daemon.logs import run_context
+from harness.matrix.nightly import plan_matrix_beside, schedule_to_json
+from harness.matrix.runs import execute_matrix_run
+from harness.run.build import PlanFields, plan_agents
+from harness.run.runs import create_run, execute_stored_run
 from ledger.predictions import Ledger
 from ledger.retention import PruneReport, cutoff_before, prune_transcripts
 from ledger.store import Store
@@ -150,7 +150,7 @@ class DaemonContext:
 
     def execute(self, run_id: str) -> None:
         """Run every missing trial of a stored run (in this thread's own event loop; every
-        line logged meanwhile names the run: :func:`harness.logs.run_context`)."""
+        line logged meanwhile names the run: :func:`harness.daemon.logs.run_context`)."""
         with run_context(run_id):
             log.info("run %s: executing", run_id)
             asyncio.run(execute_stored_run(self.store, self.settings, run_id))
@@ -171,7 +171,7 @@ class DaemonContext:
     def run_matrix_beside(self, suite_run: str) -> str | None:
         """The prediction matrix (held-out seed) over the agents of the suite run
         ``suite_run`` that can take part in it (not its ablation variants), linked to it
-        (``accompanies``), as ``[schedule.matrix]`` says (:mod:`harness.nightly_matrix`):
+        (``accompanies``), as ``[schedule.matrix]`` says (:mod:`harness.matrix.nightly`):
         on PostgreSQL (``queue = "auto"``) one job deferred for the workers, which plan it and
         run its items; else planned and executed here. Returns the matrix run's id, or None
         when there is no ledger or no agent can take part."""
@@ -183,7 +183,7 @@ class DaemonContext:
             return None
         postgresql = self.store.engine.dialect.name == "postgresql"
         if self.matrix.queued(postgresql):
-            from harness.queue import defer_nightly_matrix
+            from harness.queue.batches import defer_nightly_matrix
 
             run_id = defer_nightly_matrix(
                 self.settings, suite_run, schedule_to_json(self.matrix)
@@ -224,7 +224,7 @@ class DaemonContext:
     def nightly(self, *, suite: str, agents: Sequence[str]) -> tuple[str, str | None]:
         """The nightly work: the suite for ``agents`` (with their scheduled ablations), then the
         matrix beside it; returns (suite run id, matrix run id or None). A failed nightly run
-        (it raised, or :func:`harness.notify.run_failure` says why it failed) is logged and
+        (it raised, or :func:`harness.publish.notify.run_failure` says why it failed) is logged and
         announced (:meth:`report_failure`); an exception is raised again after that."""
         self._planned.run_id = None
         try:
@@ -240,7 +240,7 @@ class DaemonContext:
 
     def check_failure(self, run_id: str, agents: Sequence[str]) -> None:
         """Announce the finished run ``run_id`` if it failed (never raises)."""
-        from harness.notify import run_failure
+        from harness.publish.notify import run_failure
 
         try:
             reason = run_failure(self.store, self.settings, run_id)
@@ -253,7 +253,7 @@ class DaemonContext:
     def report_failure(self, agents: Sequence[str], run_id: str | None, reason: str) -> None:
         """Log a failed nightly run and notify it when ``[notify]`` is configured (never
         raises: a failed delivery is logged and recorded)."""
-        from harness.notify import notify_run_failed
+        from harness.publish.notify import notify_run_failed
 
         try:
             notify_run_failed(self.store, self.settings, agents, run_id, reason)
@@ -263,11 +263,11 @@ class DaemonContext:
 
     def check_regressions(self, run_id: str, agents: Sequence[str]) -> None:
         """When ``[notify]`` is configured: check each agent's history at the finished run
-        and notify a regression that begins on it (:mod:`harness.notify`). Never raises: a
+        and notify a regression that begins on it (:mod:`harness.publish.notify`). Never raises: a
         failed check or delivery is logged (and a delivery recorded), the daemon goes on."""
         if not self.settings.notify.enabled:
             return
-        from harness.notify import notify_regressions
+        from harness.publish.notify import notify_regressions
 
         for agent in agents:
             try:

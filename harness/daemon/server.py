@@ -27,12 +27,12 @@ from uvicorn.config import LOGGING_CONFIG
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import HANDLED_SIGNALS
 
+from harness.config.settings import Settings
+from harness.config.workspace import Workspace
 from harness.daemon.api import create_app
+from harness.daemon.logs import log_config
 from harness.daemon.proxy import Draw, TransportFactory, system_draw
 from harness.daemon.scheduler import DaemonContext, DaemonScheduler
-from harness.logs import log_config
-from harness.settings import Settings
-from harness.workspace import Workspace
 from ledger.predictions import Ledger
 from ledger.store import Store
 
@@ -88,7 +88,7 @@ class Daemon:
         announce: Callable[[], None] | None = None,
     ) -> None:
         """Start the scheduler and serve the API until interrupted (logging as
-        ``settings.log_format`` says: :mod:`harness.logs`): after a clean shutdown,
+        ``settings.log_format`` says: :mod:`harness.daemon.logs`): after a clean shutdown,
         Ctrl-C (SIGINT) raises KeyboardInterrupt and SIGTERM exits 143, wherever the signal
         landed. From ``announce`` (the caller's "daemon on …" line) on, a signal is recorded
         rather than raised — a KeyboardInterrupt raised inside a garbage-collector callback is

@@ -15,10 +15,10 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from harness.config.settings import Settings
 from harness.daemon.proxy import Proxy
 from harness.daemon.scheduler import DaemonScheduler
 from harness.daemon.telemetry import Telemetry
-from harness.settings import Settings
 from ledger.cosign import WitnessStore
 from ledger.db import Clock, utc_now
 from ledger.predictions import Ledger

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.settings import Settings
-from harness.witnesses import COSIGNATURES_FILE, CosignatureLog, WitnessOutcome, send_head
+from harness.config.settings import Settings
+from harness.publish.witnesses import COSIGNATURES_FILE, CosignatureLog, WitnessOutcome, send_head
 from ledger.predictions import Ledger
 from ledger.tree import TreeHead
 

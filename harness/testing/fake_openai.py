@@ -59,7 +59,7 @@ from typing import Any
 
 import httpx
 
-from harness.local_model import die_with_parent
+from harness.model.local_model import die_with_parent
 from mindledger.errors import UserError
 
 __all__ = [

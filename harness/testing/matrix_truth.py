@@ -1,6 +1,6 @@
 """The true normalised skill S of the matrix's reference predictors on reference targets, whose
-answer distributions are known (:func:`harness.matrix.answer_distribution`): what an estimate of
-S is checked against (``tests/harness/test_matrix_reference.py``) and what the calibration
+answer distributions are known (:func:`harness.matrix.runs.answer_distribution`): what an estimate of
+S is checked against (``tests/harness/matrix/test_matrix_reference.py``) and what the calibration
 benchmark (``bench/bench_matrix_calibration.py``) measures its intervals' coverage of.
 
 "True" means in expectation over the sampling, on the given items: ``S = (E[acc] − base) /
@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.agents import ReferenceAgent
-from harness.matrix import answer_distribution
+from harness.agent.agents import ReferenceAgent
+from harness.matrix.runs import answer_distribution
 from ledger.scoring import default_top1, retest_agreement, top1_match
 from mindledger.items import Item
 
@@ -78,7 +78,7 @@ def predictor_guess_law(
     agent: ReferenceAgent, target: ReferenceAgent, item: Item, choices: Sequence[str]
 ) -> np.ndarray:
     """The law of a reference predictor's top-1 guess about ``target`` on ``item`` (as
-    :func:`harness.matrix_asking.reference_prediction` makes it): the clairvoyant draws it from the
+    :func:`harness.matrix.asking.reference_prediction` makes it): the clairvoyant draws it from the
     target's distribution; projection names its own habit's most probable answer, as habit does
     about itself; random, and habit about another agent, the uniform distribution's (the first
     choice)."""

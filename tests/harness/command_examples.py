@@ -1,11 +1,11 @@
 """The generated parts of ``docs/command-agent.md`` and its two schema files, made by the code
 they describe.
 
-Every request in the document is what a real :class:`~harness.agents.ChatAgent` over the real
-:class:`~harness.agents.CommandBackend` wrote on a program's stdin, from real items; every
+Every request in the document is what a real :class:`~harness.agent.agents.ChatAgent` over the real
+:class:`~harness.agent.agents.CommandBackend` wrote on a program's stdin, from real items; every
 outcome in its table of bad replies is what the trial recorded when a program wrote that reply.
 The program is :data:`SCRIPTED`: it logs each request and writes the next of the replies it was
-given. ``tests/harness/test_command_protocol.py`` fails while the document or the schema files
+given. ``tests/harness/agent/test_command_protocol.py`` fails while the document or the schema files
 differ from what this module makes; to rewrite them::
 
     python -m tests.harness.command_examples
@@ -25,11 +25,11 @@ from typing import Any
 
 import games
 from games.repeated import make_episode_item
-from harness.agents import Attempt, ChatAgent, CommandBackend
-from harness.answers import ANSWER_KINDS, answer_tool
-from harness.command_protocol import REPLY_SCHEMA, REQUEST_SCHEMA
-from harness.episodes import play_episode
-from harness.suites import get_suite
+from harness.agent.agents import Attempt, ChatAgent, CommandBackend
+from harness.agent.answers import ANSWER_KINDS, answer_tool
+from harness.agent.command_protocol import REPLY_SCHEMA, REQUEST_SCHEMA
+from harness.run.episodes import play_episode
+from harness.run.suites import get_suite
 from mindledger import family as registry
 from mindledger.items import Item
 
@@ -347,7 +347,7 @@ def _json_block(value: Any) -> str:
 
 def families_table(items: Sequence[Item]) -> str:
     """Each kind of item: family, generator, answer kind, answer tool, own tools, scaffold steps."""
-    from harness.agents import answer_tool_name
+    from harness.agent.agents import answer_tool_name
 
     rows: dict[tuple[str, ...], None] = {}
     for it in items:
@@ -386,7 +386,7 @@ assert tuple(SPECS) == ANSWER_KINDS
 
 
 def kinds_table() -> str:
-    """The answer's schema for each answer kind, from :func:`harness.answers.answer_tool`."""
+    """The answer's schema for each answer kind, from :func:`harness.agent.answers.answer_tool`."""
     lines = [
         "| answer kind | the answer's schema (`parameters.properties.answer`) |",
         "| --- | --- |",

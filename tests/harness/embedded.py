@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from harness.families import verify_items
-from harness.local_model import model_status
-from harness.runs import create_run, execute_stored_run
-from harness.settings import Settings, load_settings
+from harness.agent.families import verify_items
+from harness.config.settings import Settings, load_settings
+from harness.model.local_model import model_status
+from harness.run.runs import create_run, execute_stored_run
 from ledger.db import open_engine
 from ledger.store import RunAgent, Store
 from mindledger.items import Item

@@ -57,7 +57,7 @@ def test_the_argv_target_holds_a_read_only_command_to_creating_nothing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     bench = _bench()
-    from harness.workspace import Workspace
+    from harness.config.workspace import Workspace
 
     real_open = Workspace.open
     # as the commands were before issue 25: a read-only open that creates the database

@@ -178,7 +178,7 @@ def test_a_shared_or_foreign_data_directory_is_left_alone_with_a_warning(
 
 CHECKED_BY_SEED_POLICY = {"run --seed", "quickstart --seed", "matrix --seed"}
 """Integer options whose range the seed policy checks (with the held-out share) before
-anything is written: ``harness.seeds.check_seed``."""
+anything is written: ``harness.config.seeds.check_seed``."""
 
 
 def _integer_options() -> list[tuple[str, click.Option]]:

@@ -175,7 +175,7 @@ def test_fuzz_ledger_arguments(
 
 
 def test_fuzz_settings_files(isolated_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from harness.settings import load_settings
+    from harness.config.settings import load_settings
     from mindledger.errors import ConfigError
 
     cfg = isolated_home / "m.toml"
@@ -261,7 +261,7 @@ def test_fuzz_exports(isolated_home: Path, capsys: pytest.CaptureFixture[str]) -
 
 
 def test_fuzz_model_replies() -> None:
-    from harness.answers import parse_reply
+    from harness.agent.answers import parse_reply
 
     specs = [
         {"kind": "choice", "choices": ["box", "basket"]},
@@ -312,8 +312,8 @@ def test_fuzz_api_bodies(tmp_path: Path) -> None:
 
     from starlette.testclient import TestClient
 
+    from harness.config.settings import AgentConfig, load_settings
     from harness.daemon import build_daemon, create_token
-    from harness.settings import AgentConfig, load_settings
     from harness.testing import FakeOpenAI
 
     with FakeOpenAI() as fake:

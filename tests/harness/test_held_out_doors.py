@@ -35,14 +35,14 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 from starlette.routing import Route
 
-from harness.build import plan_agents
 from harness.cli.main import cli
+from harness.config.seeds import is_held_out
+from harness.config.settings import AgentConfig, Settings, load_settings
 from harness.daemon import BackgroundServer, Daemon, build_daemon, create_token
-from harness.matrix import MatrixOptions, create_matrix_run, execute_matrix_run
-from harness.runs import create_run, execute_stored_run
-from harness.seeds import is_held_out
-from harness.settings import AgentConfig, Settings, load_settings
-from harness.suites import get_suite
+from harness.matrix.runs import MatrixOptions, create_matrix_run, execute_matrix_run
+from harness.run.build import plan_agents
+from harness.run.runs import create_run, execute_stored_run
+from harness.run.suites import get_suite
 from harness.testing import FakeOpenAI
 from tui.source import DashboardSource
 from tui.state import prediction_rows
@@ -158,7 +158,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         base = load_settings(None, env={}, flags={"db_url": url, "home": str(home)})
         agents = {"dusk": AgentConfig(name="dusk", adapter="openai", endpoint=fake.base_url)}
         settings = replace(base, agents=agents, head_interval=0)
-        from harness.workspace import Workspace
+        from harness.config.workspace import Workspace
 
         ws = Workspace.open(settings)
         planned = plan_agents(settings, agents=("dusk",), references=REFERENCES)
@@ -278,7 +278,7 @@ def test_the_cli_withholds_every_held_out_string_unless_revealed(
 
 
 def test_the_dashboard_withholds(world: World, tmp_path: Path) -> None:
-    from harness.workspace import Workspace
+    from harness.config.workspace import Workspace
 
     ws = Workspace.open(world.settings)
     try:

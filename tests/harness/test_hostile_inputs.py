@@ -191,8 +191,8 @@ def test_credentials_in_an_endpoint_never_reach_output_or_storage(
 def test_a_stored_spec_takes_its_credentials_from_the_settings_again(tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from harness.build import _endpoint, plan_agents
-    from harness.settings import AgentConfig, load_settings
+    from harness.config.settings import AgentConfig, load_settings
+    from harness.run.build import _endpoint, plan_agents
     from mindledger.errors import ConfigError
 
     url = "http://alice:hunter2@h:8000/v1?api_key=sk-1&v=2"

@@ -21,12 +21,12 @@ import games
 import nesttom
 from bench.bench_identical_agents import ORACLE, NoisyOracle
 from harness.adapters import CachedBackend
-from harness.agents import ChatAgent, answer_tool_name
-from harness.build import AgentSpec, built_agents, plan_agents
+from harness.agent.agents import ChatAgent, answer_tool_name
 from harness.cli.main import cli as cli_main
+from harness.config.settings import AgentConfig, ModuleSwitch, OwnModule, Settings, load_settings
 from harness.daemon import BackgroundServer, DaemonContext, build_daemon, create_token
-from harness.runs import create_run, execute_stored_run
-from harness.settings import AgentConfig, ModuleSwitch, OwnModule, Settings, load_settings
+from harness.run.build import AgentSpec, built_agents, plan_agents
+from harness.run.runs import create_run, execute_stored_run
 from harness.testing import FakeOpenAI
 from harness.testing.fake_openai import request_key
 from ledger.db import open_engine

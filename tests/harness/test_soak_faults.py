@@ -203,8 +203,8 @@ timeout = 10
                            "'incomplete', 'interrupted')")  # fmt: skip
         assert stuck == []
         assert self.daemon.health() is not None
-        from harness.settings import load_settings
-        from harness.workspace import Workspace
+        from harness.config.settings import load_settings
+        from harness.config.workspace import Workspace
 
         settings = load_settings(None, env={}, cwd=self.work, flags={"home": str(self.daemon.home)})
         with Workspace.open(settings, read_only=True) as ws:

@@ -164,7 +164,7 @@ def test_db_prune_leaves_the_ledger_verifying_and_reports_say_pruned(
     ],
 )
 def test_the_retention_setting(tmp_path: Path, text: str, expected: int | str | None) -> None:
-    from harness.settings import load_settings
+    from harness.config.settings import load_settings
     from mindledger.errors import ConfigError
 
     path = tmp_path / "mindledger.toml"

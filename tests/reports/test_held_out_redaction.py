@@ -21,12 +21,12 @@ import pytest
 from click.testing import CliRunner, Result
 
 import games
-from harness.build import plan_agents
 from harness.cli.main import cli
-from harness.runs import create_run, execute_stored_run
-from harness.seeds import is_held_out
-from harness.settings import load_settings
-from harness.suites import get_suite
+from harness.config.seeds import is_held_out
+from harness.config.settings import load_settings
+from harness.run.build import plan_agents
+from harness.run.runs import create_run, execute_stored_run
+from harness.run.suites import get_suite
 from ledger.db import open_engine
 from ledger.store import Store
 from mindledger import canonical_json, seed_cell, seed_phrase, shown_seed

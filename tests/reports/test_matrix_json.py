@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 import matrix as matrix_items
-from harness.agents import ReferenceAgent
-from harness.matrix import MatrixOptions, make_items, run_matrix
+from harness.agent.agents import ReferenceAgent
+from harness.matrix.runs import MatrixOptions, make_items, run_matrix
 from ledger import open_ledger
 from ledger.scoring import penalty_scores
 from matrix import NO_ANSWER
@@ -35,7 +35,7 @@ async def test_the_json_reads_back_into_the_summary_it_came_from(tmp_path: Path)
         seen["args"], seen["kw"] = args, kw
         return original(*args, **kw)  # type: ignore[arg-type]
 
-    import harness.matrix as harness_matrix
+    import harness.matrix.runs as harness_matrix
 
     harness_matrix.summarise_outcomes = spy  # type: ignore[assignment]
     try:

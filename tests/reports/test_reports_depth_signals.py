@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from games import generate_items
-from harness.build import plan_agents
-from harness.runs import create_run, execute_stored_run
-from harness.settings import load_settings
+from harness.config.settings import load_settings
+from harness.run.build import plan_agents
+from harness.run.runs import create_run, execute_stored_run
 from ledger.db import open_engine
 from ledger.store import Store
 from reports import build_profile

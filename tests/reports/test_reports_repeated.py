@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from games.repeated import b6_episodes, counterfactual_design, reference_answer
-from harness.agents import Attempt
-from harness.runner import score_attempt
+from harness.agent.agents import Attempt
+from harness.run.runner import score_attempt
 from ledger.db import open_engine
 from ledger.store import RunAgent, Store
 from mindledger.items import Item

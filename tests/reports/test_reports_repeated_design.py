@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from games.repeated import b6_episodes, counterfactual_design, reference_answer, score
-from harness.suites import EPISODES_PER_CELL
+from harness.run.suites import EPISODES_PER_CELL
 from ledger.store import RunAgent
 from mindledger.items import Item, Score
 from reports._data import run_data

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from harness.agent_types import Attempt
-from harness.runner import score_attempt
-from harness.suites import get_suite
+from harness.agent.agent_types import Attempt
+from harness.run.runner import score_attempt
+from harness.run.suites import get_suite
 from ledger.db import open_engine
 from ledger.models import TrialRow
 from ledger.store import RunAgent, Store

@@ -203,7 +203,7 @@ class ScriptedBackend:
 
 
 def _reply(content: str | None = None, answer: str | None = None, conf: float = 0.9) -> Any:
-    from harness.agents import ChatReply
+    from harness.agent.agents import ChatReply
 
     if answer is None:
         return ChatReply({"role": "assistant", "content": content}, "stop", "scripted-1", 410,
@@ -239,14 +239,14 @@ def _script(n: int, truth: Mapping[str, Any], choices: list[str]) -> list[Any]:
 def write_trials_run(store: Store, clock: FakeClock, run_id: str = TRIALS_RUN, *,
                      held_out: bool = False) -> None:
     """A quick run of piper (scripted) and its control (always right) on real items: each
-    trial goes through :class:`harness.agents.ChatAgent` and the runner's scoring, so its
+    trial goes through :class:`harness.agent.agents.ChatAgent` and the runner's scoring, so its
     transcript, answer, score and costs are what a real run stores. Item 2 (position) is
     wrong, 3 unparsed, 4 an error, and so on (:func:`_script`)."""
     import asyncio
 
-    from harness.agents import ChatAgent
-    from harness.runner import score_attempt
-    from harness.suites import get_suite
+    from harness.agent.agents import ChatAgent
+    from harness.run.runner import score_attempt
+    from harness.run.suites import get_suite
 
     clock.t = dt.datetime(2026, 3, 5, 9, tzinfo=dt.UTC)
     items = get_suite("quick").build(5)[:TRIALS_ITEMS]

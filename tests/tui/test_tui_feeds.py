@@ -13,8 +13,8 @@ import pytest
 import sqlalchemy as sa
 
 from harness.cli.dashboard_cmd import queue_reader, schedule_reader
+from harness.config.settings import AgentConfig, Settings, load_settings
 from harness.daemon import DaemonContext, DaemonScheduler
-from harness.settings import AgentConfig, Settings, load_settings
 from ledger.db import open_engine
 from ledger.store import Store
 from tests.postgres import fresh_database
@@ -111,9 +111,9 @@ def pg_url() -> Iterator[str]:
 def test_the_queue_shows_batches_workers_and_a_stalled_batch(
     pg_url: str, tmp_path: Path
 ) -> None:
-    from harness.build import plan_agents
-    from harness.queue import enqueue_run
-    from harness.runs import create_run
+    from harness.queue.batches import enqueue_run
+    from harness.run.build import plan_agents
+    from harness.run.runs import create_run
 
     settings = load_settings(None, env={}, flags={"db_url": pg_url, "home": str(tmp_path)})
     store = Store(open_engine(pg_url))

@@ -48,12 +48,12 @@ def source(url):
         return DashboardSource(Store(open_engine(url)), n_boot=200)
     # as `mindledger dashboard` builds it (a current database: read without SQLAlchemy)
     from harness.cli.dashboard_cmd import dashboard_source
-    from harness.settings import load_settings
+    from harness.config.settings import load_settings
 
     settings = load_settings(None, flags={"db_url": url})
 
     def open_workspace():
-        from harness.workspace import Workspace
+        from harness.config.workspace import Workspace
 
         return Workspace.open(settings)
 
@@ -115,7 +115,7 @@ def test_the_dashboard_reads_a_current_database_without_sqlalchemy(seeded: Seede
     runs and run screens fill without importing SQLAlchemy, SQLModel or the Store."""
     by_screen = loaded(seeded, "run-a", "command")
     orm = {"sqlalchemy", "sqlmodel", "ledger.store", "ledger.models", "ledger.db",
-           "harness.workspace"}  # fmt: skip
+           "harness.config.workspace"}  # fmt: skip
     for screen, modules in by_screen.items():
         assert modules & orm == set(), screen
     assert {"tui.screens.run", "reports.profile", "ledger.reader"} <= by_screen["RunScreen"]

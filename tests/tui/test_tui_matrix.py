@@ -14,11 +14,11 @@ from rich.text import Text
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
-from harness.agents import ReferenceAgent
-from harness.build import plan_agents
-from harness.matrix import MatrixOptions, create_matrix_run, run_matrix
-from harness.settings import load_settings
-from harness.workspace import Workspace
+from harness.agent.agents import ReferenceAgent
+from harness.config.settings import load_settings
+from harness.config.workspace import Workspace
+from harness.matrix.runs import MatrixOptions, create_matrix_run, run_matrix
+from harness.run.build import plan_agents
 from reports.matrix_render import skill_grids, skill_text
 from reports.matrix_summary import summarise_run
 from tui import DashboardApp

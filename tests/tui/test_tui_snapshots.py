@@ -21,8 +21,8 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from harness.cli.dashboard_cmd import queue_reader, schedule_reader
-from harness.matrix import MatrixOptions
-from harness.settings import AgentConfig, load_settings
+from harness.config.settings import AgentConfig, load_settings
+from harness.matrix.runs import MatrixOptions
 from tui import DashboardApp, DashboardSource
 from tui.depth_view import depth_curve
 from tui.operations import QueueBatch, QueueSnapshot, QueueWorker
@@ -316,10 +316,10 @@ def test_transcript_screen(snap_compare: Snap, trials_app: DashboardApp, width: 
 
 @pytest.fixture
 def matrix_app(fixed_secrets: None, tmp_path: Path) -> Iterator[DashboardApp]:
-    from harness.agents import ReferenceAgent
-    from harness.build import plan_agents
-    from harness.matrix import create_matrix_run, run_matrix
-    from harness.workspace import Workspace
+    from harness.agent.agents import ReferenceAgent
+    from harness.config.workspace import Workspace
+    from harness.matrix.runs import create_matrix_run, run_matrix
+    from harness.run.build import plan_agents
 
     policies = ("habit", "projection", "clairvoyant")
     settings = load_settings(None, env={}, flags={

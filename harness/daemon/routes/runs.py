@@ -21,7 +21,6 @@ from pydantic import BeforeValidator, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from harness.build import PlanFields, plan_agents
 from harness.daemon.endpoint import Call, Endpoint
 from harness.daemon.models import (
     Body,
@@ -35,8 +34,9 @@ from harness.daemon.models import (
 from harness.daemon.services import Services
 from harness.daemon.tokens import Principal, claim_run_request, release_run_request
 from harness.daemon.web import ApiError, kind_of
-from harness.runs import new_run_id
-from harness.suites import SUITES
+from harness.run.build import PlanFields, plan_agents
+from harness.run.runs import new_run_id
+from harness.run.suites import SUITES
 from ledger.models import RunRow
 from mindledger.disclosure import disclosed_params, withholds
 from mindledger.errors import ConfigError, InputError, UserError

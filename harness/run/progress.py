@@ -1,0 +1,170 @@
+"""Progress as plain lines, for wherever there is no terminal to draw bars on: a log file,
+cron, CI, ``nohup``, a queue worker's log. :class:`LineProgress` is a
+:class:`~harness.run.runner.ProgressSink`; the CLI chooses between it and bars
+(:mod:`harness.cli.progress`). A line says how far the work has come, its failures, its rate
+(of the agents still running) and when it should end, and which agents are still running::
+
+    progress 160/208 trials (77%) · 0 errors · 2.1/s · ETA 1m30s · running: local 4/26, local-control 12/26
+
+Lines come every :data:`LINE_EVERY_S` seconds whatever happens (a slow model still shows that
+it is alive) and whenever another tenth of the work is done, but not more often than
+:data:`MIN_GAP_S`; a last line says how it ended. The ETA is the slowest unfinished agent's:
+remaining trials ÷ its own rate since the work started, so instant reference agents do not
+make a slow model look fast.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import IO
+
+__all__ = ["LINE_EVERY_S", "MIN_GAP_S", "LineProgress", "duration"]
+
+LINE_EVERY_S = 10.0
+"""Seconds between progress lines when nothing else prompts one."""
+MIN_GAP_S = 1.0
+"""Least seconds between two lines (a burst of instant trials prints one line, not ten)."""
+
+
+def duration(seconds: float) -> str:
+    """``45s``, ``3m05s``, ``1h02m``."""
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+class LineProgress:
+    """Plain progress lines on ``out``, or given to ``emit`` (a logger's ``info``) when it
+    is set (see the module docstring). ``clock`` and ``interval`` are for tests;
+    ``ticker=False`` leaves out the thread that prints a line every ``interval`` seconds
+    (lines then come only with progress)."""
+
+    def __init__(
+        self,
+        out: IO[str] | None = None,
+        *,
+        emit: Callable[[str], object] | None = None,
+        what: str = "trials",
+        label: str = "progress",
+        interval: float = LINE_EVERY_S,
+        clock: Callable[[], float] = time.monotonic,
+        ticker: bool = True,
+    ):
+        self.out = out
+        self.emit = emit
+        self.what = what
+        self.label = label
+        self.interval = interval
+        self.clock = clock
+        self.ticker = ticker
+        self.totals: dict[str, int] = {}
+        self.done: dict[str, int] = {}
+        self.fresh: dict[str, int] = {}  # done since start, per agent
+        self.errors = 0
+        self.started = 0.0
+        self._last_line = -1e18
+        self._last_tenth = 0
+        self._pending = False
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, totals: Mapping[str, int], done: Mapping[str, int]) -> None:
+        with self._lock:
+            self.totals = dict(totals)
+            self.done = {a: done.get(a, 0) for a in totals}
+            self.fresh = dict.fromkeys(totals, 0)
+            self.started = self.clock()
+            self._last_tenth = self._tenth()
+            self._line()
+        if self.ticker and self.interval > 0:
+            self._thread = threading.Thread(target=self._tick, name="progress-lines", daemon=True)
+            self._thread.start()
+
+    def advance(self, agent: str, *, correct: bool | None = None, error: bool = False) -> None:
+        with self._lock:
+            self.done[agent] = self.done.get(agent, 0) + 1
+            self.fresh[agent] = self.fresh.get(agent, 0) + 1
+            self.errors += int(error)
+            tenth = self._tenth()
+            now = self.clock()
+            if tenth > self._last_tenth:
+                if now - self._last_line >= MIN_GAP_S:
+                    self._last_tenth = tenth
+                    self._line()
+                else:
+                    self._pending = True  # the ticker prints it once the gap has passed
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with self._lock:
+            self._line(final=True)
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.interval / 4):
+            with self._lock:
+                since = self.clock() - self._last_line
+                if since >= self.interval or (self._pending and since >= MIN_GAP_S):
+                    self._last_tenth = self._tenth()
+                    self._line()
+
+    def _tenth(self) -> int:
+        total = sum(self.totals.values())
+        return 10 * sum(self.done.values()) // total if total else 10
+
+    def text(self, *, final: bool = False) -> str:
+        """The line as it would be printed now."""
+        total = sum(self.totals.values())
+        done = sum(self.done.values())
+        elapsed = self.clock() - self.started
+        share = f" ({100 * done // total}%)" if total else ""
+        parts = [f"{self.label} {done}/{total} {self.what}{share}"]
+        parts.append(f"{self.errors} error{'s' if self.errors != 1 else ''}")
+        running = [a for a in self.totals if self.done.get(a, 0) < self.totals[a]]
+        # while work is left, the rate of the agents still running (the one the ETA follows:
+        # instant reference agents done long ago would make a slow model look fast)
+        counted = running if running and not final else list(self.totals)
+        fresh = sum(self.fresh.get(a, 0) for a in counted)
+        if elapsed > 0 and fresh:
+            parts.append(f"{fresh / elapsed:.1f}/s")
+        if final:
+            parts.append(f"{'stopped' if running else 'done'} after {duration(elapsed)}")
+        elif running:
+            eta = self._eta(running, elapsed)
+            if eta is not None:
+                parts.append(f"ETA {duration(eta)}")
+            if running and len(self.totals) > 1:
+                shown = ", ".join(
+                    f"{a} {self.done.get(a, 0)}/{self.totals[a]}" for a in running[:4]
+                )
+                more = f" and {len(running) - 4} more" if len(running) > 4 else ""
+                parts.append(f"running: {shown}{more}")
+        return " · ".join(parts)
+
+    def _eta(self, running: list[str], elapsed: float) -> float | None:
+        worst = 0.0
+        for agent in running:
+            fresh = self.fresh.get(agent, 0)
+            if not fresh or elapsed <= 0:
+                return None  # an agent with nothing done yet: no honest estimate
+            worst = max(worst, (self.totals[agent] - self.done.get(agent, 0)) * elapsed / fresh)
+        return worst
+
+    def _line(self, *, final: bool = False) -> None:
+        self._last_line = self.clock()
+        self._pending = False
+        text = self.text(final=final)
+        try:
+            if self.emit is not None:
+                self.emit(text)
+            else:
+                print(text, file=self.out, flush=True)
+        except (OSError, ValueError):  # a closed or broken stderr must not stop the run
+            pass

@@ -1,0 +1,151 @@
+"""Progress as plain lines when stderr is not a terminal (cron, CI, nohup), and the option that
+chooses: the lines' pace and content under a controlled clock, then the CLI for real."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from harness.cli.progress import LineProgress, TrialProgress, duration, progress_mode
+from tests.cli import run_main
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def lines(out: io.StringIO) -> list[str]:
+    return out.getvalue().splitlines()
+
+
+def test_a_line_at_start_at_each_tenth_and_at_the_end() -> None:
+    out, clock = io.StringIO(), Clock()
+    p = LineProgress(out, clock=clock, ticker=False)
+    p.start({"a": 20}, {})
+    for _ in range(20):
+        clock.now += 2.0
+        p.advance("a")
+    p.stop()
+    got = lines(out)
+    assert got[0] == "progress 0/20 trials (0%) · 0 errors"
+    # one line per tenth (every 2 trials), then the closing line
+    assert len(got) == 1 + 10 + 1
+    assert got[1].startswith("progress 2/20 trials (10%) · 0 errors · 0.5/s · ETA 36s")
+    assert got[-1] == "progress 20/20 trials (100%) · 0 errors · 0.5/s · done after 40s"
+
+
+def test_a_burst_of_instant_trials_prints_one_line_not_ten() -> None:
+    out, clock = io.StringIO(), Clock()
+    p = LineProgress(out, clock=clock, ticker=False)
+    p.start({"ref": 30, "model": 10}, {})
+    clock.now += 1.5
+    for _ in range(30):
+        p.advance("ref")  # all at once: the reference agent is instant
+    assert len(lines(out)) == 2
+    # the ETA is the slow agent's, and nothing honest can be said before it has done one
+    assert "ETA" not in lines(out)[-1]
+    assert lines(out)[-1].endswith("running: ref 4/30, model 0/10")
+    clock.now += 10.0
+    p.advance("model")
+    assert lines(out)[-1].startswith("progress 31/40 trials (77%)")
+    assert "ETA 1m44s" in lines(out)[-1]  # 9 left at 1 per 11.5 s: 103.5 s
+    # the rate is the running agents' (ref is done): 1 in 11.5 s, not 31 in 11.5 s
+    assert " · 0.1/s · " in lines(out)[-1]
+
+
+def test_errors_are_counted_and_the_end_says_stopped_when_work_is_left() -> None:
+    out, clock = io.StringIO(), Clock()
+    p = LineProgress(out, clock=clock, ticker=False)
+    p.start({"a": 4, "b": 4}, {"a": 2})
+    clock.now += 5
+    p.advance("b", error=True)
+    p.advance("b", error=True)
+    p.stop()
+    assert lines(out)[-1] == "progress 4/8 trials (50%) · 2 errors · 0.4/s · stopped after 5s"
+
+
+def test_the_ticker_prints_while_nothing_completes() -> None:
+    out = io.StringIO()
+    p = LineProgress(out, interval=0.05)
+    p.start({"a": 3}, {})
+    deadline = __import__("time").monotonic() + 30
+    while len(lines(out)) < 3 and __import__("time").monotonic() < deadline:
+        __import__("time").sleep(0.01)
+    p.stop()
+    assert len(lines(out)) >= 4  # the start, two ticks, the end
+    assert all(line.startswith("progress 0/3 trials (0%)") for line in lines(out))
+
+
+def test_a_broken_stderr_does_not_stop_the_run() -> None:
+    out = io.StringIO()
+    out.close()
+    p = LineProgress(out, ticker=False)
+    p.start({"a": 1}, {})
+    p.advance("a")
+    p.stop()
+
+
+def test_modes() -> None:
+    pipe = Console(file=io.StringIO())
+    tty = Console(file=io.StringIO(), force_terminal=True)
+    assert progress_mode("auto", pipe) == "lines"
+    assert progress_mode("auto", tty) == "bars"
+    assert progress_mode("none", tty) == "none"
+    assert TrialProgress(pipe, "none").lines is None
+    silent = TrialProgress(pipe, "none")
+    silent.start({"a": 1}, {})
+    silent.advance("a")
+    silent.stop()
+    assert pipe.file.getvalue() == ""  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(0.4, "0s"), (59.6, "1m00s"), (185, "3m05s"),
+                                               (3725, "1h02m")])
+def test_duration(seconds: float, text: str) -> None:
+    assert duration(seconds) == text
+
+
+AGENT = "import json,sys; json.load(sys.stdin); print(json.dumps({'content': 'ANSWER: x'}))"
+
+
+def _settings(home: Path) -> None:
+    (home.parent / "work" / "mindledger.toml").write_text(
+        "[agents.bot]\nadapter = \"command\"\n"
+        f"command = [{sys.executable!r}, \"-c\", {AGENT!r}]\nanswer_mode = \"text\"\n"
+    )
+
+
+def test_run_with_stderr_in_a_file_leaves_progress_lines(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`mindledger run … 2> log`: stderr is not a terminal, so progress comes as lines."""
+    _settings(isolated_home)
+    code, out, err = run_main(capsys, "-o", "max_failure_share=1", "run", "--agent", "bot",
+                              "--no-control", "--seed", "3")
+    assert code == 0, err
+    progress = [line for line in err.splitlines() if line.startswith("progress ")]
+    assert len(progress) >= 3, err
+    assert progress[-1].startswith("progress 26/26 trials (100%)")
+    assert "agent" in out and "bot" in out  # the summary is on stdout
+    _code, out, err = run_main(capsys, "run", "--agent", "bot", "--no-control", "--seed", "3",
+                              "--progress", "none")
+    assert not [line for line in err.splitlines() if line.startswith("progress ")]
+
+
+def test_lines_can_go_to_a_log_instead_of_a_file() -> None:
+    """A queue worker's batches log their progress (harness.queue.batches)."""
+    logged: list[str] = []
+    p = LineProgress(emit=logged.append, label="run r · a:", ticker=False)
+    p.start({"a": 2}, {})
+    p.advance("a")
+    p.stop()
+    assert logged[0] == "run r · a: 0/2 trials (0%) · 0 errors"
+    assert logged[-1].startswith("run r · a: 1/2 trials (50%)")

@@ -1,0 +1,112 @@
+"""Failures are loud: a run whose agent mostly fails exits 3 and says why (each cause with its
+count and an example, then the command that lists them), and `doctor` sends every agent real
+items and marks one whose replies cannot be used. Real command agents, real SQLite."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from mindledger.errors import RunFailedError
+from tests.cli import run_main
+
+GARBAGE = "print('hello, not json')"
+ZEROS = """
+import json, sys
+request = json.load(sys.stdin)
+tools = request.get("tools") or []
+if not tools:
+    print(json.dumps({"content": "Noted."}))
+    raise SystemExit
+fn = tools[0]["function"]
+key = [k for k in fn["parameters"]["required"] if k != "confidence"][0]
+args = json.dumps({key: "0", "confidence": 0.5})
+print(json.dumps({"message": {"tool_calls": [
+    {"id": "c1", "type": "function", "function": {"name": fn["name"], "arguments": args}}]}}))
+"""
+
+
+def declare(home: Path, **programs: str) -> None:
+    text = ""
+    for name, source in programs.items():
+        text += (f"[agents.{name}]\nadapter = \"command\"\n"
+                 f"command = [{json.dumps(sys.executable)}, \"-c\", {json.dumps(source)}]\n\n")
+    (home.parent / "work" / "mindledger.toml").write_text(text)
+
+
+def test_a_run_whose_agent_replies_garbage_exits_3_naming_the_cause(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    declare(isolated_home, brokenbot=GARBAGE)
+    code, out, err = run_main(capsys, "run", "--agent", "brokenbot", "--no-control",
+                              "--reference", "oracle", "--progress", "none")
+    assert code == RunFailedError.exit_code == 3
+    assert "brokenbot: 26 of its 26 trials failed (100%; a run may lose 20%" in err
+    assert "   26 × malformed: " in err and "wrote no JSON reply" in err
+    assert "'hello, not json'" in err
+    run_id = out.split("run ", 1)[1].split()[0]
+    assert f"mindledger trials {run_id} --agent brokenbot --status error,unparsed" in err
+    assert err.rstrip().splitlines()[-1].startswith(f"error: run {run_id} is stored, but ")
+    # the summary table says it too, and the run is stored whole
+    assert "26 (100%)" in out
+    code, out, _ = run_main(capsys, "trials", "latest", "--agent", "brokenbot", "--status",
+                            "error", "--format", "json")
+    assert code == 0 and len(json.loads(out)) == 26
+
+
+def test_the_summary_as_json_and_the_share_a_run_may_lose(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    declare(isolated_home, brokenbot=GARBAGE)
+    code, out, err = run_main(capsys, "run", "--agent", "brokenbot", "--no-control",
+                              "--reference", "oracle", "--format", "json")
+    assert code == 3
+    doc = json.loads(out)  # stdout holds the document alone
+    bot = {a["name"]: a for a in doc["agents"]}["brokenbot"]
+    assert (bot["trials"], bot["errors"], bot["failed"], bot["failure_share"]) == (26, 26, 26, 1.0)
+    assert bot["causes"][0]["kind"] == "malformed" and bot["causes"][0]["count"] == 26
+    assert doc["failed_agents"] == ["brokenbot"] and doc["exit_code"] == 3
+    oracle = {a["name"]: a for a in doc["agents"]}["ref:oracle"]
+    assert (oracle["correct"], oracle["failed"]) == (26, 0)
+    # an operator who accepts any share of failures gets exit 0
+    code, out, err = run_main(capsys, "-o", "max_failure_share=1", "run", "--agent",
+                              "brokenbot", "--no-control", "--progress", "none")
+    assert code == 0, err
+
+
+def test_unreadable_answers_count_as_failures_too(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    declare(isolated_home, zero=ZEROS)
+    code, _out, err = run_main(capsys, "run", "--agent", "zero", "--no-control",
+                              "--progress", "none")
+    assert code == 3, err
+    assert "× unparsed: submit_action.action: expected an integer" in err, err
+    assert 'got the string "0"' in err
+
+
+def test_doctor_sends_each_agent_real_items_and_marks_unusable_replies(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    declare(isolated_home, brokenbot=GARBAGE, zero=ZEROS,
+            goodbot=f"exec(open({str(Path(__file__).parents[3] / 'examples' / 'command_agent.py')!r}).read())")
+    code, out, _err = run_main(capsys, "doctor")
+    assert code == 1
+    assert "[ERR] agent brokenbot (command): " in out
+    assert "belief question: no reply it could use" in out and "hello, not json" in out
+    assert "[ERR] agent zero (command): " in out
+    assert 'game: replied, but no answer could be read' in out
+    assert "[ok ] agent goodbot (command)" in out
+    assert "game: answered " in out
+    code, out, _ = run_main(capsys, "doctor", "--format", "json")
+    checks = {c["name"]: c for c in json.loads(out)}
+    probes = checks["agent zero (command)"]["probes"]
+    assert {p["item"] for p in probes} == {"belief question", "game"}
+    assert {p["outcome"] for p in probes} == {"unparsed"}
+    assert all(p["detail"] for p in probes)
+    # without probes the program is only looked for
+    code, out, _ = run_main(capsys, "doctor", "--no-probe")
+    assert "[ok ] agent brokenbot (command): " in out and "belief question" not in out
