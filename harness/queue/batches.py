@@ -310,24 +310,17 @@ def make_app(settings: Settings, *, max_pool: int = 8) -> procrastinate.App:
             conninfo=dsn, min_size=1, max_size=max(2, max_pool), kwargs={"connect_timeout": 5}
         )
     )
-    app.task(
-        name=TASK_NAME,
-        queue=QUEUE,
-        pass_context=True,
-        retry=procrastinate.RetryStrategy(max_attempts=MAX_ATTEMPTS, wait=10),
-    )(_run_batch)
-    app.task(
-        name=MATRIX_TASK,
-        queue=QUEUE,
-        pass_context=True,
-        retry=procrastinate.RetryStrategy(max_attempts=MAX_ATTEMPTS, wait=10),
-    )(_run_matrix_batch)
-    app.task(
-        name=NIGHTLY_MATRIX_TASK,
-        queue=QUEUE,
-        pass_context=True,
-        retry=procrastinate.RetryStrategy(max_attempts=MAX_ATTEMPTS, wait=10),
-    )(_nightly_matrix)
+    for name, task in (
+        (TASK_NAME, _run_batch),
+        (MATRIX_TASK, _run_matrix_batch),
+        (NIGHTLY_MATRIX_TASK, _nightly_matrix),
+    ):
+        app.task(
+            name=name,
+            queue=QUEUE,
+            pass_context=True,
+            retry=procrastinate.RetryStrategy(max_attempts=MAX_ATTEMPTS, wait=10),
+        )(task)
     return app
 
 
