@@ -30,6 +30,7 @@ from harness.matrix.runs import (
     summarise_run,
 )
 from harness.run.build import plan_agents
+from harness.run.runs import create_run
 from ledger import open_ledger
 from mindledger import family as family_registry
 from mindledger.errors import UserError
@@ -250,7 +251,11 @@ def test_failure_candidates_ask_about_the_suite_items_the_targets_ran(
 
     ws = workspace
     ctx = DaemonContext(ws.settings, ws.store)
-    suite_run = ctx.plan_run(suite="quick", references=["random"])
+    # a pinned seed: 4 in 40 seeds give `quick` no game item with a closed answer set
+    planned = plan_agents(ws.settings, agents=(), references=("random",), no_control=True)
+    suite_run, _, _ = create_run(
+        ws.store, ws.settings, suite="quick", planned=planned, seed=11, held_out=True
+    )
     ctx.execute(suite_run)
     ran = trials_of_all(ws.store, suite_run, ["ref:random"], suite_trials(ws.store, suite_run))
     assert len(ran) >= 4 and {it.family for it in ran} == {"nesttom", "games"}
