@@ -106,7 +106,15 @@ _PAYOFFS_PER_KEY = 16
 """Most payoff matrices kept per name, actions and anchor by :func:`spec_from_truth`."""
 
 
-@functools.lru_cache(maxsize=1024)
+_SPEC_KEYS = 128
+"""Most names, actions and anchors whose specs :func:`_cached_spec` keeps. A spec and the
+payoff rows kept beside it cost ~70 bytes a payoff (a 30 x 30 game: ~65 KB), and the daemon's
+nightly runs bring a new game variant (a new name) every night, so this bound is what the
+daemon's memory grows to: at 1,024 it grew ~60 KiB a night for a thousand nights
+(``bench/soak_daemon.py``, tracemalloc: the daemon's only growing allocation sites)."""
+
+
+@functools.lru_cache(maxsize=_SPEC_KEYS)
 def _cached_spec(key: tuple[Any, ...]) -> list[tuple[list[list[Any]], GameSpec]]:
     """The specs built for one name, actions and anchor (``key``), each beside its payoff rows
     (a copy of its own): filled by :func:`spec_from_truth`."""
