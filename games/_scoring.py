@@ -106,12 +106,13 @@ _PAYOFFS_PER_KEY = 16
 """Most payoff matrices kept per name, actions and anchor by :func:`spec_from_truth`."""
 
 
-_SPEC_KEYS = 128
-"""Most names, actions and anchors whose specs :func:`_cached_spec` keeps. A spec and the
-payoff rows kept beside it cost ~70 bytes a payoff (a 30 x 30 game: ~65 KB), and the daemon's
-nightly runs bring a new game variant (a new name) every night, so this bound is what the
-daemon's memory grows to: at 1,024 it grew ~60 KiB a night for a thousand nights
-(``bench/soak_daemon.py``, tracemalloc: the daemon's only growing allocation sites)."""
+_SPEC_KEYS = 64
+"""Most names, actions and anchors whose specs :func:`_cached_spec` keeps (a run's items share a
+few games). A kept spec with the payoff rows beside it costs ~80 bytes a payoff (~70 KiB for a
+30 x 30 game, ~120 KiB for 39 x 39), and the daemon's nightly runs score a new game variant (a
+new name: a new key) every night or two, so this bound is what that memory grows to. At 1,024
+keys it grew ~60-80 KiB a night for over a thousand nights (``bench/soak_daemon.py``:
+tracemalloc in the soaked daemon put its growing allocation sites here)."""
 
 
 @functools.lru_cache(maxsize=_SPEC_KEYS)
