@@ -14,14 +14,15 @@ child processes (``/proc``), the database's and its WAL's size, and verifies the
 only, from this process), timing it. It prints the least-squares slope of each against the
 cycle number over the cycles after the warm-up, and checks:
 
-- **RSS flat**: slope ≤ ``--rss-slope`` KiB a cycle (default 160). Not yet flat at a few
-  hundred cycles, and why: tracemalloc over 25 in-process nightly runs puts the growth in
-  *bounded* caches that fill as every night brings new items — the games' spec cache
-  (``games._scoring._cached_spec``, 1,024 games of ~12 KB), the answer-choice cache
-  (``harness.agent.answers``, 4,096 entries) — and SQLite's page cache grows with the database (up
-  to 2 MiB per pooled connection). Measured here: 75–107 KiB a cycle over spans of 150–900
-  cycles, more than those caches explain (README, Performance: not flat, and why is open). The
-  bound fails a leak that adds more than ~60 KiB a night on top of that.
+- **RSS flat**: slope ≤ ``--rss-slope`` KiB a cycle (default 160). What grew (issue 27): a
+  tracemalloc snapshot of the soaked daemon itself every 30 s put ~60 of its ~75 KiB a cycle of
+  growing Python memory in the games' spec cache (``games._scoring._cached_spec``): a night or
+  two brings a new game variant (a new name, a new key; ~0.5 a cycle by its ``cache_info``) and
+  a kept spec with its payoff rows costs ~70–120 KiB, not the ~12 KB once assumed, so at 1,024
+  keys it filled for ~2,000 nights (~100–150 MiB). It keeps 64 keys now. The rest is in caches
+  with a bound (``harness.agent.agents``' answer pieces, 4,096, ~10 new a night; ``harness.agent.answers``'
+  4,096); SQLite's own memory (``sqlite3_memory_used``) stays at 2–4 MiB and the C heap at
+  ~36 MiB after warm-up. Figures: README, Performance, "The daemon's memory over many nights".
 - **fds and threads flat**: |slope| ≤ 0.05 a cycle (one leaked descriptor or thread every 20
   nights fails; a leak per run is a slope of 1), sampled between runs. Not tighter: pooled
   database connections (2 descriptors each) and keep-alive sockets open when load peaks and

@@ -106,7 +106,16 @@ _PAYOFFS_PER_KEY = 16
 """Most payoff matrices kept per name, actions and anchor by :func:`spec_from_truth`."""
 
 
-@functools.lru_cache(maxsize=1024)
+_SPEC_KEYS = 64
+"""Most names, actions and anchors whose specs :func:`_cached_spec` keeps (a run's items share a
+few games). A kept spec with the payoff rows beside it costs ~80 bytes a payoff (~70 KiB for a
+30 x 30 game, ~120 KiB for 39 x 39), and the daemon's nightly runs score a new game variant (a
+new name: a new key) every night or two, so this bound is what that memory grows to. At 1,024
+keys it grew ~60-80 KiB a night for over a thousand nights (``bench/soak_daemon.py``:
+tracemalloc in the soaked daemon put its growing allocation sites here)."""
+
+
+@functools.lru_cache(maxsize=_SPEC_KEYS)
 def _cached_spec(key: tuple[Any, ...]) -> list[tuple[list[list[Any]], GameSpec]]:
     """The specs built for one name, actions and anchor (``key``), each beside its payoff rows
     (a copy of its own): filled by :func:`spec_from_truth`."""

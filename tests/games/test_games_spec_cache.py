@@ -52,3 +52,24 @@ def test_scores_do_not_depend_on_the_cache() -> None:
     warm = [score(item, a) for a in answers]
     _cached_spec.cache_clear()
     assert [score(item, a) for a in answers] == warm
+
+
+def test_the_cache_of_many_games_stays_small() -> None:
+    """A new game variant a night (the daemon's nightly runs) must not fill memory: 400
+    distinct 30 x 30 games keep under 16 MiB (1,024 keys kept 27 MiB of them, 128 kept 8.7 MiB)."""
+    import tracemalloc
+
+    rng = np.random.default_rng(7)
+    actions = list(range(30))
+    _cached_spec.cache_clear()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(400):
+            payoff = rng.integers(0, 100, size=(30, 30)).astype(float).tolist()
+            spec_from_truth({"actions": actions, "payoff": payoff, "anchor": 0}, f"g~v:{n}")
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+        _cached_spec.cache_clear()
+    assert kept < 16 * 2**20, f"{kept / 2**20:.1f} MiB kept by the spec cache"
