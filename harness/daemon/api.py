@@ -233,7 +233,7 @@ def _lifespan(
         assert telemetry is not None
         while True:
             verified = await run_in_threadpool(telemetry.verify_ledger)
-            if verified is not None and not verified.ok:
+            if not verified.ok:
                 log.error(
                     "the ledger failed verification: %s",
                     verified.error or "; ".join(verified.failures[:3]),

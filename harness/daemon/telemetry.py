@@ -363,31 +363,22 @@ class Telemetry:
         """Every metric in the Prometheus text format (reads the database)."""
         return generate_latest(self.registry)
 
-    def verify_ledger(self, clock: Any = time.time, attempts: int = 3) -> Verified | None:
-        """Verify the ledger now and keep the result (never raises: an error is a result).
-
-        A verification that finds a failure while the ledger grows is tried again (an entry
-        appended after the entries were read leaves tree nodes beyond them, which reads as a
-        cut-off tail): after ``attempts`` such tries the result is not kept (None)."""
-        for _ in range(attempts):
-            start = time.monotonic()
-            try:
-                before = self.ledger.head()
-                failures = tuple(str(f) for f in self.ledger.verify())
-                after = self.ledger.head() if failures else before
-                error = None
-            except Exception as exc:  # the database or the key: reported, the daemon goes on
-                before = after = None
-                failures, error = (), f"{type(exc).__name__}: {exc}"[:500]
-            grew = (0 if after is None else after.seq) != (0 if before is None else before.seq)
-            if failures and grew:
-                continue  # the ledger grew meanwhile: try again
-            self.verified = Verified(
-                at=clock(),
-                seconds=time.monotonic() - start,
-                entries=0 if before is None else before.seq,
-                failures=failures,
-                error=error,
-            )
-            return self.verified
-        return None
+    def verify_ledger(self, clock: Any = time.time) -> Verified:
+        """Verify the ledger now and keep the result (never raises: an error is a result). An
+        entry appended while it is verified is not read as a cut-off tail: the verifier itself
+        reads the head again (:meth:`ledger._verifier.Verifier`)."""
+        start = time.monotonic()
+        try:
+            head = self.ledger.head()
+            failures = tuple(str(f) for f in self.ledger.verify())
+            error = None
+        except Exception as exc:  # the database or the key: reported, the daemon goes on
+            head, failures, error = None, (), f"{type(exc).__name__}: {exc}"[:500]
+        self.verified = Verified(
+            at=clock(),
+            seconds=time.monotonic() - start,
+            entries=0 if head is None else head.seq,
+            failures=failures,
+            error=error,
+        )
+        return self.verified
