@@ -122,6 +122,7 @@ def test_naive_forecast_and_skill() -> None:
     assert n.values[1] == pytest.approx(0.6)
     assert n.values[2] - n.values[0] == pytest.approx(2 * 1.6449 * 0.1 / 1.96, rel=1e-3)
     point = naive_like(q, 0.6, None)
+    assert isinstance(point, Quantiles)
     assert point.values == (0.6, 0.6, 0.6)
     b = naive_like(Bins((0.0, 0.5, 1.0), (0.5, 0.5)), 0.7, None)
     assert isinstance(b, Bins) and b.probs == (0.0, 1.0)
