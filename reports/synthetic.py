@@ -46,6 +46,7 @@ __all__ = [
     "SyntheticAgent",
     "SyntheticRun",
     "expected_figures",
+    "false_belief_spread",
     "logistic_accuracy",
     "simulate",
     "suite_design",
@@ -579,6 +580,28 @@ def simulate(
     return RunData(run, run_agents, it_table, trials)
 
 
+def _main_question(m: Mapping[str, Any]) -> bool:
+    return bool(m["question"] == "belief" and m.get("selection") != "companion")
+
+
+def _b1_false_belief(m: Mapping[str, Any]) -> bool:
+    """An item the headline false-belief accuracy counts (B1's false-belief questions, R1 up)."""
+    return bool(m.get("block") in ("B1", "quick", None) and _main_question(m)
+                and m["belief"] == "false" and m["depth_n"] >= 1)
+
+
+def false_belief_spread(agent: SyntheticAgent, items: Sequence[Item]) -> tuple[float, float]:
+    """The false-belief accuracy ``agent`` is expected to score on ``items`` and its sampling
+    standard deviation, with each counted trial an independent draw (no API errors): the mean
+    of the items' probabilities p and sqrt(sum p(1 - p)) / n."""
+    ps = [agent.p_correct(it.family, it.meta) for it in items
+          if it.family == "nesttom" and _b1_false_belief(it.meta)]
+    if not ps:
+        raise ValueError("the items have no false-belief question the headline counts")
+    n = len(ps)
+    return float(np.mean(ps)), math.sqrt(sum(p * (1.0 - p) for p in ps)) / n
+
+
 def expected_figures(agent: SyntheticAgent, items: Sequence[Item]) -> dict[str, float]:
     """The value each profile figure estimates for ``agent`` on ``items`` (no API errors):
     the mean of the agent's probabilities over the items the figure counts, as the profile
@@ -604,12 +627,7 @@ def expected_figures(agent: SyntheticAgent, items: Sequence[Item]) -> dict[str, 
         v = [pr[which - 1] for m, pr in zip(metas, probs, strict=True) if sel(m)]
         return float(np.mean(v)) if v else None
 
-    def main(m: Mapping[str, Any]) -> bool:
-        return m["question"] == "belief" and m.get("selection") != "companion"
-
-    def b1_fb(m: Mapping[str, Any]) -> bool:
-        return (m.get("block") in ("B1", "quick", None) and main(m)
-                and m["belief"] == "false" and m["depth_n"] >= 1)
+    main, b1_fb = _main_question, _b1_false_belief
 
     def on_applied(m: Mapping[str, Any]) -> bool:
         return main(m) and str(m.get("story_id")) in applied
