@@ -45,9 +45,9 @@ def test_false_belief_spread_matches_draws() -> None:
         and it.meta["depth_n"] >= 1
     }
     rng = np.random.default_rng(3)
-    draws = []
+    draws: list[float] = []
     for _ in range(200):
         run = synthetic_run(rng, [agent], items)
-        draws.append(np.mean([t.correct for t in run.trials if t.item_id in counted]))
+        draws.append(float(np.mean([bool(t.correct) for t in run.trials if t.item_id in counted])))
     assert np.mean(draws) == pytest.approx(mean, abs=3 * sd / np.sqrt(200))
     assert np.std(draws) == pytest.approx(sd, rel=0.2)
