@@ -24,6 +24,15 @@ GET      /predictions/{id}                        a prediction's state (its pred
                                                   or an operator's; 404 for any other)
 POST     /predictions/{id}/observe                ``{"answer", "request"?}`` (operators only)
 POST     /predictions/{id}/reveal                 ``{"prediction", "salt"}`` → scores, or 409
+POST     /forecasts                               a self-forecast for a run: ``{"run", "figure",
+                                                  "commitment" | "forecast", "reason"?,
+                                                  "predictor"?}`` (409 after the deadline)
+GET      /forecasts?run=ID&agent=NAME             forecasts (an agent token: its own)
+GET      /forecasts/{id}                          a forecast's state and, revealed, its scores
+POST     /forecasts/{id}/reveal                   ``{"forecast", "reason", "salt"}`` once the run
+                                                  has ended (409 before)
+GET      /schedule/next?agent=NAME                the next nightly runs: run id, suite, deadline
+                                                  and the figures to forecast
 GET      /calls?agent=NAME                        the proxy's record per caller: calls, calls
                                                   with a prediction, refusals, obligations
                                                   (opened, met, pending, abandoned)
@@ -44,7 +53,7 @@ token has as many runs open as it may, 503 when the database or the ledger canno
 input never yields a 500.
 
 **Resources.** Each resource's operations are declared in its own module of
-:mod:`harness.daemon.routes` (runs, predictions, calls, ledger, tokens, proxy, witness, and the
+:mod:`harness.daemon.routes` (runs, predictions, forecasts, calls, ledger, tokens, proxy, witness, and the
 service itself): an :class:`~harness.daemon.endpoint.Endpoint` names the request's models and a
 plain handler over :class:`~harness.daemon.services.Services`; the models validate the request
 and :mod:`harness.daemon.openapi` generates ``/openapi.json`` from them.

@@ -25,16 +25,20 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from harness.config.settings import Settings
 from harness.model.local_model import ModelEndpoint
 from harness.run.build import built_agents, concurrency_of, needs_local_model
 from harness.run.episodes import Seats, control_seats
+from harness.run.forecasting import reveal_held, seal
 from harness.run.runner import ProgressSink, RunSummary, execute_run
 from ledger.store import RunAgent, Store
 from mindledger.errors import UserError
 from mindledger.items import Item
+
+if TYPE_CHECKING:
+    from ledger.predictions import Ledger
 
 __all__ = [
     "BatchResult",
@@ -119,6 +123,7 @@ async def execute_batch(
     progress: ProgressSink | None = None,
     others_pending: PendingWork | None = nothing_pending,
     interrupt_on_failure: bool = True,
+    ledger: Ledger | None = None,
 ) -> BatchResult:
     """Attempt every pair of the batch (``agents`` × ``item_ids`` of the stored run, by name
     and id; None means all of them) that has no trial yet; then settle the run (:func:`settle_run`).
@@ -128,6 +133,10 @@ async def execute_batch(
     if an agent of the batch needs it. If the batch raises or is cancelled, the run becomes
     ``interrupted`` when ``interrupt_on_failure`` (unless it is complete), else its status is
     left as it was; either way the error propagates.
+
+    With a ``ledger``, the run is sealed before its first trial (from then on forecasts for it
+    are refused) and, once its status says it ended, the forecasts the service holds for it
+    are revealed (:mod:`harness.run.forecasting`; a failure there is logged, never raised).
 
     Idempotent: executing a batch twice, or twice at once, stores each trial once."""
     run = await asyncio.to_thread(store.get_run, run_id)
@@ -154,6 +163,7 @@ async def execute_batch(
 
     summary: RunSummary | None = None
     if positions:
+        await asyncio.to_thread(seal, ledger, run_id)
         await asyncio.to_thread(store.transition_run, run_id, "running", unless=_RUNNING_UNLESS)
         items = await asyncio.to_thread(
             _batch_items, store, run_id, ids, positions, whole=item_ids is None
@@ -188,6 +198,8 @@ async def execute_batch(
                 await _to_thread_to_the_end(lambda: _interrupt(store, run_id))
             raise
     status = await asyncio.to_thread(settle_run, store, run_id, others_pending=others_pending)
+    if status is not None:
+        await asyncio.to_thread(reveal_held, ledger, store, run_id)
     return BatchResult(summary, status)
 
 
