@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from ledger._forecasts import FORECAST_KINDS, ForecastFold
 from ledger.calls import Calls, check_call, check_refusal, obligation_warnings, summarise
 from ledger.errors import LedgerKeyError
 from ledger.keys import COMMIT_TAG, ENTRY_TAG, KEY_TAG, parse_public_key, public_key_hex, sign
@@ -266,6 +267,8 @@ class Failure:
             where += f" ({self.entry[:19]}…)"
         if self.subject and self.subject.startswith("p"):
             where += f", prediction {self.subject}"
+        elif self.subject and self.subject.startswith(("f", "run:")):
+            where += f", {'forecast ' if self.subject[0] == 'f' else ''}{self.subject}"
         return f"{where}: {self.problem.replace('-', ' ')}: {self.message}"
 
 
@@ -345,6 +348,8 @@ class Fold:
         self.full = full
         self.predictions: dict[str, PredictionState] = {}
         self.agent_keys: dict[str, str] = {}
+        self.forecasts = ForecastFold(self.agent_keys, full=full)
+        """Self-forecasts and runs' seals (always checked in full: they have no fast path)."""
         self.calls = Calls()
         self.opened = False
         self.strict = False
@@ -457,6 +462,8 @@ class Fold:
             return self._apply_commit(e, payload)
         if kind == "call" or kind == "refuse":
             return self._apply_call(e, payload)
+        if kind in FORECAST_KINDS:
+            return self.forecasts.apply(kind, e.subject, e.seq, payload)
         state = self.predictions.get(e.subject)
         if state is None:
             return [("invalid-entry", f"{kind} for a prediction that was never committed")]
