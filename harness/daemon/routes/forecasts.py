@@ -72,6 +72,12 @@ __all__ = [
 ]
 
 Reason = Annotated[Text, Field(max_length=MAX_REASON)]
+FIGURE_PATTERN = (
+    "^(change:)?(false_belief_accuracy|d50|leakage_resistance|S|accuracy_at_depth:R[0-5]|"
+    "ablation_credit:[A-Za-z0-9][A-Za-z0-9_.-]{0,63})$"
+)
+"""The figures' names (:func:`mindledger.forecasts.figure` reads them), as the document states
+them (the handler refuses another with the names it knows)."""
 
 
 def _only(given: str, without: str) -> dict[str, Any]:
@@ -93,7 +99,7 @@ class ForecastRequest(Body):
 
     run: Annotated[PathId, Field(pattern=r"^\S+$")]
     """The run: a stored run that has not started, or one announced by ``GET /schedule/next``."""
-    figure: Annotated[Text, Field(max_length=100)]
+    figure: Annotated[Text, Field(max_length=100, json_schema_extra={"pattern": FIGURE_PATTERN})]
     """The figure forecast: ``false_belief_accuracy``, ``d50``, ``leakage_resistance``, ``S``,
     ``accuracy_at_depth:R0``…``R5``, ``ablation_credit:<module>`` or ``change:<any of those>``."""
     predictor: Name | None = Field(None, json_schema_extra=not_null)
@@ -196,6 +202,7 @@ class ScheduledRun(Model):
 
 class Schedule(Model):
     runs: list[ScheduledRun]
+    """Soonest first; none when the daemon runs no scheduler (``--no-scheduler``)."""
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -321,13 +328,15 @@ def _announced_open(desk: Desk, principal: Principal, run_id: str, predictor: st
 
 
 def commit(desk: Desk, principal: Principal, body: ForecastRequest) -> ForecastCommitted:
-    """Commit the forecast ``body`` as ``principal`` (see the module's docstring)."""
+    """Commit the forecast ``body`` as ``principal`` (see the module's docstring): who may
+    (403), which run (404) and whether it still takes forecasts (409) are answered before what
+    the forecast says is read (400), so that no one learns more of a run than that."""
     predictor = _predictor(principal, body)
-    name = figure(body.figure).name
     try:
         deadline = _stored_run_open(desk, principal, body.run, predictor)
     except NotFoundError:
         deadline = _announced_open(desk, principal, body.run, predictor).deadline
+    name = figure(body.figure).name
     given = body.model_fields_set
     held: tuple[dict[str, Any], str] | None = None
     if "forecast" in given and body.forecast is not None:
@@ -434,8 +443,8 @@ async def reveal_forecast(
 
 def _schedule(services: Services, agent: str | None) -> Schedule:
     scheduler = services.scheduler
-    if scheduler is None:
-        raise ApiError(503, "scheduler_off", "the scheduler is off (--no-scheduler)")
+    if scheduler is None:  # --no-scheduler: no run is coming from this daemon
+        return Schedule(runs=[])
     runs = []
     for a in scheduler.announcements(agent):
         try:

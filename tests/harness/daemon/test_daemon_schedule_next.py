@@ -38,8 +38,16 @@ def test_forecastable_figures_follow_the_suite_the_matrix_and_the_ablations(
     settings = replace(settings, schedule_ablations={"bot": ("planner",)},
                        schedule_matrix=replace(MatrixSchedule(), enabled=True))  # fmt: skip
     names = forecastable(settings, "quick", "bot")
-    for name in ("false_belief_accuracy", "d50", "leakage_resistance", "accuracy_at_depth:R5",
-                 "S", "ablation_credit:planner", "change:d50", "change:ablation_credit:planner"):
+    for name in (
+        "false_belief_accuracy",
+        "d50",
+        "leakage_resistance",
+        "accuracy_at_depth:R5",
+        "S",
+        "ablation_credit:planner",
+        "change:d50",
+        "change:ablation_credit:planner",
+    ):
         assert name in names  # fmt: skip
     assert all(figure(n).name == n for n in names)
     assert "ablation_credit:planner" not in forecastable(settings, "quick", "other")
