@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from harness.cli.common import echo_json, get_settings, get_workspace
 from harness.cli.conventions import an_id, format_option
-from mindledger.errors import InputError
+from mindledger.errors import InputError, UserError
+
+if TYPE_CHECKING:
+    from harness.daemon.web import ApiError
 
 __all__ = ["forecast"]
 
@@ -116,6 +119,7 @@ def commit_cmd(
     """
     from harness.daemon.models import parse
     from harness.daemon.routes.forecasts import ForecastRequest, commit
+    from harness.daemon.web import ApiError
 
     if (quantiles is None) == (forecast_json is None):
         raise InputError("give the forecast with --quantiles or --forecast (one of them)",
@@ -130,8 +134,34 @@ def commit_cmd(
     }
     if reason is not None:
         body["reason"] = reason
-    request = parse(ForecastRequest, body)
-    echo_json(commit(_desk(ctx), _operator(), request).model_dump(mode="json"))
+    given = "--quantiles" if quantiles is not None else "--forecast"
+    try:
+        request = parse(ForecastRequest, body)
+        made = commit(_desk(ctx), _operator(), request)
+    except ApiError as exc:  # the API's refusal, naming this command's option
+        raise _as_option(exc, given) from None
+    except InputError as exc:
+        if exc.where is None:
+            raise
+        raise _as_option(exc, given) from None
+    echo_json(made.model_dump(mode="json"))
+
+
+def _as_option(exc: ApiError | InputError, given: str) -> UserError:
+    """The API's refusal of a body field as the option or argument that gave it."""
+    from harness.daemon.web import ApiError
+
+    field = (exc.field if isinstance(exc, ApiError) else exc.where) or ""
+    head = field.split(".")[0].split("[")[0]
+    option = {"run": "RUN", "figure": "FIGURE", "predictor": "--agent", "reason": "--reason",
+              "forecast": given}.get(head)  # fmt: skip
+    message = exc.message if isinstance(exc, ApiError) else str(exc).removeprefix(f"{field}: ")
+    if option is None:
+        return UserError(message)
+    where = option + field[len(head) :] if head == "forecast" else option
+    if isinstance(exc, ApiError) and exc.status == 409:
+        return UserError(f"{where}: {message}")
+    return InputError(message, where=where)
 
 
 def _row(state: Any) -> dict[str, Any]:
