@@ -231,6 +231,14 @@ class ForecastFold:
         self.seals: dict[str, int] = {}
         """Each sealed run's seal, by run id: its seq."""
 
+    def states(self) -> dict[str, int]:
+        """How many forecasts are in each state (``committed`` until revealed)."""
+        counts: dict[str, int] = {}
+        for fid in self.commits:
+            status = self.revealed.get(fid, "committed")
+            counts[status] = counts.get(status, 0) + 1
+        return counts
+
     def apply(
         self, kind: str, subject: str, seq: int, payload: dict[str, Any]
     ) -> list[tuple[str, str]]:

@@ -299,6 +299,10 @@ class Verification:
     """The Merkle root of the entries, re-derived (None when they could not be read in order)."""
     roots: dict[int, bytes] = field(default_factory=dict)
     """Re-derived Merkle roots at the sizes asked for (for checking saved tree heads)."""
+    forecasts: dict[str, int] = field(default_factory=dict)
+    """Self-forecasts by state (``committed``, ``scored``, ``void``, ``rejected``)."""
+    sealed_runs: int = 0
+    """Runs sealed (``run-start`` entries)."""
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)
     """The query proxy's record per caller (:func:`ledger.calls.summarise`, as of the last
     entry's time)."""
@@ -327,6 +331,9 @@ class Verification:
             return str(self.failures[0])
         states = ", ".join(f"{n} {s}" for s, n in sorted(self.states.items())) or "none"
         head = f"head {self.head_seq} {self.head_hash}" if self.head_hash else "empty"
+        if self.forecasts or self.sealed_runs:
+            counts = ", ".join(f"{n} {s}" for s, n in sorted(self.forecasts.items())) or "none"
+            states += f"; forecasts: {counts} ({self.sealed_runs} run(s) sealed)"
         sigs = (
             "full check: every hash, link, reveal, signature and score"
             if self.signatures == "all"
@@ -658,6 +665,8 @@ def _fast(
         head_seq=0 if last is None else last.seq,
         head_hash=None if last is None else last.hash,
         states=fold.states(),
+        forecasts=fold.forecasts.states(),
+        sealed_runs=len(fold.forecasts.seals),
         signatures="all" if full else "head",
         ledger_id=fold.ledger_id,
         keys=list(fold.keys),
@@ -955,6 +964,8 @@ class _Diagnosis:
             head_seq=last.seq if last is not None and type(last.seq) is int else 0,
             head_hash=last.hash if last is not None else None,
             states=fold.states(),
+            forecasts=fold.forecasts.states(),
+            sealed_runs=len(fold.forecasts.seals),
             signatures="all",
             ledger_id=fold.ledger_id,
             keys=list(fold.keys),

@@ -203,7 +203,8 @@ class LedgerEntryRow(SQLModel, table=True):
     subject: str = Field(index=True)
     """What the entry is about: a prediction id (``p…``), ``agent:NAME`` or ``ledger``."""
     kind: str = Field(index=True)
-    """open, register, commit, observe, reveal, reject or expire."""
+    """open, key, register, commit, observe, reveal, reject, expire, call, refuse, forecast,
+    run-start or forecast-reveal."""
     payload_json: str = Field(sa_column=Column(Text, nullable=False))
     """The entry's content as canonical JSON."""
     time: str

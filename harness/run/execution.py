@@ -49,6 +49,7 @@ __all__ = [
     "model_at",
     "model_per_batch",
     "nothing_pending",
+    "seal_run",
     "settle_run",
     "settle_status",
 ]
@@ -128,7 +129,8 @@ async def execute_batch(
     """Attempt every pair of the batch (``agents`` × ``item_ids`` of the stored run, by name
     and id; None means all of them) that has no trial yet; then settle the run (:func:`settle_run`).
 
-    With work to do, the run moves to ``running`` first (unless it is complete). The embedded
+    With work to do, the run moves to ``running`` first (unless it is complete) and is sealed
+    in the ledger (:func:`seal_run`) before any trial is written. The embedded
     model comes from ``local_model`` (default: started for this batch) and is asked for only
     if an agent of the batch needs it. If the batch raises or is cancelled, the run becomes
     ``interrupted`` when ``interrupt_on_failure`` (unless it is complete), else its status is
@@ -175,6 +177,7 @@ async def execute_batch(
         seated = {control_of[n] for n in names if n in control_of} - names
         with_seats = [*planned, *(ra for ra in everyone if ra.name in seated)]
         try:
+            await asyncio.to_thread(seal_run, store, settings, run_id)
             async with (
                 _local_model_url(
                     local_model or model_per_batch(settings),
@@ -201,6 +204,20 @@ async def execute_batch(
     if status is not None:
         await asyncio.to_thread(reveal_held, ledger, store, run_id)
     return BatchResult(summary, status)
+
+
+def seal_run(store: Store, settings: Settings, run_id: str) -> None:
+    """Seal the run in the ledger (:meth:`ledger.predictions.Ledger.seal_run`: its
+    ``run-start`` entry; idempotent) before any of its trials is written, so that the ledger
+    alone shows which self-forecasts of it were committed before its first trial, and takes
+    none after. Blocking. A failure propagates: a run that cannot be sealed does not start."""
+    from harness.config.workspace import SeedPolicy, Workspace  # the ledger loads on first use
+
+    ledger = Workspace(settings, store.engine, store, SeedPolicy.of(settings)).new_ledger()
+    try:
+        ledger.seal_run(run_id)
+    finally:
+        ledger.close()
 
 
 def settle_run(store: Store, run_id: str, *, others_pending: PendingWork | None) -> str | None:

@@ -417,3 +417,91 @@ def test_ledger_verify_reports_a_forecast_forged_after_the_seal(ledger: Ledger) 
         )
     failures = ledger.verify()
     assert any("after the run's seal" in f.message for f in failures), failures
+
+
+# -- the run's execution seals it -----------------------------------------------------------------
+
+
+def test_a_run_is_sealed_before_its_first_trial_and_refuses_commits_after(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.config.settings import load_settings
+    from harness.config.workspace import Workspace
+    from tests.cli import run_main
+
+    code, _, err = run_main(
+        capsys,
+        "run",
+        "--suite",
+        "quick",
+        "--reference",
+        "oracle",
+        "--seed",
+        "2",
+        "--format",
+        "json",
+    )
+    assert code == 0, err
+    with Workspace.open(load_settings()) as ws:
+        (run,) = ws.store.list_runs()
+        led = ws.ledger
+        assert led.sealed(run.id)
+        (seal,) = [e for e in led.entries() if e.kind == "run-start"]
+        assert seal.subject == f"run:{run.id}"
+        with ws.engine.connect() as conn:
+            first = conn.exec_driver_sql(
+                "SELECT MIN(created_at), COUNT(*) FROM trials WHERE run_id = ?", (run.id,)
+            ).one()
+        assert first[1] > 0
+        assert dt.datetime.fromisoformat(seal.time) <= dt.datetime.fromisoformat(first[0])
+        body, salt = sealed_body(Q)
+        with pytest.raises(LedgerStateError, match="sealed"):
+            led.commit_forecast("ref-oracle", run.id, "d50", commit_of(body, salt))
+        assert led.verify(full=True) == []
+
+
+def test_ledger_show_and_verify_show_the_forecasts(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.config.settings import load_settings
+    from harness.config.workspace import Workspace
+    from tests.cli import run_main
+
+    with Workspace.open(load_settings()) as ws:
+        fid, body, salt = committed(ws.ledger, "r1", Q)
+        held_body, held_salt = sealed_body(B)
+        held = ws.ledger.commit_forecast(
+            "piper", "r1", "S", commit_of(held_body, held_salt), held=(held_body, held_salt)
+        )
+        ws.ledger.seal_run("r1")
+        ws.ledger.reveal_forecast(fid, body, salt, outcome=0.6, previous=(0.5, None, 0.95))
+
+    code, out, err = run_main(capsys, "ledger", "show")
+    assert code == 0, err
+    assert fid in out and held.id in out and "scored" in out and "committed (held)" in out
+    assert "0.073" in out  # the loss, 2/3 · 0.11
+    assert "2 self-forecast(s): 1 committed, 1 scored" in out
+
+    code, out, err = run_main(capsys, "ledger", "show", "--format", "json")
+    assert code == 0, err
+    shown = json.loads(out)
+    assert shown["predictions"] == []
+    assert [(f["id"], f["status"]) for f in shown["forecasts"]] == [
+        (fid, "scored"),
+        (held.id, "committed"),
+    ]
+
+    code, out, err = run_main(capsys, "ledger", "show", "--id", fid, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["loss"] == pytest.approx(2 / 3 * 0.11)
+
+    code, out, err = run_main(capsys, "ledger", "verify")
+    assert code == 0, err
+    assert "forecasts: 1 committed, 1 scored (1 run(s) sealed)" in out
+
+    code, out, err = run_main(capsys, "ledger", "verify", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["forecasts"] == {
+        "states": {"committed": 1, "scored": 1},
+        "sealed_runs": 1,
+    }
