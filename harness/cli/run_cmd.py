@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness.cli.common import echo_json, get_settings, get_store, get_workspace, resolve_run
+from harness.cli.common import echo_json, get_settings, get_store, resolve_run
 from harness.cli.conventions import an_id, format_option, options_as
 from harness.cli.progress import TrialProgress, duration, progress_option
 from harness.cli.tables import print_table, stdout_console
@@ -28,7 +28,6 @@ from mindledger.disclosure import seed_phrase, shown_seed
 from mindledger.errors import RunFailedError, readable
 
 if TYPE_CHECKING:
-    from ledger.predictions import Ledger
     from reports.trials import RunFailures
 
 QUICKSTART_REFERENCES = (
@@ -195,18 +194,11 @@ def finish(
 
 
 def _run(
-    store: Store,
-    settings: Settings,
-    run_id: str,
-    console: Console,
-    progress_mode: str = "auto",
-    ledger: Ledger | None = None,
+    store: Store, settings: Settings, run_id: str, console: Console, progress_mode: str = "auto"
 ) -> RunSummary:
     progress = TrialProgress(console, progress_mode)
     try:
-        summary = asyncio.run(
-            execute_stored_run(store, settings, run_id, progress=progress, ledger=ledger)
-        )
+        summary = asyncio.run(execute_stored_run(store, settings, run_id, progress=progress))
     except KeyboardInterrupt:
         # main says "Interrupted." once, after this
         console.print(
@@ -395,11 +387,7 @@ def run(opts: RunOptions) -> None:
             "`mindledger worker` (any machine with this database URL)"
         )
         return
-    # with a ledger (there is one once anything was committed: its service key), the run is
-    # sealed before its first trial and its held self-forecasts are revealed when it ends
-    ws = get_workspace(ctx)
-    ledger = ws.ledger if ws.has_service_key else None
-    summary = _run(store, settings, run_id, console, opts.progress_mode, ledger)
+    summary = _run(store, settings, run_id, console, opts.progress_mode)
     try:
         finish(store, settings, run_id, summary, fmt=opts.fmt, err=console)
     finally:

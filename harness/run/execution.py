@@ -31,7 +31,7 @@ from harness.config.settings import Settings
 from harness.model.local_model import ModelEndpoint
 from harness.run.build import built_agents, concurrency_of, needs_local_model
 from harness.run.episodes import Seats, control_seats
-from harness.run.forecasting import reveal_held, seal
+from harness.run.forecasting import reveal_ended
 from harness.run.runner import ProgressSink, RunSummary, execute_run
 from ledger.store import RunAgent, Store
 from mindledger.errors import UserError
@@ -136,9 +136,9 @@ async def execute_batch(
     ``interrupted`` when ``interrupt_on_failure`` (unless it is complete), else its status is
     left as it was; either way the error propagates.
 
-    With a ``ledger``, the run is sealed before its first trial (from then on forecasts for it
-    are refused) and, once its status says it ended, the forecasts the service holds for it
-    are revealed (:mod:`harness.run.forecasting`; a failure there is logged, never raised).
+    Once the status says the run ended, the self-forecasts the service holds for it are
+    revealed and scored (:func:`harness.run.forecasting.reveal_ended`, with ``ledger`` or one
+    opened from the settings; a failure there is logged, never raised).
 
     Idempotent: executing a batch twice, or twice at once, stores each trial once."""
     run = await asyncio.to_thread(store.get_run, run_id)
@@ -165,7 +165,6 @@ async def execute_batch(
 
     summary: RunSummary | None = None
     if positions:
-        await asyncio.to_thread(seal, ledger, run_id)
         await asyncio.to_thread(store.transition_run, run_id, "running", unless=_RUNNING_UNLESS)
         items = await asyncio.to_thread(
             _batch_items, store, run_id, ids, positions, whole=item_ids is None
@@ -202,7 +201,7 @@ async def execute_batch(
             raise
     status = await asyncio.to_thread(settle_run, store, run_id, others_pending=others_pending)
     if status is not None:
-        await asyncio.to_thread(reveal_held, ledger, store, run_id)
+        await asyncio.to_thread(reveal_ended, store, settings, run_id, ledger)
     return BatchResult(summary, status)
 
 

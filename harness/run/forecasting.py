@@ -1,6 +1,6 @@
 """Self-forecasts around a run (issue 29): which figures an agent may forecast for a suite, the
-id a scheduled run is announced under, the seal before a run's first trial, and the reveal of
-the forecasts the service holds once the run has ended.
+id a scheduled run is announced under, and the reveal of the forecasts the service holds once
+the run has ended.
 
 The ledger keeps the forecasts and scores them (:meth:`ledger.predictions.Ledger.commit_forecast`,
 ``reveal_forecast``); the reports say what a run's figure is (:func:`reports.self_forecast.
@@ -13,13 +13,14 @@ figure_value`). This module is where the harness joins them:
 - :func:`scheduled_run_id` — the run id a nightly job announces (``GET /schedule/next``) and
   uses when it fires: derived from the job's id and the time it is scheduled to fire, so it
   needs no storage of its own and survives a restart (the job store keeps the fire time);
-- :func:`seal` — the ``run-start`` entry, before the run's first trial (after it, commits for
-  the run are refused);
 - :func:`outcome_of` — a run's value of a figure for an agent and the naive forecast's inputs
   (its value in the agent's previous finished run of the same suite);
-- :func:`reveal_held` — after a run ends, reveal every forecast the service holds for it.
-  Never raises into the run: a failure is logged and the forecast stays unrevealed (a later
-  call reveals it).
+- :func:`reveal_ended` (:func:`reveal_held` with a ledger) — after a run ends, reveal every
+  forecast the service holds for it. Never raises into the run: a failure is logged and the
+  forecast stays unrevealed (a later call, ``mindledger forecast reveal RUN``, reveals it).
+
+(The seal, the ``run-start`` entry before a run's first trial after which commits for the run
+are refused, is :func:`harness.run.execution.seal_run`'s.)
 """
 
 from __future__ import annotations
@@ -43,9 +44,9 @@ __all__ = [
     "Outcome",
     "forecastable",
     "outcome_of",
+    "reveal_ended",
     "reveal_held",
     "scheduled_run_id",
-    "seal",
 ]
 
 log = logging.getLogger("mindledger.forecasting")
@@ -88,14 +89,6 @@ def scheduled_run_id(job_id: str, fire_time: dt.datetime) -> str:
     at = fire_time.astimezone(dt.UTC).replace(microsecond=0)
     tail = hashlib.sha256(f"{job_id}|{at.isoformat()}".encode()).hexdigest()[:6]
     return at.strftime("%Y%m%d-%H%M%S-") + tail
-
-
-def seal(ledger: Ledger | None, run_id: str) -> None:
-    """Append the run's seal (``run-start``) before its first trial: from then on the ledger
-    refuses forecasts for it. Idempotent (a resumed run is sealed once). No ledger: nothing
-    (then no forecast can have been committed either: a commit needs the ledger)."""
-    if ledger is not None:
-        ledger.seal_run(run_id)
 
 
 @dataclass(frozen=True)
@@ -154,6 +147,35 @@ def outcome_of(
             previous = (was.value, was.ci, was.level)
     note = None if now.value is not None else (now.reason or "the run has no value of it")
     return Outcome(now.value, note, previous)
+
+
+def reveal_ended(
+    store: Store, settings: Settings, run_id: str, ledger: Ledger | None = None
+) -> list[str]:
+    """After run ``run_id`` ended: reveal the forecasts the service holds for it, with
+    ``ledger`` or, when there are any to reveal, one opened from ``settings`` (as the seal is:
+    :func:`harness.run.execution.seal_run`). Never raises; returns the ids revealed."""
+    from ledger.forecasts import read_forecasts
+
+    try:
+        pending = [
+            f for f in read_forecasts(store.engine, run_id=run_id)
+            if f.held and f.status == "committed"
+        ]  # fmt: skip
+        if not pending:
+            return []
+        if ledger is not None:
+            return reveal_held(ledger, store, run_id)
+        from harness.config.workspace import SeedPolicy, Workspace
+
+        opened = Workspace(settings, store.engine, store, SeedPolicy.of(settings)).new_ledger()
+        try:
+            return reveal_held(opened, store, run_id)
+        finally:
+            opened.close()
+    except Exception:
+        log.exception("run %s: could not reveal its held forecasts", run_id)
+        return []
 
 
 def reveal_held(

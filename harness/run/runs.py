@@ -117,8 +117,8 @@ async def execute_stored_run(
     missing, else ``incomplete``; ``interrupted`` if it raises or is cancelled (Ctrl-C).
 
     Starts the embedded model when an agent needs it (unless ``local_base_url`` is given) and
-    stops it afterwards, whatever happens. With a ``ledger``, the run is sealed before its
-    first trial and the forecasts the service holds for it are revealed when it ends."""
+    stops it afterwards, whatever happens. The self-forecasts the service holds for the run are
+    revealed when it ends, with ``ledger`` (default: one opened from the settings)."""
     result = await execute_batch(
         store,
         settings,
