@@ -83,6 +83,7 @@ async def test_the_history_screen_shows_the_forecast_table(
         app.push_screen(HistoryScreen(app.source, "piper"))
         await until(pilot, lambda: rows(pilot, "#forecasts") == 4)
         table = app.screen.query_one("#forecasts", DataTable)
+        assert table.display
         cells = table.get_row_at(2)
         assert [str(c) for c in cells][:2] == ["run-01", "d50"]
         assert "bold red" in str(cells[6].style) or any(

@@ -62,6 +62,8 @@ class HistoryScreen(WorkerScreen):
         fill_table(self.query_one("#history", DataTable), HISTORY_COLUMNS, [])
         fill_table(self.query_one("#points", DataTable), POINT_COLUMNS, [])
         fill_table(self.query_one("#forecasts", DataTable), FORECAST_COLUMNS, [])
+        self.query_one("#forecasts", DataTable).display = False
+        self.query_one("#forecasts-title", Static).display = False
         self.load()
 
     def read(self) -> HistoryView:
@@ -95,10 +97,13 @@ class HistoryScreen(WorkerScreen):
         table.focus()
 
     def _show_forecasts(self, view: HistoryView) -> None:
-        """The self-forecasts, newest run first, confidently wrong ones in red."""
-        self.query_one("#forecasts-title", Static).update(Text(
-            "Self-forecasts: each forecast's 50% and 90% bands beside the outcome"
-            if view.forecasts else ""))
+        """The self-forecasts, newest run first, confidently wrong ones in red (nothing of
+        them when the agent made none)."""
+        title = self.query_one("#forecasts-title", Static)
+        table = self.query_one("#forecasts", DataTable)
+        title.display = table.display = bool(view.forecasts)
+        title.update(Text("Self-forecasts: each forecast's 50% and 90% bands beside the outcome"
+                          if view.forecasts else ""))
         rows = []
         for cells, wrong in zip(view.forecasts, view.forecast_wrong, strict=True):
             r = [Text(c) for c in cells]
@@ -106,7 +111,7 @@ class HistoryScreen(WorkerScreen):
                 for c in r:
                     c.stylize("bold red")
             rows.append(r)
-        fill_table(self.query_one("#forecasts", DataTable), FORECAST_COLUMNS, rows)
+        fill_table(table, FORECAST_COLUMNS, rows)
 
     def _show_points(self, row: int) -> None:
         points = self.query_one("#points", DataTable)
