@@ -8,6 +8,7 @@ section), one CSV row per forecast, the lines the dashboard shows, and the forec
     render_self_forecast_csv(profile) -> str           # mindledger report --format forecasts-csv
     band_text(line) -> str ; mark(line) -> str
     history_forecast_text(history) -> list[str] ; history_forecast_html(history) -> str
+    forecast_csv_rows(history) -> list[list]            # mindledger history --format csv
 
 Pure: models in, text out.
 """
@@ -26,6 +27,7 @@ __all__ = [
     "CSV_COLUMNS",
     "WRONG",
     "band_text",
+    "forecast_csv_rows",
     "history_forecast_html",
     "history_forecast_text",
     "mark",
@@ -362,6 +364,39 @@ def history_forecast_text(history: Any) -> list[str]:
         out += [
             "  ".join(c.ljust(wd) for c, wd in zip(r, widths, strict=True)).rstrip() for r in rows
         ]
+    return out
+
+
+def forecast_csv_rows(history: Any) -> list[list[Any]]:
+    """``mindledger history --format csv``'s rows for the self-forecasts, in its columns
+    (metric, run_id, created_at, suite, held_out, value, ci_low, ci_high, n, k, text, tested,
+    flagged, baseline, p, reason): metric ``forecast:<figure>``, value the outcome, ci the
+    forecast's 90% interval, text both bands, flagged when confidently wrong, baseline the
+    forecast's median, reason what became of it."""
+    runs = {r.id: r for r in history.runs}
+    out = []
+    for x in history.forecasts:
+        r = runs.get(x.run)
+        lo, hi = x.interval_90 or (None, None)
+        row = [
+            f"forecast:{x.figure}",
+            x.run,
+            r.created_at if r else None,
+            r.suite if r else None,
+            r.held_out if r else None,
+            x.outcome,
+            lo,
+            hi,
+            None,
+            None,
+            band_text(x),
+            x.status == "scored",
+            x.confidently_wrong,
+            x.median,
+            None,
+            mark(x),
+        ]
+        out.append(["" if v is None else v for v in row])
     return out
 
 
