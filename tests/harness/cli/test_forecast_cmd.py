@@ -85,6 +85,11 @@ def test_commit_list_show_and_the_run_closes_when_it_starts(
     ok(capsys, "run", "--resume", "run-cli-1")
     assert "started" in refused(capsys, "forecast", "commit", "run-cli-1", "d50",
                                 "--agent", "bot", "--quantiles", "0.5=2")  # fmt: skip
+    # ...and what the service held is revealed and scored as the run ends
+    (revealed,) = json.loads(ok(capsys, "forecast", "list", "--json"))
+    assert revealed["status"] == "scored" and revealed["outcome"] is not None, revealed
+    assert revealed["reason"] == "the oracle is right"
+    assert json.loads(ok(capsys, "forecast", "reveal", "run-cli-1"))["revealed"] == []
     verified = json.loads(ok(capsys, "ledger", "verify", "--format", "json"))
     assert verified["ok"] is True, verified
 

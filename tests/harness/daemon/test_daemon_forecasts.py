@@ -286,3 +286,58 @@ def test_a_stored_run_that_was_announced_keeps_its_deadline(world: World, tmp_pa
     r = world.send("POST", "/forecasts", "ada",
                    json={"run": run_id, "figure": "d50", "commitment": sealed})  # fmt: skip
     assert r.status_code == 409 and _error(r)["code"] == "deadline_passed", r.text
+
+
+def _value(world: World, run_id: str, agent: str, name: str) -> float | None:
+    from reports.profile import build_profile
+    from reports.self_forecast import figure_value
+
+    profile = build_profile(world.daemon.store, run_id, n_boot=200)
+    return figure_value(profile, agent, name, None).value
+
+
+def test_the_service_reveals_what_it_holds_when_the_run_ends(world: World) -> None:
+    """Two runs of bea's in a row, a held forecast for each: each is scored against its run's
+    figure, the second against a naive forecast from the first run's value."""
+    fids = []
+    for _ in range(2):
+        run = world.planned("bea")
+        r = world.send("POST", "/forecasts", "operator", json={
+            "run": run, "figure": "false_belief_accuracy", "forecast": QUANTILES,
+            "predictor": "bea"})  # fmt: skip
+        assert r.status_code == 201, r.text
+        world.execute(run)
+        fids.append((r.json()["id"], run))
+    states = [world.daemon.ledger.forecast(fid) for fid, _ in fids]
+    for state, (_, run) in zip(states, fids, strict=True):
+        assert state.status == "scored", state
+        outcome = _value(world, run, "bea", "false_belief_accuracy")
+        assert outcome is not None and state.outcome == pytest.approx(outcome)
+        assert state.rule == "quantile_score"
+        assert state.loss == pytest.approx(parse_forecast(QUANTILES).loss(outcome))
+    assert states[1].naive is not None and states[1].naive_loss is not None
+    assert world.daemon.ledger.verify() == []
+
+
+def test_an_agent_reveals_its_own_after_the_run_once(world: World) -> None:
+    run = world.planned("ada")
+    sealed, body, salt = _sealed()
+    fid = world.send("POST", "/forecasts", "ada",
+                     json={"run": run, "figure": "d50", "commitment": sealed}).json()["id"]  # fmt: skip
+    wrong, _, _ = _sealed()
+    other = world.send("POST", "/forecasts", "ada",
+                       json={"run": run, "figure": "d50", "commitment": wrong}).json()["id"]  # fmt: skip
+    world.execute(run)
+    sent = {"forecast": body["forecast"], "reason": body["reason"], "salt": salt}
+    r = world.send("POST", f"/forecasts/{fid}/reveal", "ada", json=sent)
+    assert r.status_code == 200, r.text
+    assert r.json()["status"] in ("scored", "void") and r.json()["forecast"] == QUANTILES
+    if r.json()["status"] == "void":
+        assert r.json()["note"]
+    again = world.send("POST", f"/forecasts/{fid}/reveal", "ada", json=sent)
+    assert again.status_code == 409
+    # the right forecast with another commitment's salt: recorded rejected, said with a 409
+    rejected = world.send("POST", f"/forecasts/{other}/reveal", "ada", json=sent)
+    assert rejected.status_code == 409 and _error(rejected)["code"] == "reveal_rejected"
+    assert world.daemon.ledger.forecast(other).status == "rejected"
+    assert world.daemon.ledger.verify() == []
