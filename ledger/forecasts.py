@@ -48,7 +48,7 @@ from ledger.errors import AgentSignatureError, LedgerStateError
 from ledger.protocol import is_digest
 from mindledger.canonical import canonical_json
 from mindledger.errors import InputError, NotFoundError
-from mindledger.forecasts import figure
+from mindledger.forecasts import figure, forecast_body, parse_forecast
 from mindledger.names import check_agent_name
 
 __all__ = ["ForecastState", "Forecasts", "read_forecasts"]
@@ -212,6 +212,7 @@ class Forecasts:
         held_row: tuple[str, str] | None = None
         if held is not None:
             body, salt_hex = check_body(held[0], "forecast"), held[1]
+            forecast_body(parse_forecast(body["forecast"]), body["reason"])
             wrong = opens(commitment, body, salt_hex)
             if wrong is not None:
                 raise InputError(f"the held forecast: {wrong}", where="commitment")
@@ -297,6 +298,8 @@ class Forecasts:
         note: str | None = None,
     ) -> ForecastState:
         opened = check_body(body)
+        if not isinstance(salt, str):
+            raise InputError("expected hex", where="salt")
         naive_from = check_previous(previous)
         if outcome is not None and (
             isinstance(outcome, bool)

@@ -127,8 +127,9 @@ def test_a_held_forecast_that_does_not_open_its_commitment_is_refused(ledger: Le
     with pytest.raises(InputError, match="commitment"):
         ledger.commit_forecast("piper", "r1", "d50", wrong, held=(body, salt))
     bad = {"forecast": {"form": "bins", "edges": [0, 1], "probs": [0.5]}, "reason": None}
-    with pytest.raises(InputError, match="not valid"):
+    with pytest.raises(InputError) as exc:
         ledger.commit_forecast("piper", "r1", "d50", commit_of(bad, salt), held=(bad, salt))
+    assert exc.value.where == "forecast.probs"
     assert ledger.forecasts() == [] and ledger.count("forecast") == 0
 
 
@@ -505,3 +506,38 @@ def test_ledger_show_and_verify_show_the_forecasts(
         "states": {"committed": 1, "scored": 1},
         "sealed_runs": 1,
     }
+
+
+def test_a_committed_forecast_that_is_not_valid_is_rejected_at_its_reveal(
+    ledger: Ledger,
+) -> None:
+    bad = {
+        "forecast": {"form": "quantiles", "levels": [0.5, 0.1], "values": [1, 2]},
+        "reason": None,
+    }
+    salt = os.urandom(32).hex()
+    state = ledger.commit_forecast("piper", "r1", "d50", commit_of(bad, salt))
+    out = ledger.reveal_forecast(state.id, bad, salt, outcome=1.0, previous=None)
+    assert out.status == "rejected" and out.loss is None
+    assert out.note is not None and "not valid" in out.note
+    assert ledger.verify(full=True) == []
+
+
+def test_an_agent_signature_must_be_the_registered_agents(ledger: Ledger) -> None:
+    from ledger._forecasts import forecast_message
+    from ledger.errors import AgentSignatureError
+    from ledger.keys import COMMIT_TAG, public_key_hex, sign
+
+    agent = Ed25519PrivateKey.from_private_bytes(b"\x09" * 32)
+    body, salt = sealed_body(Q)
+    c = commit_of(body, salt)
+    fields = {"predictor": "piper", "run": "r1", "figure": "d50", "commitment": c}
+    sig = sign(agent, COMMIT_TAG, forecast_message(fields))
+    with pytest.raises(AgentSignatureError, match="no public key is registered"):
+        ledger.commit_forecast("piper", "r1", "d50", c, agent_signature=sig)
+    ledger.register_agent("piper", public_key_hex(agent.public_key()))
+    with pytest.raises(AgentSignatureError, match="does not verify"):
+        ledger.commit_forecast("piper", "r2", "d50", c, agent_signature=sig)
+    state = ledger.commit_forecast("piper", "r1", "d50", c, agent_signature=sig)
+    assert state.seq > 0
+    assert ledger.verify(full=True) == []
