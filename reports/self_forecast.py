@@ -297,7 +297,8 @@ def _in_history(
     forecasts: Sequence[ForecastState], run_id: str, runs: Sequence[str] | None
 ) -> list[ForecastState]:
     """The forecasts of ``run_id`` and of the runs before it in ``runs`` (every forecast
-    when ``runs`` is None)."""
+    when ``runs`` is None; those of every run in ``runs`` when ``run_id`` is not among them,
+    as for a run that has not finished)."""
     if runs is None:
         return list(forecasts)
     order = list(runs)
