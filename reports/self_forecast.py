@@ -18,7 +18,8 @@ Public API::
 estimated: a D50 beyond or below the tested depths is a bound, not a value), ``S`` (the
 agent's skill predicting itself, from the matrix run beside the run), ``accuracy_at_depth:Rk``
 (false-belief accuracy at depth k; R0 is the reality check) and ``ablation_credit:<module>``
-(full − ablated false-belief accuracy, from the run's ablation of that module). A
+(full − ablated false-belief accuracy, from the run's ablation of that module). An invalid
+agent's false-belief figures do not count (seed 002 §18.2 rule 6): they have no value. A
 ``change:<figure>`` is the figure's value minus its value in ``previous`` (the agent's previous
 finished run of the same suite), its interval the two intervals' half-widths added in
 quadrature (the two runs are independent samples; a normal approximation). Without a value,
@@ -151,9 +152,17 @@ def _estimate(e: Estimate | None, what: str, level: float) -> FigureValue:
     return FigureValue(value, _ci(e.ci, e.status), level)
 
 
+WITHHELD = ("false_belief_accuracy", "d50", "leakage_resistance", "accuracy_at_depth")
+"""The figures an invalid agent's validity check withholds (accuracy at R0, the reality
+check, aside): they do not count, so there is nothing to score a forecast of them against."""
+
+
 def _level(a: AgentProfile, fig: Figure, level: float) -> FigureValue:
     """The figure itself (not its change) for agent profile ``a``."""
     base = fig.base
+    if a.valid is False and base in WITHHELD and fig.arg != "R0":
+        why = a.validity.message or "the agent failed the true-belief control rule"
+        return _none(f"not counted: the agent is invalid on this run ({why})")
     if base == "false_belief_accuracy":
         return _estimate(a.false_belief_accuracy, "false-belief accuracy", level)
     if base == "leakage_resistance":
@@ -297,7 +306,8 @@ def _in_history(
     forecasts: Sequence[ForecastState], run_id: str, runs: Sequence[str] | None
 ) -> list[ForecastState]:
     """The forecasts of ``run_id`` and of the runs before it in ``runs`` (every forecast
-    when ``runs`` is None)."""
+    when ``runs`` is None; those of every run in ``runs`` when ``run_id`` is not among them,
+    as for a run that has not finished)."""
     if runs is None:
         return list(forecasts)
     order = list(runs)

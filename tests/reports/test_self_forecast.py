@@ -362,3 +362,20 @@ def test_build_profile_reads_forecasts_through_one_function(
     monkeypatch.delattr(ledger.forecasts, "read_forecasts", raising=False)
     if not hasattr(ledger.forecasts, "read_forecasts"):
         assert attach_self_forecasts(store, p) is p  # before the ledger reads forecasts
+
+
+def test_an_invalid_agents_false_belief_figures_have_no_value(template: dict[str, Any]) -> None:
+    d = copy.deepcopy(template)
+    d["agents"]["agent"]["valid"] = False
+    d["agents"]["agent"]["validity"]["message"] = "true-belief control accuracy 40% < 90%"
+    p = RunProfile.of(d)
+    for name in ("false_belief_accuracy", "d50", "leakage_resistance", "accuracy_at_depth:R2"):
+        v = figure_value(p, "agent", name)
+        assert v.value is None and v.reason == (
+            "not counted: the agent is invalid on this run (true-belief control accuracy 40% < 90%)"
+        )
+    assert figure_value(p, "agent", "accuracy_at_depth:R0").value is not None
+    assert (
+        figure_value(RunProfile.of(template), "agent", "d50").reason
+        != figure_value(p, "agent", "d50").reason
+    )

@@ -21,6 +21,7 @@ from mindledger.forecasts import Quantiles, forecast_body
 from reports import build_profile
 from reports.history import agent_history
 from reports.history_render import render_history_text
+from reports.render import report
 from reports.self_forecast import figure_value
 
 from .conftest import StoredRun
@@ -87,6 +88,10 @@ def test_build_profile_reads_the_agents_forecasts_from_the_ledger(
     assert sf.this_run[0].in_90 is True and sf.this_run[0].outcome == pytest.approx(truth.value)
     assert [x.figure for x in sf.confidently_wrong] == ["leakage_resistance"]
     assert after.agents["piper-control"].self_forecast is None
+    # mindledger report reads them too
+    assert "### Self-forecasts" in report(copied, run_id, "md", seed=1, n_boot=200)
+    rows = report(copied, run_id, "forecasts-csv", seed=1, n_boot=200).splitlines()
+    assert len(rows) == 3 and rows[1].startswith(f"{run_id},piper,f")
     history = agent_history(copied, "piper", n_boot=200, seed=1)
     assert [r.id for r in history.runs] == [run_id]
     assert [x.figure for x in history.confidently_wrong()] == ["leakage_resistance"]
