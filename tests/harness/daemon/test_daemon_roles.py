@@ -429,7 +429,8 @@ def _reveal_forecast(w: World, caller: str | None, subject: Side, role: Role) ->
         nothing = "f" + "0" * 20
         unknown = w.send("POST", f"/forecasts/{nothing}/reveal", caller, json=sent)
         _as_unknown(r, subject.forecast, unknown, nothing)
-    return [(r, {subject.forecast, '"scored"'} if role == "agent" else set())]
+    # revealed (scored, or void when the run has no value of the figure: the note says why)
+    return [(r, {subject.forecast, '"revealed_at":"'} if role == "agent" else set())]
 
 
 def _schedule(w: World, caller: str | None, subject: Side, role: Role) -> Seen:
