@@ -341,3 +341,20 @@ def test_an_agent_reveals_its_own_after_the_run_once(world: World) -> None:
     assert rejected.status_code == 409 and _error(rejected)["code"] == "reveal_rejected"
     assert world.daemon.ledger.forecast(other).status == "rejected"
     assert world.daemon.ledger.verify() == []
+
+
+def test_a_run_shared_by_two_agents_is_neither_agents_to_forecast_but_an_operators(
+    world: World,
+) -> None:
+    """A run with both agents under test is nobody's alone (its trials are both agents'): an
+    agent token is answered as for an unknown run; an operator forecasts for either."""
+    run = world.planned("ada", "bea")
+    sealed, _, _ = _sealed()
+    body = {"run": run, "figure": "d50", "commitment": sealed}
+    assert world.send("POST", "/forecasts", "ada", json=body).status_code == 404
+    for agent in ("ada", "bea"):
+        sealed, _, _ = _sealed()
+        r = world.send("POST", "/forecasts", "operator",
+                       json={**body, "commitment": sealed, "predictor": agent})  # fmt: skip
+        assert r.status_code == 201, r.text
+    assert {f.predictor for f in world.daemon.ledger.forecasts(run_id=run)} == {"ada", "bea"}

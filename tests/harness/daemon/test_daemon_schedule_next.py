@@ -113,3 +113,20 @@ def test_the_nightly_job_uses_the_id_it_announced(
         second.shutdown()
     assert ctx.run_ids == [announced.run_id]
     store.engine.dispose()
+
+
+def test_a_daemon_without_a_scheduler_announces_nothing(sqlite_url: str, tmp_path: Path) -> None:
+    import httpx
+
+    from harness.daemon import BackgroundServer, build_daemon, create_token
+
+    settings = settings_for(tmp_path, sqlite_url, "bot")
+    daemon = build_daemon(settings, scheduler=False)
+    token = create_token(daemon.engine, "bot")
+    try:
+        with BackgroundServer(daemon.app) as server:
+            r = httpx.get(server.url + "/schedule/next", timeout=30,
+                          headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+    finally:
+        daemon.close()
+    assert r.status_code == 200 and r.json() == {"runs": []}
