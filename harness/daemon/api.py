@@ -16,7 +16,8 @@ GET      /runs?limit=N                            the latest runs (an agent toke
 GET      /runs/{id}                               a run's summary and trial counts per agent
 GET      /runs/{id}/profile                       the run's profile (as ``report --format json``)
 POST     /runs                                    run-now: ``{"suite", "agent"?, "references"?,
-                                                  "ablate"?}`` (modules of the agent)
+                                                  "ablate"?, "forecasts"?}`` (modules of the
+                                                  agent; its self-forecasts for the run)
 POST     /predictions                             commit: ``{"target", "commitment", "request"
                                                   | "messages", "query"?}`` or ``{"target",
                                                   "query", "commitment"}``

@@ -358,3 +358,44 @@ def test_a_run_shared_by_two_agents_is_neither_agents_to_forecast_but_an_operato
                        json={**body, "commitment": sealed, "predictor": agent})  # fmt: skip
         assert r.status_code == 201, r.text
     assert {f.predictor for f in world.daemon.ledger.forecasts(run_id=run)} == {"ada", "bea"}
+
+
+def test_a_run_requested_now_carries_its_forecasts_committed_before_it_is_queued(
+    world: World,
+) -> None:
+    """``POST /runs`` starts the run at once: its forecasts come with the request, checked
+    before anything is stored and committed before the run is queued (so before its seal)."""
+    sealed, _, _ = _sealed()
+    forecasts = [
+        {"figure": "d50", "commitment": sealed},
+        {"figure": "false_belief_accuracy", "forecast": QUANTILES, "reason": "as ever"},
+    ]
+    before = (len(world.daemon.store.list_runs(1000)), len(world.daemon.ledger.forecasts()))
+    bad = [forecasts[0], {**forecasts[1], "forecast": {**QUANTILES, "values": [1, 0, 2]}}]
+    for body, field in (
+        ({"suite": "smoke", "agent": "ada", "forecasts": bad}, "forecasts[1].forecast.values"),
+        ({"suite": "smoke", "references": ["oracle"], "forecasts": forecasts}, "agent"),
+        (
+            {"suite": "smoke", "agent": "ada", "forecasts": [forecasts[0], forecasts[0]]},
+            "forecasts[1].commitment",
+        ),
+    ):
+        r = world.send("POST", "/runs", "ada", json=body)
+        assert r.status_code == 400 and _error(r)["field"] == field, r.text
+    r = world.send("POST", "/runs", "ada", json={"suite": "smoke", "agent": "ada",
+                                                 "forecasts": [{"figure": "d9", "commitment": sealed}]})  # fmt: skip
+    assert r.status_code == 400 and _error(r)["field"] == "forecasts[0].figure", r.text
+    assert (len(world.daemon.store.list_runs(1000)), len(world.daemon.ledger.forecasts())) == before
+
+    r = world.send("POST", "/runs", "ada",
+                   json={"suite": "smoke", "agent": "ada", "forecasts": forecasts})  # fmt: skip
+    assert r.status_code == 202, r.text
+    run = r.json()["run"]["id"]
+    made = r.json()["forecasts"]
+    assert [(f["figure"], f["held"]) for f in made] == [("d50", False),
+                                                        ("false_belief_accuracy", True)]  # fmt: skip
+    assert [f.id for f in world.daemon.ledger.forecasts(run_id=run)] == [f["id"] for f in made]
+    world.execute(run)  # (this daemon's scheduler is paused: the test runs it)
+    held = world.daemon.ledger.forecast(made[1]["id"])
+    assert held.status in ("scored", "void") and held.reason == "as ever"
+    assert world.daemon.ledger.verify() == []
