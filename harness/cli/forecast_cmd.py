@@ -23,7 +23,7 @@ from mindledger.errors import InputError, UserError
 if TYPE_CHECKING:
     from harness.daemon.web import ApiError
 
-__all__ = ["forecast"]
+__all__ = ["forecast", "quantiles_forecast"]
 
 
 def _desk(ctx: click.Context) -> Any:
@@ -46,7 +46,7 @@ def _operator() -> Any:
                      max_queued_runs=None)  # fmt: skip
 
 
-def _quantiles(text: str) -> dict[str, Any]:
+def quantiles_forecast(text: str) -> dict[str, Any]:
     """``0.05=0.4,0.5=0.6,0.95=0.8`` as a quantiles forecast."""
     levels, values = [], []
     for part in text.split(","):
@@ -128,7 +128,7 @@ def commit_cmd(
         "run": run,
         "figure": figure,
         "predictor": agent,
-        "forecast": _quantiles(quantiles)
+        "forecast": quantiles_forecast(quantiles)
         if quantiles is not None
         else _json_forecast(forecast_json or ""),
     }

@@ -119,3 +119,21 @@ def test_next_lists_the_announced_runs_and_a_commit_for_one_gets_its_deadline(
     assert made["deadline"] is not None and made["run"] == run["run"]
     assert "--agent:" in refused(capsys, "forecast", "commit", run["run"], "d50",
                                   "--agent", "other", "--quantiles", "0.5=2")  # fmt: skip
+
+
+def test_run_takes_the_agents_forecasts_before_its_first_trial(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert "--forecast" in refused(capsys, "run", "--suite", "smoke", "--agent", "bot",
+                                   "--forecast", "d99", "0.5=1")  # fmt: skip
+    assert "--forecast" in refused(capsys, "run", "--suite", "smoke", "--agent", "bot",
+                                   "--agent", "other", "--forecast", "d50", "0.5=1")  # fmt: skip
+    assert json.loads(ok(capsys, "runs", "--format", "json")) == []  # nothing stored
+    summary = json.loads(ok(capsys, "run", "--suite", "smoke", "--agent", "bot", "--format",
+                            "json", "--forecast", "false_belief_accuracy",
+                            "0.1=0.5,0.5=0.8,0.9=0.95"))  # fmt: skip
+    (made,) = json.loads(ok(capsys, "forecast", "list", "--json"))
+    assert made["run_id"] == summary["run"]["id"] and made["predictor"] == "bot"
+    assert made["held"] is True and made["status"] == "scored", made
+    verified = json.loads(ok(capsys, "ledger", "verify", "--format", "json"))
+    assert verified["ok"] is True, verified
