@@ -209,10 +209,18 @@ def seal_run(store: Store, settings: Settings, run_id: str) -> None:
     """Seal the run in the ledger (:meth:`ledger.predictions.Ledger.seal_run`: its
     ``run-start`` entry; idempotent) before any of its trials is written, so that the ledger
     alone shows which self-forecasts of it were committed before its first trial, and takes
-    none after. Blocking. A failure propagates: a run that cannot be sealed does not start."""
+    none after. Blocking. A failure propagates: a run that cannot be sealed does not start.
+
+    The seal neither checks nor moves the data directory's head witness, and keeps no heads
+    file: one data directory may serve the runs of several databases (``--db-url``, tests),
+    and a run must not fail because another database's ledger was witnessed there. The head
+    is still checked (its hash and the service key's signature), and what the witness guards
+    against (a cut-off tail, a replaced ledger) is still caught by every witnessed append — a
+    forecast's commit among them — and by ``ledger verify``."""
     from harness.config.workspace import SeedPolicy, Workspace  # the ledger loads on first use
 
-    ledger = Workspace(settings, store.engine, store, SeedPolicy.of(settings)).new_ledger()
+    workspace = Workspace(settings, store.engine, store, SeedPolicy.of(settings))
+    ledger = workspace.new_ledger(heads_file=False, witness=False)
     try:
         ledger.seal_run(run_id)
     finally:
