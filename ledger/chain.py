@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from ledger._forecasts import FORECAST_KINDS, ForecastFold
 from ledger.calls import Calls, check_call, check_refusal, obligation_warnings, summarise
 from ledger.errors import LedgerKeyError
 from ledger.keys import COMMIT_TAG, ENTRY_TAG, KEY_TAG, parse_public_key, public_key_hex, sign
@@ -266,6 +267,8 @@ class Failure:
             where += f" ({self.entry[:19]}…)"
         if self.subject and self.subject.startswith("p"):
             where += f", prediction {self.subject}"
+        elif self.subject and self.subject.startswith(("f", "run:")):
+            where += f", {'forecast ' if self.subject[0] == 'f' else ''}{self.subject}"
         return f"{where}: {self.problem.replace('-', ' ')}: {self.message}"
 
 
@@ -296,6 +299,10 @@ class Verification:
     """The Merkle root of the entries, re-derived (None when they could not be read in order)."""
     roots: dict[int, bytes] = field(default_factory=dict)
     """Re-derived Merkle roots at the sizes asked for (for checking saved tree heads)."""
+    forecasts: dict[str, int] = field(default_factory=dict)
+    """Self-forecasts by state (``committed``, ``scored``, ``void``, ``rejected``)."""
+    sealed_runs: int = 0
+    """Runs sealed (``run-start`` entries)."""
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)
     """The query proxy's record per caller (:func:`ledger.calls.summarise`, as of the last
     entry's time)."""
@@ -324,6 +331,9 @@ class Verification:
             return str(self.failures[0])
         states = ", ".join(f"{n} {s}" for s, n in sorted(self.states.items())) or "none"
         head = f"head {self.head_seq} {self.head_hash}" if self.head_hash else "empty"
+        if self.forecasts or self.sealed_runs:
+            counts = ", ".join(f"{n} {s}" for s, n in sorted(self.forecasts.items())) or "none"
+            states += f"; forecasts: {counts} ({self.sealed_runs} run(s) sealed)"
         sigs = (
             "full check: every hash, link, reveal, signature and score"
             if self.signatures == "all"
@@ -345,6 +355,8 @@ class Fold:
         self.full = full
         self.predictions: dict[str, PredictionState] = {}
         self.agent_keys: dict[str, str] = {}
+        self.forecasts = ForecastFold(self.agent_keys, full=full)
+        """Self-forecasts and runs' seals (always checked in full: they have no fast path)."""
         self.calls = Calls()
         self.opened = False
         self.strict = False
@@ -457,6 +469,8 @@ class Fold:
             return self._apply_commit(e, payload)
         if kind == "call" or kind == "refuse":
             return self._apply_call(e, payload)
+        if kind in FORECAST_KINDS:
+            return self.forecasts.apply(kind, e.subject, e.seq, payload)
         state = self.predictions.get(e.subject)
         if state is None:
             return [("invalid-entry", f"{kind} for a prediction that was never committed")]
@@ -651,6 +665,8 @@ def _fast(
         head_seq=0 if last is None else last.seq,
         head_hash=None if last is None else last.hash,
         states=fold.states(),
+        forecasts=fold.forecasts.states(),
+        sealed_runs=len(fold.forecasts.seals),
         signatures="all" if full else "head",
         ledger_id=fold.ledger_id,
         keys=list(fold.keys),
@@ -948,6 +964,8 @@ class _Diagnosis:
             head_seq=last.seq if last is not None and type(last.seq) is int else 0,
             head_hash=last.hash if last is not None else None,
             states=fold.states(),
+            forecasts=fold.forecasts.states(),
+            sealed_runs=len(fold.forecasts.seals),
             signatures="all",
             ledger_id=fold.ledger_id,
             keys=list(fold.keys),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -131,7 +132,8 @@ def _load_or_create(home: Path, key_file: Path, public_file: Path) -> Ed25519Pri
     with contextlib.suppress(OSError):
         os.chmod(path.parent, 0o700)
     key = generate_key()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # unique per call, not only per process: two threads may create the key at once
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
     _write_private(tmp, key)
     try:
         os.link(tmp, path)
@@ -140,7 +142,7 @@ def _load_or_create(home: Path, key_file: Path, public_file: Path) -> Ed25519Pri
         return load_private_key(path)
     os.unlink(tmp)
     pub = home / public_file
-    pub_tmp = pub.with_name(f".{pub.name}.{os.getpid()}.tmp")
+    pub_tmp = pub.with_name(f".{pub.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
     pub_tmp.write_text(public_key_hex(key) + "\n", encoding="ascii")
     os.replace(pub_tmp, pub)
     return key
@@ -174,7 +176,7 @@ def rotate_service_key(home: Path, change: Callable[[Ed25519PrivateKey], object]
     change(new)
     os.replace(staged, current)
     pub = home / PUBLIC_KEY_FILE
-    pub_tmp = pub.with_name(f".{pub.name}.{os.getpid()}.tmp")
+    pub_tmp = pub.with_name(f".{pub.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
     pub_tmp.write_text(public_key_hex(new) + "\n", encoding="ascii")
     os.replace(pub_tmp, pub)
     return public_key_hex(new)

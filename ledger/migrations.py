@@ -305,6 +305,17 @@ def m0007_judgements(op: Operations) -> None:
     op.create_index("ix_judgements_run_id", "judgements", ["run_id"])
 
 
+def m0008_held_forecasts(op: Operations) -> None:
+    """Self-forecasts the service holds for their agents (see ledger.models: HeldForecastRow):
+    the forecast and its salt, written in the transaction of its ``forecast`` ledger entry."""
+    op.create_table(
+        "held_forecasts",
+        sa.Column("id", sa.String(), primary_key=True),
+        sa.Column("body_json", sa.Text(), nullable=False),
+        sa.Column("salt_hex", sa.String(), nullable=False),
+    )
+
+
 MIGRATIONS: list[Migration] = [
     ("0001_runs_items_trials", m0001_runs_items_trials),
     ("0002_predictions", m0002_predictions),
@@ -313,6 +324,7 @@ MIGRATIONS: list[Migration] = [
     ("0005_ledger_tree", m0005_ledger_tree),
     ("0006_notifications", m0006_notifications),
     ("0007_judgements", m0007_judgements),
+    ("0008_held_forecasts", m0008_held_forecasts),
 ]
 """Every migration, in the order it applies. Append only, and add the new id to
 :data:`ledger.schema.MIGRATION_IDS`."""

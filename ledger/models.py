@@ -203,7 +203,8 @@ class LedgerEntryRow(SQLModel, table=True):
     subject: str = Field(index=True)
     """What the entry is about: a prediction id (``p…``), ``agent:NAME`` or ``ledger``."""
     kind: str = Field(index=True)
-    """open, register, commit, observe, reveal, reject or expire."""
+    """open, key, register, commit, observe, reveal, reject, expire, call, refuse, forecast,
+    run-start or forecast-reveal."""
     payload_json: str = Field(sa_column=Column(Text, nullable=False))
     """The entry's content as canonical JSON."""
     time: str
@@ -231,6 +232,22 @@ class LedgerTreeRow(SQLModel, table=True):
     """Position of the subtree among those of its level."""
     hash: str
     """The subtree's root hash, 64 hex digits."""
+
+class HeldForecastRow(SQLModel, table=True):
+    """A self-forecast the service holds for its agent (sent in clear, see
+    :mod:`ledger.forecasts`): what its commitment hashes and the salt the service drew. Written
+    in the transaction that appends its ``forecast`` entry; the service reveals it after the
+    run."""
+
+    __tablename__ = "held_forecasts"
+
+    id: str = Field(primary_key=True)
+    """The forecast's id (``f`` + 20 hex digits of its commitment)."""
+    body_json: str = Field(sa_column=Column(Text, nullable=False))
+    """``{"forecast": …, "reason": …}`` as canonical JSON."""
+    salt_hex: str
+    """The salt, 32 bytes in hex."""
+
 
 # -- the daemon's tables: API bearer tokens (stored as their SHA-256 hash) and which token
 # requested which run. A token is shown once, when ``mindledger serve token`` creates it; the

@@ -16,6 +16,8 @@ every part that appends hands its request to the one :class:`~ledger._writer.Wri
   tree nodes they complete.
 - :class:`~ledger._commit_reveal.CommitReveal` — the protocol: commit, observe, reveal, expire,
   and a prediction's state (the fold of its entries, :class:`~ledger.protocol.PredictionState`).
+- :class:`~ledger.forecasts.Forecasts` — self-forecasts: commit, the runs' seals, reveal
+  (scored by the ledger), and a forecast's state (:class:`~ledger.forecasts.ForecastState`).
 - :class:`~ledger._proxy_record.ProxyRecord` — the query proxy's calls and refusals, and the
   obligations they open.
 - :class:`~ledger._verifier.Verifier` and :mod:`ledger._export` — verification of the stored
@@ -49,6 +51,7 @@ from ledger.calls import CallTally
 from ledger.chain import Entry, Failure, Verification
 from ledger.client import LedgerClient
 from ledger.db import Clock, open_engine, utc_now
+from ledger.forecasts import Forecasts, ForecastState, read_forecasts
 from ledger.keys import load_or_create_service_key
 from ledger.protocol import PredictionState
 from ledger.tree import HEADS_FILE, HeadsFile, TreeHead
@@ -104,6 +107,7 @@ class Ledger:
         self.writer = Writer(self.table, self.identity, self.guard, self.tree, self._now)
         self.commit_reveal = CommitReveal(self.table, self.writer, self._now, reveal_timeout)
         self.proxy = ProxyRecord(self.table, self.writer)
+        self.self_forecasts = Forecasts(self.table, self.writer)
         self.verifier = Verifier(self.table, self.identity, self.guard, self.tree, self.tree_heads)
 
     def _now(self) -> str:
@@ -237,6 +241,76 @@ class Ledger:
         """Counts by state and aggregate scores of the final predictions, penalties included
         (an open prediction past its deadline counts as expired)."""
         return self.commit_reveal.summary(predictor, target)
+
+    # -- self-forecasts (see ledger.forecasts) ----------------------------------------------
+
+    def commit_forecast(
+        self,
+        predictor: str,
+        run_id: str,
+        figure: str,
+        commitment: str,
+        *,
+        agent_signature: str | None = None,
+        held: tuple[Mapping[str, Any], str] | None = None,
+    ) -> ForecastState:
+        """Record ``predictor``'s forecast of ``figure`` (a name
+        :func:`mindledger.forecasts.figure` accepts) of its own profile in run ``run_id``: a
+        ``forecast`` entry with the commitment. ``held`` = (body, salt hex): the service holds
+        the forecast (body ``{"forecast": …, "reason": …}``, which with the salt must open the
+        commitment) to reveal it itself, in ``held_forecasts``, written with the entry.
+        ``agent_signature``: the agent's signature over
+        :func:`ledger._forecasts.forecast_message`, checked against its registered key.
+        Refused (LedgerStateError) once the run is sealed (:meth:`seal_run`) or when the
+        commitment is already recorded; InputError for a bad name, figure or commitment."""
+        return self.self_forecasts.commit(
+            predictor, run_id, figure, commitment, agent_signature=agent_signature, held=held
+        )
+
+    def seal_run(self, run_id: str) -> Entry:
+        """Seal run ``run_id`` (its ``run-start`` entry): called by its execution before it
+        writes the run's first trial; no forecast of the run is taken after it. Idempotent:
+        a sealed run's seal is returned as it is."""
+        return self.self_forecasts.seal(run_id)
+
+    def sealed(self, run_id: str) -> bool:
+        """Whether run ``run_id`` is sealed."""
+        return self.self_forecasts.sealed(run_id)
+
+    def reveal_forecast(
+        self,
+        forecast_id: str,
+        body: Mapping[str, Any],
+        salt: str,
+        *,
+        outcome: float | None,
+        previous: tuple[float, Sequence[float] | None, float] | None,
+        note: str | None = None,
+    ) -> ForecastState:
+        """Reveal forecast ``forecast_id`` (once; the caller checks that its run has ended):
+        ``body`` ``{"forecast": …, "reason": …}`` and ``salt`` (hex) must open the commitment
+        and hold a valid forecast, else it is recorded ``rejected``, unscored. ``outcome`` is
+        the run's value of the figure (None: ``void``, ``note`` saying why); ``previous`` =
+        (value, ci, level) of the predictor's previous run, for the naive forecast
+        (:func:`mindledger.forecasts.naive_like`; None: no naive forecast). Scored by the
+        form's rule: the forecast's loss and the naive one's."""
+        return self.self_forecasts.reveal(
+            forecast_id, body, salt, outcome=outcome, previous=previous, note=note
+        )
+
+    def held_forecast(self, forecast_id: str) -> tuple[dict[str, Any], str] | None:
+        """The body and salt (hex) of a forecast the service holds; None for any other."""
+        return self.self_forecasts.held(forecast_id)
+
+    def forecast(self, forecast_id: str) -> ForecastState:
+        """One forecast's state (NotFoundError if there is none)."""
+        return self.self_forecasts.forecast(forecast_id)
+
+    def forecasts(
+        self, predictor: str | None = None, run_id: str | None = None
+    ) -> list[ForecastState]:
+        """Every forecast (of ``predictor``, for ``run_id``), in commit order."""
+        return read_forecasts(self.engine, predictor=predictor, run_id=run_id)
 
     # -- the query proxy's record -----------------------------------------------------------
 

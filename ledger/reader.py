@@ -115,6 +115,7 @@ PROXY_ENTRIES_SQL = (
     "WHERE subject IN ({ids}) AND kind IN ('call', 'refuse') ORDER BY seq"
 )
 LAST_ENTRY_TIME_SQL = "SELECT time FROM ledger_entries ORDER BY seq DESC LIMIT 1"
+HAS_ENTRIES_SQL = "SELECT 1 FROM ledger_entries WHERE kind = ? LIMIT 1"
 APPLIED_MIGRATIONS_SQL = f"SELECT name FROM {MIGRATIONS_TABLE}"
 
 
@@ -258,6 +259,11 @@ class Reader:
         """The time of the prediction ledger's last entry (None when it has none)."""
         rows = self._all(LAST_ENTRY_TIME_SQL)
         return None if not rows or rows[0][0] is None else str(rows[0][0])
+
+    def has_entries(self, kind: str) -> bool:
+        """Whether the prediction ledger has an entry of ``kind`` (``forecast``: whether any
+        profile has a self-forecast section to read through the Store)."""
+        return bool(self._all(HAS_ENTRIES_SQL, (kind,)))
 
     # -- plumbing -------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ MIGRATION_IDS: tuple[str, ...] = (
     "0005_ledger_tree",
     "0006_notifications",
     "0007_judgements",
+    "0008_held_forecasts",
 )
 """The id of every migration in :data:`ledger.migrations.MIGRATIONS`, in the order they apply.
 A new migration adds its id here too."""

@@ -32,6 +32,7 @@ from reports.present import (
     role_order,
     small_n_said_once,
 )
+from reports.self_forecast_render import self_forecast_markdown
 from reports.verdicts import REFERENCES_HEADING, Verdict, contrast_note
 
 TAGS = {
@@ -562,6 +563,7 @@ def _agent_markdown(name: str, a: Mapping[str, Any], *, contrasts: bool = True,
                 _table(["family", "accuracy"],
                        [[f"{f.get('title') or name} (`{name}`)", fmt_prop(f)]
                         for name, f in fam.items()]), ""]
+    out += self_forecast_markdown(a.get("self_forecast"))
     api = a.get("api_errors") or {}
     out += [f"API errors: {api.get('count', 0)} of {api.get('trials', 0)} trials (excluded from "
             f"accuracy){'; by family ' + json.dumps(api['by_family']) if api.get('count') else ''}"

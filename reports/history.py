@@ -50,7 +50,7 @@ from typing import Any, Literal
 
 from ledger.store import Store
 from reports._json import JsonObject
-from reports.model import AgentProfile, RunProfile
+from reports.model import AgentProfile, ForecastLine, RunProfile
 from reports.present import NOT_IDENTIFIABLE, d50_text, depth_text, proportion_text
 
 __all__ = [
@@ -234,12 +234,19 @@ class RunRef:
 
 @dataclass(frozen=True)
 class AgentHistory:
-    """Every followed figure of ``agent`` over its runs (``runs``, oldest first)."""
+    """Every followed figure of ``agent`` over its runs (``runs``, oldest first), and its
+    self-forecasts of those runs (``forecasts``, oldest run first: each one's 50% and 90%
+    band beside the outcome, :mod:`reports.self_forecast`)."""
 
     agent: str
     rule: RegressionRule
     runs: tuple[RunRef, ...]
     metrics: tuple[MetricHistory, ...]
+    forecasts: tuple[ForecastLine, ...] = ()
+
+    def confidently_wrong(self) -> list[ForecastLine]:
+        """The forecasts whose outcome fell outside their 90% interval."""
+        return [f for f in self.forecasts if f.confidently_wrong]
 
     def metric(self, key: str) -> MetricHistory:
         for m in self.metrics:
@@ -275,6 +282,7 @@ class AgentHistory:
             self.agent, self.rule, tuple(r for r in self.runs if r.id in keep),
             tuple(MetricHistory(m.metric, tuple(p for p in m.points if p.run_id in keep))
                   for m in self.metrics),
+            tuple(f for f in self.forecasts if f.run in keep),
         )
 
     def to_dict(self) -> JsonObject:
@@ -286,6 +294,7 @@ class AgentHistory:
             "runs": [r.to_dict() for r in self.runs],
             "metrics": {m.key: m.to_dict() for m in self.metrics},
             "flagged": [{"run_id": r.point.run_id, **r.to_dict()} for r in self.regressions()],
+            "forecasts": [f.model_dump(mode="json", exclude_unset=True) for f in self.forecasts],
         }
 
 
@@ -483,10 +492,13 @@ def history_of(
     *,
     metrics: Iterable[str] | None = None,
     rule: RegressionRule = DEFAULT_RULE,
+    forecasts: Sequence[ForecastLine] = (),
 ) -> AgentHistory:
     """The history of ``agent`` over ``profiles`` (its runs' profiles, oldest first; a profile
     without the agent is skipped), every figure tested by ``rule``; ``metrics`` (keys of
-    :data:`METRICS`) chooses the figures returned, not the tests. Pure."""
+    :data:`METRICS`) chooses the figures returned, not the tests. ``forecasts``: the agent's
+    self-forecasts (:func:`reports.self_forecast.forecast_line`); those of the history's runs
+    are kept, in run order. Pure."""
     chosen = _select(metrics)
     parsed = [p if isinstance(p, RunProfile) else RunProfile.of(p) for p in profiles]
     parsed = [p for p in parsed if agent in p.agents]
@@ -529,7 +541,9 @@ def history_of(
                 reason=f"{verdict}: {v.what} p = {v.p:.2g} (flagged at p <= {threshold:.2g})",
             ))
         out.append(MetricHistory(m, tuple(points)))
-    return AgentHistory(agent, rule, runs, tuple(out))
+    order = {r.id: i for i, r in enumerate(runs)}
+    kept = sorted((f for f in forecasts if f.run in order), key=lambda f: order[f.run])
+    return AgentHistory(agent, rule, runs, tuple(out), tuple(kept))
 
 
 # -- from the database --------------------------------------------------------------------------
@@ -567,6 +581,7 @@ def agent_history(
     one). Builds each run's profile as ``mindledger report`` does (``seed`` and ``n_boot`` are
     the bootstrap's)."""
     from reports.profile import build_profile
+    from reports.self_forecast import forecast_line, read_agent_forecasts
 
     chosen = _select(metrics)
     run_ids = store.agent_runs(agent, suite=suite)
@@ -575,5 +590,7 @@ def agent_history(
     if last is not None:
         run_ids = run_ids[-last:] if last > 0 else []
     profiles = [build_profile(store, r, seed=seed, n_boot=n_boot) for r in run_ids]
-    history = history_of(agent, profiles, metrics=[m.key for m in chosen], rule=rule)
+    forecasts = [forecast_line(s) for s in read_agent_forecasts(store, agent)]
+    history = history_of(agent, profiles, metrics=[m.key for m in chosen], rule=rule,
+                         forecasts=forecasts)
     return history if since is None else history.since(since)

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from reports.history import AgentHistory, HistoryPoint, MetricHistory
+from reports.self_forecast_render import history_forecast_html, history_forecast_text
 
 __all__ = [
     "FLAG",
@@ -92,6 +93,7 @@ def render_history_text(history: AgentHistory) -> str:
         rows = [[p.run_id, (p.created_at or "")[:16].replace("T", " "),
                  "yes" if p.held_out else "", p.text, verdict(p)] for p in m.points]
         lines += _table(["run", "created (UTC)", HELD_OUT, "value", "verdict"], rows)
+    lines += history_forecast_text(history)
     flagged = history.regressions()
     lines.append("")
     if flagged:
@@ -191,5 +193,6 @@ def render_history_html(history: AgentHistory) -> str:
             rows.append(f"<tr{cls}>" + "".join(f"<td>{h(c)}</td>" for c in cells) + "</tr>")
         parts.append("<table><tr><th>run</th><th>created (UTC)</th><th>held-out</th>"
                      "<th>value</th><th>verdict</th></tr>" + "".join(rows) + "</table>")
+    parts.append(history_forecast_html(history))
     parts.append("</body></html>\n")
     return "\n".join(parts)

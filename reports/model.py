@@ -45,12 +45,19 @@ __all__ = [
     "Contrast",
     "DepthSignals",
     "Estimate",
+    "FigureBias",
+    "ForecastBias",
+    "ForecastCounts",
+    "ForecastCoverage",
+    "ForecastLine",
+    "ForecastSkill",
     "GamesSection",
     "LevelFit",
     "MultipleComparisons",
     "PopulationC",
     "RunInfo",
     "RunProfile",
+    "SelfForecast",
     "Skill",
     "SkillEstimate",
     "Validity",
@@ -587,6 +594,110 @@ class RepeatedSection(Available):
     api_errors: int | None = None
 
 
+class ForecastLine(_Frozen):
+    """One self-forecast of the agent (issue 29): what it said, and how it came out."""
+
+    id: str = Field(description="the forecast's id in the ledger (f + commitment hex)")
+    run: str = Field(description="the run it forecasts")
+    figure: str = Field(description="the figure's name (mindledger.forecasts.figure)")
+    status: Literal["committed", "scored", "void", "rejected"]
+    held: bool = Field(False, description="the service held it and revealed it itself")
+    form: Literal["quantiles", "bins"] | None = None
+    rule: Literal["quantile_score", "log_score"] | None = None
+    median: Number | None = Field(None, description="the forecast's median")
+    interval_50: Interval | None = Field(None, description="its central 50% interval")
+    interval_90: Interval | None = Field(None, description="its central 90% interval")
+    outcome: Number | None = Field(None, description="the run's value of the figure")
+    loss: Number | None = Field(None, description="the forecast's score, as a loss")
+    naive_loss: Number | None = Field(None, description="the naive forecast's loss")
+    in_50: bool | None = Field(None, description="the outcome inside the 50% interval")
+    in_90: bool | None = Field(None, description="the outcome inside the 90% interval")
+    confidently_wrong: bool = Field(
+        False, description="the outcome fell outside the forecast's 90% interval")
+    reason: str | None = Field(None, description="the agent's one-line reason")
+    note: str | None = Field(None, description="why a void forecast has no outcome")
+
+
+class ForecastCounts(_Frozen):
+    """The agent's forecasts by status, up to and including this run."""
+
+    committed: int = Field(description="every forecast committed, whatever became of it")
+    scored: int = 0
+    void: int = Field(0, description="revealed, but the run has no value of the figure")
+    rejected: int = Field(0, description="the reveal did not match the commitment")
+    unrevealed: int = 0
+
+
+class ForecastSkill(_Frozen):
+    """Skill against the naive forecast for one scoring rule: 1 − Σ loss / Σ naive loss."""
+
+    rule: Literal["quantile_score", "log_score"]
+    value: Number | None = Field(None, description="1 perfect, 0 no better than naive")
+    ci: Interval | None = Field(None, description="95% bootstrap interval, runs resampled")
+    interval: str | None = None
+    status: Literal["estimated", "not_estimable"] | None = None
+    n: int = Field(0, description="scored forecasts with a naive forecast")
+    n_runs: int = Field(0, description="runs they forecast (the bootstrap's clusters)")
+    without_naive: int = Field(
+        0, description="scored forecasts left out: no previous value for a naive forecast")
+    reason: str | None = None
+
+
+class ForecastCoverage(_Frozen):
+    """How often the outcome fell inside the forecasts' central interval of one mass."""
+
+    nominal: Number = Field(description="the interval's mass: 0.5 or 0.9")
+    k: int = Field(0, description="outcomes inside")
+    n: int = Field(0, description="scored forecasts that state this interval")
+    value: Number | None = Field(None, description="k / n; nominal if calibrated")
+    ci: Interval | None = Field(None, description="95% Wilson interval of the coverage")
+    interval: str | None = None
+    reason: str | None = None
+
+
+class FigureBias(_Frozen):
+    """Bias about one figure: the mean of (median − outcome), in the figure's units."""
+
+    n: int
+    mean_error: Number | None = Field(
+        None, description="mean median − outcome: > 0 the agent expected more of itself")
+    below_median: int = Field(0, description="outcomes below the forecast's median")
+
+
+class ForecastBias(_Frozen):
+    """Over- or under-rating of itself: where outcomes fall against the forecasts' medians."""
+
+    n: int = Field(0, description="scored forecasts with a median")
+    below_median: int = 0
+    share_below_median: Number | None = Field(
+        None, description="share of outcomes below the median: 0.5 if unbiased, > 0.5 when "
+        "the agent expected more of itself")
+    ci: Interval | None = Field(None, description="95% Wilson interval of the share")
+    interval: str | None = None
+    by_figure: dict[str, FigureBias] = Field(default_factory=dict)
+
+
+class SelfForecast(_Frozen):
+    """The agent's forecasts of its own figures (issue 29; seed 002 §1.3), over its forecasts
+    up to and including this run: counts, skill against the naive forecast, coverage of its
+    50% and 90% intervals, bias, and the forecasts it was confidently wrong in."""
+
+    run: str = Field(description="the run the section is as of")
+    runs: int = Field(0, description="runs the agent forecast, up to and including this one")
+    counts: ForecastCounts
+    skill: dict[str, ForecastSkill] = Field(
+        default_factory=dict, description="by scoring rule (quantile_score, log_score)")
+    coverage: dict[str, ForecastCoverage] = Field(
+        default_factory=dict, description="keyed by nominal mass: '50' and '90'")
+    bias: ForecastBias | None = None
+    confidently_wrong: list[ForecastLine] = Field(
+        default_factory=list, description="forecasts whose outcome fell outside their 90% "
+        "interval, oldest first")
+    this_run: list[ForecastLine] = Field(
+        default_factory=list, description="the forecasts of this run")
+    definition: str | None = None
+
+
 class AgentProfile(_Frozen):
     """Everything measured about one agent of a run."""
 
@@ -625,6 +736,9 @@ class AgentProfile(_Frozen):
         "family, including those without a section of their own); each adds its title"
     )
     hitom: HitomSection | None = Field(None, description="Hi-ToM, when the run has its items")
+    self_forecast: SelfForecast | None = Field(
+        None, description="the agent's forecasts of its own figures and how they came out "
+        "(absent when it has made none)")
 
 
 class Design(_Frozen):

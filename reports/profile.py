@@ -168,9 +168,12 @@ def build_profile(
             raise TypeError(f"run {run_id!r} has a matrix run beside it ({matrix_id}): its "
                             "profile is built from a Store, not a Reader")
         matrix = summarise_run(store, matrix_id, n_boot=n_boot, stats_seed=seed)
-    return analyse(
+    profile = analyse(
         data, seed=seed, n_boot=n_boot, reveal_held_out=reveal_held_out, matrix=matrix
     ).profile
+    from reports.self_forecast import attach_self_forecasts
+
+    return attach_self_forecasts(store, profile)
 
 
 def profile_from_data(

@@ -60,6 +60,8 @@ from reports.present import (
     small_n_said_once,
 )
 from reports.profile import analyse
+from reports.self_forecast import attach_self_forecasts
+from reports.self_forecast_render import render_self_forecast_csv
 from reports.trials import wrong_examples
 from reports.verdicts import verdict
 
@@ -278,7 +280,8 @@ def report(
     reveal_held_out: bool = False,
 ) -> str:
     """Render run ``run_id`` as ``md``, ``html``, ``json``, ``csv`` (trials) or
-    ``headline-csv`` (one row per agent). ``seed`` is the
+    ``headline-csv`` (one row per agent) or ``forecasts-csv`` (one row per self-forecast
+    the profile names: :mod:`reports.self_forecast_render`). ``seed`` is the
     bootstrap's; a held-out run's own seed is shown only with ``reveal_held_out`` (operators:
     it regenerates the held-out items)."""
     data = load_run(store, run_id)
@@ -288,8 +291,11 @@ def report(
     matrix = accompanying_summary(store, run_id, n_boot=n_boot, stats_seed=seed)
     profile = analyse(data, seed=seed, n_boot=n_boot, reveal_held_out=reveal,
                       matrix=matrix).profile
+    profile = attach_self_forecasts(store, profile)
     if fmt == "headline-csv":
         return render_headline_csv(profile)
+    if fmt == "forecasts-csv":
+        return render_self_forecast_csv(profile)
     if fmt == "json":
         return render_json(profile, reveal_held_out=reveal)
     if fmt == "html":
@@ -298,7 +304,8 @@ def report(
     if fmt == "md":
         return render_markdown(profile, figures_dir=figures_dir,
                                figures_link_prefix=figures_link_prefix, reveal_held_out=reveal)
-    raise ValueError(f"unknown format {fmt!r} (md, html, json, csv, headline-csv)")
+    raise ValueError(
+        f"unknown format {fmt!r} (md, html, json, csv, headline-csv, forecasts-csv)")
 
 
 # -- comparing two runs: reports.comparison (its names stay importable from here) -----------

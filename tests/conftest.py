@@ -24,6 +24,20 @@ for _size in ("COLUMNS", "LINES"):
     os.environ.pop(_size, None)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_user_data_directory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A test that names no data directory gets a temporary one, never the user's: executing a
+    run seals it in the ledger, which creates a service key in the data directory."""
+    if os.environ.get("MINDLEDGER_HOME"):
+        yield
+        return
+    os.environ["MINDLEDGER_HOME"] = str(tmp_path_factory.mktemp("default-home"))
+    try:
+        yield
+    finally:
+        os.environ.pop("MINDLEDGER_HOME", None)
+
+
 def _pg_schema_url(base: str) -> Iterator[str]:
     from ledger.db import normalise_url
 

@@ -1,5 +1,7 @@
 """An agent's history as the dashboard shows it: one line per headline figure with a sparkline
-over the agent's runs and its flagged regressions, and one row per run of the chosen figure.
+over the agent's runs and its flagged regressions, one row per run of the chosen figure, and
+one row per self-forecast (its 50% and 90% bands beside the outcome, confidently wrong ones
+marked).
 Pure functions from :class:`reports.history.AgentHistory` (the same history
 ``mindledger history`` prints). No Textual, no I/O."""
 
@@ -13,6 +15,7 @@ from reports.present import MISSING
 from tui.state import fmt_time
 
 __all__ = [
+    "FORECAST_COLUMNS",
     "HISTORY_COLUMNS",
     "POINT_COLUMNS",
     "SPARK_BLOCKS",
@@ -25,6 +28,7 @@ __all__ = [
 HISTORY_COLUMNS = ("Figure", "Over runs (oldest → newest)", "Latest", "Lowest", "Highest",
                    "Flagged")  # fmt: skip
 POINT_COLUMNS = ("Run", "Created", "Suite", "Seeds", "Figure", "Recent level", "p", "Verdict")
+FORECAST_COLUMNS = ("Run", "Forecast of", "50% band", "90% band", "Median", "Outcome", "Result")
 SPARK_BLOCKS = "▁▂▃▄▅▆▇█"
 NO_VALUE = "·"
 VERDICT_WIDTH = 60
@@ -81,9 +85,15 @@ class MetricLine:
 
 @dataclass(frozen=True)
 class HistoryView:
+    """The history screen: ``forecasts`` one row per self-forecast (FORECAST_COLUMNS order,
+    newest run first), ``forecast_wrong`` whether each was confidently wrong (the outcome
+    outside its 90% interval)."""
+
     title: str
     notes: tuple[str, ...]
     lines: tuple[MetricLine, ...]
+    forecasts: tuple[tuple[str, ...], ...] = ()
+    forecast_wrong: tuple[bool, ...] = ()
 
 
 def _line(m: MetricHistory) -> MetricLine:
@@ -142,4 +152,25 @@ def history_view(history: AgentHistory) -> HistoryView:
                      "red where flagged, underlined where the run was held out.")
     else:
         notes.append(f"No finished run has {history.agent} as the agent under test.")
-    return HistoryView(title, tuple(notes), tuple(_line(m) for m in history.metrics))
+    from reports.self_forecast_render import WRONG, mark
+
+    order = {r.id: i for i, r in enumerate(runs)}
+    # newest run first; a run's forecasts in the order they were committed
+    forecasts = sorted(history.forecasts, key=lambda f: -order.get(f.run, -1))
+    wrong = [f.confidently_wrong for f in forecasts]
+    if forecasts:
+        notes.append(f"Self-forecasts: {len(forecasts)}, {sum(wrong)} {WRONG} (outcome outside "
+                     "the 90% interval, in red).")
+
+    def band(ci: tuple[float | None, float | None] | None) -> str:
+        if ci is None or ci[0] is None or ci[1] is None:
+            return MISSING
+        return f"[{ci[0]:.3g}, {ci[1]:.3g}]"
+
+    def num(v: float | None) -> str:
+        return MISSING if v is None else f"{v:.3g}"
+
+    rows = tuple((f.run, f.figure, band(f.interval_50), band(f.interval_90), num(f.median),
+                  num(f.outcome), _cut(mark(f), VERDICT_WIDTH)) for f in forecasts)
+    return HistoryView(title, tuple(notes), tuple(_line(m) for m in history.metrics), rows,
+                       tuple(wrong))

@@ -156,11 +156,18 @@ class DashboardSource:
         from reports.matrix_runs import accompanying_matrix
 
         reads = self.reads()
-        if accompanying_matrix(reads, run_id) is not None:
-            reads = self.store
+        if accompanying_matrix(reads, run_id) is not None or self._has_forecasts():
+            reads = self.store  # the matrix's summary and the forecasts read through it
         return build_profile(
             reads, run_id, seed=self.seed, n_boot=self.n_boot, reveal_held_out=False
         )
+
+    def _has_forecasts(self) -> bool:
+        """Whether the reader sees self-forecasts in the ledger (the Store reads them)."""
+        if self.reader is None:
+            return False
+        with self.reader.reader() as r:
+            return r.has_entries("forecast")
 
     def matrix(self, run_id: str) -> MatrixSummary:
         """A matrix run's summary (see :func:`reports.matrix_summary.stored_summary`)."""

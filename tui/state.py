@@ -298,6 +298,9 @@ class AgentView:
     :func:`agent_row` adds its failures."""
     notes: tuple[str, ...] = ()
     """The reasons taken out of the summary cells: ``"piper D50: not estimable (…)"``."""
+    self_forecast: tuple[str, ...] = ()
+    """The agent's self-forecast section in a few lines
+    (:func:`reports.self_forecast_render.self_forecast_text`); empty without forecasts."""
 
 
 SUMMARY_CELL_WIDTH = 20
@@ -384,6 +387,7 @@ def _contrast_rows(label: str, block: Mapping[str, Any] | None) -> list[Contrast
 def agent_views(profile: RunProfile) -> list[AgentView]:
     """One view per agent, agents under test first, then controls, ablations, references."""
     from reports.model import AgentProfile  # pydantic: not for the runs screen
+    from reports.self_forecast_render import self_forecast_text
 
     agents: Mapping[str, Any] = profile.to_json()["agents"]
     out = []
@@ -448,6 +452,7 @@ def agent_views(profile: RunProfile) -> list[AgentView]:
                 contrasts=tuple(contrasts),
                 summary=summary,
                 notes=tuple(notes),
+                self_forecast=tuple(self_forecast_text(a.get("self_forecast"))),
             )
         )
     return out

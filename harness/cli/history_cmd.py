@@ -110,7 +110,9 @@ CSV_COLUMNS = ("metric", "run_id", "created_at", "suite", "held_out", "value", "
 
 
 def _csv(history: AgentHistory) -> str:
-    """``history --format csv``: a row per figure and run, oldest run first."""
+    """``history --format csv``: a row per figure and run, oldest run first; then a row per
+    self-forecast (metric ``forecast:<figure>``: value the outcome, ci the forecast's 90%
+    interval, text both its bands, baseline its median, flagged when confidently wrong)."""
     import csv
     import io
 
@@ -123,6 +125,9 @@ def _csv(history: AgentHistory) -> str:
             writer.writerow(["" if v is None else v for v in (
                 m.key, p.run_id, p.created_at, p.suite, p.held_out, p.value, lo, hi, p.n, p.k,
                 p.text, p.tested, p.flagged, p.baseline, p.p, p.reason)])
+    from reports.self_forecast_render import forecast_csv_rows
+
+    writer.writerows(forecast_csv_rows(history))
     return out.getvalue()
 
 
@@ -135,6 +140,7 @@ def _print_history(console: Console, history: AgentHistory) -> None:
 
     from harness.cli.tables import fit_table, note_dropped
     from reports.history_render import HELD_OUT, sparkline, verdict
+    from reports.self_forecast_render import history_forecast_text
 
     n = len(history.runs)
     say = lambda text: console.print(text, markup=False, highlight=False)  # noqa: E731
@@ -159,6 +165,8 @@ def _print_history(console: Console, history: AgentHistory) -> None:
         dropped += [d for d in fit_table(table, console.width, drop=("created (UTC)", HELD_OUT))
                     if d not in dropped]
         console.print(table)
+    for line in history_forecast_text(history):
+        say(line)
     flagged = history.regressions()
     say("")
     say(f"{len(flagged)} flagged: " + "; ".join(f"{r.metric.key} on {r.point.run_id}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
 import uuid
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from harness.cli.conventions import agent_name, an_id, format_option, non_empty,
 from harness.config.workspace import Workspace
 from ledger.chain import Verification
 from ledger.db import mask
+from ledger.forecasts import ForecastState
 from ledger.keys import (
     COMMIT_TAG,
     KEY_FILE,
@@ -315,6 +317,7 @@ def _report(ctx: click.Context, v: Verification, as_json: bool) -> None:
                 "root": None if v.root is None else "sha256:" + v.root.hex(),
                 "keys": v.keys,
                 "predictions": v.states,
+                "forecasts": {"states": v.forecasts, "sealed_runs": v.sealed_runs},
                 "calls": v.calls,
                 "signatures": v.signatures,
                 "failures": [f.to_dict() for f in v.failures],
@@ -437,8 +440,8 @@ class VerifyOptions:
     help="The name the witness knows this ledger by, for a witness not in [[witnesses]].",
 )
 @format_option(
-    "the full report (ok, ledger, entries, head_seq, head_hash, root, keys, predictions, calls, "
-    "signatures, failures, warnings); with --proof, ok and problems"
+    "the full report (ok, ledger, entries, head_seq, head_hash, root, keys, predictions, "
+    "forecasts, calls, signatures, failures, warnings); with --proof, ok and problems"
 )
 @click.pass_context
 @options_as(VerifyOptions)
@@ -675,7 +678,8 @@ def show_cmd(
     fmt: str,
 ) -> None:
     """List predictions with their states and scores, and aggregate scores (expired and
-    rejected predictions count with the worst-case score). A prediction made on a held-out
+    rejected predictions count with the worst-case score), then the self-forecasts (with
+    --id f…, one forecast). A prediction made on a held-out
     run's item is shown without its query, item and observed answers ("withheld"; its hashes
     and scores stay) unless --reveal-held-out (operators only).
 
@@ -684,7 +688,9 @@ def show_cmd(
     query_hash, proxied, scores, reason, agent_signed, withheld: null, or why the query, item
     and observed answers are null and empty, with observed_count), and "summary" (predictor, target,
     states, n, penalised, log_score, brier, top1_accuracy, ece, skill, …). With --id, that
-    prediction's object alone.
+    prediction's object alone. "forecasts": one object per self-forecast (id, status,
+    predictor, run_id, figure, commitment, committed_at, seq, held, forecast, reason,
+    revealed_at, outcome, naive, rule, loss, naive_loss, note).
 
     \b
     Examples:
@@ -696,6 +702,9 @@ def show_cmd(
     led = _open(ctx)
     store = get_workspace(ctx).store
     now = led.clock()
+    if prediction_id and prediction_id.startswith("f"):
+        _show_forecast(led.forecast(prediction_id), fmt)
+        return
     if prediction_id:
         one = store.disclosed_predictions(
             [led.prediction(prediction_id).to_dict(now)], reveal_held_out=reveal_held_out
@@ -715,10 +724,58 @@ def show_cmd(
         click.echo(_csv(shown), nl=False)
         return
     summary = led.summary(predictor, target)
+    # self-forecasts are of the predictor itself: none is "of a target"
+    forecasts = [] if target is not None else led.forecasts(predictor=predictor)
     if fmt == "json":
-        echo_json({"predictions": shown, "summary": summary})
+        echo_json(
+            {
+                "predictions": shown,
+                "summary": summary,
+                "forecasts": [dataclasses.asdict(f) for f in forecasts],
+            }
+        )
         return
-    _print_predictions(shown, summary)
+    if shown or not forecasts:
+        _print_predictions(shown, summary)
+    if forecasts:
+        _print_forecasts(forecasts)
+
+
+def _show_forecast(state: ForecastState, fmt: str) -> None:
+    """``ledger show --id f…``: one self-forecast (JSON, or a table of its fields)."""
+    one = dataclasses.asdict(state)
+    if fmt == "json":
+        echo_json(one)
+    elif fmt == "csv":
+        raise UserError("--format csv lists predictions: show a forecast as json or a table")
+    else:
+        _print_prediction(one)
+
+
+def _print_forecasts(forecasts: list[ForecastState]) -> None:
+    """The self-forecasts (issue 29) under the predictions: one row each."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from harness.cli.tables import print_table, stdout_console
+
+    table = Table(title="self-forecasts")
+    for col in ("id", "status", "predictor", "run", "figure", "committed"):
+        table.add_column(col, no_wrap=col == "id", overflow="fold")
+    for col in ("outcome", "loss", "naive loss"):
+        table.add_column(col, justify="right")
+    for f in forecasts:
+        cells = [f.id, f.status + (" (held)" if f.held else ""), f.predictor, f.run_id, f.figure,
+                 f.committed_at[:19], *(("" if v is None else f"{v:.3f}")
+                                       for v in (f.outcome, f.loss, f.naive_loss))]  # fmt: skip
+        table.add_row(*(Text(c) for c in cells))
+    console = stdout_console()
+    print_table(console, table, drop=("committed", "naive loss"))
+    counts: dict[str, int] = {}
+    for f in forecasts:
+        counts[f.status] = counts.get(f.status, 0) + 1
+    states = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    console.print(f"{len(forecasts)} self-forecast(s): {states}", highlight=False)
 
 
 CSV_COLUMNS = ("id", "state", "predictor", "target", "query", "item", "committed_at",

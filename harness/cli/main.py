@@ -81,6 +81,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "ledger",
         "The prediction ledger: commit, observe, reveal, verify, export.",
     ),
+    "forecast": (
+        "harness.cli.forecast_cmd",
+        "forecast",
+        "Self-forecasts: commit an agent's forecast of its own figures, list, show them.",
+    ),
     "dashboard": (
         "harness.cli.dashboard_cmd",
         "dashboard",

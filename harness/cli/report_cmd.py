@@ -24,13 +24,14 @@ __all__ = ["report"]
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["md", "html", "json", "csv", "headline-csv"]),
+    type=click.Choice(["md", "html", "json", "csv", "headline-csv", "forecasts-csv"]),
     default="md",
     show_default=True,
     help="md: tables (and figure files with --out); html: one self-contained file with plots; "
     "json: every number with its interval and n (schema docs/profile.schema.json); csv: one "
     "row per trial; headline-csv: one row per agent, the headline figures as every report "
-    "words them, with their values, interval ends and n.",
+    "words them, with their values, interval ends and n; forecasts-csv: one row per "
+    "self-forecast of the run (and each earlier confidently wrong one), with its bands.",
 )
 @click.option(
     "--out",

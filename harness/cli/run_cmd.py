@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness.cli.common import echo_json, get_settings, get_store, resolve_run
+from harness.cli.common import echo_json, get_settings, get_store, get_workspace, resolve_run
 from harness.cli.conventions import an_id, format_option, options_as
 from harness.cli.progress import TrialProgress, duration, progress_option
 from harness.cli.tables import print_table, stdout_console
@@ -211,6 +211,43 @@ def _run(
     return summary
 
 
+def _held_forecasts(opts: RunOptions) -> list[tuple[str, dict[str, Any]]]:
+    """The ``--forecast`` options as (figure, body) pairs, checked (InputError naming the
+    option) before anything is stored."""
+    from harness.cli.forecast_cmd import quantiles_forecast
+    from mindledger.errors import InputError
+    from mindledger.forecasts import figure, forecast_body, parse_forecast
+
+    if not opts.forecasts:
+        return []
+    if opts.resume_id or len(opts.agents) != 1:
+        raise InputError(
+            "a forecast is of the one agent under test of a new run: give one --agent, "
+            "without --resume",
+            where="--forecast",
+        )
+    out = []
+    for name, text in opts.forecasts:
+        fig = figure(name, where="--forecast")
+        body = forecast_body(parse_forecast(quantiles_forecast(text), "--forecast"), None)
+        out.append((fig.name, body))
+    return out
+
+
+def _commit_forecasts(
+    ctx: click.Context, agent: str, run_id: str, held: list[tuple[str, dict[str, Any]]]
+) -> None:
+    """Commit the run's self-forecasts (held by the service) before its first trial."""
+    if not held:
+        return
+    from ledger.protocol import commitment, new_salt
+
+    ledger = get_workspace(ctx).ledger
+    for name, body in held:
+        salt = new_salt()
+        ledger.commit_forecast(agent, run_id, name, commitment(body, salt), held=(body, salt.hex()))
+
+
 @dataclass(frozen=True)
 class RunOptions:
     """The options of ``mindledger run``, as given."""
@@ -237,6 +274,8 @@ class RunOptions:
     """--queue: queue the trials for workers instead of running them here."""
     resume_id: str | None
     """--resume: the run to continue."""
+    forecasts: tuple[tuple[str, str], ...]
+    """--forecast: the agent's self-forecasts for the run, (figure, quantiles) each."""
     progress_mode: str
     """--progress: how progress is shown."""
     fmt: str
@@ -314,6 +353,17 @@ class RunOptions:
     help="Continue an interrupted run: attempt only what has no stored trial (RUN_ID may be "
     "latest, latest~N or the start of an id).",
 )
+@click.option(
+    "--forecast",
+    "forecasts",
+    multiple=True,
+    nargs=2,
+    metavar="FIGURE QUANTILES",
+    help="A self-forecast of the agent's own FIGURE for this run (d50, false_belief_accuracy, "
+    "accuracy_at_depth:R2, change:d50…) as LEVEL=VALUE pairs, 0.05=1.5,0.5=2.5,0.95=3.5: "
+    "committed before the first trial, held by the service and scored when the run ends; "
+    "one --agent only; repeatable.",
+)
 @progress_option
 @format_option("the run's summary: per agent its trials, right answers, failures and causes")
 @options_as(RunOptions)
@@ -336,6 +386,7 @@ def run(opts: RunOptions) -> None:
       mindledger run --suite baseline --agent mybot --ablate perspective
       mindledger run --suite baseline --agent mybot --ablate tom   # an own module
       mindledger run --resume 20261130-031500-ab12cd
+      mindledger run --agent mybot --forecast d50 0.05=1.5,0.5=2.5,0.95=3.5
     """
     ctx = click.get_current_context()
     settings = get_settings(ctx)
@@ -344,6 +395,7 @@ def run(opts: RunOptions) -> None:
 
         conninfo(settings)  # PostgreSQL only: say so before anything is stored
     console = Console(stderr=True, soft_wrap=True)  # a log keeps its lines whole
+    held = _held_forecasts(opts)  # checked before anything is stored
     if opts.resume_id:
         if opts.agents or opts.references or opts.ablate or opts.seed is not None:
             raise click.UsageError("--resume takes no other run options: the run's own are used")
@@ -372,6 +424,7 @@ def run(opts: RunOptions) -> None:
             held_out=opts.held_out,
             hitom_path=opts.hitom_path,
         )
+        _commit_forecasts(ctx, opts.agents[0] if held else "", run_id, held)
         seed_text = seed_phrase(used_seed, held_out=store.get_run(run_id).held_out)
         console.print(
             f"run {run_id}: suite {opts.suite}, {seed_text}, {n} items × "

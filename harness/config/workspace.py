@@ -110,10 +110,11 @@ class Workspace:
 
         return (self.settings.home / KEY_FILE).exists()
 
-    def new_ledger(self, *, heads_file: bool = True) -> Ledger:
+    def new_ledger(self, *, heads_file: bool = True, witness: bool = True) -> Ledger:
         """A fresh :class:`Ledger` over this engine (the caller closes it), signed with the
         data directory's service key (created if missing); ``heads_file`` false: signed heads
-        are not kept, nor checked against the published ones.
+        are not kept, nor checked against the published ones; ``witness`` false: the head
+        witness is neither checked nor moved (see :mod:`ledger._witness`).
 
         A read-only workspace creates no key: with none in the data directory it opens an
         empty ledger with a key that is never written (it has nothing to sign or check), and
@@ -133,7 +134,7 @@ class Workspace:
             self.engine,
             key,
             reveal_timeout=self.settings.reveal_timeout,
-            witness_dir=home / WITNESS_DIR,
+            witness_dir=home / WITNESS_DIR if witness else None,
             heads_file=home / HEADS_FILE if heads_file else None,
         )
 

@@ -236,6 +236,50 @@ ACCESS: tuple[Access, ...] = (
         refused=AGENTS_ONLY,
     ),
     Access(
+        "POST",
+        "/forecasts",
+        NO_TOKEN,
+        Cell(201, "forecasts its own figure for a run (or an announced run) it is under test in"),
+        Cell(404, "another agent's run is answered as an unknown run (naming another "
+             "predictor: 403)"),
+        Cell(201, "forecasts on an agent's behalf (names the predictor)"),
+    ),
+    Access(
+        "GET",
+        "/forecasts",
+        NO_TOKEN,
+        Cell(200, "its own forecasts"),
+        Cell(403, "`?agent=` another agent (names are public)"),
+        Cell(200, "every agent's, or ?agent=NAME's"),
+    ),
+    Access(
+        "GET",
+        "/forecasts/{id}",
+        NO_TOKEN,
+        Cell(200, "its own forecast and, once revealed, its scores"),
+        Cell(404, "answered as an unknown forecast"),
+        Cell(200, "any forecast"),
+    ),
+    Access(
+        "POST",
+        "/forecasts/{id}/reveal",
+        NO_TOKEN,
+        Cell(200, "reveals its own forecast once the run has ended (409 before) and gets its "
+             "scores"),
+        Cell(404, "answered as an unknown forecast"),
+        Cell(403, "only the predictor reveals (the service reveals those it holds)"),
+        refused=AGENTS_ONLY,
+    ),
+    Access(
+        "GET",
+        "/schedule/next",
+        NO_TOKEN,
+        Cell(200, "its own next scheduled runs: run id, suite, deadline, figures (never their "
+             "seeds or items)"),
+        Cell(403, "`?agent=` another agent (names are public)"),
+        Cell(200, "every nightly job's next run, or ?agent=NAME's"),
+    ),
+    Access(
         "GET",
         "/calls",
         NO_TOKEN,

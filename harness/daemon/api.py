@@ -16,7 +16,8 @@ GET      /runs?limit=N                            the latest runs (an agent toke
 GET      /runs/{id}                               a run's summary and trial counts per agent
 GET      /runs/{id}/profile                       the run's profile (as ``report --format json``)
 POST     /runs                                    run-now: ``{"suite", "agent"?, "references"?,
-                                                  "ablate"?}`` (modules of the agent)
+                                                  "ablate"?, "forecasts"?}`` (modules of the
+                                                  agent; its self-forecasts for the run)
 POST     /predictions                             commit: ``{"target", "commitment", "request"
                                                   | "messages", "query"?}`` or ``{"target",
                                                   "query", "commitment"}``
@@ -24,6 +25,15 @@ GET      /predictions/{id}                        a prediction's state (its pred
                                                   or an operator's; 404 for any other)
 POST     /predictions/{id}/observe                ``{"answer", "request"?}`` (operators only)
 POST     /predictions/{id}/reveal                 ``{"prediction", "salt"}`` → scores, or 409
+POST     /forecasts                               a self-forecast for a run: ``{"run", "figure",
+                                                  "commitment" | "forecast", "reason"?,
+                                                  "predictor"?}`` (409 after the deadline)
+GET      /forecasts?run=ID&agent=NAME             forecasts (an agent token: its own)
+GET      /forecasts/{id}                          a forecast's state and, revealed, its scores
+POST     /forecasts/{id}/reveal                   ``{"forecast", "reason", "salt"}`` once the run
+                                                  has ended (409 before)
+GET      /schedule/next?agent=NAME                the next nightly runs: run id, suite, deadline
+                                                  and the figures to forecast
 GET      /calls?agent=NAME                        the proxy's record per caller: calls, calls
                                                   with a prediction, refusals, obligations
                                                   (opened, met, pending, abandoned)
@@ -44,7 +54,7 @@ token has as many runs open as it may, 503 when the database or the ledger canno
 input never yields a 500.
 
 **Resources.** Each resource's operations are declared in its own module of
-:mod:`harness.daemon.routes` (runs, predictions, calls, ledger, tokens, proxy, witness, and the
+:mod:`harness.daemon.routes` (runs, predictions, forecasts, calls, ledger, tokens, proxy, witness, and the
 service itself): an :class:`~harness.daemon.endpoint.Endpoint` names the request's models and a
 plain handler over :class:`~harness.daemon.services.Services`; the models validate the request
 and :mod:`harness.daemon.openapi` generates ``/openapi.json`` from them.

@@ -13,6 +13,12 @@ restart. Three kinds of job:
   :mod:`harness.matrix.nightly`). A job already stored with the same trigger and arguments is kept as it is,
   so a restart does not move its next run time: runs missed while the daemon was down are
   *coalesced* into one (``coalesce=True``) if the latest is within ``misfire_grace_time``;
+  Each fire of a nightly job is announced ahead of time (:meth:`DaemonScheduler.announcements`,
+  ``GET /schedule/next``) under the run id it will use, :func:`harness.run.forecasting.
+  scheduled_run_id` of the job's id and the time it is due: derived, not stored, so that the
+  stored job's next run time alone keeps the announcement across a restart (agents commit
+  their self-forecasts for that id until the fire time, their deadline). The job learns the
+  time it was due from the executor (:class:`_FireTimes`), as APScheduler does not pass it;
 * ``run:RUN_ID`` — a run-now request: execute a run that the API has already planned and stored;
 * ``expire-predictions`` — every few minutes, record expiry of predictions past their deadline;
 * ``prune-transcripts`` — at the nightly schedule, when ``[retention] transcripts_days`` is set:
@@ -34,7 +40,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import sqlalchemy as sa
@@ -53,14 +59,16 @@ from harness.daemon.logs import run_context
 from harness.matrix.nightly import plan_matrix_beside, schedule_to_json
 from harness.matrix.runs import execute_matrix_run
 from harness.run.build import PlanFields, plan_agents
-from harness.run.runs import create_run, execute_stored_run
+from harness.run.forecasting import scheduled_run_id
+from harness.run.runs import create_run, execute_stored_run, new_run_id
 from ledger.predictions import Ledger
 from ledger.retention import PruneReport, cutoff_before, prune_transcripts
 from ledger.store import Store
-from mindledger.errors import ConfigError
+from mindledger.errors import ConfigError, NotFoundError
 
 __all__ = [
     "JOBS_TABLE",
+    "Announcement",
     "DaemonContext",
     "DaemonScheduler",
     "execute_planned_run",
@@ -68,6 +76,7 @@ __all__ = [
     "nightly_agents",
     "nightly_suite",
     "prune_transcripts_job",
+    "stored_announcements",
 ]
 
 log = logging.getLogger("mindledger.daemon")
@@ -153,15 +162,20 @@ class DaemonContext:
         line logged meanwhile names the run: :func:`harness.daemon.logs.run_context`)."""
         with run_context(run_id):
             log.info("run %s: executing", run_id)
-            asyncio.run(execute_stored_run(self.store, self.settings, run_id))
+            asyncio.run(
+                execute_stored_run(self.store, self.settings, run_id, ledger=self.ledger)
+            )
             log.info("run %s: %s", run_id, self.store.get_run(run_id).status)
 
-    def run_suite(self, *, suite: str, agents: Sequence[str]) -> str:
+    def run_suite(
+        self, *, suite: str, agents: Sequence[str], run_id: str | None = None
+    ) -> str:
         """Plan and execute a scheduled suite for ``agents``, with an ablation variant per
-        module that ``[schedule] ablate`` names for them; return the run id."""
+        module that ``[schedule] ablate`` names for them, as ``run_id`` (default: a new id);
+        return the run id."""
         wanted = self.settings.schedule_ablations
         ablate = tuple(dict.fromkeys(m for a in agents for m in wanted.get(a, ())))
-        run_id = self.plan_run(suite=suite, agents=agents, ablate=ablate)
+        run_id = self.plan_run(suite=suite, agents=agents, ablate=ablate, run_id=run_id)
         self._planned.run_id = run_id
         with run_context(run_id):
             log.info("scheduled run %s: suite %s, agents %s", run_id, suite, ", ".join(agents))
@@ -221,14 +235,17 @@ class DaemonContext:
         log.info("retention: %s", report.describe())
         return report
 
-    def nightly(self, *, suite: str, agents: Sequence[str]) -> tuple[str, str | None]:
-        """The nightly work: the suite for ``agents`` (with their scheduled ablations), then the
-        matrix beside it; returns (suite run id, matrix run id or None). A failed nightly run
+    def nightly(
+        self, *, suite: str, agents: Sequence[str], run_id: str | None = None
+    ) -> tuple[str, str | None]:
+        """The nightly work: the suite for ``agents`` (with their scheduled ablations) as
+        ``run_id`` (the id it was announced under; default a new one), then the matrix beside
+        it; returns (suite run id, matrix run id or None). A failed nightly run
         (it raised, or :func:`harness.publish.notify.run_failure` says why it failed) is logged and
         announced (:meth:`report_failure`); an exception is raised again after that."""
         self._planned.run_id = None
         try:
-            run_id = self.run_suite(suite=suite, agents=agents)
+            run_id = self.run_suite(suite=suite, agents=agents, run_id=run_id)
             matrix_run = self.run_matrix_beside(run_id)
         except Exception as exc:
             # the run this job stored before it failed, if it stored one
@@ -299,8 +316,73 @@ def _context() -> DaemonContext:
 
 def nightly_suite(agent: str, suite: str) -> tuple[str, str | None]:
     """Job: the nightly suite of one agent, then the matrix beside it (held-out seeds); returns
-    their run ids (the daemon's health reports them)."""
-    return _context().nightly(suite=suite, agents=(agent,))
+    their run ids (the daemon's health reports them). The suite run takes the id this fire was
+    announced under (:func:`announced_run_id`)."""
+    context = _context()
+    run_id = announced_run_id(NIGHTLY_PREFIX + agent, context.store)
+    return context.nightly(suite=suite, agents=(agent,), run_id=run_id)
+
+
+_due: dict[str, dt.datetime] = {}
+"""The time each job was due when it was last handed to the executor (:class:`_FireTimes`)."""
+_due_lock = threading.Lock()
+
+
+def announced_run_id(job_id: str, store: Store) -> str:
+    """The run id the fire of ``job_id`` now executing was announced under: derived from the
+    time it was due (the earliest of its coalesced fire times, the one announced). A new id,
+    with a warning, when that time is unknown (the job was called outside the scheduler) or a
+    run with the derived id exists already."""
+    with _due_lock:
+        due = _due.get(job_id)
+    if due is None:
+        log.warning("%s: the time it was due is unknown; its run gets a new id", job_id)
+        return new_run_id()
+    run_id = scheduled_run_id(job_id, due)
+    if _stored(store, run_id):
+        log.warning("%s: run %s (due %s) exists already; this one gets a new id", job_id, run_id,
+                    due.isoformat())
+        return new_run_id()
+    return run_id
+
+
+def _stored(store: Store, run_id: str) -> bool:
+    try:
+        store.get_run(run_id)
+    except NotFoundError:
+        return False
+    return True
+
+
+class _FireTimes(ThreadPoolExecutor):
+    """The thread pool executor, noting the time each job was due before it runs it (APScheduler
+    3 passes a job its arguments only): the next run time it had stored, which is the time its
+    run was announced for — also when missed fires are coalesced after downtime (APScheduler
+    then passes the latest missed time alone; the earliest is the one announced, and the one
+    forecasts were committed for)."""
+
+    def submit_job(self, job: Job, run_times: list[dt.datetime]) -> None:
+        due = getattr(job, "next_run_time", None) or (run_times[0] if run_times else None)
+        if due is not None:
+            with _due_lock:
+                _due[job.id] = due
+        super().submit_job(job, run_times)
+
+
+@dataclass(frozen=True)
+class Announcement:
+    """The next fire of a nightly job, announced: the run it will start, and when."""
+
+    job: str
+    agent: str
+    suite: str
+    fire_time: dt.datetime
+    run_id: str
+
+    @property
+    def deadline(self) -> dt.datetime:
+        """Forecasts for the run are taken until it fires."""
+        return self.fire_time
 
 
 def execute_planned_run(run_id: str) -> None:
@@ -468,7 +550,7 @@ class DaemonScheduler:
         self.trigger = nightly_trigger(context.settings)
         self.scheduler = _StoppableScheduler(
             jobstores={"default": _PatientJobStore(engine=engine, tablename=JOBS_TABLE)},
-            executors={"default": ThreadPoolExecutor(max_workers)},
+            executors={"default": _FireTimes(max_workers)},
             job_defaults={
                 "coalesce": True,
                 "misfire_grace_time": misfire_grace_time,
@@ -605,9 +687,42 @@ class DaemonScheduler:
         )
         return str(job.id)
 
+    def announcements(self, agent: str | None = None) -> list[Announcement]:
+        """The next fire of each nightly job (``agent``'s alone, when given) with the run id it
+        will use; a paused job announces nothing."""
+        return _announce(self.scheduler.get_jobs(), agent)
+
+    def announced(self, run_id: str) -> Announcement | None:
+        """The announcement of the run ``run_id``, if a nightly job's next fire will start it."""
+        return next((a for a in self.announcements() if a.run_id == run_id), None)
+
     def jobs(self) -> list[dict[str, Any]]:
         """The stored jobs as plain data."""
         return [_job_dict(j) for j in self.scheduler.get_jobs()]
+
+
+def _announce(jobs: Sequence[Job], agent: str | None) -> list[Announcement]:
+    out = []
+    for job in jobs:
+        nrt = getattr(job, "next_run_time", None)
+        if not job.id.startswith(NIGHTLY_PREFIX) or nrt is None:
+            continue
+        who, suite = str(job.args[0]), str(job.args[1])
+        if agent is not None and who != agent:
+            continue
+        at = nrt.astimezone(dt.UTC)
+        out.append(Announcement(job.id, who, suite, at, scheduled_run_id(job.id, at)))
+    return sorted(out, key=lambda a: (a.fire_time, a.agent))
+
+
+def stored_announcements(engine: Engine, agent: str | None = None) -> list[Announcement]:
+    """The announcements of the nightly jobs stored in the database ``engine`` (as
+    :meth:`DaemonScheduler.announcements`), read without a running scheduler: at the machine
+    (``mindledger forecast``), whether the daemon runs or not."""
+    jobstore = SQLAlchemyJobStore(engine=engine, tablename=JOBS_TABLE)
+    jobstore.start(BackgroundScheduler(timezone=dt.UTC), "default")  # never started itself
+    # (not jobstore.shutdown(): it disposes of the engine, which is the caller's)
+    return _announce(jobstore.get_all_jobs(), agent)
 
 
 def _job_dict(job: Job) -> dict[str, Any]:

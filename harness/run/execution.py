@@ -25,16 +25,20 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from harness.config.settings import Settings
 from harness.model.local_model import ModelEndpoint
 from harness.run.build import built_agents, concurrency_of, needs_local_model
 from harness.run.episodes import Seats, control_seats
+from harness.run.forecasting import reveal_ended
 from harness.run.runner import ProgressSink, RunSummary, execute_run
 from ledger.store import RunAgent, Store
 from mindledger.errors import UserError
 from mindledger.items import Item
+
+if TYPE_CHECKING:
+    from ledger.predictions import Ledger
 
 __all__ = [
     "BatchResult",
@@ -45,6 +49,7 @@ __all__ = [
     "model_at",
     "model_per_batch",
     "nothing_pending",
+    "seal_run",
     "settle_run",
     "settle_status",
 ]
@@ -119,15 +124,21 @@ async def execute_batch(
     progress: ProgressSink | None = None,
     others_pending: PendingWork | None = nothing_pending,
     interrupt_on_failure: bool = True,
+    ledger: Ledger | None = None,
 ) -> BatchResult:
     """Attempt every pair of the batch (``agents`` × ``item_ids`` of the stored run, by name
     and id; None means all of them) that has no trial yet; then settle the run (:func:`settle_run`).
 
-    With work to do, the run moves to ``running`` first (unless it is complete). The embedded
+    With work to do, the run moves to ``running`` first (unless it is complete) and is sealed
+    in the ledger (:func:`seal_run`) before any trial is written. The embedded
     model comes from ``local_model`` (default: started for this batch) and is asked for only
     if an agent of the batch needs it. If the batch raises or is cancelled, the run becomes
     ``interrupted`` when ``interrupt_on_failure`` (unless it is complete), else its status is
     left as it was; either way the error propagates.
+
+    Once the status says the run ended, the self-forecasts the service holds for it are
+    revealed and scored (:func:`harness.run.forecasting.reveal_ended`, with ``ledger`` or one
+    opened from the settings; a failure there is logged, never raised).
 
     Idempotent: executing a batch twice, or twice at once, stores each trial once."""
     run = await asyncio.to_thread(store.get_run, run_id)
@@ -165,6 +176,7 @@ async def execute_batch(
         seated = {control_of[n] for n in names if n in control_of} - names
         with_seats = [*planned, *(ra for ra in everyone if ra.name in seated)]
         try:
+            await asyncio.to_thread(seal_run, store, settings, run_id)
             async with (
                 _local_model_url(
                     local_model or model_per_batch(settings),
@@ -188,7 +200,31 @@ async def execute_batch(
                 await _to_thread_to_the_end(lambda: _interrupt(store, run_id))
             raise
     status = await asyncio.to_thread(settle_run, store, run_id, others_pending=others_pending)
+    if status is not None:
+        await asyncio.to_thread(reveal_ended, store, settings, run_id, ledger)
     return BatchResult(summary, status)
+
+
+def seal_run(store: Store, settings: Settings, run_id: str) -> None:
+    """Seal the run in the ledger (:meth:`ledger.predictions.Ledger.seal_run`: its
+    ``run-start`` entry; idempotent) before any of its trials is written, so that the ledger
+    alone shows which self-forecasts of it were committed before its first trial, and takes
+    none after. Blocking. A failure propagates: a run that cannot be sealed does not start.
+
+    The seal neither checks nor moves the data directory's head witness, and keeps no heads
+    file: one data directory may serve the runs of several databases (``--db-url``, tests),
+    and a run must not fail because another database's ledger was witnessed there. The head
+    is still checked (its hash and the service key's signature), and what the witness guards
+    against (a cut-off tail, a replaced ledger) is still caught by every witnessed append — a
+    forecast's commit among them — and by ``ledger verify``."""
+    from harness.config.workspace import SeedPolicy, Workspace  # the ledger loads on first use
+
+    workspace = Workspace(settings, store.engine, store, SeedPolicy.of(settings))
+    ledger = workspace.new_ledger(heads_file=False, witness=False)
+    try:
+        ledger.seal_run(run_id)
+    finally:
+        ledger.close()
 
 
 def settle_run(store: Store, run_id: str, *, others_pending: PendingWork | None) -> str | None:

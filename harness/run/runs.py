@@ -13,7 +13,7 @@ import secrets
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.config.settings import Settings
 from harness.config.workspace import SeedPolicy
@@ -24,6 +24,9 @@ from harness.run.suites import get_suite
 from ledger.store import RunAgent, Store
 from mindledger import family as family_registry
 from mindledger.items import Item
+
+if TYPE_CHECKING:
+    from ledger.predictions import Ledger
 
 __all__ = ["create_run", "execute_stored_run", "new_run_id"]
 
@@ -107,13 +110,15 @@ async def execute_stored_run(
     *,
     progress: ProgressSink | None = None,
     local_base_url: ModelEndpoint | None = None,
+    ledger: Ledger | None = None,
 ) -> RunSummary:
     """Run every missing trial of a stored run, as one batch in this process
     (:func:`harness.run.execution.execute_batch`): the run ends ``complete`` when no trial is
     missing, else ``incomplete``; ``interrupted`` if it raises or is cancelled (Ctrl-C).
 
     Starts the embedded model when an agent needs it (unless ``local_base_url`` is given) and
-    stops it afterwards, whatever happens."""
+    stops it afterwards, whatever happens. The self-forecasts the service holds for the run are
+    revealed when it ends, with ``ledger`` (default: one opened from the settings)."""
     result = await execute_batch(
         store,
         settings,
@@ -122,6 +127,7 @@ async def execute_stored_run(
         progress=progress,
         others_pending=nothing_pending,
         interrupt_on_failure=True,
+        ledger=ledger,
     )
     if result.summary is not None:
         return result.summary

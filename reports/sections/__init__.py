@@ -21,7 +21,7 @@ from reports._estimates import MetricSample
 from reports.sections._columns import agent_columns, roster
 from reports.sections._design import RunDesign, run_design
 from reports.sections._inputs import AgentInputs, Measured, RunInputs
-from reports.sections._resamples import D50_MIN_PER_DEPTH, LEVEL, resample
+from reports.sections._resamples import D50_MIN_PER_DEPTH, LEVEL, resample, rng
 from reports.sections.calibration import calibration_section
 from reports.sections.cost import cost_sections
 from reports.sections.depth import depth_sections
@@ -44,6 +44,7 @@ __all__ = [
     "RunInputs",
     "Section",
     "agent_sections",
+    "rng",
     "run_inputs",
 ]
 

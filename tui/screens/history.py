@@ -10,7 +10,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, LoadingIndicator, Static
 
-from tui.history_view import HISTORY_COLUMNS, POINT_COLUMNS, HistoryView, history_view
+from tui.history_view import (
+    FORECAST_COLUMNS,
+    HISTORY_COLUMNS,
+    POINT_COLUMNS,
+    HistoryView,
+    history_view,
+)
 from tui.screens._base import WorkerScreen
 from tui.source import DashboardSource
 from tui.widgets.tables import fill_table
@@ -47,12 +53,17 @@ class HistoryScreen(WorkerScreen):
         yield DataTable[Text](id="history", cursor_type="row", zebra_stripes=True)
         yield Static(id="history-figure", markup=False)
         yield DataTable[Text](id="points", cursor_type="row", zebra_stripes=True)
+        yield Static(id="forecasts-title", markup=False)
+        yield DataTable[Text](id="forecasts", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
     def on_mount(self) -> None:
         self.sub_title = f"History {self.agent}"
         fill_table(self.query_one("#history", DataTable), HISTORY_COLUMNS, [])
         fill_table(self.query_one("#points", DataTable), POINT_COLUMNS, [])
+        fill_table(self.query_one("#forecasts", DataTable), FORECAST_COLUMNS, [])
+        self.query_one("#forecasts", DataTable).display = False
+        self.query_one("#forecasts-title", Static).display = False
         self.load()
 
     def read(self) -> HistoryView:
@@ -82,7 +93,25 @@ class HistoryScreen(WorkerScreen):
         if view.lines:
             table.move_cursor(row=min(cursor, len(view.lines) - 1), animate=False)
         self._show_points(table.cursor_row)
+        self._show_forecasts(view)
         table.focus()
+
+    def _show_forecasts(self, view: HistoryView) -> None:
+        """The self-forecasts, newest run first, confidently wrong ones in red (nothing of
+        them when the agent made none)."""
+        title = self.query_one("#forecasts-title", Static)
+        table = self.query_one("#forecasts", DataTable)
+        title.display = table.display = bool(view.forecasts)
+        title.update(Text("Self-forecasts: each forecast's 50% and 90% bands beside the outcome"
+                          if view.forecasts else ""))
+        rows = []
+        for cells, wrong in zip(view.forecasts, view.forecast_wrong, strict=True):
+            r = [Text(c) for c in cells]
+            if wrong:
+                for c in r:
+                    c.stylize("bold red")
+            rows.append(r)
+        fill_table(table, FORECAST_COLUMNS, rows)
 
     def _show_points(self, row: int) -> None:
         points = self.query_one("#points", DataTable)

@@ -57,6 +57,7 @@ class AgentDetail(VerticalScroll):
             f"False-belief accuracy        {agent.false_belief}",
             f"n                            {agent.n}",
             *agent.notices,
+            *agent.self_forecast,
         ]
         metrics.update(Text("\n".join(lines)))
         fill_table(

@@ -4,7 +4,17 @@ order the document lists them. A handler is a plain function over
 :class:`~harness.daemon.services.Services`."""
 
 from harness.daemon.endpoint import Endpoint
-from harness.daemon.routes import calls, ledger, predictions, proxy, runs, service, tokens, witness
+from harness.daemon.routes import (
+    calls,
+    forecasts,
+    ledger,
+    predictions,
+    proxy,
+    runs,
+    service,
+    tokens,
+    witness,
+)
 
 __all__ = ["ENDPOINTS"]
 
@@ -13,6 +23,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     *tokens.ENDPOINTS,
     *runs.ENDPOINTS,
     *predictions.ENDPOINTS,
+    *forecasts.ENDPOINTS,
     *calls.ENDPOINTS,
     *ledger.ENDPOINTS,
     *proxy.ENDPOINTS,

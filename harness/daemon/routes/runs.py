@@ -24,13 +24,17 @@ from starlette.responses import Response
 from harness.daemon.endpoint import Call, Endpoint
 from harness.daemon.models import (
     Body,
+    Digest,
+    JsonObject,
     Model,
     PathId,
     Query,
     Reveal,
     daemon_enum,
+    not_null,
     refuse,
 )
+from harness.daemon.routes.forecasts import FIGURE_PATTERN
 from harness.daemon.services import Services
 from harness.daemon.tokens import Principal, claim_run_request, release_run_request
 from harness.daemon.web import ApiError, kind_of
@@ -38,14 +42,17 @@ from harness.run.build import PlanFields, plan_agents
 from harness.run.runs import new_run_id
 from harness.run.suites import SUITES
 from ledger.models import RunRow
+from ledger.protocol import commitment, new_salt
 from mindledger.disclosure import disclosed_params, withholds
 from mindledger.errors import ConfigError, InputError, UserError
+from mindledger.forecasts import MAX_REASON, figure, forecast_body, parse_forecast
 
 __all__ = [
     "ENDPOINTS",
     "MAX_ABLATIONS",
     "RETRY_AFTER",
     "RunDetail",
+    "RunForecast",
     "RunRequest",
     "RunSummary",
     "get_run",
@@ -58,6 +65,8 @@ __all__ = [
 RETRY_AFTER = 60
 """Seconds a client at its cap of open runs is told to wait (``Retry-After``)."""
 MAX_ABLATIONS = 8
+MAX_FORECASTS = 32
+"""Most self-forecasts one run request may carry."""
 """Most modules one run request may ablate (each adds a variant running the whole suite)."""
 RUN_FIELDS = PlanFields(agent="agent", control="control", reference="references", ablate="ablate")
 """The fields of ``POST /runs`` that name agents, as the run planner's errors name them."""
@@ -135,14 +144,46 @@ Module = Annotated[str, Field(json_schema_extra=daemon_enum("modules"))]
 DeclaredAgent = Annotated[str, Field(json_schema_extra=daemon_enum("agents"))]
 
 
+class RunForecast(Body):
+    """A self-forecast of the agent under test for this run, committed before the run is queued
+    (issue 29; as ``POST /forecasts`` takes them): its ``commitment``, or the ``forecast`` in
+    clear with an optional ``reason`` (held by the service, revealed when the run ends)."""
+
+    model_config = Body.model_config | {
+        "json_schema_extra": {
+            "oneOf": [
+                {"required": ["commitment"], "not": {"required": ["forecast"]}},
+                {"required": ["forecast"], "not": {"required": ["commitment"]}},
+            ],
+            "dependentSchemas": {"reason": {"required": ["forecast"]}},
+        }
+    }
+
+    figure: Annotated[
+        str, Field(min_length=1, max_length=100, json_schema_extra={"pattern": FIGURE_PATTERN})
+    ]
+    """The figure: ``false_belief_accuracy``, ``d50``, ``accuracy_at_depth:R2``… (see
+    ``POST /forecasts``)."""
+    commitment: Digest | None = Field(None, json_schema_extra=not_null)
+    forecast: JsonObject | None = Field(None, json_schema_extra=not_null)
+    reason: Annotated[str, Field(min_length=1, max_length=MAX_REASON)] | None = Field(
+        None, json_schema_extra=not_null
+    )
+    agent_signature: Annotated[str, Field(min_length=1)] | None = Field(
+        None, json_schema_extra=not_null
+    )
+
+
 class RunRequest(Body):
     """Run a suite now, on a held-out seed: an agent (with its control and any ablations) and
-    reference agents, or references alone."""
+    reference agents, or references alone; with ``forecasts``, the agent's self-forecasts for
+    the run, committed before it is queued (the run starts at once: there is no other time to
+    commit them)."""
 
     model_config = Body.model_config | {
         "json_schema_extra": {
             "anyOf": [{"required": ["references"]}, {"required": ["agent"]}],
-            "dependentRequired": {"ablate": ["agent"]},
+            "dependentRequired": {"ablate": ["agent"], "forecasts": ["agent"]},
         }
     }
 
@@ -169,6 +210,8 @@ class RunRequest(Body):
     ] = []
     """Modules of the agent to switch off, one ablation variant each (its own modules or the
     reference scaffold's)."""
+    forecasts: Annotated[list[RunForecast], Field(max_length=MAX_FORECASTS)] = []
+    """The agent's self-forecasts for this run (committed before it starts)."""
 
 
 class RunSummary(Model):
@@ -205,6 +248,8 @@ class RunAccepted(Model):
     run: RunSummary
     job: str
     """The scheduler's job running it."""
+    forecasts: list[dict[str, Any]] = []
+    """The forecasts committed for it (each one's id, commitment, seq, held)."""
 
 
 def summary(run: RunRow, *, reveal: bool = False) -> RunSummary:
@@ -320,6 +365,10 @@ def _checked(services: Services, principal: Principal, body: RunRequest) -> None
             f"this token may request runs of {principal.agent!r} only",
             field="agent",
         )
+    if body.forecasts and who is None:
+        raise ApiError(
+            400, "missing_field", "expected the agent whose forecasts these are", field="agent"
+        )
     try:  # the request's agents, references and ablations, checked before anything else
         plan_agents(
             services.settings,
@@ -332,9 +381,50 @@ def _checked(services: Services, principal: Principal, body: RunRequest) -> None
         raise _plan_error(exc, agent=who) from None
 
 
+Committing = tuple[str, str, tuple[dict[str, Any], str] | None, str | None]
+"""A forecast ready to commit: (figure, commitment, held (body, salt hex) or None, signature)."""
+
+
+def _forecasts(body: RunRequest) -> list[Committing]:
+    """The request's forecasts, each checked (400 naming ``forecasts[i].<field>``) before
+    anything is stored; a held one's salt drawn and its commitment made."""
+    out: list[Committing] = []
+    seen: set[str] = set()
+    for i, f in enumerate(body.forecasts):
+        where = f"forecasts[{i}]"
+        try:
+            name = figure(f.figure, where=f"{where}.figure").name
+            if (f.commitment is None) == (f.forecast is None):
+                raise InputError("expected the commitment or the forecast (one of them)",
+                                 where=f"{where}.commitment")  # fmt: skip
+            held = None
+            if f.forecast is not None:
+                kept = forecast_body(parse_forecast(f.forecast, f"{where}.forecast"), f.reason)
+                kept["forecast"] = f.forecast
+                salt = new_salt()
+                held = (kept, salt.hex())
+                sealed = commitment(kept, salt)
+            else:
+                if f.reason is not None:
+                    raise InputError("a reason goes with the forecast in clear",
+                                     where=f"{where}.reason")  # fmt: skip
+                assert f.commitment is not None
+                sealed = f.commitment
+            if sealed in seen:
+                raise InputError("the same commitment twice", where=f"{where}.commitment")
+        except InputError as exc:
+            field = exc.where if exc.where and exc.where.startswith(where) else f"{where}.reason"
+            raise ApiError(400, "invalid_field", str(exc).removeprefix(f"{exc.where}: "),
+                           field=field) from None  # fmt: skip
+        seen.add(sealed)
+        out.append((name, sealed, held, f.agent_signature))
+    return out
+
+
 async def post_run(services: Services, call: Call[None, None, RunRequest]) -> RunAccepted:
     body, principal = call.body, call.caller
     _checked(services, principal, body)
+    forecasts = _forecasts(body)
     scheduler = services.scheduler
     if scheduler is None or not scheduler.running:
         raise ApiError(503, "scheduler_off", "the scheduler is off (--no-scheduler)")
@@ -354,6 +444,8 @@ async def post_run(services: Services, call: Call[None, None, RunRequest]) -> Ru
             headers={"Retry-After": str(RETRY_AFTER)},
         )
 
+    committed: list[dict[str, Any]] = []
+
     def plan() -> str:
         try:
             scheduler.context.plan_run(
@@ -370,11 +462,26 @@ async def post_run(services: Services, call: Call[None, None, RunRequest]) -> Ru
         except BaseException:
             release_run_request(engine, run_id)
             raise
+        try:
+            for name, sealed, held, signature in forecasts:  # before the run is queued
+                assert body.agent is not None
+                state = services.ledger.commit_forecast(
+                    body.agent, run_id, name, sealed, agent_signature=signature, held=held
+                )
+                committed.append({"id": state.id, "figure": state.figure,
+                                  "commitment": state.commitment, "seq": state.seq,
+                                  "held": state.held})  # fmt: skip
+        except BaseException:
+            # refused (an agent signature that does not fit): the run is stored but not queued,
+            # and says so: incomplete, no trial (a restart does not pick it up)
+            release_run_request(engine, run_id)
+            services.store.transition_run(run_id, "incomplete", unless=("complete",))
+            raise
         return scheduler.run_now(run_id)
 
     job = await run_in_threadpool(plan)
     run = await run_in_threadpool(services.store.get_run, run_id)
-    return RunAccepted(run=summary(run), job=job)
+    return RunAccepted(run=summary(run), job=job, forecasts=committed)
 
 
 ENDPOINTS: tuple[Endpoint, ...] = (

@@ -98,7 +98,7 @@ def test_ledger_show_json_and_table(isolated_home: Path, capsys: pytest.CaptureF
     open_one = _commit(capsys, "sol")
 
     shown = cli_json(capsys, "ledger", "show")
-    assert set(shown) == {"predictions", "summary"}
+    assert set(shown) == {"predictions", "summary", "forecasts"}
     states = {p["id"]: p["state"] for p in shown["predictions"]}
     assert states == {scored["id"]: "scored", open_one["id"]: "committed"}
     assert shown["summary"]["n"] == 1 and shown["summary"]["states"] == {

@@ -44,6 +44,7 @@ from harness.testing import FakeOpenAI
 from ledger import commitment, new_salt, prediction_body
 from ledger.cosign import WITNESS_DIR, WitnessStore
 from ledger.protocol import query_hash
+from mindledger.forecasts import forecast_body, parse_forecast
 
 README = Path(__file__).resolve().parents[3] / "README.md"
 SEEDS = iter(s for s in range(1_300_000_000, 1_300_010_000) if not is_held_out(s))
@@ -67,6 +68,11 @@ EXPECTED: dict[tuple[str, str], tuple[int, int, int | None, int]] = {
     ("GET", "/predictions/{id}"): (401, 200, 404, 200),
     ("POST", "/predictions/{id}/observe"): (401, 403, 403, 201),
     ("POST", "/predictions/{id}/reveal"): (401, 200, 404, 403),
+    ("POST", "/forecasts"): (401, 201, 404, 201),
+    ("GET", "/forecasts"): (401, 200, 403, 200),
+    ("GET", "/forecasts/{id}"): (401, 200, 404, 200),
+    ("POST", "/forecasts/{id}/reveal"): (401, 200, 404, 403),
+    ("GET", "/schedule/next"): (401, 200, 403, 200),
     ("GET", "/calls"): (401, 200, 403, 200),
     ("GET", "/ledger/head"): (401, 200, 200, 200),
     ("GET", "/ledger/proof"): (401, 200, 200, 200),
@@ -76,6 +82,7 @@ EXPECTED: dict[tuple[str, str], tuple[int, int, int | None, int]] = {
     ("GET", "/witness/heads"): (200, 200, 200, 200),
 }
 """What each caller gets, as this test states it independently of the code's table."""
+FORECAST = {"form": "quantiles", "levels": [0.1, 0.5, 0.9], "values": [0.2, 0.5, 0.8]}
 
 
 def _hex() -> str:
@@ -96,6 +103,12 @@ class Side:
     request: dict[str, Any] = field(default_factory=dict)
     answer: str = ""
     observed_seq: int = 0
+    open_run: str = ""
+    """A run of its own that has not started: it takes forecasts (issue 29)."""
+    forecast: str = ""
+    """A forecast of its own for its finished run, revealed by nobody yet."""
+    forecast_body: dict[str, Any] = field(default_factory=dict)
+    forecast_salt: str = ""
     secrets: set[str] = field(default_factory=set)
 
 
@@ -193,33 +206,42 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             prediction_share=0.5,
             schedule="0 0 1 1 *",  # no nightly job fires while the test runs
         )
-        from harness.config.workspace import Workspace
-
-        ws = Workspace.open(settings)
         runs = {"ada": f"run-ada-{_hex()}", "bea": f"run-bea-{_hex()}"}
         shared = f"run-shared-{_hex()}"
-        for names, run_id in ((("ada",), runs["ada"]), (("bea",), runs["bea"]),
-                              (("ada", "bea"), shared)):  # fmt: skip
-            planned = plan_agents(settings, agents=names)
-            create_run(ws.store, settings, suite="quick", planned=planned, seed=next(SEEDS),
-                       run_id=run_id)  # fmt: skip
-            asyncio.run(execute_stored_run(ws.store, settings, run_id))
-        ws.close()
+        open_runs = {"ada": f"run-ada-open-{_hex()}", "bea": f"run-bea-open-{_hex()}"}
         dice: list[float] = []  # the service's dice: scripted, then every call passes
         daemon = build_daemon(
             settings,
             draw=lambda: dice.pop(0) if dice else PASSED,
             scheduler_options={"expire_every": None},
         )
+        forecasts: dict[str, tuple[str, dict[str, Any], str]] = {}
+        for names, run_id in ((("ada",), runs["ada"]), (("bea",), runs["bea"]),
+                              (("ada", "bea"), shared), (("ada",), open_runs["ada"]),
+                              (("bea",), open_runs["bea"])):  # fmt: skip
+            planned = plan_agents(settings, agents=names)
+            create_run(daemon.store, settings, suite="quick", planned=planned, seed=next(SEEDS),
+                       run_id=run_id)  # fmt: skip
+            if run_id in open_runs.values():
+                continue
+            if len(names) == 1:  # a forecast of its own, committed before the run, revealed after
+                body = forecast_body(parse_forecast(FORECAST), f"{names[0]}-reason-{_hex()}")
+                salt = new_salt()
+                state = daemon.ledger.commit_forecast(names[0], run_id, "false_belief_accuracy",
+                                                      commitment(body, salt))  # fmt: skip
+                forecasts[names[0]] = (state.id, body, salt.hex())
+            asyncio.run(execute_stored_run(daemon.store, settings, run_id, ledger=daemon.ledger))
         assert daemon.scheduler is not None
         daemon.scheduler.start()
         WitnessStore(home / WITNESS_DIR).add_log(
             LOG, daemon.ledger.public_key_hex, now=dt.datetime.now(dt.UTC).isoformat()
         )
-        sides = {
-            n: Side(n, create_token(daemon.engine, n), runs[n], secrets={runs[n]})
-            for n in ("ada", "bea")
-        }
+        sides = {}
+        for n in ("ada", "bea"):
+            fid, body, salt = forecasts[n]
+            sides[n] = Side(n, create_token(daemon.engine, n), runs[n], open_run=open_runs[n],
+                            forecast=fid, forecast_body=body, forecast_salt=salt,
+                            secrets={runs[n], open_runs[n], fid, body["reason"]})  # fmt: skip
         operator = create_token(daemon.engine, None, scope="operator", label="ops")
         try:
             with BackgroundServer(daemon.app) as server:
@@ -366,6 +388,60 @@ def _reveal(w: World, caller: str | None, subject: Side, role: Role) -> Seen:
     return [(r, set())]
 
 
+def _commit_forecast(w: World, caller: str | None, subject: Side, role: Role) -> Seen:
+    sealed = "sha256:" + _hex() + _hex()
+    body = {"run": subject.open_run, "figure": "d50", "commitment": sealed}
+    if role == "operator":
+        body["predictor"] = subject.name
+    r = w.send("POST", "/forecasts", caller, json=body)
+    subject.secrets.add(sealed)
+    if r.status_code == 201:
+        subject.secrets.add(r.json()["id"])
+    if role == "other_agent":
+        nothing = f"run-{_hex()}"
+        unknown = w.send("POST", "/forecasts", caller, json={**body, "run": nothing})
+        _as_unknown(r, subject.open_run, unknown, nothing)
+    return [(r, {subject.open_run} if r.status_code == 201 else set())]
+
+
+def _list_forecasts(w: World, caller: str | None, subject: Side, role: Role) -> Seen:
+    if role == "other_agent":
+        return [(w.send("GET", "/forecasts", caller, params={"agent": subject.name}), set())]
+    if role == "operator":
+        return [(w.send("GET", "/forecasts", caller),
+                 {s.forecast for s in w.sides.values()})]  # fmt: skip
+    return [(w.send("GET", "/forecasts", caller), {subject.forecast} if role == "agent" else set())]
+
+
+def _show_forecast(w: World, caller: str | None, subject: Side, role: Role) -> Seen:
+    r = w.send("GET", f"/forecasts/{subject.forecast}", caller)
+    if role == "other_agent":
+        nothing = "f" + "0" * 20
+        _as_unknown(r, subject.forecast, w.send("GET", f"/forecasts/{nothing}", caller), nothing)
+    return [(r, {subject.forecast} if role in ("agent", "operator") else set())]
+
+
+def _reveal_forecast(w: World, caller: str | None, subject: Side, role: Role) -> Seen:
+    body = subject.forecast_body
+    sent = {"forecast": body["forecast"], "reason": body["reason"], "salt": subject.forecast_salt}
+    r = w.send("POST", f"/forecasts/{subject.forecast}/reveal", caller, json=sent)
+    if role == "other_agent":
+        nothing = "f" + "0" * 20
+        unknown = w.send("POST", f"/forecasts/{nothing}/reveal", caller, json=sent)
+        _as_unknown(r, subject.forecast, unknown, nothing)
+    # revealed (scored, or void when the run has no value of the figure: the note says why)
+    return [(r, {subject.forecast, '"revealed_at":"'} if role == "agent" else set())]
+
+
+def _schedule(w: World, caller: str | None, subject: Side, role: Role) -> Seen:
+    if role == "other_agent":
+        return [(w.send("GET", "/schedule/next", caller, params={"agent": subject.name}), set())]
+    shows = {f'"agent":"{subject.name}"'} if role in ("agent", "operator") else set()
+    if role == "operator":
+        shows = {f'"agent":"{s}"' for s in w.sides}
+    return [(w.send("GET", "/schedule/next", caller), shows)]
+
+
 def _calls(w: World, caller: str | None, subject: Side, role: Role) -> Seen:
     if role == "other_agent":
         return [(w.send("GET", "/calls", caller, params={"agent": subject.name}), set())]
@@ -428,6 +504,11 @@ PROBES: dict[tuple[str, str], Probe] = {
     ("GET", "/predictions/{id}"): _show,
     ("POST", "/predictions/{id}/observe"): _observe,
     ("POST", "/predictions/{id}/reveal"): _reveal,
+    ("POST", "/forecasts"): _commit_forecast,
+    ("GET", "/forecasts"): _list_forecasts,
+    ("GET", "/forecasts/{id}"): _show_forecast,
+    ("POST", "/forecasts/{id}/reveal"): _reveal_forecast,
+    ("GET", "/schedule/next"): _schedule,
     ("GET", "/calls"): _calls,
     ("GET", "/ledger/head"): _head,
     ("GET", "/ledger/proof"): _proof,

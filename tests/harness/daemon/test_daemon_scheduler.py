@@ -39,9 +39,12 @@ class RecordingContext(DaemonContext):
         super().__init__(settings, store)
         self.calls: list[tuple[str, tuple[str, ...]]] = []
         self.matrices: list[str] = []
+        self.run_ids: list[str | None] = []
+        """The run id each suite was to take (the announced one, issue 29)."""
 
-    def run_suite(self, *, suite: str, agents: Sequence[str]) -> str:
+    def run_suite(self, *, suite: str, agents: Sequence[str], run_id: str | None = None) -> str:
         self.calls.append((suite, tuple(agents)))
+        self.run_ids.append(run_id)
         return "recorded"
 
     def run_matrix_beside(self, suite_run: str) -> str | None:

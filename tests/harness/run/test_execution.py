@@ -158,8 +158,9 @@ def _pairs(store: Store, run_id: str) -> int:
 def test_every_way_stores_the_same_trials_and_completes_the_run(
     way: Way, fake: FakeOpenAI, tmp_path: Path
 ) -> None:
+    # a data directory of its own: each database's ledger (the run's seal) has its witness
     base_store, base_settings, base_run, _ = _setup(
-        tmp_path, f"sqlite:///{tmp_path / 'baseline.db'}", fake.base_url
+        tmp_path / "baseline", f"sqlite:///{tmp_path / 'baseline.db'}", fake.base_url
     )
     asyncio.run(execute_stored_run(base_store, base_settings, base_run))
     expected = _trials(base_store, base_run)
