@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reports import _svg as s
+from reports.model import ContrastMetrics
 from reports.present import no_interval, number
 
 __all__ = ["SIGNIFICANCE", "ForestRow", "forest_plot", "forest_rows"]
@@ -133,10 +134,13 @@ def _row(metric: str, label: str, proportion: bool, d: Mapping[str, Any]) -> For
 
 
 def forest_rows(
-    metrics: Mapping[str, Any], labels: Mapping[str, tuple[str, bool]]
+    metrics: ContrastMetrics | Mapping[str, Any], labels: Mapping[str, tuple[str, bool]]
 ) -> list[ForestRow]:
-    """The rows of one contrast block, in ``labels`` order (``key → (label, proportion)``);
-    the false-belief accuracy is followed by its per-depth rows."""
+    """The rows of one contrast block (a profile's :class:`~reports.model.ContrastMetrics`,
+    or their JSON), in ``labels`` order (``key → (label, proportion)``); the false-belief
+    accuracy is followed by its per-depth rows."""
+    if isinstance(metrics, ContrastMetrics):
+        metrics = metrics.model_dump(mode="json", by_alias=True, exclude_unset=True)
     rows = []
     for key, (label, proportion) in labels.items():
         d = metrics.get(key)
