@@ -589,6 +589,8 @@ class AgentProfile(_Frozen):
     agent_prediction_skill: Skill
     minus_control: ContrastSection | None = None
     ablation_credit: dict[str, ContrastSection] = Field(default_factory=dict)
+    other_controls: dict[str, ContrastSection] | None = Field(
+        default=None, description="agent − control for each further control, by its name")
     degradation_slope: Slope | None = None
     r2_self: R2Self | None = None
     by_mechanism: ByFactor | None = None

@@ -4,6 +4,9 @@ records (:mod:`reports.model` assembles them into :class:`~reports.model.AgentPr
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from pydantic import Field
 
 from reports.model_base import Available, Estimate, Frozen, Interval, Number
@@ -59,6 +62,10 @@ class ContrastFigure(Frozen):
     upper_bound: Number | None = None
 
 
+DEPTH_KEY = "accuracy_by_depth.false."
+"""The metric key of a contrast's false-belief accuracy at one depth, before its label."""
+
+
 class ContrastMetrics(Frozen):
     """The metrics of a contrast block, each a :class:`ContrastFigure`; the false-belief
     accuracy also per depth (``accuracy_by_depth``)."""
@@ -79,6 +86,32 @@ class ContrastMetrics(Frozen):
         """The figure of ``metric`` (a field name), None when the block has none."""
         value = getattr(self, metric, None) if metric in type(self).model_fields else None
         return value if isinstance(value, ContrastFigure) else None
+
+    def flat(self) -> list[tuple[str, ContrastFigure]]:
+        """Every figure with its metric key (``accuracy_by_depth.false.R3`` for a depth), in
+        the block's order."""
+        out: list[tuple[str, ContrastFigure]] = []
+        for key in self._keys or tuple(type(self).model_fields):
+            if key == "accuracy_by_depth":
+                by_depth = self.accuracy_by_depth or {}
+                out += [(f"{DEPTH_KEY}{label}", d) for label, d in by_depth.items()]
+            elif (fig := self.figure(key)) is not None:
+                out.append((key, fig))
+        return out
+
+    def with_p_holm(self, adjusted: Mapping[str, float]) -> ContrastMetrics:
+        """The block with the Holm-adjusted p of each figure in ``adjusted`` (by the keys of
+        :meth:`flat`)."""
+        update: dict[str, Any] = {}
+        by_depth = dict(self.accuracy_by_depth or {})
+        for key, p_holm in adjusted.items():
+            if key.startswith(DEPTH_KEY):
+                label = key.removeprefix(DEPTH_KEY)
+                by_depth[label] = by_depth[label].model_copy(update={"p_holm": p_holm})
+                update["accuracy_by_depth"] = by_depth
+            elif (fig := self.figure(key)) is not None:
+                update[key] = fig.model_copy(update={"p_holm": p_holm})
+        return self.model_copy(update=update)
 
 
 class SameAnswers(Frozen):
