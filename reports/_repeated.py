@@ -55,6 +55,7 @@ import numpy.typing as npt
 from reports._data import ItemTable, TrialTable
 from reports._estimates import MIN_N, not_estimable_reason, paired_values, proportion
 from reports._stats import clustered_mean_interval
+from reports.model import RepeatedSection
 
 __all__ = [
     "FAMILY",
@@ -419,12 +420,13 @@ def _design_summary(items: ItemTable, design: RepeatedDesign) -> dict[str, Any]:
 def repeated_section(
     items: ItemTable, design: RepeatedDesign, has: BoolArray, ok: BoolArray, ep: EpisodeCols,
     *, seed: int = 0,
-) -> dict[str, Any]:
+) -> RepeatedSection:
     """The ``repeated`` block of one agent's profile (see the module docstring). ``seed`` seeds
     the sign-flip tests of the counterfactual gaps."""
     mine = design.mask & has
     if not mine.any():
-        return {"available": False, "reason": "no repeated-game episodes answered in this run"}
+        return RepeatedSection.of(
+            {"available": False, "reason": "no repeated-game episodes answered in this run"})
     in_cells = mine & design.cells
     games = _order({str(g) for g in items.game[in_cells].tolist()}, GAME_ORDER)
     rows: list[dict[str, Any]] = []
@@ -445,7 +447,7 @@ def repeated_section(
         for ci, (cf, pairs) in enumerate(pooled.items()):
             gaps.append(_gap(POOLED, cf, pairs, np.random.default_rng([seed, 0x6A9, 99, ci])))
     sm = in_cells & ep.scored
-    return {
+    return RepeatedSection.of({
         "available": True,
         "n_episodes": int(sm.sum()),
         "api_errors": int((in_cells & ~ok).sum()),
@@ -460,7 +462,7 @@ def repeated_section(
         "note": "opponents are pooled within each cell (every cell of a game holds the same "
         "matched sets, so the same opponent mix); the counterfactual gap compares each "
         "matched set with itself; B6 episodes are reported on their own",
-    }
+    })
 
 
 # ------------------------------------------------------------------------------- agent seats
