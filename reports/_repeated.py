@@ -55,7 +55,7 @@ import numpy.typing as npt
 from reports._data import ItemTable, TrialTable
 from reports._estimates import MIN_N, not_estimable_reason, paired_values, proportion
 from reports._stats import clustered_mean_interval
-from reports.model import RepeatedSection
+from reports.model import RepeatedB6, RepeatedDesignSummary, RepeatedSection
 
 __all__ = [
     "FAMILY",
@@ -307,17 +307,17 @@ _NOT_B6 = {"available": False, "n": 0,
            "in a counterfactual cell"}
 
 
-def _b6(ep: EpisodeCols, has: BoolArray, ok: BoolArray, design: RepeatedDesign) -> dict[str, Any]:
+def _b6(ep: EpisodeCols, has: BoolArray, ok: BoolArray, design: RepeatedDesign) -> RepeatedB6:
     m = design.b6 & has
     if not m.any():
-        return {"available": False, "n": 0,
-                "reason": "no B6 episodes (switching bots) answered in this run"}
+        return RepeatedB6.of({"available": False, "n": 0,
+                              "reason": "no B6 episodes (switching bots) answered in this run"})
     bm = m & ep.scored
     out = {"available": True, "n": int(bm.sum())} | _figures(ep, m, has, ok, design)
     out["adaptation_latency"] = (_mean(ep.latency[bm], "no episode adapted after the switch")
                                  | {"unit": "rounds after the switch, adapted episodes"})
     out["adapted"] = _share(ep.adapted[bm] == 1.0, "no scored B6 episodes")
-    return out
+    return RepeatedB6.of(out)
 
 
 def _order(values: set[str], order: tuple[str, ...]) -> list[str]:
@@ -401,7 +401,7 @@ def _gap(game: str, cf: str, pairs: _Pairs, rng: np.random.Generator) -> dict[st
     return out
 
 
-def _design_summary(items: ItemTable, design: RepeatedDesign) -> dict[str, Any]:
+def _design_summary(items: ItemTable, design: RepeatedDesign) -> RepeatedDesignSummary:
     cells = Counter((str(items.game[i]), str(design.counterfactual[i]))
                     for i in np.flatnonzero(design.cells).tolist())
     per_cell = {f"{g}/{c}": cells[(g, c)]
@@ -409,12 +409,12 @@ def _design_summary(items: ItemTable, design: RepeatedDesign) -> dict[str, Any]:
                 for c in _order({c for gg, c in cells if gg == g}, COUNTERFACTUAL_ORDER)}
     counts = set(per_cell.values())
     sets = {str(m) for m in design.matched[design.cells].tolist() if m}
-    return {
+    return RepeatedDesignSummary.of({
         "episodes_per_cell": per_cell,
         "balanced": len(counts) == 1,
         "matched_sets": len(sets),
         "b6_episodes": int(design.b6.sum()),
-    }
+    })
 
 
 def repeated_section(

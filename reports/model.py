@@ -42,6 +42,7 @@ from reports.model_sections import (
     ProxySection,
     RepeatedB6,
     RepeatedCell,
+    RepeatedDesignSummary,
     RepeatedFigure,
     SameAnswers,
 )
@@ -80,6 +81,7 @@ __all__ = [
     "ProxySection",
     "RepeatedB6",
     "RepeatedCell",
+    "RepeatedDesignSummary",
     "RepeatedFigure",
     "RunInfo",
     "RunProfile",
@@ -558,6 +560,7 @@ class RepeatedSection(Available):
     n_episodes: int | None = None
     api_errors: int | None = None
     exploitation: RepeatedFigure | None = None
+    design: RepeatedDesignSummary | None = None
     by_game_counterfactual: list[RepeatedCell] | None = None
     counterfactual_gap: list[CounterfactualGap] | None = None
     b6: RepeatedB6 | None = None

@@ -28,6 +28,7 @@ __all__ = [
     "ProxySection",
     "RepeatedB6",
     "RepeatedCell",
+    "RepeatedDesignSummary",
     "RepeatedFigure",
     "SameAnswers",
 ]
@@ -270,6 +271,16 @@ class CounterfactualGap(Available):
     test: str | None = None
     status: str | None = None
     note: str | None = None
+
+
+class RepeatedDesignSummary(Frozen):
+    """The repeated games' design as the run holds it: episodes per game and counterfactual
+    cell, whether the cells are balanced, the matched sets and the B6 episodes."""
+
+    episodes_per_cell: dict[str, int] = Field(default_factory=dict)
+    balanced: bool | None = None
+    matched_sets: int | None = None
+    b6_episodes: int | None = None
 
 
 class RepeatedB6(Available):
