@@ -44,12 +44,7 @@ def _depth_estimate(
     else:
         d |= {"status": "not_estimable", "reason": f.reason}
     return DepthEstimate.of(d | {"unresolved": unresolved, "definition": definition}
-                            | _source(source))  # fmt: skip
-
-
-def _source(source: SignalSource | None) -> dict[str, Any]:
-    """A stated-signal figure's ``source`` key (none for a figure that is not stated)."""
-    return {} if source is None else {"source": source.source}
+                            | ({} if source is None else {"source": source.source}))  # fmt: skip
 
 
 def depth_signals_section(inp: AgentInputs) -> Measured:
@@ -91,7 +86,10 @@ def depth_signals(ex: Mapping[str, Any], m_lk: BoolArray) -> DepthSignals:
         d = fig.to_dict()
         if fig.n == 0:
             d["reason"] = f"no {what} in scores"
-        return Estimate.of(d | {"definition": definition} | _source(stated(figure)))
+        source = stated(figure)  # a stated signal's figure says where it came from
+        return Estimate.of(
+            d | {"definition": definition} | ({} if source is None else {"source": source.source})
+        )
 
     def rate(values: FloatArray, mask: BoolArray, what: str, figure: str,
              definition: str) -> Estimate:  # fmt: skip
@@ -100,7 +98,10 @@ def depth_signals(ex: Mapping[str, Any], m_lk: BoolArray) -> DepthSignals:
             proportion(values[m]).to_dict() if m.any()
             else {"value": None, "n": 0, "reason": f"no {what} in scores"}
         )  # fmt: skip
-        return Estimate.of(d | {"definition": definition} | _source(stated(figure)))
+        source = stated(figure)  # a stated signal's figure says where it came from
+        return Estimate.of(
+            d | {"definition": definition} | ({} if source is None else {"source": source.source})
+        )
 
     out: dict[str, Any] = {"available": True, "n": n}
     fits = ex["level_fit"]
