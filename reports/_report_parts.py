@@ -443,11 +443,11 @@ def _repeated_gap_rows(r: RepeatedSection) -> list[list[str]]:
     rows = []
     for g in r.counterfactual_gap or []:
         if not g.available:
-            rows.append([g.game, g.counterfactual, "—", "—", f"— ({g.reason})", "—"])
+            rows.append([g.game, str(g.counterfactual), "—", "—", f"— ({g.reason})", "—"])
             continue
         ci = g.ci
         diff = MISSING if g.difference is None else f"{g.difference:+.2f}"
-        rows.append([g.game, g.counterfactual, _f(g.default, 2), _f(g.value, 2),
+        rows.append([g.game, str(g.counterfactual), _f(g.default, 2), _f(g.value, 2),
                      f"{diff}{_ci(ci, pct=False, digits=2) if ci else ''} N",
                      f"{g.n_default} / {g.n_counterfactual}"])
     return rows

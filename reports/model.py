@@ -28,6 +28,7 @@ from reports.model_base import Frozen as _Frozen
 from reports.model_sections import (
     AbcAccuracy,
     AbcContrast,
+    AgentSeats,
     CellB6,
     ContrastFigure,
     ContrastMetrics,
@@ -55,6 +56,7 @@ __all__ = [
     "AbcContrast",
     "AbcSection",
     "AgentProfile",
+    "AgentSeats",
     "Available",
     "CellB6",
     "Contrast",
@@ -564,6 +566,7 @@ class RepeatedSection(Available):
     by_game_counterfactual: list[RepeatedCell] | None = None
     counterfactual_gap: list[CounterfactualGap] | None = None
     b6: RepeatedB6 | None = None
+    agent_seats: AgentSeats | None = None
     note: str | None = None
 
 

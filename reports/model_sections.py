@@ -12,8 +12,10 @@ from pydantic import Field
 from reports.model_base import Available, Estimate, Frozen, Interval, Number
 
 __all__ = [
+    "DEPTH_KEY",
     "AbcAccuracy",
     "AbcContrast",
+    "AgentSeats",
     "CellB6",
     "ContrastFigure",
     "ContrastMetrics",
@@ -31,6 +33,8 @@ __all__ = [
     "RepeatedDesignSummary",
     "RepeatedFigure",
     "SameAnswers",
+    "SeatCell",
+    "SeatOpponent",
 ]
 
 
@@ -214,6 +218,7 @@ class RepeatedFigure(Frozen):
     scale: str | None = None
     unit: str | None = None
     median_m: Number | None = Field(default=None, description="median rounds to comprehension")
+    median_m_reason: str | None = None
     rounds: list[int] | None = None
 
 
@@ -254,10 +259,11 @@ class RepeatedCell(Frozen):
 
 
 class CounterfactualGap(Available):
-    """Exploitation in the default setting − in a counterfactual one, over matched pairs."""
+    """Exploitation in the default setting − in a counterfactual one, over matched pairs
+    (``counterfactual`` null: an agent seat's game with no counterfactual setting to pair)."""
 
     game: str
-    counterfactual: str
+    counterfactual: str | None
     default: Number | None = None
     value: Number | None = None
     difference: Number | None = None
@@ -273,6 +279,38 @@ class CounterfactualGap(Available):
     note: str | None = None
 
 
+class SeatOpponent(Frozen):
+    """The opponent seat's figures in agent-seat episodes (the other agent of the run)."""
+
+    exploitation: RepeatedFigure | None = None
+    comprehension: RepeatedFigure | None = None
+    efficiency: RepeatedFigure | None = None
+    total: RepeatedFigure | None = None
+
+
+class SeatCell(Frozen):
+    """Agent-seat episodes of one seat (pooled over games and settings, with the
+    counterfactual gaps) or of one seat, game and setting."""
+
+    seat: str
+    opponent: str | None = None
+    game: str | None = None
+    counterfactual: str | None = None
+    n_design: int | None = None
+    n_episodes: int | None = None
+    api_errors: int | None = None
+    unscored: int | None = None
+    exploitation: RepeatedFigure | None = None
+    comprehension: RepeatedFigure | None = None
+    efficiency: RepeatedFigure | None = None
+    invalid_moves: InvalidMoves | None = None
+    adaptation_latency: RepeatedFigure | None = None
+    opponent_seat: SeatOpponent | None = None
+    total: RepeatedFigure | None = None
+    mutual_cooperation: RepeatedFigure | None = None
+    counterfactual_gap: list[CounterfactualGap] | None = None
+
+
 class RepeatedDesignSummary(Frozen):
     """The repeated games' design as the run holds it: episodes per game and counterfactual
     cell, whether the cells are balanced, the matched sets and the B6 episodes."""
@@ -281,6 +319,18 @@ class RepeatedDesignSummary(Frozen):
     balanced: bool | None = None
     matched_sets: int | None = None
     b6_episodes: int | None = None
+
+
+class AgentSeats(Available):
+    """Repeated games against the run's own agents (``agent:control``, ``agent:self``): per
+    seat and per seat, game and setting."""
+
+    n_episodes: int | None = None
+    design: RepeatedDesignSummary | None = None
+    by_seat: list[SeatCell] | None = None
+    by_seat_game_counterfactual: list[SeatCell] | None = None
+    metrics: list[str] | None = None
+    definition: str | None = None
 
 
 class RepeatedB6(Available):
