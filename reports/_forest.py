@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reports import _svg as s
+from reports.model import ContrastFigure, ContrastMetrics
 from reports.present import no_interval, number
 
 __all__ = ["SIGNIFICANCE", "ForestRow", "forest_plot", "forest_rows"]
@@ -90,63 +91,43 @@ class ForestRow:
         return "p(Holm) <0.001" if self.p_holm < 0.001 else f"p(Holm) {self.p_holm:.3f}"
 
 
-def _row(metric: str, label: str, proportion: bool, d: Mapping[str, Any]) -> ForestRow:
-    if d.get("available") is False:
+def _row(metric: str, label: str, proportion: bool, d: ContrastFigure) -> ForestRow:
+    if d.available is False:
         return ForestRow(
-            metric,
-            label,
-            proportion,
-            None,
-            None,
-            None,
-            None,
-            str(d.get("reason") or "not available"),
+            metric, label, proportion, None, None, None, None, str(d.reason or "not available")
         )
-    value = number(d.get("difference"))
-    ci = d.get("ci")
+    value = number(d.difference)
+    ci = d.ci
     ends: tuple[float | None, float | None] | None = None
-    if (
-        value is not None
-        and d.get("status") != "not_estimable"
-        and isinstance(ci, Sequence)
-        and len(ci) == 2
-    ):
+    if value is not None and d.status != "not_estimable" and ci is not None and len(ci) == 2:
         ends = (number(ci[0]), number(ci[1]))
         if ends == (None, None):
             ends = None
     reason = None
     if value is None:
-        reason = str(d.get("reason") or d.get("note") or "no difference")
+        reason = str(d.reason or d.note or "no difference")
     elif ends is None:  # " (no interval: n < 10)" → "n < 10"
         reason = no_interval(d).strip()[1:-1].removeprefix("no interval").lstrip(": ") or None
-    n = d.get("n")
-    return ForestRow(
-        metric,
-        label,
-        proportion,
-        value,
-        ends,
-        n if isinstance(n, int) and not isinstance(n, bool) else None,
-        number(d.get("p_holm")),
-        reason,
-    )
+    return ForestRow(metric, label, proportion, value, ends, d.n, number(d.p_holm), reason)
 
 
 def forest_rows(
-    metrics: Mapping[str, Any], labels: Mapping[str, tuple[str, bool]]
+    metrics: ContrastMetrics | Mapping[str, Any], labels: Mapping[str, tuple[str, bool]]
 ) -> list[ForestRow]:
-    """The rows of one contrast block, in ``labels`` order (``key → (label, proportion)``);
-    the false-belief accuracy is followed by its per-depth rows."""
+    """The rows of one contrast block (a profile's :class:`~reports.model.ContrastMetrics`,
+    or their JSON, read back here), in ``labels`` order (``key → (label, proportion)``); the
+    false-belief accuracy is followed by its per-depth rows."""
+    if not isinstance(metrics, ContrastMetrics):
+        metrics = ContrastMetrics.of(metrics)
     rows = []
     for key, (label, proportion) in labels.items():
-        d = metrics.get(key)
-        if not isinstance(d, Mapping):
+        d = metrics.figure(key)
+        if d is None:
             continue
         rows.append(_row(key, label, proportion, d))
         if key == "false_belief_accuracy":
-            for lab, dd in (metrics.get("accuracy_by_depth") or {}).items():
-                if isinstance(dd, Mapping):
-                    rows.append(_row(f"accuracy_by_depth.{lab}", f"{label} {lab}", True, dd))
+            for lab, dd in (metrics.accuracy_by_depth or {}).items():
+                rows.append(_row(f"accuracy_by_depth.{lab}", f"{label} {lab}", True, dd))
     return rows
 
 

@@ -94,7 +94,6 @@ def render_html(
 
         figures = draw(profile)
 
-    doc = profile.to_json()
     run = profile.run
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
@@ -119,17 +118,18 @@ def render_html(
         parts.append(f"<figure id='fig-{key}'>{svg}<figcaption>{_h(caption)}</figcaption>"
                      "</figure>")
     md_agent = {name: _agent_section(name, a, contrasts=False)
-                for name, a in doc["agents"].items()}
+                for name, a in profile.agents.items()}
     for name in _agent_order(profile):
-        a = doc["agents"][name]
-        parts.append(f"<h2>{_h(name)} ({_h(a.get('role'))})</h2>")
-        for n in a.get("notices", []):
+        a = profile.agents[name]
+        parts.append(f"<h2>{_h(name)} ({_h(a.role)})</h2>")
+        for n in a.notices:
             parts.append(f"<div class='notice'>{_h(n)}</div>")
         parts.append(_md_to_html(md_agent[name][2:]))
         parts += [_contrast_html(block) for block in _contrast_blocks(name, a)]
-    if (doc.get("proxy") or {}).get("agents"):
-        parts += ["<h2>Query proxy</h2>", f"<p class='legend'>{_h(doc['proxy']['scope'])}.</p>",
-                  _html_table(PROXY_HEAD, _proxy_rows(doc["proxy"]))]
+    proxy = profile.proxy
+    if proxy.agents:
+        parts += ["<h2>Query proxy</h2>", f"<p class='legend'>{_h(proxy.scope)}.</p>",
+                  _html_table(PROXY_HEAD, _proxy_rows(proxy))]
     if profile.contrasts:
         parts.append("<h2>All contrasts (Holm-adjusted)</h2>")
         parts.append("<p class='legend'>" + _h(_contrasts_family(profile)) + "</p>")

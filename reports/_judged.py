@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from reports._data import Judged, TrialTable
+from reports.model import JudgeCounts, SignalSource
 
 __all__ = ["SIGNAL_KEYS", "judge_counts", "source_of", "stated_signals"]
 
@@ -86,25 +87,25 @@ def stated_signals(
 
 def source_of(
     sources: npt.NDArray[Any], values: npt.NDArray[np.float64], mask: npt.NDArray[np.bool_]
-) -> dict[str, Any]:
-    """Which source a figure over ``mask`` used, and the n from each: ``{"source": "answer" |
-    "judge" | "answer+judge" | None, "answer": n, "judge": n}`` (trials with a value only)."""
+) -> SignalSource:
+    """Which source a figure over ``mask`` used (``answer``, ``judge``, ``answer+judge`` or
+    None), and the n from each (trials with a value only)."""
     m = mask & np.isfinite(values)
     answer = int((m & (sources == "answer")).sum())
     judge = int((m & (sources == "judge")).sum())
     used = [name for name, k in (("answer", answer), ("judge", judge)) if k]
-    return {"source": "+".join(used) or None, "answer": answer, "judge": judge}
+    return SignalSource.of({"source": "+".join(used) or None, "answer": answer, "judge": judge})
 
 
 def judge_counts(
     judgements: Mapping[tuple[str, str], Judged], agent: str, item_ids: Sequence[str] | None = None
-) -> dict[str, Any]:
+) -> JudgeCounts:
     """The judge's counts over the agent's judged trials (``item_ids``: only those items):
     judgements, model calls, cache hits, unreadable replies, ungrounded quotes and dropped
     values, and the judges."""
     mine = [j for (a, item_id), j in judgements.items()
             if a == agent and (item_ids is None or item_id in item_ids)]
-    return {
+    return JudgeCounts.of({
         "judged": len(mine),
         "calls": sum(1 for j in mine if not j.cached),
         "cache_hits": sum(1 for j in mine if j.cached),
@@ -112,4 +113,4 @@ def judge_counts(
         "ungrounded": sum(j.ungrounded for j in mine),
         "dropped": sum(j.dropped for j in mine),
         "judges": sorted({j.judge for j in mine}),
-    }
+    })

@@ -61,13 +61,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from reports._estimates import MIN_N, not_estimable_reason
 from reports._stats import percentile_interval
+from reports.model import LevelFit as FitFigure
 
 __all__ = ["ALPHA", "FIT_STATISTIC", "LevelFit", "SignalSums", "chance_pvalue", "level_fit"]
 
@@ -112,9 +112,9 @@ class LevelFit:
     depth_ci: tuple[float, float] | None
     mean_matched_depth: float | None
 
-    def fit_dict(self) -> dict[str, Any]:
+    def fit_model(self) -> FitFigure:
         """The ``fit`` block of the profile's depth estimate."""
-        return {
+        return FitFigure.of({
             "statistic": FIT_STATISTIC,
             "value": self.fit,
             "ci": list(self.fit_ci) if self.fit_ci else None,
@@ -129,7 +129,7 @@ class LevelFit:
             "definition": "π̂ = (R − C) / (N − C): R of N trials match one depth's IDR action, "
             "C is what a uniformly random choice would match; 0 for chance, 1 when every "
             "choice is some level's",
-        }
+        })
 
 
 def chance_pvalue(matched: int, rates: npt.ArrayLike) -> float:

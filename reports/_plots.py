@@ -1,7 +1,7 @@
 """The profile's figures as SVG text, written directly (:mod:`reports._svg`; no plotting
 library).
 
-Each function takes a profile dict (:func:`reports.profile.build_profile`) and returns one
+Each function takes a :class:`~reports.model.RunProfile` and returns one
 ``<svg>`` document as a string, or None when the run has nothing to draw for that figure. Error
 bars are the interval each figure's profile entry stores with it; a point without an interval
 has no bar, and its hover text says why. Every point carries a ``<title>`` with the exact figure
@@ -23,7 +23,7 @@ from typing import Any
 
 from reports import _svg as s
 from reports._data import depth_label_number, depth_sort_key
-from reports.model import RunProfile
+from reports.model import AgentProfile, Estimate, RunProfile, Skill
 from reports.present import d50_text, proportion_text
 from reports.profile import TRUE_BELIEF_THRESHOLD
 
@@ -182,18 +182,16 @@ def _box_swatch(colour: str) -> Callable[[float, float], str]:
 # -- headline -----------------------------------------------------------------------------------
 
 
-def headline(profile: Mapping[str, Any]) -> str | None:
+def headline(profile: RunProfile) -> str | None:
     """D50 (with its interval, a bound or a bracket), leakage resistance and, when measured,
     agent-prediction skill S: one row per agent, one panel per figure, points coloured by
     role. An INVALID agent's name is red and its points hollow grey."""
-    agents: Mapping[str, Mapping[str, Any]] = profile.get("agents", {})
-    names = [n for n, a in agents.items() if a.get("d50")]
+    agents = profile.agents
+    names = list(agents)
     if not names:
         return None
-    has_skill = any(
-        (a.get("agent_prediction_skill") or {}).get("available") for a in agents.values()
-    )
-    labels = {n: f"{n} (INVALID)" if agents[n].get("valid") is False else n for n in names}
+    has_skill = any(a.agent_prediction_skill.available for a in agents.values())
+    labels = {n: f"{n} (INVALID)" if agents[n].valid is False else n for n in names}
     label_w = min(260.0, max(s.text_width(t, 11) for t in labels.values()) + 16)
     row_h, top, bottom = 26.0, 44.0, 58.0
     panel_w, gap = 300.0, 36.0
@@ -203,7 +201,7 @@ def headline(profile: Mapping[str, Any]) -> str | None:
     ys = {n: top + row_h * (i + 0.5) for i, n in enumerate(names)}
     body = []
     for n in names:
-        invalid = agents[n].get("valid") is False
+        invalid = agents[n].valid is False
         body.append(
             s.text(
                 label_w - 10,
@@ -219,11 +217,7 @@ def headline(profile: Mapping[str, Any]) -> str | None:
             1.0,
             *(
                 max(
-                    (
-                        d
-                        for d in (agents[n]["d50"].get("depths_tested") or [])
-                        if isinstance(d, int | float)
-                    ),
+                    (d for d in agents[n].d50.depths_tested if isinstance(d, int | float)),
                     default=1.0,
                 )
                 for n in names
@@ -248,11 +242,7 @@ def headline(profile: Mapping[str, Any]) -> str | None:
             )
             body += [_d50_mark(n, agents[n], scale, ys[n], deepest) for n in names]
         else:
-            field, title = (
-                ("leakage_resistance", "Leakage resistance")
-                if key == "leakage"
-                else ("agent_prediction_skill", "Agent-prediction skill S")
-            )
+            title = "Leakage resistance" if key == "leakage" else "Agent-prediction skill S"
             lo, hi = (0.0, 1.0) if key == "leakage" else (-0.5, 1.5)
             scale = s.Scale(lo, hi, x0, x0 + panel_w)
             body.append(
@@ -268,14 +258,23 @@ def headline(profile: Mapping[str, Any]) -> str | None:
                 )
             )
             body += [
-                _point_mark(n, agents[n], field, scale, ys[n], key == "leakage") for n in names
+                _point_mark(
+                    n,
+                    agents[n],
+                    agents[n].leakage_resistance
+                    if key == "leakage"
+                    else agents[n].agent_prediction_skill,
+                    scale,
+                    ys[n],
+                )
+                for n in names
             ]
         x0 += panel_w + gap
     legend, _ = _legend(
         [
             (_line_swatch(c, "o"), role)
             for role, c in ROLE_COLOURS.items()
-            if any(agents[n].get("role") == role for n in names)
+            if any(agents[n].role == role for n in names)
         ],
         label_w,
         height - 22,
@@ -309,23 +308,19 @@ def _headline_axes(
     ) + s.x_axis(scale, bottom, ticks, fmt, grid_to=top, label=axis)
 
 
-def _colour(a: Mapping[str, Any]) -> str:
-    return (
-        INVALID_CURVE
-        if a.get("valid") is False
-        else ROLE_COLOURS.get(str(a.get("role")), "#444444")
-    )
+def _colour(a: AgentProfile) -> str:
+    return INVALID_CURVE if a.valid is False else ROLE_COLOURS.get(a.role, "#444444")
 
 
-def _d50_mark(name: str, a: Mapping[str, Any], scale: s.Scale, y: float, deepest: float) -> str:
-    d = a.get("d50") or {}
-    st = d.get("status")
+def _d50_mark(name: str, a: AgentProfile, scale: s.Scale, y: float, deepest: float) -> str:
+    d = a.d50
+    st = d.status
     c = _colour(a)
-    hollow = a.get("valid") is False
+    hollow = a.valid is False
     tip = f"{name}: D50 {d50_text(d)}"
-    if st == "estimated" and math.isfinite(_num(d.get("value"))):
-        v = _num(d["value"])
-        ends = _ends(d.get("ci"))
+    if st == "estimated" and math.isfinite(_num(d.value)):
+        v = _num(d.value)
+        ends = _ends(d.ci)
         out = ""
         if ends is not None:
             lo, hi = ends
@@ -336,7 +331,7 @@ def _d50_mark(name: str, a: Mapping[str, Any], scale: s.Scale, y: float, deepest
         out += s.text(scale.clamped(v), y - 8, f"{v:.2f}", size=9, anchor="middle", fill="#333333")
         return s.group(out, title=tip, data_agent=name)
     if st in ("beyond", "below"):
-        bound = _num(d.get("lower_bound") if st == "beyond" else d.get("upper_bound"))
+        bound = _num(d.lower_bound if st == "beyond" else d.upper_bound)
         bound = deepest if st == "beyond" and math.isnan(bound) else bound
         bound = 0.0 if math.isnan(bound) else bound
         x = scale.clamped(bound)
@@ -349,7 +344,7 @@ def _d50_mark(name: str, a: Mapping[str, Any], scale: s.Scale, y: float, deepest
             data_agent=name,
         )
     if st == "bracketed":
-        lo, hi = _num(d.get("lower_bound")), _num(d.get("upper_bound"))
+        lo, hi = _num(d.lower_bound), _num(d.upper_bound)
         if math.isfinite(lo) and math.isfinite(hi):
             return s.group(
                 s.rect(
@@ -378,20 +373,18 @@ def _d50_mark(name: str, a: Mapping[str, Any], scale: s.Scale, y: float, deepest
     )
 
 
-def _point_mark(
-    name: str, a: Mapping[str, Any], field: str, scale: s.Scale, y: float, proportion: bool
-) -> str:
-    d = a.get(field) or {}
-    v = _num(d.get("value"))
+def _point_mark(name: str, a: AgentProfile, d: Estimate | Skill, scale: s.Scale, y: float) -> str:
+    """Leakage resistance (a proportion, an :class:`Estimate`) or skill S (a :class:`Skill`)."""
+    v = _num(d.value)
     c = _colour(a)
-    if proportion:
-        tip = f"{name}: {field.replace('_', ' ')} {proportion_text(d)}"
+    if isinstance(d, Estimate):
+        tip = f"{name}: leakage resistance {proportion_text(d)}"
     else:
-        ends0 = _ends(d.get("ci"))
+        ends0 = _ends(d.ci)
         tip = (
             f"{name}: S {v:.2f}" + (f" [{ends0[0]:.2f}, {ends0[1]:.2f}]" if ends0 else "")
             if math.isfinite(v)
-            else f"{name}: S not measured ({d.get('reason')})"
+            else f"{name}: S not measured ({d.reason})"
         )
     if math.isnan(v):
         return s.group(
@@ -400,51 +393,49 @@ def _point_mark(
             data_agent=name,
         )
     out = ""
-    ends = _ends(d.get("ci")) if d.get("status") != "not_estimable" else None
+    ends = _ends(d.ci) if d.status != "not_estimable" else None
     if ends is not None and all(math.isfinite(e) for e in ends):
         out += _hbar(scale.clamped(ends[0]), scale.clamped(ends[1]), y, c)
-    out += _marker(
-        "o", scale.clamped(v), y, c, hollow=a.get("valid") is False or ends is None, r=4.5
-    )
+    out += _marker("o", scale.clamped(v), y, c, hollow=a.valid is False or ends is None, r=4.5)
     return s.group(out, title=tip, data_agent=name)
 
 
 # -- accuracy by depth ----------------------------------------------------------------------
 
 
-def _panels(agents: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, list[str]]]:
+def _panels(agents: Mapping[str, AgentProfile]) -> list[tuple[str, list[str]]]:
     """``(subject, its controls)`` per panel: every agent under test (role agent, ablation or
     any role that is not a control or a reference) with the controls whose ``base_agent`` is
     the agent or the agent's own base; controls no such panel shows get a panel of their own;
     with no agent under test at all, one panel per reference."""
-    controls = [n for n, a in agents.items() if a.get("role") == "control"]
-    subjects = [n for n, a in agents.items() if a.get("role") not in ("control", "reference")]
+    controls = [n for n, a in agents.items() if a.role == "control"]
+    subjects = [n for n, a in agents.items() if a.role not in ("control", "reference")]
     panels: list[tuple[str, list[str]]] = []
     shown: set[str] = set()
     for sub in subjects:
-        bases = {sub, agents[sub].get("base_agent")} - {None}
-        mine = [c for c in controls if agents[c].get("base_agent") in bases]
+        bases = {sub, agents[sub].base_agent} - {None}
+        mine = [c for c in controls if agents[c].base_agent in bases]
         shown.update(mine)
         panels.append((sub, mine))
     panels += [(c, []) for c in controls if c not in shown]
     if not panels:
-        panels = [(n, []) for n, a in agents.items() if a.get("role") == "reference"]
+        panels = [(n, []) for n, a in agents.items() if a.role == "reference"]
     return panels
 
 
 def _depth_points(
-    agent: Mapping[str, Any], belief: str, xpos: Mapping[str, float]
-) -> list[tuple[str, float, float, float, float, Mapping[str, Any]]]:
-    """The cells of one curve in depth order: ``(label, x, value, lo, hi, cell)``; labels at
-    depth 0 (the reality check) are not part of it; a cell without an interval has nan ends."""
-    cells = (agent.get("accuracy_by_depth") or {}).get(belief) or {}
+    cells: Mapping[str, Estimate], xpos: Mapping[str, float]
+) -> list[tuple[str, float, float, float, float, Estimate]]:
+    """The cells of one curve (an agent's accuracy by depth, false or true belief) in depth
+    order: ``(label, x, value, lo, hi, cell)``; labels at depth 0 (the reality check) are not
+    part of it; a cell without an interval has nan ends."""
     out = []
     for lab, c in cells.items():
-        if lab not in xpos or not isinstance(c, Mapping) or c.get("value") is None:
+        if lab not in xpos or c.value is None:
             continue
-        ends = _ends(c.get("ci")) if c.get("status") != "not_estimable" else None
+        ends = _ends(c.ci) if c.status != "not_estimable" else None
         lo, hi = ends if ends is not None else (math.nan, math.nan)
-        out.append((lab, xpos[lab], _num(c["value"]), lo, hi, c))
+        out.append((lab, xpos[lab], _num(c.value), lo, hi, c))
     return sorted(out, key=lambda t: t[1])
 
 
@@ -465,7 +456,7 @@ class _Style:
 
 def _curve(
     series: str,
-    pts: Sequence[tuple[str, float, float, float, float, Mapping[str, Any]]],
+    pts: Sequence[tuple[str, float, float, float, float, Estimate]],
     xs: s.Scale,
     ys: s.Scale,
     style: _Style,
@@ -503,7 +494,7 @@ def _guide(kind: str, xs: s.Scale, y: float, colour: str, dash: str) -> str:
 
 
 def _depth_panel(
-    agents: Mapping[str, Mapping[str, Any]],
+    agents: Mapping[str, AgentProfile],
     name: str,
     controls: Sequence[str],
     references: Sequence[str],
@@ -517,7 +508,7 @@ def _depth_panel(
     left, top = ox + 44, oy + 38
     xs = s.Scale(-0.5, len(ticks) - 0.5, left, left + PANEL_W - 56)
     ys = s.Scale(-0.03, 1.05, oy + PANEL_H - 36, top)
-    invalid = a.get("valid") is False
+    invalid = a.valid is False
     parts = [
         s.y_axis(ys, xs.start, [0, 0.25, 0.5, 0.75, 1.0], _pct, grid_to=xs.end, label="accuracy")
     ]
@@ -542,10 +533,9 @@ def _depth_panel(
                 data_guide="r0-divider",
             )
         )
-    d50 = a.get("d50") or {}
     for kind, value, colour, dash in (
-        ("chance", d50.get("chance"), "#999999", "2 3"),
-        ("halfway", d50.get("halfway"), "#999999", "6 3"),
+        ("chance", a.d50.chance, "#999999", "2 3"),
+        ("halfway", a.d50.halfway, "#999999", "6 3"),
         ("validity", TRUE_BELIEF_THRESHOLD, INVALID_COLOUR, "1 3"),
     ):
         if isinstance(value, int | float):
@@ -555,7 +545,7 @@ def _depth_panel(
             parts.append(
                 _curve(
                     f"reference:{ref}",
-                    _depth_points(agents[ref], "false", xpos),
+                    _depth_points(agents[ref].accuracy_by_depth.false, xpos),
                     xs,
                     ys,
                     _Style(REFERENCE_COLOUR, width=0.9, bars=False, opacity=0.45),
@@ -567,7 +557,7 @@ def _depth_panel(
         parts.append(
             _curve(
                 f"control:{c}",
-                _depth_points(agents[c], "false", xpos),
+                _depth_points(agents[c].accuracy_by_depth.false, xpos),
                 xs,
                 ys,
                 _Style(colour, shape="s", width=1.6, dash="5 3"),
@@ -579,7 +569,7 @@ def _depth_panel(
     parts.append(
         _curve(
             f"true:{name}",
-            _depth_points(a, "true", xpos),
+            _depth_points(a.accuracy_by_depth.true, xpos),
             xs,
             ys,
             _Style(AGENT_COLOUR, shape="^", width=1.0, dash="1 2", hollow=True, bars=False),
@@ -589,7 +579,7 @@ def _depth_panel(
     parts.append(
         _curve(
             f"false:{name}",
-            _depth_points(a, "false", xpos),
+            _depth_points(a.accuracy_by_depth.false, xpos),
             xs,
             ys,
             _Style(
@@ -604,8 +594,8 @@ def _depth_panel(
         )
     )
     parts.append(_reality(a, name, xs, ys, AGENT_COLOUR, "D", dx=-3.0))
-    role = a.get("role") or "agent"
-    vs = ", ".join(f"{c} (INVALID)" if agents[c].get("valid") is False else c for c in controls)
+    role = a.role or "agent"
+    vs = ", ".join(f"{c} (INVALID)" if agents[c].valid is False else c for c in controls)
     title = f"{name} (INVALID)" if invalid else name
     parts.append(
         s.text(
@@ -638,16 +628,16 @@ PANEL_H = 262.0
 
 
 def _reality(
-    a: Mapping[str, Any], name: str, xs: s.Scale, ys: s.Scale, colour: str, shape: str, dx: float
+    a: AgentProfile, name: str, xs: s.Scale, ys: s.Scale, colour: str, shape: str, dx: float
 ) -> str:
     """The R0 reality check of ``name``, a point apart left of the divider."""
-    rc = a.get("reality_check") or {}
-    v = _num(rc.get("value"))
+    rc = a.reality_check
+    v = _num(rc.value)
     if math.isnan(v):
         return ""
     return _curve(
         f"reality:{name}",
-        [("R0", 0.0, v, *(_ends(rc.get("ci")) or (math.nan, math.nan)), rc)],
+        [("R0", 0.0, v, *(_ends(rc.ci) or (math.nan, math.nan)), rc)],
         xs,
         ys,
         _Style(colour, shape=shape, width=1.0),
@@ -656,7 +646,7 @@ def _reality(
     )
 
 
-def depth_curves(profile: Mapping[str, Any]) -> str | None:
+def depth_curves(profile: RunProfile) -> str | None:
     """Accuracy by depth as small multiples (None: nothing to draw).
 
     One panel per agent under test (:func:`_panels`), on a shared 0–1 accuracy axis: its
@@ -666,21 +656,18 @@ def depth_curves(profile: Mapping[str, Any]) -> str | None:
     squares, intervals) and every reference faint in grey (no intervals) for orientation;
     the agent's chance and D50 halfway lines and the 90% validity threshold. R0, the reality
     check, is a point apart, left of a divider, never on the false-belief curve."""
-    agents: Mapping[str, Mapping[str, Any]] = profile.get("agents", {})
+    agents = profile.agents
     labels: set[str] = set()
     for a in agents.values():
-        for belief in ("false", "true"):
-            labels |= set((a.get("accuracy_by_depth") or {}).get(belief) or {})
+        labels |= set(a.accuracy_by_depth.false) | set(a.accuracy_by_depth.true)
     order = sorted((lab for lab in labels if depth_label_number(lab) != 0), key=depth_sort_key)
     if not order:
         return None
-    has_r0 = any(
-        math.isfinite(_num((a.get("reality_check") or {}).get("value"))) for a in agents.values()
-    )
+    has_r0 = any(math.isfinite(_num(a.reality_check.value)) for a in agents.values())
     ticks = ([R0_TICK] if has_r0 else []) + order
     xpos = {lab: float(ticks.index(lab)) for lab in order}
     panels = _panels(agents)
-    references = [n for n, a in agents.items() if a.get("role") == "reference"]
+    references = [n for n, a in agents.items() if a.role == "reference"]
     ncols = max(1, min(MAX_COLUMNS, len(panels)))
     nrows = math.ceil(len(panels) / ncols)
     width = ncols * PANEL_W + 20
@@ -693,7 +680,7 @@ def depth_curves(profile: Mapping[str, Any]) -> str | None:
     key: list[tuple[Callable[[float, float], str], str]] = [
         (_line_swatch(AGENT_COLOUR, "o", width=2.2), "false belief (95% interval)")
     ]
-    if any(agents[n].get("valid") is False for n, _ in panels):
+    if any(agents[n].valid is False for n, _ in panels):
         key.append(
             (
                 _line_swatch(INVALID_CURVE, "o", dash="5 3", hollow=True),
@@ -735,7 +722,7 @@ def depth_curves(profile: Mapping[str, Any]) -> str | None:
     body.append(legend)
     who = (
         "one panel per agent under test"
-        if any(agents[sub].get("role") != "reference" for sub, _ in panels)
+        if any(agents[sub].role != "reference" for sub, _ in panels)
         else "one panel per reference (no agent under test in this run)"
     )
     title = f"Accuracy by depth, {who}"
@@ -754,12 +741,16 @@ def _error_group(code: str) -> str:
     return code if code in ERROR_COLOURS else "other"
 
 
-def error_types(profile: Mapping[str, Any], max_agents: int = 4) -> str | None:
+def error_types(profile: RunProfile, max_agents: int = 4) -> str | None:
     """Stacked shares of false-belief answers by depth: correct, reality leak, projection,
     truncation, other; one panel per agent (at most ``max_agents``, in the profile's order).
     Counts, no interval: each segment's hover text gives its count of the cell's n."""
-    agents = profile.get("agents", {})
-    names = [n for n, a in agents.items() if (a.get("error_types_by_depth") or {}).get("false")]
+    cells_of = {
+        n: a.error_types_by_depth.false
+        for n, a in profile.agents.items()
+        if a.error_types_by_depth is not None and a.error_types_by_depth.false
+    }
+    names = list(cells_of)
     if not names:
         return None
     names = names[:max_agents]
@@ -777,7 +768,7 @@ def error_types(profile: Mapping[str, Any], max_agents: int = 4) -> str | None:
         )
     ]
     for k, n in enumerate(names):
-        cells = agents[n]["error_types_by_depth"]["false"]
+        cells = cells_of[n]
         order = sorted(cells, key=depth_sort_key)
         x0 = 60 + k * panel_w
         xs = s.Scale(-0.5, len(order) - 0.5, x0 + 4, x0 + panel_w - 52)
@@ -789,17 +780,13 @@ def error_types(profile: Mapping[str, Any], max_agents: int = 4) -> str | None:
         bw = 0.7 * (xs.end - xs.start) / max(len(order), 1)
         for i, lab in enumerate(order):
             c = cells[lab]
-            total = c.get("n") or 0
+            total = c.n or 0
             bottom = 0.0
             for grp, colour in ERROR_COLOURS.items():
                 if grp == "correct":
-                    cnt = total - c.get("n_wrong", 0)
+                    cnt = total - c.n_wrong
                 else:
-                    cnt = sum(
-                        v
-                        for code, v in (c.get("counts") or {}).items()
-                        if _error_group(code) == grp
-                    )
+                    cnt = sum(v for code, v in c.counts.items() if _error_group(code) == grp)
                 if not total or not cnt:
                     continue
                 share = cnt / total
@@ -848,17 +835,16 @@ def error_types(profile: Mapping[str, Any], max_agents: int = 4) -> str | None:
 # -- reliability ------------------------------------------------------------------------------
 
 
-def reliability(profile: Mapping[str, Any]) -> str | None:
+def reliability(profile: RunProfile) -> str | None:
     """The reliability diagram as small multiples (None: no agent stated confidence): one
     panel per agent with calibration, accuracy against stated confidence per bin (Wilson 95%
     per bin) beside the diagonal of perfect calibration, ECE in the panel."""
-    agents = profile.get("agents", {})
-    names = [
-        n
-        for n, a in agents.items()
-        if (a.get("calibration") or {}).get("available")
-        and (a["calibration"].get("reliability") or [])
-    ]
+    calibrated = {
+        n: a.calibration
+        for n, a in profile.agents.items()
+        if a.calibration is not None and a.calibration.available and a.calibration.reliability
+    }
+    names = list(calibrated)
     if not names:
         return None
     pw, ph = 240.0, 220.0
@@ -880,7 +866,7 @@ def reliability(profile: Mapping[str, Any]) -> str | None:
         ox, oy = 10 + (i % ncols) * pw, head + (i // ncols) * ph
         xs = s.Scale(0.0, 1.0, ox + 52, ox + pw - 14)
         ys = s.Scale(0.0, 1.02, oy + ph - 46, oy + 22)
-        cal = agents[n]["calibration"]
+        cal = calibrated[n]
         parts = [
             s.y_axis(
                 ys,
@@ -900,33 +886,26 @@ def reliability(profile: Mapping[str, Any]) -> str | None:
             ),
         ]
         pts = []
-        for b in cal["reliability"]:
-            conf, acc = _num(b.get("confidence")), _num(b.get("accuracy"))
+        for b in cal.reliability or []:
+            conf, acc = _num(b.confidence), _num(b.accuracy)
             if math.isnan(conf) or math.isnan(acc):
                 continue
-            lo, hi = _ends(b.get("ci")) or (math.nan, math.nan)
+            lo, hi = _ends(b.ci) or (math.nan, math.nan)
             pts.append(
-                (
-                    f"confidence {conf:.2f}",
-                    conf,
-                    acc,
-                    lo,
-                    hi,
-                    {"value": acc, "ci": b.get("ci"), "n": b.get("n")},
-                )
+                (f"confidence {conf:.2f}", conf, acc, lo, hi, Estimate(value=acc, ci=b.ci, n=b.n))
             )
         parts.append(
             _curve(
                 f"calibration:{n}", pts, xs, ys, _Style(AGENT_COLOUR, shape="o", width=1.5), who=n
             )
         )
-        e = cal.get("ece") or {}
-        ece = _num(e.get("value"))
+        e = cal.ece or Estimate()
+        ece = _num(e.value)
         parts.append(
             s.text(
                 xs.start + 6,
                 ys.end + 12,
-                f"ECE {ece:.3f} (n={e.get('n')})" if math.isfinite(ece) else "ECE n/a",
+                f"ECE {ece:.3f} (n={e.n})" if math.isfinite(ece) else "ECE n/a",
                 size=9,
                 fill="#333333",
             )
@@ -952,7 +931,7 @@ def reliability(profile: Mapping[str, Any]) -> str | None:
     )
 
 
-FIGURES: tuple[tuple[str, str, Callable[[Mapping[str, Any]], str | None]], ...] = (
+FIGURES: tuple[tuple[str, str, Callable[[RunProfile], str | None]], ...] = (
     ("headline", "Headline: D50, leakage resistance and agent-prediction skill", headline),
     (
         "depth_curves",
@@ -968,10 +947,9 @@ drawn per agent, as forest plots (:mod:`reports._forest`)."""
 
 def figures(profile: RunProfile) -> list[tuple[str, str, str]]:
     """Every profile-wide figure the profile supports, as ``(key, caption, svg text)``."""
-    doc = profile.to_json()
     out = []
     for key, caption, fn in FIGURES:
-        svg = fn(doc)
+        svg = fn(profile)
         if svg is not None:
             out.append((key, caption, svg))
     return out

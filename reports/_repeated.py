@@ -55,6 +55,17 @@ import numpy.typing as npt
 from reports._data import ItemTable, TrialTable
 from reports._estimates import MIN_N, not_estimable_reason, paired_values, proportion
 from reports._stats import clustered_mean_interval
+from reports.model import RepeatedSection
+from reports.model_sections import (
+    AgentSeats,
+    CounterfactualGap,
+    InvalidMoves,
+    RepeatedB6,
+    RepeatedDesignSummary,
+    RepeatedFigure,
+    SeatCell,
+    SeatOpponent,
+)
 
 __all__ = [
     "FAMILY",
@@ -224,43 +235,50 @@ def episode_columns(
     return EpisodeCols(scored=scored, **cols)
 
 
-def _mean(v: FloatArray, reason: str) -> dict[str, Any]:
+def _mean(v: FloatArray, reason: str) -> RepeatedFigure:
     """A mean over independent episodes: t interval, not estimable below MIN_N."""
     v = v[np.isfinite(v)]
     n = int(v.size)
     if n == 0:
-        return {"value": None, "n": 0, "ci": None, "reason": reason}
+        return RepeatedFigure.of({"value": None, "n": 0, "ci": None, "reason": reason})
     mean, lo, hi, _, _ = clustered_mean_interval(v)
     if n < MIN_N or not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
-        return {"value": mean, "n": n, "ci": None, "interval": None, "status": "not_estimable",
-                "reason": (not_estimable_reason(n, "episodes") if n < MIN_N
-                           else "every episode has the same value: no spread")}
-    return {"value": mean, "n": n, "ci": [lo, hi], "interval": "t-95", "status": "estimated"}
+        return RepeatedFigure.of({
+            "value": mean, "n": n, "ci": None, "interval": None, "status": "not_estimable",
+            "reason": (not_estimable_reason(n, "episodes") if n < MIN_N
+                       else "every episode has the same value: no spread")})  # fmt: skip
+    return RepeatedFigure.of(
+        {"value": mean, "n": n, "ci": [lo, hi], "interval": "t-95", "status": "estimated"})
 
 
-def _share(y: BoolArray, reason: str) -> dict[str, Any]:
+def _share(y: BoolArray, reason: str) -> RepeatedFigure:
     if y.size == 0:
-        return {"value": None, "k": 0, "n": 0, "ci": None, "reason": reason}
-    return proportion(y.astype(float)).to_dict()
+        return RepeatedFigure.of({"value": None, "k": 0, "n": 0, "ci": None, "reason": reason})
+    return RepeatedFigure.of(proportion(y.astype(float)).to_dict())
 
 
-def _exploitation(ep: EpisodeCols, m: BoolArray, design: RepeatedDesign) -> dict[str, Any]:
+def _with(fig: RepeatedFigure, **update: Any) -> RepeatedFigure:
+    """``fig`` with more keys (written after those it has, in the model's order)."""
+    return fig.model_copy(update=update)
+
+
+def _exploitation(ep: EpisodeCols, m: BoolArray, design: RepeatedDesign) -> RepeatedFigure:
     v = ep.exploitation[m]
     undefined = m & ~np.isfinite(ep.exploitation)
     opp = Counter(str(o) for o in design.opponent[undefined].tolist())
     against = ", ".join(f"{o or '?'} ×{k}" for o, k in sorted(opp.items()))
     if not m.any():
-        return {"value": None, "n": 0, "n_undefined": 0, "ci": None,
-                "reason": "no scored episodes"}
+        return RepeatedFigure.of({"value": None, "n": 0, "n_undefined": 0, "ci": None,
+                                  "reason": "no scored episodes"})  # fmt: skip
     out = _mean(v, f"exploitation undefined in every episode (against {against}): the best "
                    "response scores no more than random play in expectation, as against the "
                    "equilibrium player")
-    out["n_undefined"] = int(undefined.sum())
-    if undefined.any() and out["value"] is not None:
-        k = int(undefined.sum())
-        out["note"] = (f"{k} episode{'s' if k > 1 else ''} left out (against {against}): "
-                       "exploitation undefined, nothing beyond random play to exploit")
-    return out
+    k = int(undefined.sum())
+    if undefined.any() and out.value is not None:
+        return _with(out, n_undefined=k, note=(
+            f"{k} episode{'s' if k > 1 else ''} left out (against {against}): exploitation "
+            "undefined, nothing beyond random play to exploit"))  # fmt: skip
+    return _with(out, n_undefined=k)
 
 
 def _figures(ep: EpisodeCols, m: BoolArray, has: BoolArray, ok: BoolArray,
@@ -271,18 +289,17 @@ def _figures(ep: EpisodeCols, m: BoolArray, has: BoolArray, ok: BoolArray,
     rounds = ep.rounds[sm]
     mm = ep.m[sm]
     comp = np.isfinite(mm) & (mm <= rounds)
-    comprehension = _share(comp, "no scored episodes")
-    comprehension["median_m"] = float(np.median(mm[comp])) if comp.any() else None
+    reached: dict[str, Any] = {"median_m": float(np.median(mm[comp])) if comp.any() else None}
     if n and not comp.any():
-        comprehension["median_m_reason"] = "no episode reached comprehension (m > rounds)"
-    comprehension["rounds"] = sorted({int(r) for r in rounds.tolist()})
-    eff = _mean(ep.efficiency[sm], "no scored episodes" if not n else
-                "no token counts (tokens 0 or missing: e.g. a reference agent plays without a "
-                "model)")
-    eff["scale"] = f"points per {EFFICIENCY_SCALE} tokens"
+        reached["median_m_reason"] = "no episode reached comprehension (m > rounds)"
+    comprehension = _with(_share(comp, "no scored episodes"), **reached,
+                          rounds=sorted({int(r) for r in rounds.tolist()}))  # fmt: skip
+    eff = _with(_mean(ep.efficiency[sm], "no scored episodes" if not n else
+                      "no token counts (tokens 0 or missing: e.g. a reference agent plays "
+                      "without a model)"), scale=f"points per {EFFICIENCY_SCALE} tokens")
     total_rounds = float(np.nansum(rounds))
     inv_rounds = float(np.nansum(ep.invalid[sm]))
-    invalid: dict[str, Any] = (
+    invalid = InvalidMoves.of(
         {"value": inv_rounds / total_rounds, "invalid_rounds": int(inv_rounds),
          "rounds": int(total_rounds),
          "episodes_with_invalid": int((ep.invalid[sm] > 0).sum()), "interval": "none"}
@@ -306,17 +323,17 @@ _NOT_B6 = {"available": False, "n": 0,
            "in a counterfactual cell"}
 
 
-def _b6(ep: EpisodeCols, has: BoolArray, ok: BoolArray, design: RepeatedDesign) -> dict[str, Any]:
+def _b6(ep: EpisodeCols, has: BoolArray, ok: BoolArray, design: RepeatedDesign) -> RepeatedB6:
     m = design.b6 & has
     if not m.any():
-        return {"available": False, "n": 0,
-                "reason": "no B6 episodes (switching bots) answered in this run"}
+        return RepeatedB6.of({"available": False, "n": 0,
+                              "reason": "no B6 episodes (switching bots) answered in this run"})
     bm = m & ep.scored
     out = {"available": True, "n": int(bm.sum())} | _figures(ep, m, has, ok, design)
-    out["adaptation_latency"] = (_mean(ep.latency[bm], "no episode adapted after the switch")
-                                 | {"unit": "rounds after the switch, adapted episodes"})
+    out["adaptation_latency"] = _with(_mean(ep.latency[bm], "no episode adapted after the switch"),
+                                      unit="rounds after the switch, adapted episodes")
     out["adapted"] = _share(ep.adapted[bm] == 1.0, "no scored B6 episodes")
-    return out
+    return RepeatedB6.of(out)
 
 
 def _order(values: set[str], order: tuple[str, ...]) -> list[str]:
@@ -364,7 +381,16 @@ def _pairs(game: str, cf: str, mine: BoolArray, items: ItemTable, design: Repeat
     return out
 
 
-def _gap(game: str, cf: str, pairs: _Pairs, rng: np.random.Generator) -> dict[str, Any]:
+def _gap(
+    game: str, cf: str, pairs: _Pairs, rng: np.random.Generator, *, seat: bool = False
+) -> CounterfactualGap:
+    """The counterfactual gap of ``game`` (default − ``cf``) over its matched pairs; ``seat``:
+    as the agent-seat block shows it (:func:`_seat_gap`)."""
+    d = _gap_json(game, cf, pairs, rng)
+    return CounterfactualGap.of(_seat_gap(d) if seat else d)
+
+
+def _gap_json(game: str, cf: str, pairs: _Pairs, rng: np.random.Generator) -> dict[str, Any]:
     base: dict[str, Any] = {"game": game, "counterfactual": cf,
                             "interval": INTERVALS["counterfactual_gap"],
                             "pairs_undefined": pairs.undefined}
@@ -400,7 +426,7 @@ def _gap(game: str, cf: str, pairs: _Pairs, rng: np.random.Generator) -> dict[st
     return out
 
 
-def _design_summary(items: ItemTable, design: RepeatedDesign) -> dict[str, Any]:
+def _design_summary(items: ItemTable, design: RepeatedDesign) -> RepeatedDesignSummary:
     cells = Counter((str(items.game[i]), str(design.counterfactual[i]))
                     for i in np.flatnonzero(design.cells).tolist())
     per_cell = {f"{g}/{c}": cells[(g, c)]
@@ -408,27 +434,28 @@ def _design_summary(items: ItemTable, design: RepeatedDesign) -> dict[str, Any]:
                 for c in _order({c for gg, c in cells if gg == g}, COUNTERFACTUAL_ORDER)}
     counts = set(per_cell.values())
     sets = {str(m) for m in design.matched[design.cells].tolist() if m}
-    return {
+    return RepeatedDesignSummary.of({
         "episodes_per_cell": per_cell,
         "balanced": len(counts) == 1,
         "matched_sets": len(sets),
         "b6_episodes": int(design.b6.sum()),
-    }
+    })
 
 
 def repeated_section(
     items: ItemTable, design: RepeatedDesign, has: BoolArray, ok: BoolArray, ep: EpisodeCols,
     *, seed: int = 0,
-) -> dict[str, Any]:
+) -> RepeatedSection:
     """The ``repeated`` block of one agent's profile (see the module docstring). ``seed`` seeds
     the sign-flip tests of the counterfactual gaps."""
     mine = design.mask & has
     if not mine.any():
-        return {"available": False, "reason": "no repeated-game episodes answered in this run"}
+        return RepeatedSection.of(
+            {"available": False, "reason": "no repeated-game episodes answered in this run"})
     in_cells = mine & design.cells
     games = _order({str(g) for g in items.game[in_cells].tolist()}, GAME_ORDER)
     rows: list[dict[str, Any]] = []
-    gaps: list[dict[str, Any]] = []
+    gaps: list[CounterfactualGap] = []
     pooled: dict[str, _Pairs] = {}
     for gi, g in enumerate(games):
         gm = in_cells & (items.game == g)
@@ -445,7 +472,7 @@ def repeated_section(
         for ci, (cf, pairs) in enumerate(pooled.items()):
             gaps.append(_gap(POOLED, cf, pairs, np.random.default_rng([seed, 0x6A9, 99, ci])))
     sm = in_cells & ep.scored
-    return {
+    return RepeatedSection.of({
         "available": True,
         "n_episodes": int(sm.sum()),
         "api_errors": int((in_cells & ~ok).sum()),
@@ -460,64 +487,66 @@ def repeated_section(
         "note": "opponents are pooled within each cell (every cell of a game holds the same "
         "matched sets, so the same opponent mix); the counterfactual gap compares each "
         "matched set with itself; B6 episodes are reported on their own",
-    }
+    })
 
 
 # ------------------------------------------------------------------------------- agent seats
 
 
-def _estimability(d: dict[str, Any]) -> dict[str, Any]:
+def _estimability(d: RepeatedFigure) -> RepeatedFigure:
     """``d`` with a reason that says "not estimable: …" when it has no value."""
-    reason = d.get("reason")
-    if d.get("value") is None and isinstance(reason, str) and not reason.startswith(NOT_ESTIMABLE):
-        d = d | {"reason": NOT_ESTIMABLE + reason}
+    reason = d.reason
+    if d.value is None and isinstance(reason, str) and not reason.startswith(NOT_ESTIMABLE):
+        d = _with(d, reason=NOT_ESTIMABLE + reason)
     return d
 
 
 def _seat_figures(ep: EpisodeCols, m: BoolArray, has: BoolArray, ok: BoolArray,
-                  design: RepeatedDesign) -> dict[str, Any]:
-    """The figures of one set of agent-seat episodes: the agent's seat as :func:`_figures`
-    gives them (exploitation on the hindsight benchmark), the opponent seat's, and both seats'
-    mean points."""
+                  design: RepeatedDesign, head: dict[str, str],
+                  gaps: list[CounterfactualGap] | None = None) -> SeatCell:
+    """The figures of one set of agent-seat episodes (``head``: its seat, and its opponent or
+    game and setting): the agent's seat as :func:`_figures` gives them (exploitation on the
+    hindsight benchmark), the opponent seat's, both seats' mean points; and ``gaps``, the
+    seat's counterfactual gaps."""
     out = _figures(ep, m, has, ok, design)
     sm = m & ep.scored
     n = int(sm.sum())
     none = "no scored episodes"
     for key in ("exploitation", "comprehension", "efficiency"):
         out[key] = _estimability(out[key])
-    out["exploitation"]["benchmark"] = "hindsight"
+    out["exploitation"] = _with(out["exploitation"], benchmark="hindsight")
     out.pop("opponents", None)
-    out["adaptation_latency"] = {
+    out["adaptation_latency"] = RepeatedFigure.of({
         "value": None, "n": 0, "ci": None,
         "reason": NOT_ESTIMABLE + "the opponent is an agent with no scripted switch, so there "
-        "is no switch round to adapt from"}
+        "is no switch round to adapt from"})  # fmt: skip
     opp_m = ep.opp_m[sm]
     comp = np.isfinite(opp_m) & (opp_m <= ep.rounds[sm])
-    opp_comp = _estimability(_share(comp, none))
-    opp_comp["median_m"] = float(np.median(opp_m[comp])) if comp.any() else None
-    out["opponent_seat"] = {
-        "exploitation": _estimability(_mean(
+    opp_comp = _with(_estimability(_share(comp, none)),
+                     median_m=float(np.median(opp_m[comp])) if comp.any() else None)
+    out["opponent_seat"] = SeatOpponent.of({
+        "exploitation": _with(_estimability(_mean(
             ep.opp_exploitation[sm], none if not n else
             "exploitation undefined in every episode (the best fixed action scores no more "
-            "than random play against the agent's moves)")) | {"benchmark": "hindsight"},
+            "than random play against the agent's moves)")), benchmark="hindsight"),
         "comprehension": opp_comp,
-        "efficiency": _estimability(_mean(
+        "efficiency": _with(_estimability(_mean(
             ep.opp_efficiency[sm], none if not n else
-            "no token counts (a reference agent plays without a model)"))
-        | {"scale": f"points per {EFFICIENCY_SCALE} tokens"},
+            "no token counts (a reference agent plays without a model)")),
+            scale=f"points per {EFFICIENCY_SCALE} tokens"),
         "total": _estimability(_mean(ep.opp_total[sm], none)),
-    }
+    })  # fmt: skip
     out["total"] = _estimability(_mean(ep.total[sm], none))
     coop = ep.mutual_cooperation[sm]
     if np.isfinite(coop).any():
         out["mutual_cooperation"] = _estimability(_mean(coop, none))
-    return out
+    return SeatCell.of(head | out | ({} if gaps is None else {"counterfactual_gap": gaps}))
 
 
 def _seat_gaps(seat: str, games: list[str], mine: BoolArray, items: ItemTable,
-               design: RepeatedDesign, ep: EpisodeCols, seed: int) -> list[dict[str, Any]]:
+               design: RepeatedDesign, ep: EpisodeCols, seed: int) -> list[CounterfactualGap]:
     within = design.seats & (design.seat == seat)
-    gaps: list[dict[str, Any]] = []
+    gaps: list[CounterfactualGap] = []
     pooled: dict[str, _Pairs] = {}
     si = SEAT_ORDER.index(seat) if seat in SEAT_ORDER else len(SEAT_ORDER)
     for gi, g in enumerate(games):
@@ -525,24 +554,26 @@ def _seat_gaps(seat: str, games: list[str], mine: BoolArray, items: ItemTable,
         cfs = {str(c) for c in design.counterfactual[gm].tolist()}
         others = [c for c in COUNTERFACTUAL_ORDER[1:] if c in cfs]
         if not others:
-            gaps.append({"game": g, "counterfactual": None, "available": False, "value": None,
-                         "difference": None, "n": 0,
-                         "reason": NOT_ESTIMABLE + f"no {g} episode in a counterfactual setting "
-                         "to pair with the default one (no matched cells)"})
+            gaps.append(CounterfactualGap.of({
+                "game": g, "counterfactual": None, "available": False, "value": None,
+                "difference": None, "n": 0,
+                "reason": NOT_ESTIMABLE + f"no {g} episode in a counterfactual setting to pair "
+                "with the default one (no matched cells)"}))  # fmt: skip
         for ci, cf in enumerate(others):
             pairs = _pairs(g, cf, mine, items, design, ep, within)
-            gap = _gap(g, cf, pairs, np.random.default_rng([seed, 0x5EA, si, gi, ci]))
-            gaps.append(_gap_estimability(gap))
+            gaps.append(_gap(g, cf, pairs, np.random.default_rng([seed, 0x5EA, si, gi, ci]),
+                             seat=True))  # fmt: skip
             pooled.setdefault(cf, _Pairs([], [])).pool(pairs)
     if len(games) > 1:
         for ci, (cf, pairs) in enumerate(pooled.items()):
-            gap = _gap(POOLED, cf, pairs, np.random.default_rng([seed, 0x5EA, si, 99, ci]))
-            gaps.append(_gap_estimability(gap))
+            gaps.append(_gap(POOLED, cf, pairs,
+                             np.random.default_rng([seed, 0x5EA, si, 99, ci]), seat=True))
     return gaps
 
 
-def _gap_estimability(gap: dict[str, Any]) -> dict[str, Any]:
-    """A gap in the agent-seat block: ``n`` (pairs) always, "not estimable: …" without one."""
+def _seat_gap(gap: dict[str, Any]) -> dict[str, Any]:
+    """A gap's JSON as the agent-seat block shows it: ``n`` (pairs) always, "not estimable: …"
+    without one."""
     gap = gap | {"n": int(gap.get("n_pairs") or 0)}
     if not gap.get("available"):
         gap["value"] = None
@@ -552,39 +583,39 @@ def _gap_estimability(gap: dict[str, Any]) -> dict[str, Any]:
 
 
 def _agent_seats(items: ItemTable, design: RepeatedDesign, has: BoolArray, ok: BoolArray,
-                 ep: EpisodeCols, seed: int) -> dict[str, Any]:
+                 ep: EpisodeCols, seed: int) -> AgentSeats:
     """The agent-seat block: per seat (pooled over games and settings, with the counterfactual
     gap) and per seat × game × setting."""
     if not design.seats.any():
-        return {"available": False,
-                "reason": "no episodes against the run's agents (agent:control, agent:self) in "
-                "this run"}
+        return AgentSeats.of({
+            "available": False,
+            "reason": "no episodes against the run's agents (agent:control, agent:self) in "
+            "this run"})  # fmt: skip
     mine = design.seats & has
     if not mine.any():
-        return {"available": False,
-                "reason": "this agent played no episode against an agent of the run (a control "
-                "sits in its agent's control seat and plays only the self seat; a reference "
-                "agent plays only 'random' in the self seat)"}
+        return AgentSeats.of({
+            "available": False,
+            "reason": "this agent played no episode against an agent of the run (a control "
+            "sits in its agent's control seat and plays only the self seat; a reference "
+            "agent plays only 'random' in the self seat)"})  # fmt: skip
     view = replace(ep, exploitation=ep.seat_exploitation)
-    by_seat: list[dict[str, Any]] = []
-    rows: list[dict[str, Any]] = []
+    by_seat: list[SeatCell] = []
+    rows: list[SeatCell] = []
     for seat in _order({str(s) for s in design.seat[mine].tolist()}, SEAT_ORDER):
         sm = mine & (design.seat == seat)
         games = _order({str(g) for g in items.game[sm].tolist()}, GAME_ORDER)
-        by_seat.append({"seat": seat, "opponent": f"agent:{seat}"}
-                       | _seat_figures(view, sm, has, ok, design)
-                       | {"counterfactual_gap": _seat_gaps(seat, games, mine, items, design,
-                                                          view, seed)})
+        by_seat.append(_seat_figures(
+            view, sm, has, ok, design, {"seat": seat, "opponent": f"agent:{seat}"},
+            _seat_gaps(seat, games, mine, items, design, view, seed)))  # fmt: skip
         for g in games:
             gm = sm & (items.game == g)
             for cf in _order({str(c) for c in design.counterfactual[gm].tolist()},
                              COUNTERFACTUAL_ORDER):
-                rows.append({"seat": seat, "game": g, "counterfactual": cf}
-                            | _seat_figures(view, gm & (design.counterfactual == cf), has, ok,
-                                            design))
+                rows.append(_seat_figures(view, gm & (design.counterfactual == cf), has, ok,
+                                          design, {"seat": seat, "game": g, "counterfactual": cf}))
     cells = Counter((str(design.seat[i]), str(items.game[i]), str(design.counterfactual[i]))
                     for i in np.flatnonzero(design.seats).tolist())
-    return {
+    return AgentSeats.of({
         "available": True,
         "n_episodes": int((mine & ep.scored).sum()),
         "design": {"episodes_per_cell": {f"{s}/{g}/{c}": k for (s, g, c), k in
@@ -597,4 +628,4 @@ def _agent_seats(items: ItemTable, design: RepeatedDesign, has: BoolArray, ok: B
         "metrics": ["exploitation", "comprehension", "efficiency", "adaptation_latency",
                     "counterfactual_gap"],
         "definition": DEFINITIONS["agent_seats"],
-    }
+    })

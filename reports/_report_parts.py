@@ -6,14 +6,39 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from mindledger.disclosure import seed_phrase, shown_seed
 from reports._data import depth_sort_key
 from reports._estimates import MIN_N
-from reports.model import AgentProfile, Contrast, RunProfile
+from reports.model import (
+    AbcSection,
+    AgentProfile,
+    ApiErrors,
+    AppliedGap,
+    ByDepth,
+    Calibration,
+    Coefficient,
+    Contrast,
+    ContrastFigure,
+    ContrastMetrics,
+    ContrastSection,
+    Ece,
+    Estimate,
+    GamesSection,
+    GapFigures,
+    KMean,
+    LengthSweep,
+    PopulationC,
+    ProxySection,
+    R2Self,
+    RepeatedFigure,
+    RepeatedSection,
+    RunProfile,
+    Slope,
+)
 from reports.present import (
     HEADLINE_COLUMNS,
     INVALID,
@@ -116,23 +141,44 @@ def _ci(ci: Any, pct: bool = True, digits: int = 3) -> str:
     return f" [{shown(lo)}, {shown(hi)}]"
 
 
-def _tag(d: Mapping[str, Any]) -> str:
-    t = d.get("interval")
-    return TAGS.get(str(t), str(t)) if t else ""
+class _Tagged(Protocol):
+    """A figure that names its interval's method."""
+
+    @property
+    def interval(self) -> str | None: ...
 
 
-def fmt_prop(d: Mapping[str, Any] | None) -> str:
+class _Figure(_Tagged, Protocol):
+    """A figure with a value and the interval its design allows (or none)."""
+
+    @property
+    def value(self) -> float | None: ...
+    @property
+    def ci(self) -> tuple[float | None, float | None] | None: ...
+    @property
+    def status(self) -> str | None: ...
+
+
+def _tag_of(interval: str | None) -> str:
+    return TAGS.get(str(interval), str(interval)) if interval else ""
+
+
+def _tag(d: _Tagged) -> str:
+    return _tag_of(d.interval)
+
+
+def fmt_prop(d: _Figure | None) -> str:
     """``58.1% [51.2, 64.8] n=420 W``; ``57.1% n=7 (no interval: …)`` when not estimable; the
     reason when there is no value (:func:`reports.present.proportion_text` plus the interval's
     tag)."""
     text = proportion_text(d)
-    if d and d.get("status") != "not_estimable" and d.get("ci") and d.get("value") is not None:
+    if d is not None and d.status != "not_estimable" and d.ci and d.value is not None:
         text = f"{text} {_tag(d)}".rstrip()
     return text
 
 
-def fmt_diff(d: Mapping[str, Any] | None, pct: bool = True) -> str:
-    if not d:
+def fmt_diff(d: _Tagged | None, pct: bool = True) -> str:
+    if d is None:
         return MISSING
     return difference_text(d, proportion=pct, tag=_tag(d))
 
@@ -164,19 +210,18 @@ PROXY_HEAD = ["agent", "calls", "with a prediction", "refused", "refusals by rea
               "obligations opened", "met", "abandoned", "owes a prediction to"]
 
 
-def _proxy_rows(proxy: Mapping[str, Any]) -> list[list[str]]:
+def _proxy_rows(proxy: ProxySection) -> list[list[str]]:
     """Per agent: calls through the query proxy, how many carried a prediction, refusals by
     reason, obligations opened, met and abandoned (still open 24 h after the sampled call, as
     of the ledger's last entry) and open obligations (counts, no interval: they are the record,
     not an estimate)."""
     rows = []
-    for name, t in sorted((proxy.get("agents") or {}).items()):
-        reasons = ", ".join(f"{k} {v}" for k, v in t["refusals"].items()) or "—"
-        owed = ", ".join(t["open_obligations"]) or "nobody"
-        ob = t.get("obligations") or {}
-        rows.append([name, str(t["calls"]), str(t["predicted"]), str(t["refused"]), reasons,
-                     str(ob.get("opened", 0)), str(ob.get("met", 0)),
-                     str(ob.get("abandoned", 0)), owed])
+    for name, t in sorted((proxy.agents or {}).items()):
+        reasons = ", ".join(f"{k} {v}" for k, v in t.refusals.items()) or "—"
+        owed = ", ".join(t.open_obligations) or "nobody"
+        ob = t.obligations
+        rows.append([name, str(t.calls), str(t.predicted), str(t.refused), reasons,
+                     str(ob.opened), str(ob.met), str(ob.abandoned), owed])
     return rows
 
 
@@ -205,14 +250,14 @@ def _agent_order(profile: RunProfile) -> list[str]:
     return sorted(agents, key=lambda n: role_order(agents[n].role, n))
 
 
-def _agent_section(name: str, a: Mapping[str, Any], *, contrasts: bool = True,
+def _agent_section(name: str, a: AgentProfile, *, contrasts: bool = True,
                    forests: Mapping[str, str] | None = None) -> list[str]:
     """An agent's Markdown section (:func:`_agent_markdown`); figures without an interval for
     their size are said to be so once, under its title."""
     with small_n_said_once() as tally:
         lines = _agent_markdown(name, a, contrasts=contrasts, forests=forests)
     if tally:
-        at = 2 + 2 * len(a.get("notices") or [])  # under its title and notices
+        at = 2 + 2 * len(a.notices)  # under its title and notices
         lines[at:at] = [tally.note(), ""]
     return lines
 
@@ -235,22 +280,22 @@ def _legend(profile: RunProfile) -> str:
             f"{profile.intervals.bootstrap_seed}.")
 
 
-def _depth_rows(a: Mapping[str, Any]) -> list[list[str]]:
-    acc = a.get("accuracy_by_depth") or {}
-    joint = a.get("joint_accuracy_by_depth") or {}
-    labels = sorted(set(acc.get("false", {})) | set(acc.get("true", {})), key=depth_sort_key)
+def _depth_rows(a: AgentProfile) -> list[list[str]]:
+    acc = a.accuracy_by_depth
+    joint = a.joint_accuracy_by_depth
+    labels = sorted(set(acc.false) | set(acc.true), key=depth_sort_key)
     rows = []
-    rc = a.get("reality_check") or {}
-    if rc.get("n"):
+    rc = a.reality_check
+    if rc.n:
         rows.append(["R0", f"reality check (both cells): {fmt_prop(rc)}", "—", "—"])
-    invalid = a.get("valid") is False
+    invalid = a.valid is False
     for lab in labels:
-        fb = fmt_prop(acc.get("false", {}).get(lab))
+        fb = fmt_prop(acc.false.get(lab))
         rows.append([
             lab,
             marked_invalid(fb) if invalid else fb,
-            fmt_prop(acc.get("true", {}).get(lab)),
-            fmt_prop(joint.get("false", {}).get(lab)),
+            fmt_prop(acc.true.get(lab)),
+            fmt_prop(joint.false.get(lab)),
         ])
     return rows
 
@@ -258,15 +303,14 @@ def _depth_rows(a: Mapping[str, Any]) -> list[list[str]]:
 DEPTH_HEAD = ["depth", "false belief", "true belief", "joint (false belief)"]
 
 
-def _error_rows(a: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
-    cells = (a.get("error_types_by_depth") or {}).get("false", {})
-    codes = sorted({k for c in cells.values() for k in c["counts"]})
+def _error_rows(a: AgentProfile) -> tuple[list[str], list[list[str]]]:
+    cells = a.error_types_by_depth.false if a.error_types_by_depth is not None else {}
+    codes = sorted({k for c in cells.values() for k in c.counts})
     head = ["depth", "n", "wrong", *codes]
     rows = []
     for lab in sorted(cells, key=depth_sort_key):
         c = cells[lab]
-        rows.append([lab, str(c["n"]), str(c["n_wrong"]),
-                     *[str(c["counts"].get(k, 0)) for k in codes]])
+        rows.append([lab, str(c.n), str(c.n_wrong), *[str(c.counts.get(k, 0)) for k in codes]])
     return head, rows
 
 
@@ -286,57 +330,61 @@ NOT_PCT_METRICS = ("d50", "log_score", "repeated_exploitation")
 """Contrast metrics that are not proportions (printed as numbers, not percentage points)."""
 
 
-def _contrast_rows(metrics: Mapping[str, Any], names: tuple[str, str]) -> list[list[str]]:
+def _contrast_rows(
+    metrics: ContrastMetrics,
+    sides: Callable[[ContrastFigure], tuple[float | str | None, float | str | None]],
+) -> list[list[str]]:
+    """A contrast block's table: per metric the two agents' figures (``sides``: agent and
+    control, or full and ablated), the difference, n and the tests."""
     rows = []
     for key, (label, pct) in CONTRAST_LABELS.items():
-        d = metrics.get(key)
+        d = metrics.figure(key)
         if d is None:
             continue
-        if d.get("available") is False:
-            rows.append([label, "—", "—", f"— ({d.get('reason')})", "—", "—", "—"])
+        if d.available is False:
+            rows.append([label, "—", "—", f"— ({d.reason})", "—", "—", "—"])
             continue
 
-        def val(v: Any, pct: bool = pct) -> str:
+        def val(v: float | str | None, pct: bool = pct) -> str:
             if isinstance(v, str):
                 return v
             return _pct(v) if pct else _f(v, 2)
 
-        rows.append([label, val(d.get(names[0])), val(d.get(names[1])), fmt_diff(d, pct),
-                     str(d.get("n", "—")), fmt_p(d.get("p")), fmt_p(d.get("p_holm"))])
+        first, second = sides(d)
+        n = str(d.n) if "n" in d.model_fields_set else "—"
+        rows.append([label, val(first), val(second), fmt_diff(d, pct), n, fmt_p(d.p),
+                     fmt_p(d.p_holm)])
         if key == "false_belief_accuracy":
-            for lab, dd in (metrics.get("accuracy_by_depth") or {}).items():
-                rows.append([f"  FB accuracy {lab}", val(dd.get(names[0])),
-                             val(dd.get(names[1])), fmt_diff(dd, True), str(dd.get("n")),
-                             fmt_p(dd.get("p")), fmt_p(dd.get("p_holm"))])
+            for lab, dd in (metrics.accuracy_by_depth or {}).items():
+                first, second = sides(dd)
+                rows.append([f"  FB accuracy {lab}", val(first), val(second),
+                             fmt_diff(dd, True), str(dd.n), fmt_p(dd.p), fmt_p(dd.p_holm)])
     return rows
 
 
-def _games_rows(g: Mapping[str, Any]) -> list[list[str]]:
-    return [[r["game"], r["condition"], fmt_prop(r["accuracy"]), fmt_prop(r["within_one"])]
-            for r in g.get("by_game_condition", [])]
+def _games_rows(g: GamesSection) -> list[list[str]]:
+    return [[r.game, r.condition, fmt_prop(r.accuracy), fmt_prop(r.within_one)]
+            for r in g.by_game_condition or []]
 
 
-def _kcurve_rows(g: Mapping[str, Any]) -> list[list[str]]:
+def _k_mean(d: KMean) -> str:
     # imported here, not at the top, to keep this change apart from the verdict's imports
     from reports.present import NOT_IDENTIFIABLE
 
-    rows = []
-    for c in g.get("k_curves", []):
-        def m(d: Mapping[str, Any]) -> str:
-            if d.get("identifiable") is False and d.get("mean") is None:
-                # the reason is said once, in the depth signals under the table
-                return NOT_IDENTIFIABLE
-            if d.get("mean") is None:
-                return f"— (unresolved {d.get('unresolved')})"
-            if not d.get("ci"):
-                return (f"{d['mean']:.2f} n={d['n']}{no_interval(d)}"
-                        f" (unresolved {d['unresolved']})")
-            return (f"{d['mean']:.2f}{_ci(d.get('ci'), pct=False, digits=2)} n={d['n']} "
-                    f"{_tag(d)} (unresolved {d['unresolved']})")
+    if d.identifiable is False and d.mean is None:
+        # the reason is said once, in the depth signals under the table
+        return NOT_IDENTIFIABLE
+    if d.mean is None:
+        return f"— (unresolved {d.unresolved})"
+    if not d.ci:
+        return f"{d.mean:.2f} n={d.n}{no_interval(d)} (unresolved {d.unresolved})"
+    return (f"{d.mean:.2f}{_ci(d.ci, pct=False, digits=2)} n={d.n} "
+            f"{_tag(d)} (unresolved {d.unresolved})")
 
-        rows.append([c["condition"], _f(c["target_depth"], 0), m(c["K_B"]), m(c["K_L"]),
-                     f"{_pct(c['accuracy'])} n={c['n']}"])
-    return rows
+
+def _kcurve_rows(g: GamesSection) -> list[list[str]]:
+    return [[c.condition, _f(c.target_depth, 0), _k_mean(c.K_B), _k_mean(c.K_L),
+             f"{_pct(c.accuracy)} n={c.n}"] for c in g.k_curves or []]
 
 
 REPEATED_HEAD = ["game", "counterfactual", "episodes", "exploitation [N]",
@@ -346,88 +394,88 @@ REPEATED_GAP_HEAD = ["game", "counterfactual", "default", "counterfactual value"
                      "gap default − counterfactual [N]", "n (default / cf)"]
 
 
-def _fmt_mean(d: Mapping[str, Any] | None, digits: int = 2) -> str:
+def _fmt_mean(d: RepeatedFigure | Estimate | None, digits: int = 2) -> str:
     """``0.93 [0.85, 1.01] n=12 N`` (or the reason when there is no value)."""
-    if not d or d.get("value") is None:
-        return "—" if not d or not d.get("reason") else f"— ({d['reason']})"
-    if d.get("status") == "not_estimable":
-        return f"{d['value']:.{digits}f} n={d.get('n')}{no_interval(d)}"
-    ci = d.get("ci")
-    return (f"{d['value']:.{digits}f}{_ci(ci, pct=False, digits=digits) if ci else ''} "
-            f"n={d.get('n')} {_tag(d)}").rstrip()
+    if d is None or d.value is None:
+        return "—" if d is None or not d.reason else f"— ({d.reason})"
+    if d.status == "not_estimable":
+        return f"{d.value:.{digits}f} n={d.n}{no_interval(d)}"
+    ci = d.ci
+    return (f"{d.value:.{digits}f}{_ci(ci, pct=False, digits=digits) if ci else ''} "
+            f"n={d.n} {_tag(d)}").rstrip()
 
 
-def _c_llm_line(c: Mapping[str, Any]) -> str:
+def _c_llm_line(c: PopulationC) -> str:
     """Condition C against the run's own agents, one line: its scores with n, or why none."""
     head = "C against the run's agents (each agent's plays, the predictor's own left out): "
-    if c.get("reason"):
-        return head + str(c["reason"])
-    text = (head + f"log score {_fmt_mean(c.get('log_score'), 3)} (uniform "
-            + (f"{c['uniform_log_score']:.3f}" if c.get("uniform_log_score") is not None
-               else MISSING)
-            + f"); Brier {_fmt_mean(c.get('brier'), 3)}; top-1 {fmt_prop(c.get('top1'))}")
-    if c.get("not_estimable_scenarios"):
-        text += (f"; {c['not_estimable_scenarios']} scenarios not estimable ("
-                 + "; ".join(c.get("not_estimable_reasons") or {}) + ")")
+    if c.reason:
+        return head + str(c.reason)
+    text = (head + f"log score {_fmt_mean(c.log_score, 3)} (uniform "
+            + (f"{c.uniform_log_score:.3f}" if c.uniform_log_score is not None else MISSING)
+            + f"); Brier {_fmt_mean(c.brier, 3)}; top-1 {fmt_prop(c.top1)}")
+    if c.not_estimable_scenarios:
+        text += (f"; {c.not_estimable_scenarios} scenarios not estimable ("
+                 + "; ".join(c.not_estimable_reasons or {}) + ")")
     return text
 
 
-def _repeated_rows(r: Mapping[str, Any]) -> list[list[str]]:
+def _repeated_rows(r: RepeatedSection) -> list[list[str]]:
     rows = []
-    for c in r.get("by_game_counterfactual", []):
-        ex = c["exploitation"]
+    for c in r.by_game_counterfactual or []:
+        ex = c.exploitation
         ex_s = _fmt_mean(ex)
-        if ex.get("n_undefined") and ex.get("value") is not None:
-            ex_s += f" ({ex['n_undefined']} undefined)"
-        comp = c["comprehension"]
-        inv = c["invalid_moves"]
-        b6 = c["b6"]
+        if ex.n_undefined and ex.value is not None:
+            ex_s += f" ({ex.n_undefined} undefined)"
+        comp = c.comprehension
+        inv = c.invalid_moves
+        b6 = c.b6
         rows.append([
-            c["game"], c["counterfactual"], str(c["n_episodes"]), ex_s, fmt_prop(comp),
-            _f(comp.get("median_m"), 1), _fmt_mean(c["efficiency"]),
-            (f"{_pct(inv['value'])} ({inv['invalid_rounds']}/{inv['rounds']} rounds)"
-             if inv.get("value") is not None else f"— ({inv.get('reason')})"),
-            _fmt_mean(b6["adaptation_latency"], 1) if b6.get("available") else "—",
-            fmt_prop(b6["adapted"]) if b6.get("available") else "—",
+            c.game, c.counterfactual, str(c.n_episodes), ex_s, fmt_prop(comp),
+            _f(comp.median_m, 1), _fmt_mean(c.efficiency),
+            (f"{_pct(inv.value)} ({inv.invalid_rounds}/{inv.rounds} rounds)"
+             if inv.value is not None else f"— ({inv.reason})"),
+            _fmt_mean(b6.adaptation_latency, 1) if b6.available else "—",
+            fmt_prop(b6.adapted) if b6.available else "—",
         ])
     return rows
 
 
-def _repeated_gap_rows(r: Mapping[str, Any]) -> list[list[str]]:
+def _repeated_gap_rows(r: RepeatedSection) -> list[list[str]]:
     rows = []
-    for g in r.get("counterfactual_gap", []):
-        if not g.get("available"):
-            rows.append([g["game"], g["counterfactual"], "—", "—", f"— ({g.get('reason')})",
-                         "—"])
+    for g in r.counterfactual_gap or []:
+        if not g.available:
+            rows.append([g.game, str(g.counterfactual), "—", "—", f"— ({g.reason})", "—"])
             continue
-        ci = g.get("ci")
-        rows.append([g["game"], g["counterfactual"], _f(g["default"], 2), _f(g["value"], 2),
-                     f"{g['difference']:+.2f}{_ci(ci, pct=False, digits=2) if ci else ''} N",
-                     f"{g['n_default']} / {g['n_counterfactual']}"])
+        ci = g.ci
+        diff = MISSING if g.difference is None else f"{g.difference:+.2f}"
+        rows.append([g.game, str(g.counterfactual), _f(g.default, 2), _f(g.value, 2),
+                     f"{diff}{_ci(ci, pct=False, digits=2) if ci else ''} N",
+                     f"{g.n_default} / {g.n_counterfactual}"])
     return rows
 
 
-def _repeated_markdown(r: Mapping[str, Any]) -> list[str]:
+def _repeated_markdown(r: RepeatedSection) -> list[str]:
     """The section's Markdown, one line per list element (tables too: the HTML renderer reads
     a table line by line)."""
+    api_errors = r.api_errors if "api_errors" in r.model_fields_set else 0
     out = ["### Repeated games", "",
-           f"{r['n_episodes']} scored episodes ({r.get('api_errors', 0)} API errors); mean "
-           f"exploitation {_fmt_mean(r.get('exploitation'))}. Exploitation: 1 = best response "
+           f"{r.n_episodes} scored episodes ({api_errors} API errors); mean "
+           f"exploitation {_fmt_mean(r.exploitation)}. Exploitation: 1 = best response "
            "to the opponent's script, 0 = random play; N = normal 95%, W = Wilson 95%; B6 = "
            "switching bots (latency in rounds after the switch, adapted episodes).", "",
            _table(REPEATED_HEAD, _repeated_rows(r)), ""]
-    if r.get("counterfactual_gap"):
+    if r.counterfactual_gap:
         out += ["Counterfactual gap on exploitation (default − counterfactual, matched pairs: "
                 "same opponent and draws in both settings):", "",
                 _table(REPEATED_GAP_HEAD, _repeated_gap_rows(r)), ""]
-    b6 = r.get("b6") or {}
-    if b6.get("available"):
-        out += [f"B6 (switching bots, apart from the counterfactual cells): {b6['n']} episodes; "
-                f"exploitation {_fmt_mean(b6['exploitation'])}; adaptation latency "
-                f"{_fmt_mean(b6['adaptation_latency'], 1)}; adapted {fmt_prop(b6['adapted'])}.",
+    b6 = r.b6
+    if b6 is not None and b6.available:
+        out += [f"B6 (switching bots, apart from the counterfactual cells): {b6.n} episodes; "
+                f"exploitation {_fmt_mean(b6.exploitation)}; adaptation latency "
+                f"{_fmt_mean(b6.adaptation_latency, 1)}; adapted {fmt_prop(b6.adapted)}.",
                 ""]
-    notes = [f"{c['game']}/{c['counterfactual']}: {c['exploitation']['note']}"
-             for c in r.get("by_game_counterfactual", []) if c["exploitation"].get("note")]
+    notes = [f"{c.game}/{c.counterfactual}: {c.exploitation.note}"
+             for c in r.by_game_counterfactual or [] if c.exploitation.note]
     if notes:
         out += ["Notes: " + "; ".join(notes) + ".", ""]
     return [line for part in out for line in part.split("\n")]
@@ -439,9 +487,8 @@ CONTRASTS_HEAD = ["agent", "contrast", "metric", "difference [PB]", "n", "p", "p
 def _contrast_row(c: Contrast) -> list[Any]:
     """One row of the table of every contrast (the n as given)."""
     pct = not c.metric.startswith(NOT_PCT_METRICS)
-    figure = c.model_dump(mode="json", by_alias=True, exclude_unset=True)
     return [c.agent, contrast_label(c.kind, c.module, c.metric), c.metric,
-            fmt_diff(figure, pct), c.n, fmt_p(c.p), fmt_p(c.p_holm)]
+            fmt_diff(c, pct), c.n, fmt_p(c.p), fmt_p(c.p_holm)]
 
 
 def _contrasts_family(profile: RunProfile) -> str:
@@ -462,27 +509,27 @@ def _all_contrasts_markdown(profile: RunProfile) -> list[str]:
     return out
 
 
-def _agent_markdown(name: str, a: Mapping[str, Any], *, contrasts: bool = True,
+def _agent_markdown(name: str, a: AgentProfile, *, contrasts: bool = True,
                     forests: Mapping[str, str] | None = None) -> list[str]:
     """One agent's section. ``contrasts=False`` leaves out its contrast blocks (the HTML draws
     them itself); ``forests`` links each block's forest plot by its figure id."""
     forests = forests or {}
-    out = [f"## {name} ({a.get('role')})", ""]
-    for n in a.get("notices", []):
+    out = [f"## {name} ({a.role})", ""]
+    for n in a.notices:
         out += [f"> **{n}**", ""]
-    h = agent_headline(name, AgentProfile.model_validate(a))
-    d50 = a.get("d50") or {}
+    h = agent_headline(name, a)
+    d50 = a.d50
     out += [
         f"- True-belief control accuracy: {h.true_belief} — valid: {h.valid}",
         f"- D50: {h.d50}"
-        + (f" (chance {_f(d50.get('chance'))}, ceiling {_f(d50.get('ceiling'))})"
-           if d50.get("chance") is not None and a.get("valid") is not False else ""),
+        + (f" (chance {_f(d50.chance)}, ceiling {_f(d50.ceiling)})"
+           if d50.chance is not None and a.valid is not False else ""),
         "- Degradation slope (log-odds per level, controlling for length): "
-        + _slope_text(a.get("degradation_slope") or {}),
+        + _slope_text(a.degradation_slope),
         f"- Leakage resistance: {h.leakage_resistance}",
         f"- False-belief accuracy (B1, R1 and deeper): {h.false_belief}",
-        f"- R0 reality check: {fmt_prop(a.get('reality_check'))}",
-        *_r2_self_lines(a.get("r2_self") or {}),
+        f"- R0 reality check: {fmt_prop(a.reality_check)}",
+        *_r2_self_lines(a.r2_self),
         "",
     ]
     rows = _depth_rows(a)
@@ -492,83 +539,32 @@ def _agent_markdown(name: str, a: Mapping[str, Any], *, contrasts: bool = True,
     if frows:
         out += ["### False-belief accuracy by mechanism and surface form (B1)", "",
                 _table(["factor", "level", "accuracy"], frows), ""]
-    out += _length_sweep_lines(a.get("length_sweep") or {})
+    out += _length_sweep_lines(a.length_sweep)
     head, erows = _error_rows(a)
     if erows:
         out += ["### Error types by depth (false belief; counts)", "",
                 _table(head, erows), ""]
-    ap = a.get("applied_gap") or {}
-    if ap.get("available"):
-        out += ["### Applied-ToM gap (B4)", "",
-                f"Belief {_pct(ap['belief_accuracy'])} − behaviour "
-                f"{_pct(ap['behaviour_accuracy'])} on the same {ap['n']} stories = "
-                f"{fmt_diff(ap | {'difference': ap['value']})}; judgment "
-                f"{_pct(ap.get('judgment_accuracy'))} (n={ap.get('judgment_n')}).", ""]
-        by = ap.get("by_depth") or {}
-        if by:
-            out += [_table(["depth", "belief", "behaviour", "gap [95%]", "n"],
-                           [[lab, _pct(g.get("belief_accuracy")),
-                             _pct(g.get("behaviour_accuracy")),
-                             fmt_diff(g | {"difference": g.get("value")}), str(g.get("n"))]
-                            for lab, g in by.items()]), ""]
-    g = a.get("games") or {}
-    if g.get("available"):
-        out += ["### Strategic", ""]
-        if g.get("by_game_condition"):
-            out += [_table(["game", "condition", "accuracy", "within one"], _games_rows(g)), ""]
-        if g.get("k_curves"):
-            out += [_table(["condition", "target depth", "K_B", "K_L", "accuracy"],
-                           _kcurve_rows(g)), ""]
-        signals = depth_signals_lines(a.get("depth_signals"))
-        if signals:
-            out += [*(f"- {line}" for line in signals), ""]
-        abc = g.get("abc") or {}
-        if abc.get("accuracy"):
-            out += [
-                "A/B/C: " + "; ".join(f"{q} {fmt_prop(abc['accuracy'][q])}" for q in "ABC")
-                + f"; dissociation {fmt_prop(abc.get('dissociation'))}; log score of C "
-                "(scripted populations) " + _fmt_mean(abc.get("log_score_c"), 3),
-                "",
-            ]
-            abc_rows = abc_contrast_rows(abc, tag=_tag)
-            if abc_rows:
-                out += ["A/B/C contrasts (accuracy, paired by scenario; p (Holm) over the "
-                        "report's contrasts):", "",
-                        _table(["contrast", "first", "second", "difference [95%]", "n", "p",
-                                "p (Holm)"], abc_rows), ""]
-        if abc.get("c_llm"):
-            out += [_c_llm_line(abc["c_llm"]), ""]
-    rp = a.get("repeated") or {}
-    if rp.get("available"):
-        out += _repeated_markdown(rp)
-    cal = a.get("calibration") or {}
-    if cal.get("available"):
-        e = cal["ece"]
-        s = cal["confidence_depth_slope"]
-        out += ["### Calibration", "",
-                f"ECE {_f(e['value'])}{_ci(e.get('ci'), False)} n={e['n']} CB ({e['bins']} "
-                f"bins); confidence slope on depth {_f(s.get('value'))}"
-                f"{_ci(s.get('ci'), False)} per level CB; Brier {_f(cal['brier']['value'])}."
-                + (f" {cal['note']}." if cal.get("note") else ""), ""]
-    cost = (a.get("cost") or {}).get("by_depth") or {}
+    out += _applied_gap_lines(a.applied_gap)
+    if a.games is not None and a.games.available:
+        out += _games_lines(a.games, a)
+    if a.repeated is not None and a.repeated.available:
+        out += _repeated_markdown(a.repeated)
+    out += _calibration_lines(a.calibration)
+    cost = a.cost.by_depth if a.cost is not None else {}
     if cost:
         out += ["### Cost per correct answer (descriptive)", "",
                 _table(["depth", "trials", "correct", "tokens / correct", "latency s / correct"],
-                       [[lab, str(c["n_trials"]), str(c["n_correct"]),
-                         _f(c["tokens_per_correct"], 0), _f(c["latency_s_per_correct"], 2)]
+                       [[lab, str(c.n_trials), str(c.n_correct),
+                         _f(c.tokens_per_correct, 0), _f(c.latency_s_per_correct, 2)]
                         for lab, c in cost.items()]), ""]
-    fam = a.get("families") or {}
+    fam = a.families or {}
     if fam:
         out += ["### Accuracy by item family", "",
                 _table(["family", "accuracy"],
-                       [[f"{f.get('title') or name} (`{name}`)", fmt_prop(f)]
+                       [[f"{f.title or name} (`{name}`)", fmt_prop(f)]
                         for name, f in fam.items()]), ""]
-    out += self_forecast_markdown(a.get("self_forecast"))
-    api = a.get("api_errors") or {}
-    out += [f"API errors: {api.get('count', 0)} of {api.get('trials', 0)} trials (excluded from "
-            f"accuracy){'; by family ' + json.dumps(api['by_family']) if api.get('count') else ''}"
-            + (f"; {api['ok_without_score']} ok trials without a score counted as wrong"
-               if api.get("ok_without_score") else "") + ".", ""]
+    out += self_forecast_markdown(a.self_forecast)
+    out += _api_errors_lines(a.api_errors)
     if contrasts:
         for block in _contrast_blocks(name, a):
             out += list(block.lead)
@@ -577,6 +573,83 @@ def _agent_markdown(name: str, a: Mapping[str, Any], *, contrasts: bool = True,
             if block.rows:
                 out += [_table(block.head, block.rows), ""]
     return out
+
+
+def _gap_figure(g: GapFigures) -> ContrastFigure:
+    """A belief − behaviour gap as a difference (:func:`fmt_diff`)."""
+    return ContrastFigure(difference=g.value, ci=g.ci, n=g.n, interval=g.interval,
+                          status=g.status, reason=g.reason)
+
+
+def _applied_gap_lines(ap: AppliedGap | None) -> list[str]:
+    if ap is None or not ap.available:
+        return []
+    out = ["### Applied-ToM gap (B4)", "",
+           f"Belief {_pct(ap.belief_accuracy)} − behaviour "
+           f"{_pct(ap.behaviour_accuracy)} on the same {ap.n} stories = "
+           f"{fmt_diff(_gap_figure(ap))}; judgment "
+           f"{_pct(ap.judgment_accuracy)} (n={ap.judgment_n}).", ""]
+    by = ap.by_depth or {}
+    if by:
+        out += [_table(["depth", "belief", "behaviour", "gap [95%]", "n"],
+                       [[lab, _pct(g.belief_accuracy), _pct(g.behaviour_accuracy),
+                         fmt_diff(_gap_figure(g)), str(g.n)]
+                        for lab, g in by.items()]), ""]
+    return out
+
+
+def _games_lines(g: GamesSection, a: AgentProfile) -> list[str]:
+    out = ["### Strategic", ""]
+    if g.by_game_condition:
+        out += [_table(["game", "condition", "accuracy", "within one"], _games_rows(g)), ""]
+    if g.k_curves:
+        out += [_table(["condition", "target depth", "K_B", "K_L", "accuracy"],
+                       _kcurve_rows(g)), ""]
+    signals = depth_signals_lines(a.depth_signals)
+    if signals:
+        out += [*(f"- {line}" for line in signals), ""]
+    abc = g.abc or AbcSection()
+    acc = abc.accuracy
+    if acc is not None and acc.model_fields_set | set(acc.model_extra or {}):
+        out += [
+            "A/B/C: " + "; ".join(f"{q} {fmt_prop(e)}"
+                                  for q, e in (("A", acc.A), ("B", acc.B), ("C", acc.C)))
+            + f"; dissociation {fmt_prop(abc.dissociation)}; log score of C "
+            "(scripted populations) " + _fmt_mean(abc.log_score_c, 3),
+            "",
+        ]
+        abc_rows = abc_contrast_rows(abc, tag=_tag_of)
+        if abc_rows:
+            out += ["A/B/C contrasts (accuracy, paired by scenario; p (Holm) over the "
+                    "report's contrasts):", "",
+                    _table(["contrast", "first", "second", "difference [95%]", "n", "p",
+                            "p (Holm)"], abc_rows), ""]
+    if abc.c_llm is not None:
+        out += [_c_llm_line(abc.c_llm), ""]
+    return out
+
+
+def _calibration_lines(cal: Calibration | None) -> list[str]:
+    if cal is None or not cal.available:
+        return []
+    e = cal.ece or Ece()
+    s = cal.confidence_depth_slope or Slope()
+    brier = cal.brier or Estimate()
+    return ["### Calibration", "",
+            f"ECE {_f(e.value)}{_ci(e.ci, False)} n={e.n} CB ({e.bins} "
+            f"bins); confidence slope on depth {_f(s.value)}"
+            f"{_ci(s.ci, False)} per level CB; Brier {_f(brier.value)}."
+            + (f" {cal.note}." if cal.note else ""), ""]
+
+
+def _api_errors_lines(api: ApiErrors | None) -> list[str]:
+    count = api.count if api is not None else 0
+    trials = api.trials if api is not None else 0
+    by_family = "; by family " + json.dumps(api.by_family) if api is not None and count else ""
+    without = (f"; {api.ok_without_score} ok trials without a score counted as wrong"
+               if api is not None and api.ok_without_score else "")
+    return [f"API errors: {count} of {trials} trials (excluded from accuracy){by_family}"
+            f"{without}.", ""]
 
 
 @dataclass(frozen=True)
@@ -591,52 +664,61 @@ class _ContrastBlock:
     lead: tuple[str, ...]
     head: tuple[str, ...] = ()
     rows: tuple[tuple[str, ...], ...] = ()
-    metrics: Mapping[str, Any] | None = None
+    metrics: ContrastMetrics | None = None
 
 
 def _slug(text: str) -> str:
     return "-".join("".join(c if c.isalnum() else " " for c in text.lower()).split()) or "x"
 
 
-def _contrast_blocks(name: str, a: Mapping[str, Any]) -> list[_ContrastBlock]:
+def _agent_and_control(d: ContrastFigure) -> tuple[float | str | None, float | str | None]:
+    return d.agent, d.control
+
+
+def _full_and_ablated(d: ContrastFigure) -> tuple[float | str | None, float | str | None]:
+    return d.full, d.ablated
+
+
+def _contrast_blocks(name: str, a: AgentProfile) -> list[_ContrastBlock]:
     """The agent's base-model subtraction and its ablation credits, in report order."""
     out = []
-    mc = a.get("minus_control") or {}
+    mc = a.minus_control or ContrastSection()
     fig = f"forest-{_slug(name)}-minus-control"
-    command = (a.get("spec") or {}).get("adapter") == "command"
-    zero = contrast_note(mc, agent=name, command=command)
+    zero = contrast_note(mc, agent=name, command=a.adapter == "command")
     if zero:  # zero by construction: one sentence, no table and no plot
         out.append(_ContrastBlock(
             fig, "Agent − control",
-            (f"Base-model subtraction ({mc['direction']}): {zero}", "")))
-    elif mc.get("available"):
-        lead = [f"### Base-model subtraction: {mc['direction']}", ""]
-        if mc.get("note"):
-            lead += [f"> {mc['note']}", ""]
-        rows = _contrast_rows(mc["metrics"], ("agent", "control"))
+            (f"Base-model subtraction ({mc.direction}): {zero}", "")))
+    elif mc.available:
+        lead = [f"### Base-model subtraction: {mc.direction}", ""]
+        if mc.note:
+            lead += [f"> {mc.note}", ""]
+        metrics = mc.metrics or ContrastMetrics()
+        rows = _contrast_rows(metrics, _agent_and_control)
         out.append(_ContrastBlock(
-            fig, f"Agent − control: {mc['direction']}", tuple(lead),
+            fig, f"Agent − control: {mc.direction}", tuple(lead),
             ("metric", "agent", "control", "difference [95%]", "n", "p", "p (Holm)"),
-            tuple(tuple(r) for r in rows), mc["metrics"]))
+            tuple(tuple(r) for r in rows), metrics))
     else:
+        reason = mc.reason if "reason" in mc.model_fields_set else "not available"
         out.append(_ContrastBlock(
-            fig, "Agent − control",
-            (f"Base-model subtraction: {mc.get('reason', 'not available')}.", "")))
-    for module, blk in (a.get("ablation_credit") or {}).items():
+            fig, "Agent − control", (f"Base-model subtraction: {reason}.", "")))
+    for module, blk in a.ablation_credit.items():
         zero = contrast_note(blk, agent=name)
         if zero:
             out.append(_ContrastBlock(
                 f"forest-{_slug(name)}-ablation-{_slug(module)}",
                 f"Ablation credit of {module}",
-                (f"Ablation credit of {module} ({blk['direction']}): {zero}", "")))
+                (f"Ablation credit of {module} ({blk.direction}): {zero}", "")))
             continue
-        rows = _contrast_rows(blk["metrics"], ("full", "ablated"))
+        metrics = blk.metrics or ContrastMetrics()
+        rows = _contrast_rows(metrics, _full_and_ablated)
         out.append(_ContrastBlock(
             f"forest-{_slug(name)}-ablation-{_slug(module)}",
-            f"Ablation credit of {module}: {blk['direction']}",
-            (f"### Ablation credit: {module} ({blk['direction']})", ""),
+            f"Ablation credit of {module}: {blk.direction}",
+            (f"### Ablation credit: {module} ({blk.direction})", ""),
             ("metric", "full", "ablated", "credit [95%]", "n", "p", "p (Holm)"),
-            tuple(tuple(r) for r in rows), blk["metrics"]))
+            tuple(tuple(r) for r in rows), metrics))
     return out
 
 
@@ -650,47 +732,43 @@ def _forest_svg(block: _ContrastBlock) -> str | None:
                        fig_id=block.fig_id)
 
 
-def _r2_self_lines(r: Mapping[str, Any]) -> list[str]:
-    if not r.get("available"):
+def _r2_self_lines(r: R2Self | None) -> list[str]:
+    if r is None or not r.available:
         return []
-    return [f"- R2-self: accuracy {fmt_prop(r.get('accuracy'))}; own-belief leak "
-            f"{fmt_prop(r.get('own_belief_leak'))}"]
+    return [f"- R2-self: accuracy {fmt_prop(r.accuracy)}; own-belief leak "
+            f"{fmt_prop(r.own_belief_leak)}"]
 
 
-def _factor_rows(a: Mapping[str, Any]) -> list[list[str]]:
+def _factor_rows(a: AgentProfile) -> list[list[str]]:
     rows = []
-    for key, label in (("by_mechanism", "mechanism"), ("by_form", "surface form")):
-        block = a.get(key) or {}
-        for level, d in (block.get("false_belief_accuracy") or {}).items():
+    for block, label in ((a.by_mechanism, "mechanism"), (a.by_form, "surface form")):
+        levels = (block.false_belief_accuracy if block is not None else None) or {}
+        for level, d in levels.items():
             rows.append([label, level, fmt_prop(d)])
     return rows
 
 
-def _length_sweep_lines(ls: Mapping[str, Any]) -> list[str]:
-    if not ls.get("available"):
+def _coefficient_text(d: Coefficient | None) -> str:
+    if d is None or d.value is None:
+        return f"not estimable ({d.reason if d is not None else None})"
+    return f"{d.value:+.3f}{_ci(d.ci, False)} {TAGS.get(str(d.interval), d.interval)}"
+
+
+def _length_sweep_lines(ls: LengthSweep | None) -> list[str]:
+    if ls is None or not ls.available:
         return []
-    by = ls.get("accuracy_by_length") or {}
-    lengths = sorted(set(by.get("false", {})) | set(by.get("true", {})), key=float)
-    rows = [[lab, fmt_prop(by.get("false", {}).get(lab)), fmt_prop(by.get("true", {}).get(lab))]
-            for lab in lengths]
-
-    def coef(d: Mapping[str, Any]) -> str:
-        if d.get("value") is None:
-            return f"not estimable ({d.get('reason')})"
-        return (f"{d['value']:+.3f}{_ci(d.get('ci'), False)} "
-                f"{TAGS.get(str(d.get('interval')), d.get('interval'))}")
-
+    by = ls.accuracy_by_length or ByDepth()
+    lengths = sorted(set(by.false) | set(by.true), key=float)
+    rows = [[lab, fmt_prop(by.false.get(lab)), fmt_prop(by.true.get(lab))] for lab in lengths]
     return ["### Length sweep (B2)", "", _table(["events", "false belief", "true belief"], rows),
-            "", f"Fit {ls.get('model')} over B1 and B2 false-belief items: depth "
-            f"{coef(ls.get('depth') or {})} and length {coef(ls.get('length') or {})} "
+            "", f"Fit {ls.model} over B1 and B2 false-belief items: depth "
+            f"{_coefficient_text(ls.depth)} and length {_coefficient_text(ls.length)} "
             "(log-odds per level and per event).", ""]
 
 
-def _slope_text(s: Mapping[str, Any]) -> str:
-    if s.get("value") is None:
-        return f"not estimable ({s.get('reason')})"
-    notes = ("; " + "; ".join(s["notes"])) if s.get("notes") else ""
-    return (f"{s['value']:+.3f}{_ci(s.get('ci'), False)} n={s['n']} "
-            f"{TAGS.get(s.get('interval', ''), s.get('interval'))}{notes}")
-
-
+def _slope_text(s: Slope | None) -> str:
+    if s is None or s.value is None:
+        return f"not estimable ({s.reason if s is not None else None})"
+    notes = ("; " + "; ".join(s.notes)) if s.notes else ""
+    return (f"{s.value:+.3f}{_ci(s.ci, False)} n={s.n} "
+            f"{TAGS.get(s.interval or '', str(s.interval))}{notes}")

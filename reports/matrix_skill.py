@@ -1,8 +1,9 @@
 """The profile's agent-prediction skill S of one agent, from the matrix that accompanies its
 run (seed 002 §18.1): its S predicting a fresh copy of itself, the mean over the other targets,
-each target's S with its interval, and its second-order skill (B9). Pure: it reads a matrix
-as :func:`reports.matrix_summary.summarise_run` returns it, and gives a typed record
-(:data:`AgentSkillResult`) whose ``to_dict`` is the profile's JSON."""
+each target's S with its interval, and its second-order skill (B9). Pure: it reads the typed
+matrix (:class:`~reports.matrix_model.MatrixSummary`, or its JSON read back by
+:func:`reports.matrix_json.as_summary`), and gives a typed record (:data:`AgentSkillResult`)
+whose ``to_dict`` is the profile's JSON."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from reports.matrix_cells import CellRow
+from reports.matrix_json import as_summary
+from reports.matrix_model import MatrixSummary
 
 __all__ = [
     "AgentSkill",
@@ -36,19 +41,19 @@ class TargetSkill:
     target: str
     value: float | None
     n: int | None
-    ci: list[float] | None
+    ci: list[float | None] | None
     interval: str | None
     status: str | None
     p_holm: float | None
     reason: str | None
 
     @classmethod
-    def of(cls, row: Mapping[str, Any], target: str) -> TargetSkill:
-        """From a cell of the matrix's JSON."""
-        skill = row["skill"]
-        return cls(target, skill.get("value"), row.get("n"), skill.get("ci"),
-                   skill.get("interval"), skill.get("status"), skill.get("p_holm"),
-                   skill.get("reason"))  # fmt: skip
+    def of(cls, row: CellRow) -> TargetSkill:
+        """From a cell of the matrix (its target's)."""
+        s = row.skill
+        ci = [s.lo, s.hi] if s.lo is not None else None
+        return cls(row.target, s.value, row.n, ci, s.interval, s.status, s.p_holm,
+                   s.reason or None)  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -89,7 +94,7 @@ class SecondOrderSkill:
 
     value: float | None
     reason: str | None
-    ci: list[float] | None = None
+    ci: list[float | None] | None = None
     n: int | None = None
     p_holm: float | None = None
     n_cells: int | None = None
@@ -187,18 +192,20 @@ AgentSkillResult = AgentSkill | SkillNotDivergent | SkillUnavailable
 """What :func:`agent_skill` gives."""
 
 
-def agent_skill(matrix: Mapping[str, Any], agent: str) -> AgentSkillResult:
+def agent_skill(matrix: MatrixSummary | Mapping[str, Any], agent: str) -> AgentSkillResult:
     """The profile's agent-prediction skill of ``agent`` (as the predictor) from a matrix
-    (:func:`summarise_run`): ``self`` its S predicting a fresh copy of itself (the headline
-    value, with its interval), ``others`` the mean of its S over the other targets, and
-    ``targets`` its S per target with each cell's interval and Holm-adjusted p."""
-    run = matrix.get("run")
-    if agent not in matrix.get("agents", ()):
+    (:func:`~reports.matrix_summary.stored_summary`, or a matrix's JSON): ``self`` its S
+    predicting a fresh copy of itself (the headline value, with its interval), ``others`` the
+    mean of its S over the other targets, and ``targets`` its S per target with each cell's
+    interval and Holm-adjusted p."""
+    matrix = as_summary(matrix)
+    run = None if matrix.stored is None else matrix.stored.run
+    if agent not in matrix.agents:
         return SkillUnavailable(run, f"{agent} did not take part in matrix run {run}")
-    if matrix.get("not_divergent"):
-        return SkillNotDivergent(run, agent, str(matrix["not_divergent"]))
-    rows = {c["target"]: c for c in matrix["cells"] if c["predictor"] == agent}
-    targets = {t: TargetSkill.of(rows[t], t) for t in matrix["agents"] if t in rows}
+    if matrix.not_divergent:
+        return SkillNotDivergent(run, agent, matrix.not_divergent)
+    rows = {c.target: c for c in matrix.cells if c.predictor == agent}
+    targets = {t: TargetSkill.of(rows[t]) for t in matrix.agents if t in rows}
     return AgentSkill(run, targets.get(agent), _others(targets, agent), targets,
                       _second_order_skill(matrix, agent))  # fmt: skip
 
@@ -219,27 +226,27 @@ def _others(targets: Mapping[str, TargetSkill], agent: str) -> OtherTargets:
     )
 
 
-def _second_order_skill(matrix: Mapping[str, Any], agent: str) -> SecondOrderSkill:
+def _second_order_skill(matrix: MatrixSummary, agent: str) -> SecondOrderSkill:
     """The agent's second-order prediction (B9) as P, over all its (Q, T) cells: how much
     closer than the uniform distribution its predictions of the other predictors' committed
     distributions came (brier(uniform) − brier, with its interval), or why there is none."""
-    section = matrix.get("second_order")
-    if not section:
+    section = matrix.second_order
+    if section is None:
         return SecondOrderSkill(
             None, "the matrix ran without second-order prediction", figures=False
         )
-    row = (section.get("by_predictor") or {}).get(agent)
+    row = section.by_predictor.get(agent)
     if row is None:
         return SecondOrderSkill(
             None, f"no second-order cells of {agent} (one agent only?)", figures=False
         )
-    vs = row["vs_uniform"]
+    vs = row.vs_uniform.figure
     return SecondOrderSkill(
-        vs.get("value"),
-        vs.get("reason"),
-        ci=vs.get("ci"),
-        n=vs.get("n"),
-        p_holm=vs.get("p_holm"),
-        n_cells=row.get("n_cells"),
-        brier=row.get("brier"),
+        vs.value,
+        vs.reason or None,
+        ci=[vs.lo, vs.hi] if vs.lo is not None else None,
+        n=vs.n,
+        p_holm=row.vs_uniform.p_holm,
+        n_cells=row.n_cells,
+        brier=row.brier.to_dict(),
     )

@@ -622,13 +622,13 @@ def pilot_summary(record: Mapping[str, Any]) -> PilotSummary:
 
 def accompanying_summary(
     store: Store, run_id: str, *, n_boot: int = 2000, stats_seed: int = 0
-) -> dict[str, Any] | None:
+) -> MatrixSummary | None:
     """The matrix of the matrix run that accompanies the suite run ``run_id`` (None if none
     does), for the profile's skill S."""
     matrix_id = accompanying_matrix(store, run_id)
     if matrix_id is None:
         return None
-    return summarise_run(store, matrix_id, n_boot=n_boot, stats_seed=stats_seed)
+    return stored_summary(store, matrix_id, n_boot=n_boot, stats_seed=stats_seed)
 
 
 def _item_records(

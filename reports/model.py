@@ -18,139 +18,92 @@ removes or retypes a field is a new schema version.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self
+from typing import Any, Literal
 
-import numpy as np
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PlainSerializer,
-    PrivateAttr,
-    SerializerFunctionWrapHandler,
-    ValidatorFunctionWrapHandler,
-    WrapValidator,
-    model_serializer,
-    model_validator,
+from pydantic import Field
+
+from reports.model_base import Available, Estimate, Interval, Number, json_ready
+from reports.model_base import Frozen as _Frozen
+from reports.model_sections import (
+    AbcAccuracy,
+    AbcContrast,
+    AgentSeats,
+    CellB6,
+    ContrastFigure,
+    ContrastMetrics,
+    ContrastSection,
+    CounterfactualGap,
+    GameCell,
+    InvalidMoves,
+    KCurvePoint,
+    KMean,
+    ProxyAgent,
+    ProxyObligations,
+    ProxySection,
+    RepeatedB6,
+    RepeatedCell,
+    RepeatedDesignSummary,
+    RepeatedFigure,
+    SameAnswers,
 )
 
 __all__ = [
     "D50",
     "PROFILE_SCHEMA",
     "SCHEMA_FILE",
+    "AbcAccuracy",
+    "AbcContrast",
     "AbcSection",
     "AgentProfile",
+    "AgentSeats",
+    "Available",
+    "CellB6",
     "Contrast",
+    "ContrastFigure",
+    "ContrastMetrics",
+    "ContrastSection",
+    "CounterfactualGap",
     "DepthSignals",
+    "Ece",
     "Estimate",
+    "FamilyAccuracy",
     "FigureBias",
     "ForecastBias",
     "ForecastCounts",
     "ForecastCoverage",
     "ForecastLine",
     "ForecastSkill",
+    "GameCell",
     "GamesSection",
+    "Interval",
+    "InvalidMoves",
+    "KCurvePoint",
+    "KMean",
     "LevelFit",
     "MultipleComparisons",
+    "Number",
     "PopulationC",
+    "ProxyAgent",
+    "ProxyObligations",
+    "ProxySection",
+    "RepeatedB6",
+    "RepeatedCell",
+    "RepeatedDesignSummary",
+    "RepeatedFigure",
     "RunInfo",
     "RunProfile",
+    "SameAnswers",
     "SelfForecast",
     "Skill",
     "SkillEstimate",
     "Validity",
+    "json_ready",
     "json_schema",
 ]
 
 PROFILE_SCHEMA = "mindledger.profile/2"
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "docs" / "profile.schema.json"
-
-
-def _number_as_given(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-    """An integer stays an integer: ``"n_effective": 12`` is written back as ``12``, not
-    ``12.0`` (the schema's type is ``number`` either way)."""
-    return value if type(value) is int else handler(value)
-
-
-def _number_as_is(value: Any) -> Any:
-    return value
-
-
-Number = Annotated[float, WrapValidator(_number_as_given), PlainSerializer(_number_as_is)]
-"""A JSON number: a float, or an int kept as given (and written as given)."""
-
-Interval = tuple[Number | None, Number | None]
-"""A 95% interval; an end is null when it is open (beyond the tested range)."""
-
-
-def json_ready(v: Any) -> Any:
-    """JSON-ready: numpy scalars to Python, NaN/inf to None, tuples to lists (models as
-    they are)."""
-    if isinstance(v, dict):
-        return {str(k): json_ready(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [json_ready(x) for x in v]
-    if isinstance(v, np.ndarray):
-        return [json_ready(x) for x in v.tolist()]
-    if isinstance(v, np.bool_ | bool):
-        return bool(v)
-    if isinstance(v, np.integer):
-        return int(v)
-    if isinstance(v, np.floating | float):
-        f = float(v)
-        return f if math.isfinite(f) else None
-    return v
-
-
-class _Frozen(BaseModel):
-    """A frozen model whose JSON keeps its keys in the order they were given.
-
-    Extra keys are kept (a section may grow within /2) and the model cannot be changed. The
-    JSON form (:meth:`RunProfile.to_json`) writes the keys that were given, in the order they
-    were given, so that a profile reads the same whichever way it was built: parsing a
-    profile and writing it again gives the same bytes."""
-
-    model_config = ConfigDict(frozen=True, extra="allow")
-    _keys: tuple[str, ...] = PrivateAttr(default=())
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _remember_keys(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        model = handler(data)
-        if isinstance(data, dict) and isinstance(model, _Frozen):
-            model._keys = tuple(data)
-        return model
-
-    @classmethod
-    def of(cls, data: Any) -> Self:
-        """Parse computed figures (numpy scalars, NaN) as JSON would hold them
-        (:func:`json_ready`); raises :class:`pydantic.ValidationError` when they do not fit."""
-        return cls.model_validate(json_ready(data))
-
-    @model_serializer(mode="wrap")
-    def _in_given_order(self, handler: SerializerFunctionWrapHandler) -> Any:
-        out = handler(self)
-        if not self._keys or not isinstance(out, dict):
-            return out
-        first = {k: out[k] for k in self._keys if k in out}
-        return first | {k: v for k, v in out.items() if k not in first}
-
-
-class Estimate(_Frozen):
-    """A figure with the interval its design allows, or the reason it has none."""
-
-    value: Number | None = Field(None, description="the point estimate; null when n = 0")
-    k: int | None = Field(None, description="successes, for a proportion")
-    n: int | None = Field(None, description="trials (items) the figure counts")
-    ci: Interval | None = Field(None, description="95% interval; null when not estimable")
-    interval: str | None = Field(None, description="the interval's method (intervals.kinds)")
-    status: Literal["estimated", "not_estimable"] | None = None
-    reason: str | None = Field(None, description="why there is no interval, when there is none")
-    n_clusters: int | None = None
-    n_effective: Number | None = None
-    definition: str | None = None
 
 
 class D50(_Frozen):
@@ -168,6 +121,11 @@ class D50(_Frozen):
     display: str = Field(description="the figure as every report words it")
     n: int = 0
     depths_tested: list[Number] = Field(default_factory=list)
+    chance: Number | None = Field(None, description="the accuracy a guess reaches")
+    ceiling: Number | None = Field(None, description="the accuracy at the shallowest depth")
+    ceiling_note: str | None = None
+    halfway: Number | None = None
+    interval_status: str | None = None
 
 
 class Validity(_Frozen):
@@ -396,8 +354,15 @@ class AbcSection(_Frozen):
 
     available: bool | None = None
     reason: str | None = None
+    accuracy: AbcAccuracy | None = None
+    dissociation: Estimate | None = None
+    log_score_c: Estimate | None = None
+    brier_c: Estimate | None = None
+    opponent_type_inference: Estimate | None = None
+    contrasts: dict[str, AbcContrast] | None = Field(
+        default=None, description="A_minus_B and B_minus_C, paired by scenario (their own Holm family)")
     c_llm: PopulationC | None = Field(
-        None, description="C against the run's own LLM population (absent without C-llm items)")
+        default=None, description="C against the run's own LLM population (absent without C-llm items)")
 
 
 class GamesSection(_Frozen):
@@ -406,14 +371,14 @@ class GamesSection(_Frozen):
 
     available: bool | None = None
     reason: str | None = None
+    accuracy: Estimate | None = None
+    br_consistency: Estimate | None = None
+    by_game_condition: list[GameCell] | None = None
+    k_curves: list[KCurvePoint] | None = None
+    k_curves_reason: str | None = None
+    excluded_trials: int | None = None
+    excluded_note: str | None = None
     abc: AbcSection | None = None
-
-
-class Available(_Frozen):
-    """A section the run may not allow: ``available`` false, with the ``reason``, when not."""
-
-    available: bool | None = None
-    reason: str | None = None
 
 
 class Coefficient(Estimate):
@@ -461,10 +426,17 @@ class ByFactor(Available):
     definition: str | None = None
 
 
+class ByDepth(_Frozen):
+    """Accuracy by depth label (``R1``, ``R2-self``, …), for false- and true-belief items."""
+
+    false: dict[str, Estimate] = Field(default_factory=dict)
+    true: dict[str, Estimate] = Field(default_factory=dict)
+
+
 class LengthSweep(Available):
     """B2: accuracy by story length, and the depth and length terms of the slope's fit."""
 
-    accuracy_by_length: dict[str, dict[str, Estimate]] | None = None
+    accuracy_by_length: ByDepth | None = None
     depth: Coefficient | None = None
     length: Coefficient | None = None
     model: str | None = None
@@ -517,11 +489,9 @@ class AppliedGap(Available, GapFigures):
     by_depth: dict[str, AppliedDepth] | None = None
 
 
-class JointAccuracy(_Frozen):
+class JointAccuracy(ByDepth):
     """Joint accuracy by depth (every shallower question on the story right too)."""
 
-    false: dict[str, Estimate] = Field(default_factory=dict)
-    true: dict[str, Estimate] = Field(default_factory=dict)
     definition: str | None = None
 
 
@@ -535,10 +505,16 @@ class ReliabilityBin(_Frozen):
     interval: str | None = None
 
 
+class Ece(Estimate):
+    """Expected calibration error, over ``bins`` equal-width confidence bins."""
+
+    bins: int | None = None
+
+
 class Calibration(Available):
     """Stated confidence against accuracy: ECE, reliability bins, confidence-depth slope."""
 
-    ece: Estimate | None = None
+    ece: Ece | None = None
     reliability: list[ReliabilityBin] | None = None
     confidence_depth_slope: Slope | None = None
     brier: Estimate | None = None
@@ -587,11 +563,24 @@ class HitomSection(_Frozen):
 
 
 class RepeatedSection(Available):
-    """The repeated games (:mod:`reports._repeated`); the keys besides these are documented in
-    the report."""
+    """The repeated games (:mod:`reports._repeated`); the keys besides these (the design, the
+    agent seats, definitions and intervals) are documented in the report."""
 
     n_episodes: int | None = None
     api_errors: int | None = None
+    exploitation: RepeatedFigure | None = None
+    design: RepeatedDesignSummary | None = None
+    by_game_counterfactual: list[RepeatedCell] | None = None
+    counterfactual_gap: list[CounterfactualGap] | None = None
+    b6: RepeatedB6 | None = None
+    agent_seats: AgentSeats | None = None
+    note: str | None = None
+
+
+class FamilyAccuracy(Estimate):
+    """Accuracy on one item family, with the family's title."""
+
+    title: str | None = None
 
 
 class ForecastLine(_Frozen):
@@ -712,11 +701,13 @@ class AgentProfile(_Frozen):
     false_belief_accuracy: Estimate
     d50: D50
     leakage_resistance: Estimate
-    accuracy_by_depth: dict[Literal["false", "true"], dict[str, Estimate]]
+    accuracy_by_depth: ByDepth
     joint_accuracy_by_depth: JointAccuracy = Field(default_factory=JointAccuracy)
     agent_prediction_skill: Skill
-    minus_control: dict[str, Any] | None = None
-    ablation_credit: dict[str, Any] = Field(default_factory=dict)
+    minus_control: ContrastSection | None = None
+    ablation_credit: dict[str, ContrastSection] = Field(default_factory=dict)
+    other_controls: dict[str, ContrastSection] | None = Field(
+        default=None, description="agent − control for each further control, by its name")
     degradation_slope: Slope | None = None
     r2_self: R2Self | None = None
     by_mechanism: ByFactor | None = None
@@ -731,7 +722,7 @@ class AgentProfile(_Frozen):
     calibration: Calibration | None = None
     cost: Cost | None = None
     api_errors: ApiErrors | None = None
-    families: dict[str, Estimate] | None = Field(
+    families: dict[str, FamilyAccuracy] | None = Field(
         None, description="accuracy per item family of the run, keyed by family name (every "
         "family, including those without a section of their own); each adds its title"
     )
@@ -739,6 +730,12 @@ class AgentProfile(_Frozen):
     self_forecast: SelfForecast | None = Field(
         None, description="the agent's forecasts of its own figures and how they came out "
         "(absent when it has made none)")
+
+    @property
+    def adapter(self) -> str | None:
+        """The adapter of the agent's spec (``command``, ``openai``, …), when it names one."""
+        adapter = self.spec.get("adapter")
+        return adapter if isinstance(adapter, str) else None
 
 
 class Design(_Frozen):
@@ -802,7 +799,7 @@ class RunProfile(_Frozen):
     design: Design
     intervals: Intervals
     agents: dict[str, AgentProfile]
-    proxy: dict[str, Any] = Field(default_factory=dict)
+    proxy: ProxySection = Field(default_factory=ProxySection)
     contrasts: list[Contrast]
     multiple_comparisons: MultipleComparisons
 

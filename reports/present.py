@@ -153,9 +153,10 @@ def _short_reason(block: Mapping[str, Any]) -> str:
     return f"n < {m.group(1)}" if m else reason
 
 
-def no_interval(block: Mapping[str, Any]) -> str:
+def no_interval(block: Any) -> str:
     """``" (no interval: n < 10)"`` for the profile's small-n reason, else the reason given;
     ``""`` for the small-n reason inside :func:`small_n_said_once`, which counts it."""
+    block = _as_dict(block) or {}
     reason = str(block.get("reason") or "")
     m = re.search(r"at least (\d+) are needed", reason)
     if m:
@@ -422,12 +423,12 @@ def contrast_label(kind: str, module: str | None = None, metric: str = "") -> st
 
 
 def abc_contrast_rows(
-    abc: Any, *, tag: Callable[[Mapping[str, Any]], str] | None = None
+    abc: Any, *, tag: Callable[[str | None], str] | None = None
 ) -> list[list[str]]:
     """One agent's A − B and B − C accuracy contrasts (paired by scenario), worded as the
     agent − control contrasts are: ``[contrast, first, second, difference [95%], n, p,
-    p (Holm)]`` per contrast; ``tag(block)`` names the interval after it (``NP``). ``[]`` when
-    the agent has no A/B/C contrasts."""
+    p (Holm)]`` per contrast; ``tag(interval)`` names the interval's method after it (``NP``).
+    ``[]`` when the agent has no A/B/C contrasts."""
     d = _as_dict(abc) or {}
     blocks = _as_dict(d.get("contrasts")) or {}
     rows = []
@@ -437,7 +438,7 @@ def abc_contrast_rows(
             continue
         rows.append([
             f"{x} − {y}", pct(c.get(x)), pct(c.get(y)),
-            difference_text(c, tag=tag(c) if tag is not None else ""),
+            difference_text(c, tag=tag(c.get("interval")) if tag is not None else ""),
             MISSING if c.get("n") is None else str(c["n"]),
             p_text(c.get("p")), p_text(c.get("p_holm")),
         ])

@@ -49,7 +49,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.reader import Readable, RunAgent
 from reports._data import RunData, load_run
@@ -76,6 +76,9 @@ from reports.sections import (
 )
 from reports.sections.contrasts import AgentContrasts, PairedContrasts, paired_contrasts
 from reports.sections.validity import TRUE_BELIEF_THRESHOLD
+
+if TYPE_CHECKING:  # the matrix's modules load only for a run that has one
+    from reports.matrix_model import MatrixSummary
 
 __all__ = [
     "PROFILE_SCHEMA",
@@ -162,12 +165,12 @@ def build_profile(
     matrix_id = accompanying_matrix(store, run_id)
     if matrix_id is not None:  # the matrix's statistics load only for a run that has one
         from ledger.store import Store
-        from reports.matrix_summary import summarise_run
+        from reports.matrix_summary import stored_summary
 
         if not isinstance(store, Store):
             raise TypeError(f"run {run_id!r} has a matrix run beside it ({matrix_id}): its "
                             "profile is built from a Store, not a Reader")
-        matrix = summarise_run(store, matrix_id, n_boot=n_boot, stats_seed=seed)
+        matrix = stored_summary(store, matrix_id, n_boot=n_boot, stats_seed=seed)
     profile = analyse(
         data, seed=seed, n_boot=n_boot, reveal_held_out=reveal_held_out, matrix=matrix
     ).profile
@@ -203,11 +206,11 @@ def analyse(
     seed: int = 0,
     n_boot: int = 2000,
     reveal_held_out: bool = False,
-    matrix: Mapping[str, Any] | None = None,
+    matrix: MatrixSummary | None = None,
 ) -> Analysis:
     """Run every computation for one run; ``.profile`` is the :class:`RunProfile` (a held-out
     run's seed withheld unless ``reveal_held_out``). ``matrix``: the prediction matrix that
-    accompanies the run (:func:`reports.matrix_summary.summarise_run`), which gives each
+    accompanies the run (:func:`reports.matrix_summary.stored_summary`), which gives each
     agent's skill S."""
     run = run_inputs(data, seed=seed, B=n_boot)
     samples: dict[str, Mapping[str, MetricSample]] = {}
@@ -332,7 +335,7 @@ def _design(d: RunDesign) -> Design:
         "depth_curve": "B1 belief items at R1 and deeper (R0 is the reality check)",
     })
 
-def _skill(matrix: Mapping[str, Any] | None, name: str) -> Skill:
+def _skill(matrix: MatrixSummary | None, name: str) -> Skill:
     """Agent-prediction skill S: from the accompanying matrix run, which commits every
     prediction to the ledger before the target is asked (seed 002 §15.2, §18.2 rule 5)."""
     if matrix is None:

@@ -95,7 +95,6 @@ def render_markdown(
     name); without it they are left out, and the report says so. ``figures`` reuses figures
     already drawn by :func:`reports._plots.figures`. A held-out run's seed is printed only
     with ``reveal_held_out`` (operators)."""
-    doc = profile.to_json()
     run = profile.run
     out: list[str] = [f"# mindledger profile — run `{run.id}`", ""]
     out += _verdict_markdown(verdict(profile))
@@ -125,7 +124,7 @@ def render_markdown(
         for key, caption, svg in figures:
             (d / f"{key}.svg").write_text(svg, encoding="utf-8")
             figs[key] = f"![{caption}]({figures_link_prefix}{key}.svg)"
-        for name, a in doc["agents"].items():
+        for name, a in profile.agents.items():
             for block in _contrast_blocks(name, a):
                 forest = _forest_svg(block)
                 if forest is not None:
@@ -138,10 +137,11 @@ def render_markdown(
         if key in figs:
             out += [figs[key], ""]
     for name in _agent_order(profile):
-        out += _agent_section(name, doc["agents"][name], forests=forests)
-    if (doc.get("proxy") or {}).get("agents"):
-        out += ["## Query proxy", "", f"_{doc['proxy']['scope']}._", "",
-                _table(PROXY_HEAD, _proxy_rows(doc["proxy"])), ""]
+        out += _agent_section(name, profile.agents[name], forests=forests)
+    proxy = profile.proxy
+    if proxy.agents:
+        out += ["## Query proxy", "", f"_{proxy.scope}._", "",
+                _table(PROXY_HEAD, _proxy_rows(proxy)), ""]
     out += _all_contrasts_markdown(profile)
     out += ["## How to read the figures", "", _legend(profile), ""]
     return "\n".join(out) + "\n"

@@ -181,22 +181,23 @@ def _level(a: AgentProfile, fig: Figure, level: float) -> FigureValue:
         return FigureValue(float(s.value or 0.0), _ci(s.ci, s.status), level)
     if base == "accuracy_at_depth":
         depth = fig.arg or ""
-        e = a.accuracy_by_depth.get("false", {}).get(depth)
+        e = a.accuracy_by_depth.false.get(depth)
         if e is None and depth == "R0":
             e = a.reality_check
         return _estimate(e, f"false-belief items at depth {depth}", level)
     if base == "ablation_credit":
         module = fig.arg or ""
         block = a.ablation_credit.get(module)
-        if not isinstance(block, Mapping):
+        if block is None:
             return _none(f"the run did not ablate module {module!r}")
-        if block.get("available") is False:
-            return _none(str(block.get("reason") or f"no ablation credit for {module!r}"))
-        m = (block.get("metrics") or {}).get("false_belief_accuracy") or {}
-        value = _num(m.get("difference"))
-        if value is None:
-            return _none(str(m.get("reason") or f"no ablation credit for {module!r}"))
-        return FigureValue(value, _ci(m.get("ci"), m.get("status")), level)
+        if block.available is False:
+            return _none(block.reason or f"no ablation credit for {module!r}")
+        m = block.metrics.false_belief_accuracy if block.metrics is not None else None
+        value = _num(m.difference) if m is not None else None
+        if m is None or value is None:
+            reason = m.reason if m is not None else None
+            return _none(str(reason or f"no ablation credit for {module!r}"))
+        return FigureValue(value, _ci(m.ci, m.status), level)
     raise ValueError(f"unknown figure base {base!r}")  # figure() admits no other
 
 
@@ -247,7 +248,7 @@ def forecastable(profile: RunProfile | None, agent: str) -> list[str]:
     a = profile.agents.get(agent) if profile is not None else None
     if profile is None or a is None:
         return names + [f"accuracy_at_depth:{d}" for d in DEPTHS]
-    depths = [d for d in DEPTHS if d in a.accuracy_by_depth.get("false", {}) or d == "R0"]
+    depths = [d for d in DEPTHS if d in a.accuracy_by_depth.false or d == "R0"]
     names += [f"accuracy_at_depth:{d}" for d in depths]
     names += [
         f"ablation_credit:{m}"

@@ -119,8 +119,8 @@ def judge(d: Mapping[str, Any], *, against: float = 0.0) -> str:
 def _block(block: Any) -> Mapping[str, Any]:
     if block is None:
         return {}
-    if hasattr(block, "model_dump"):
-        return block.model_dump(by_alias=True)  # type: ignore[no-any-return]
+    if hasattr(block, "model_dump"):  # the keys it was given, as a profile's JSON holds them
+        return block.model_dump(by_alias=True, exclude_unset=True)  # type: ignore[no-any-return]
     return block if isinstance(block, Mapping) else {}
 
 
@@ -292,7 +292,7 @@ def _figures(name: str, a: AgentProfile) -> str:
         )
     else:
         fb = proportion_text(a.false_belief_accuracy)
-        chance = number((a.d50.model_extra or {}).get("chance"))
+        chance = number(a.d50.chance)
         if chance is not None and a.false_belief_accuracy.value is not None:
             said = judge(a.false_belief_accuracy.model_dump(), against=chance)
             joint = " from" if said == NO_DIFFERENCE else ""
@@ -357,7 +357,7 @@ def _largest_credit(credits: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]
 
 
 def _contrasts(prof: RunProfile, name: str, a: AgentProfile) -> str:
-    command = a.spec.get("adapter") == "command"
+    command = a.adapter == "command"
     out = []
     judged = False
     mc = _block(a.minus_control)

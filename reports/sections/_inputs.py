@@ -12,6 +12,7 @@ import numpy as np
 from ledger.reader import RunAgent
 from reports._data import RunData
 from reports._estimates import MetricSample
+from reports.model import AbcContrast
 from reports.sections._columns import AgentColumns
 from reports.sections._design import RunDesign
 from reports.sections._resamples import Resamples, rng
@@ -30,7 +31,7 @@ class AgentInputs:
     agent: RunAgent
     index: int
     cols: AgentColumns
-    abc_contrasts: Mapping[str, Any] | None = None
+    abc_contrasts: Mapping[str, AbcContrast] | None = None
     """The agent's A − B and B − C contrasts with their Holm adjustment (None: computed by
     the games section, unadjusted)."""
 
@@ -69,7 +70,7 @@ class RunInputs:
     res: Resamples
     agents: list[RunAgent]
     cols: dict[str, AgentColumns]
-    abc_contrasts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    abc_contrasts: Mapping[str, Mapping[str, AbcContrast]] = field(default_factory=dict)
     """Each agent's A − B and B − C contrasts, Holm-adjusted as a family of their own."""
     abc_m: int = 0
     """The size of that family (its testable contrasts)."""

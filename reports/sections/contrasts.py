@@ -5,7 +5,7 @@ difference with its interval and test, what each agent's ``minus_control`` and
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +13,13 @@ import numpy as np
 
 from reports._estimates import NO_SPREAD, paired_binary, paired_values
 from reports._stats import holm, percentile_interval
-from reports.model import Contrast
+from reports.model import (
+    Contrast,
+    ContrastFigure,
+    ContrastMetrics,
+    ContrastSection,
+    SameAnswers,
+)
 from reports.sections._design import BoolArray, FloatArray
 from reports.sections._inputs import RunInputs
 from reports.sections._resamples import LEVEL, d50, d50_permutation
@@ -27,9 +33,9 @@ class AgentContrasts:
     control's), ``ablation_credit`` (by module) and ``other_controls`` (further controls, by
     name; None when there are none)."""
 
-    minus_control: Mapping[str, Any]
-    ablation_credit: Mapping[str, Any]
-    other_controls: Mapping[str, Any] | None = None
+    minus_control: ContrastSection
+    ablation_credit: Mapping[str, ContrastSection]
+    other_controls: Mapping[str, ContrastSection] | None = None
 
 
 @dataclass(frozen=True)
@@ -60,12 +66,13 @@ def paired_contrasts(run: RunInputs, valid: Mapping[str, bool | None]) -> Paired
             }
     credit: dict[str, dict[str, Any]] = {a.name: {} for a in run.agents}
     others: dict[str, dict[str, Any]] = {}
+    blocks: list[tuple[dict[str, Any], list[tuple[str, ContrastFigure]]]] = []
     found: list[dict[str, Any]] = []
     seen_control: set[str] = set()
     for pi, (x, y, kind, module) in enumerate(run.res.pairs):
         names = ("agent", "control") if kind == "minus_control" else ("full", "ablated")
         metrics = _pair_metrics(run, pi, x, y, names)
-        block = {
+        block: dict[str, Any] = {
             "available": True,
             "direction": f"{x} − {y}",
             "interval": "each metric names its interval and test",
@@ -78,46 +85,48 @@ def paired_contrasts(run: RunInputs, valid: Mapping[str, bool | None]) -> Paired
                 "contrasts are not valid evidence"
             )
         if kind == "minus_control":
-            if x in seen_control:
+            if x in seen_control:  # a further control: shown, not in the Holm family
                 others.setdefault(x, {})[y] = block | {"control": y}
                 continue
             seen_control.add(x)
-            minus[x] = {"control": y} | block
+            block = minus[x] = {"control": y} | block
         else:
             assert module is not None
-            credit[x][module] = {"ablation_agent": y} | block
-        for metric, d in _flat_metrics(metrics):
-            if d.get("p") is not None and math.isfinite(d["p"]):
-                found.append(
-                    {
-                        "kind": kind,
-                        "agent": x,
-                        "other": y,
-                        "module": module,
-                        "metric": metric,
-                        "difference": d.get("difference"),
-                        "ci": d.get("ci"),
-                        "n": d.get("n"),
-                        "interval": d.get("interval"),
-                        "test": d.get("test"),
-                        "p": d["p"],
-                        "p_holm": None,
-                        "target": d,
-                    }
-                )
+            block = credit[x][module] = {"ablation_agent": y} | block
+        tested = [(metric, d) for metric, d in metrics.flat()
+                  if d.p is not None and math.isfinite(d.p)]  # fmt: skip
+        blocks.append((block, tested))
+        found += [
+            {"kind": kind, "agent": x, "other": y, "module": module, "metric": metric,
+             "difference": d.difference, "ci": d.ci, "n": d.n, "interval": d.interval,
+             "test": d.test, "p": d.p, "p_holm": None}
+            for metric, d in tested
+        ]  # fmt: skip
     ps = [c["p"] if c["p"] is not None else math.nan for c in found]
-    for c, ph in zip(found, holm(ps), strict=True):
+    adjusted = holm(ps)
+    for c, ph in zip(found, adjusted, strict=True):
         c["p_holm"] = ph
-        c["target"]["p_holm"] = ph
+    at = 0
+    for block, tested in blocks:  # each block's figures with their Holm-adjusted p
+        mine = adjusted[at : at + len(tested)]
+        at += len(tested)
+        block["metrics"] = block["metrics"].with_p_holm(
+            {metric: ph for (metric, _), ph in zip(tested, mine, strict=True)}
+        )
     by_agent = {
-        a.name: AgentContrasts(minus[a.name], credit[a.name], others.get(a.name))
+        a.name: AgentContrasts(
+            ContrastSection.of(minus[a.name]),
+            {m: ContrastSection.of(b) for m, b in credit[a.name].items()},
+            {o: ContrastSection.of(b) for o, b in others[a.name].items()}
+            if a.name in others else None,
+        )
         for a in run.agents
     }
-    contrasts = [Contrast.of({k: v for k, v in c.items() if k != "target"}) for c in found]
+    contrasts = [Contrast.of(c) for c in found]
     return PairedContrasts(by_agent, contrasts, int(sum(1 for p in ps if math.isfinite(p))))
 
 
-def _same_answers(run: RunInputs, x: str, y: str) -> dict[str, int]:
+def _same_answers(run: RunInputs, x: str, y: str) -> SameAnswers:
     """How many items both agents answered (ok trials) and on how many of them their
     answers were the same: when every one is, every paired contrast is zero by
     construction (a command agent's derived control that is the same program, a module
@@ -126,45 +135,43 @@ def _same_answers(run: RunInputs, x: str, y: str) -> dict[str, int]:
     answers = run.data.trials.answer_json
     shared = np.flatnonzero(cx.ok & cy.ok & (cx.rows >= 0) & (cy.rows >= 0))
     same = sum(answers[cx.rows[i]] == answers[cy.rows[i]] for i in shared)
-    return {"shared": int(shared.size), "identical": int(same)}
+    return SameAnswers.of({"shared": int(shared.size), "identical": int(same)})
 
 
-def _flat_metrics(metrics: Mapping[str, Any]) -> Iterable[tuple[str, dict[str, Any]]]:
-    for k, v in metrics.items():
-        if k == "accuracy_by_depth":
-            for label, d in v.items():
-                yield f"accuracy_by_depth.false.{label}", d
-        elif isinstance(v, dict) and "difference" in v:
-            yield k, v
+def _none(reason: str) -> ContrastFigure:
+    """A metric the pair has no contrast of, and why."""
+    return ContrastFigure.of({"available": False, "reason": reason})
 
 
 def _pair_metrics(
     run: RunInputs, pi: int, x: str, y: str, names: tuple[str, str]
-) -> dict[str, Any]:
+) -> ContrastMetrics:
     rd = run.design
     cx, cy = run.cols[x], run.cols[y]
     both = cx.ok & cy.ok
     out: dict[str, Any] = {}
-    none = {"available": False}
     seq = iter(range(1, 1_000_000))
 
-    def binary(mask: BoolArray, vx: FloatArray, vy: FloatArray) -> dict[str, Any]:
+    def binary(mask: BoolArray, vx: FloatArray, vy: FloatArray) -> ContrastFigure:
         m = mask & both
-        return paired_binary(
+        return ContrastFigure.of(paired_binary(
             vx[m], vy[m], names, run.rng(pi, next(seq)), rd.ccode[m], B=run.res.B
-        ).to_dict()
+        ).to_dict())  # fmt: skip
 
-    def values(mask: BoolArray, vx: FloatArray, vy: FloatArray) -> dict[str, Any]:
+    def values(
+        mask: BoolArray, vx: FloatArray, vy: FloatArray, definition: str | None = None
+    ) -> ContrastFigure:
         m = mask & both & np.isfinite(vx) & np.isfinite(vy)
-        return paired_values(
+        d = paired_values(
             vx[m], vy[m], names, run.rng(pi, next(seq)), rd.ccode[m], B=run.res.B
         ).to_dict()
+        return ContrastFigure.of(d if definition is None else d | {"definition": definition})
 
     fbm = rd.fbc & both
     out["false_belief_accuracy"] = (
         binary(rd.fbc, cx.cor, cy.cor)
         if fbm.any()
-        else none | {"reason": "no shared B1 false-belief items"}
+        else _none("no shared B1 false-belief items")
     )
     out["accuracy_by_depth"] = {
         label: binary(rd.fbc & rd.is_("depth", label), cx.cor, cy.cor)
@@ -174,73 +181,77 @@ def _pair_metrics(
     out["d50"] = (
         _pair_d50(run, pi, x, y, names)
         if fbm.any()
-        else none | {"reason": "no shared B1 false-belief items"}
+        else _none("no shared B1 false-belief items")
     )
     lx = 1.0 - run.res.extra[x]["leak"].astype(float)
     ly = 1.0 - run.res.extra[y]["leak"].astype(float)
     out["leakage_resistance"] = (
         binary(rd.fbc, lx, ly)
         if fbm.any()
-        else none | {"reason": "no shared B1 false-belief items"}
+        else _none("no shared B1 false-belief items")
     )
     pairs = rd.applied_pairs
     okp = pairs[both[pairs[:, 0]] & both[pairs[:, 1]]] if pairs.size else pairs
     if okp.size:
         gx = cx.cor[okp[:, 0]] - cx.cor[okp[:, 1]]
         gy = cy.cor[okp[:, 0]] - cy.cor[okp[:, 1]]
-        out["applied_gap"] = paired_values(
+        out["applied_gap"] = ContrastFigure.of(paired_values(
             gx, gy, names, run.rng(pi, next(seq)), B=run.res.B
         ).to_dict() | {
             "definition": "difference of the two applied gaps (belief − behaviour accuracy) "
             "over the stories where all four answers were scored"
-        }
+        })  # fmt: skip
     else:
-        out["applied_gap"] = none | {"reason": "no shared belief and behaviour items"}
+        out["applied_gap"] = _none("no shared belief and behaviour items")
     out["games_accuracy"] = (
         binary(rd.lk, cx.cor, cy.cor)
         if (rd.lk & both).any()
-        else none | {"reason": "no shared level-k game items"}
+        else _none("no shared level-k game items")
     )
     lsx, lsy = run.res.extra[x]["log_score"], run.res.extra[y]["log_score"]
     cm = rd.abc & np.isfinite(lsx) & np.isfinite(lsy)
     out["log_score_c"] = (
         values(cm, lsx, lsy)
         if (cm & both).any()
-        else none | {"reason": "no shared C items with a log score"}
+        else _none("no shared C items with a log score")
     )
     tx, ty = run.res.extra[x]["triple"], run.res.extra[y]["triple"]
     tm = np.isfinite(tx) & np.isfinite(ty)
     out["abc_dissociation"] = (
         binary(tm, np.nan_to_num(tx), np.nan_to_num(ty))
         if tm.any()
-        else none | {"reason": "no shared complete A/B/C scenarios"}
+        else _none("no shared complete A/B/C scenarios")
     )
     kq = rd.abc & rd.is_("question", "K")
     out["opponent_type_inference"] = (
         binary(kq, cx.cor, cy.cor)
         if (kq & both).any()
-        else none | {"reason": "no shared opponent-type (K) items"}
+        else _none("no shared opponent-type (K) items")
     )
-    out["agent_prediction_skill"] = none | {
-        "reason": "agent-prediction skill comes from the prediction ledger, not run trials"
-    }
+    out["agent_prediction_skill"] = _none(
+        "agent-prediction skill comes from the prediction ledger, not run trials"
+    )
     if rd.rp.any():
         rxx = run.res.extra[x]["repeated"].exploitation
         rxy = run.res.extra[y]["repeated"].exploitation
         rm = np.isfinite(rxx) & np.isfinite(rxy)
         out["repeated_exploitation"] = (
-            values(rm, rxx, rxy)
-            | {
-                "definition": "mean exploitation over the repeated-game episodes both "
-                "answered where it is defined (same items, same opponent draws)"
-            }
+            values(
+                rm,
+                rxx,
+                rxy,
+                "mean exploitation over the repeated-game episodes both answered where it is "
+                "defined (same items, same opponent draws)",
+            )
             if (rm & both).any()
-            else none | {"reason": "no shared repeated-game episodes with defined exploitation"}
+            else _none("no shared repeated-game episodes with defined exploitation")
         )
-    return out
+    return ContrastMetrics.of(out)
 
 
-def _pair_d50(run: RunInputs, pi: int, x: str, y: str, names: tuple[str, str]) -> dict[str, Any]:
+def _pair_d50(
+    run: RunInputs, pi: int, x: str, y: str, names: tuple[str, str]
+) -> ContrastFigure:
     rd = run.design
     cx, cy = run.cols[x], run.cols[y]
     p = f"p{pi}."
@@ -257,7 +268,7 @@ def _pair_d50(run: RunInputs, pi: int, x: str, y: str, names: tuple[str, str]) -
         "note": "both D50s refitted on the false-belief items both agents answered",
     }
     if why is not None or not math.isfinite(chance):
-        return base | {
+        return ContrastFigure.of(base | {
             "status": "not_estimable",
             "difference": None,
             "ci": None,
@@ -265,7 +276,7 @@ def _pair_d50(run: RunInputs, pi: int, x: str, y: str, names: tuple[str, str]) -
             "interval": None,
             "test": None,
             "reason": why or "chance level unknown (items do not list their choices)",
-        }
+        })
     _, p_perm = d50_permutation(rd, mask, cx.cor, cy.cor, chance, run.rng(pi, 0xD50), run.res.B)
     with np.errstate(invalid="ignore"):
         dreps = repx - repy
@@ -274,7 +285,7 @@ def _pair_d50(run: RunInputs, pi: int, x: str, y: str, names: tuple[str, str]) -
         lo, hi, _ = percentile_interval(dreps, LEVEL)
         if math.isfinite(lo) and math.isfinite(hi) and hi <= lo:
             # every shared resample gave the same difference: the agents answered alike
-            return base | {
+            return ContrastFigure.of(base | {
                 "status": "not_estimable",
                 "difference": rx.value - ry.value,
                 "ci": None,
@@ -282,10 +293,10 @@ def _pair_d50(run: RunInputs, pi: int, x: str, y: str, names: tuple[str, str]) -
                 "interval": None,
                 "test": None,
                 "reason": NO_SPREAD,
-            }
+            })
         span = rd.fb_depths[-1] - rd.fb_depths[0]
         ci = [lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None]
-        return base | {
+        return ContrastFigure.of(base | {
             names[0]: rx.value,
             names[1]: ry.value,
             "status": "estimated",
@@ -296,30 +307,30 @@ def _pair_d50(run: RunInputs, pi: int, x: str, y: str, names: tuple[str, str]) -
             else "an interval end involves a D50 outside the tested depths",
             "p": p_perm,
             "p_holm": None,
-        }
+        })
     if rx.status == "beyond" and ry.status == "estimated" and rx.lower_bound is not None:
         assert ry.value is not None
-        return base | {
+        return ContrastFigure.of(base | {
             "status": "bound",
             "difference": None,
             "lower_bound": rx.lower_bound - ry.value,
             "display": f"> {rx.lower_bound - ry.value:.2f}",
             "p": p_perm,
             "p_holm": None,
-        }
+        })
     if ry.status == "beyond" and rx.status == "estimated" and ry.lower_bound is not None:
         assert rx.value is not None
-        return base | {
+        return ContrastFigure.of(base | {
             "status": "bound",
             "difference": None,
             "upper_bound": rx.value - ry.lower_bound,
             "display": f"< {rx.value - ry.lower_bound:.2f}",
             "p": p_perm,
             "p_holm": None,
-        }
-    return base | {
+        })
+    return ContrastFigure.of(base | {
         "status": "not_estimable",
         "difference": None,
         "p": None,
         "reason": f"D50 is {rx.display()} for {x} and {ry.display()} for {y}",
-    }
+    })

@@ -7,7 +7,7 @@ from typing import Any
 
 from mindledger import family as family_registry
 from mindledger.family import UnknownFamilyError
-from reports.model import Estimate
+from reports.model import FamilyAccuracy
 from reports.sections._inputs import AgentInputs, Measured
 
 __all__ = ["families_section"]
@@ -35,4 +35,4 @@ def families_section(inp: AgentInputs) -> Measured:
             "title": title,
             "definition": f"correct answers ÷ scored {name} items ({left_out})",
         }
-    return Measured({"families": {name: Estimate.of(fig) for name, fig in out.items()}})
+    return Measured({"families": {name: FamilyAccuracy.of(fig) for name, fig in out.items()}})

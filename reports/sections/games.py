@@ -15,7 +15,7 @@ from games import POPULATION_MIN_ANSWERS
 from reports._estimates import MetricSample, paired_binary, proportion
 from reports._population import score_predictions
 from reports._stats import holm
-from reports.model import GamesSection
+from reports.model import AbcContrast, GamesSection, PopulationC
 from reports.sections._columns import AgentColumns
 from reports.sections._design import RunDesign, ratio
 from reports.sections._figures import mean_figure
@@ -32,7 +32,7 @@ def games_section(inp: AgentInputs) -> Measured:
     rd, c, p = inp.design, inp.cols, inp.prefix
     samples: dict[str, MetricSample] = {}
     games = _games(inp, rd, c, p, samples, inp.abc_contrasts)
-    return Measured({"games": GamesSection.of(games)}, samples)
+    return Measured({"games": games}, samples)
 
 
 def _games(
@@ -41,12 +41,12 @@ def _games(
     c: AgentColumns,
     p: str,
     samples: dict[str, MetricSample],
-    abc_contrasts: Mapping[str, Any] | None,
-) -> dict[str, Any]:
+    abc_contrasts: Mapping[str, AbcContrast] | None,
+) -> GamesSection:
     it = inp.data.items
     ex = inp.ex
     if not (rd.gm & c.has).any():
-        return {"available": False, "reason": "no game items answered in this run"}
+        return GamesSection.of({"available": False, "reason": "no game items answered in this run"})
     out: dict[str, Any] = {"available": True}
     rows = []
     m_lk = c.ok & rd.lk
@@ -183,10 +183,10 @@ def _games(
     if (rd.abc_llm & c.has).any():
         abc["c_llm"] = _abc_llm(inp)
     out["abc"] = abc
-    return out
+    return GamesSection.of(out)
 
 
-def _abc_llm(inp: AgentInputs) -> dict[str, Any]:
+def _abc_llm(inp: AgentInputs) -> PopulationC:
     """C against the run's own LLM population (:mod:`reports._population`): the agent's
     C-llm predictions scored against the other agents' plays of the same scenario, one per
     scenario — mean log and Brier scores (t interval) and top-1 (Wilson), each with its n."""
@@ -224,7 +224,7 @@ def _abc_llm(inp: AgentInputs) -> dict[str, Any]:
         for key in ("log_score", "brier", "top1"):
             out[key] = {"value": None, "n": 0, "status": "not_estimable", "reason": why}
         out["reason"] = why
-        return out
+        return PopulationC.of(out)
     out["population_plays"] = {
         "mean": float(np.mean([s.population for s in est])),
         "min": min(s.population for s in est),
@@ -252,12 +252,18 @@ def _abc_llm(inp: AgentInputs) -> dict[str, Any]:
         "definition": "share of scenarios whose prediction has a unique most likely "
         "choice that is a modal choice of the other agents' plays"
     }
-    return out
+    return PopulationC.of(out)
 
 
-def abc_contrast_figures(inp: AgentInputs) -> dict[str, Any]:
+def abc_contrast_figures(inp: AgentInputs) -> dict[str, AbcContrast]:
     """A − B and B − C accuracy on the same scenarios (those whose three truths differ):
-    one pair per scenario, Newcombe's paired interval and the exact McNemar test."""
+    one pair per scenario, Newcombe's paired interval and the exact McNemar test (p_holm
+    None: :func:`abc_holm` adjusts them over the run)."""
+    return {key: AbcContrast.of(d) for key, d in _abc_contrasts(inp).items()}
+
+
+def _abc_contrasts(inp: AgentInputs) -> dict[str, dict[str, Any]]:
+    """:func:`abc_contrast_figures` as their JSON, which :func:`abc_holm` completes."""
     rd, c = inp.design, inp.cols
     out: dict[str, Any] = {}
     for j, (x, y) in enumerate((("A", "B"), ("B", "C"))):
@@ -278,14 +284,14 @@ def abc_contrast_figures(inp: AgentInputs) -> dict[str, Any]:
     return out
 
 
-def abc_holm(run: RunInputs) -> tuple[dict[str, dict[str, Any]], int]:
+def abc_holm(run: RunInputs) -> tuple[dict[str, dict[str, AbcContrast]], int]:
     """Every agent's A − B and B − C contrasts (``games.abc.contrasts``), Holm-adjusted over
     all the testable ones: a family of its own, within-agent effects, kept apart from the
     between-agent family of ``contrasts``; and the family's size."""
-    figures: dict[str, dict[str, Any]] = {}
+    figures: dict[str, dict[str, dict[str, Any]]] = {}
     for i, a in enumerate(run.agents):
         if (run.design.abc & run.cols[a.name].has).any():
-            figures[a.name] = abc_contrast_figures(run.agent(i))
+            figures[a.name] = _abc_contrasts(run.agent(i))
     members = [
         d
         for fig in figures.values()
@@ -294,4 +300,5 @@ def abc_holm(run: RunInputs) -> tuple[dict[str, dict[str, Any]], int]:
     ]
     for d, ph in zip(members, holm([d["p"] for d in members]), strict=True):
         d["p_holm"] = ph
-    return figures, len(members)
+    typed = {a: {k: AbcContrast.of(d) for k, d in fig.items()} for a, fig in figures.items()}
+    return typed, len(members)

@@ -16,9 +16,7 @@ def repeated_section(inp: AgentInputs) -> Measured:
     if not rd.rp.any():
         section = RepeatedSection(available=False, reason="no repeated-game episodes in this run")
     else:
-        section = RepeatedSection.of(
-            _section(
-                inp.data.items, rd.rp_design, c.has, c.ok, inp.ex["repeated"], seed=inp.res.seed
-            )
+        section = _section(
+            inp.data.items, rd.rp_design, c.has, c.ok, inp.ex["repeated"], seed=inp.res.seed
         )
     return Measured({"repeated": section})

@@ -8,8 +8,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from ledger.scoring import Metric
 from reports._stats import holm
 from reports.comparison import compare_runs, render_compare_markdown
+from reports.matrix_cells import CellFigure, CellRow, SkillFigure
+from reports.matrix_model import ConditionSummary, MatrixSummary, StoredRun
+from reports.matrix_unreadable import Unreadable
 from reports.profile import Analysis, analyse
 from reports.render import render_html, render_markdown
 from reports.synthetic import SyntheticAgent, logistic_accuracy, synthetic_run
@@ -29,17 +33,22 @@ def _data() -> Any:
     return run.run_data("abc-run")
 
 
-def _matrix(value: float) -> dict[str, Any]:
-    """A matrix summary (the shape :func:`reports.matrix_summary.summarise_run` returns) in
-    which piper predicted a fresh copy of itself."""
-    return {
-        "run": "matrix-1",
-        "agents": ["piper"],
-        "cells": [{"predictor": "piper", "target": "piper", "n": 40,
-                   "skill": {"value": value, "ci": [value - 0.2, value + 0.2],
-                             "interval": "hierarchical-bootstrap-95", "status": "estimated",
-                             "p_holm": 0.01}}],
-    }
+def _matrix(value: float) -> MatrixSummary:
+    """A matrix summary (as :func:`reports.matrix_summary.stored_summary` returns it) in which
+    piper predicted a fresh copy of itself: S = ``value`` ± 0.2 over 40 items."""
+    none = Metric(None, 0)
+    skill = SkillFigure(
+        value=value, n=40, reason=None, reason_slot=None, base=None, population_baseline=none,
+        projection_baseline=none, ceiling=none, lo=value - 0.2, hi=value + 0.2,
+        interval="hierarchical-bootstrap-95", status="estimated", base_kind=None, test=None,
+        p=None, denominator=None, p_holm=0.01,
+    )
+    fig = CellFigure(None, 40, None, None, None, "not_estimable", None, False)
+    cell = CellRow("piper", "piper", 40, 0, fig, fig, fig, none, skill, 0, 0, 0, 0,
+                   Unreadable(0, 40, 0, 40))
+    primary = ConditionSummary(["piper"], 40, 1, [cell], {}, {}, [])
+    return MatrixSummary(primary, "zero-shot", ("zero-shot",), {},
+                         stored=StoredRun("matrix-1", 0, False, "complete", None, 0))
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from reports import _plots
 from reports._data import DEPTH_ORDER
 from reports._plots import (
     AGENT_COLOUR,
@@ -23,11 +24,7 @@ from reports._plots import (
     INVALID_COLOUR,
     MAX_COLUMNS,
     RELIABILITY_COLUMNS,
-    depth_curves,
-    error_types,
     figures,
-    headline,
-    reliability,
 )
 from reports.model import RunProfile
 from reports.present import d50_text, proportion_text
@@ -35,6 +32,23 @@ from reports.profile import analyse
 from reports.synthetic import SyntheticAgent, logistic_accuracy, simulate, synthetic_items
 
 NS = "{http://www.w3.org/2000/svg}"
+
+
+# The figures take a RunProfile; these tests edit its JSON, then parse it (and so check it).
+def depth_curves(profile: Mapping[str, Any]) -> str | None:
+    return _plots.depth_curves(RunProfile.of(profile))
+
+
+def error_types(profile: Mapping[str, Any]) -> str | None:
+    return _plots.error_types(RunProfile.of(profile))
+
+
+def headline(profile: Mapping[str, Any]) -> str | None:
+    return _plots.headline(RunProfile.of(profile))
+
+
+def reliability(profile: Mapping[str, Any]) -> str | None:
+    return _plots.reliability(RunProfile.of(profile))
 REFERENCES = ("oracle", "depth-capped:2", "not-reality")
 
 
@@ -306,16 +320,16 @@ def test_the_grid_is_at_most_three_columns_wide(profile: dict[str, Any], k: int)
 
 def test_missing_accuracy_by_depth(profile: dict[str, Any]) -> None:
     p = copy.deepcopy(profile)
-    del p["agents"]["ada-no-log"]["accuracy_by_depth"]
+    p["agents"]["ada-no-log"]["accuracy_by_depth"] = {"false": {}, "true": {}}
     root = _svg(depth_curves(p))
     assert _titles(root) == ["ada", "ada-no-log"]  # the panel stays, with what there is
     second = _panels(root)[1]
     assert not any(g.startswith(("false:", "true:")) for g in _curves(second))
     assert "control:ada-control" in _curves(second)
     for a in p["agents"].values():
-        a.pop("accuracy_by_depth", None)
+        a["accuracy_by_depth"] = {"false": {}, "true": {}}
     assert depth_curves(p) is None
-    assert depth_curves({"agents": {}}) is None
+    assert depth_curves(p | {"agents": {}}) is None
 
 
 def test_reliability_is_one_panel_per_agent_that_stated_confidence(profile: dict[str, Any]) -> None:

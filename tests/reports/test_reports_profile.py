@@ -17,6 +17,7 @@ from mindledger.errors import NotFoundError
 from mindledger.items import Item
 from reports import build_profile, diagnose_references, profile_from_data
 from reports.model import Estimate, RunProfile
+from reports.profile import analyse
 from reports.synthetic import SyntheticAgent, logistic_accuracy, synthetic_run
 
 StoredRun = Any  # the conftest fixture's type (tests/ has no packages to import it from)
@@ -285,3 +286,28 @@ def test_profile_reads_sqlite_and_postgresql_alike(db_url: str) -> None:
     assert p["agents"]["a-control"]["api_errors"]["count"] == sum(
         t.status == "api_error" for t in run.trials if t.agent == "a-control")
     store.engine.dispose()
+
+
+def test_a_second_control_is_a_typed_contrast_outside_the_holm_family() -> None:
+    """An agent with two controls: the first is its minus_control (in the Holm family), the
+    second is under other_controls, a ContrastSection whose tests are not adjusted; the JSON
+    reads back the same."""
+    curve = logistic_accuracy(2.5, -1.2, 0.25)
+    agents = [
+        SyntheticAgent("piper", curve, confidence_noise=None),
+        SyntheticAgent("piper-control", logistic_accuracy(1.5, -1.2, 0.25), role="control",
+                       base_agent="piper", confidence_noise=None),
+        SyntheticAgent("piper-bare", logistic_accuracy(1.0, -1.2, 0.25), role="control",
+                       base_agent="piper", confidence_noise=None),
+    ]
+    run = synthetic_run(np.random.default_rng(7), agents, stories=12, games=0, abc_scenarios=0)
+    profile = analyse(run.run_data("two-controls"), seed=1, n_boot=100).profile
+    piper = profile.agents["piper"]
+    assert piper.minus_control is not None and piper.minus_control.control == "piper-control"
+    assert piper.other_controls is not None and set(piper.other_controls) == {"piper-bare"}
+    bare = piper.other_controls["piper-bare"].metrics
+    assert bare is not None and bare.false_belief_accuracy is not None
+    assert bare.false_belief_accuracy.p is not None and bare.false_belief_accuracy.p_holm is None
+    assert {c.other for c in profile.contrasts} == {"piper-control"}
+    doc = profile.to_json()
+    assert RunProfile.of(doc).to_json() == doc

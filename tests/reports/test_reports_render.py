@@ -25,6 +25,7 @@ from reports import (
 from reports._data import load_run
 from reports._plots import FIGURES
 from reports.model import RunProfile
+from reports.render import render_headline_csv
 from reports.synthetic import SyntheticAgent, logistic_accuracy, synthetic_run
 
 
@@ -114,9 +115,25 @@ def test_csv_has_one_row_per_trial(stored_run: Any) -> None:
     assert report(stored_run.store, stored_run.run_id, "csv") == render_csv(data)
 
 
-def test_figures_skip_what_the_run_cannot_show() -> None:
-    prof = {"agents": {}, "run": {"id": "x"}}
+def test_figures_skip_what_the_run_cannot_show(stored_profile: RunProfile) -> None:
+    prof = RunProfile.of(stored_profile.to_json() | {"agents": {}})
     assert [draw(prof) for _, _, draw in FIGURES] == [None] * len(FIGURES)
+
+
+def test_the_renderings_read_the_typed_profile_not_its_json(
+    stored_profile: RunProfile, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Markdown (with its figures), HTML and the headline CSV are drawn from the profile's
+    models: none of them goes through its JSON (only render_json does)."""
+    expected = (render_markdown(stored_profile, figures_dir=tmp_path / "a"),
+                render_html(stored_profile), render_headline_csv(stored_profile))
+
+    def no_json(self: RunProfile) -> dict[str, Any]:
+        raise AssertionError("a renderer read the profile's JSON")
+
+    monkeypatch.setattr(RunProfile, "to_json", no_json)
+    assert (render_markdown(stored_profile, figures_dir=tmp_path / "b"),
+            render_html(stored_profile), render_headline_csv(stored_profile)) == expected
 
 
 def test_compare_shows_what_changed_with_intervals(tmp_path: Path) -> None:
