@@ -61,7 +61,7 @@ def test_every_base_figure_reads_the_profile(template: dict[str, Any]) -> None:
     )
     assert figure_value(p, "agent", "leakage_resistance").value == a.leakage_resistance.value
     r2 = figure_value(p, "agent", "accuracy_at_depth:R2")
-    assert r2.value == a.accuracy_by_depth["false"]["R2"].value
+    assert r2.value == a.accuracy_by_depth.false["R2"].value
     r0 = figure_value(p, "agent", "accuracy_at_depth:R0")
     assert r0.value == a.reality_check.value
     s = figure_value(p, "agent", "S")
@@ -73,7 +73,8 @@ def test_every_base_figure_reads_the_profile(template: dict[str, Any]) -> None:
         assert d50.value is None and a.d50.status in (d50.reason or "")
     credit = figure_value(p, "agent", "ablation_credit:" + next(iter(a.ablation_credit)))
     block = next(iter(a.ablation_credit.values()))
-    assert credit.value == pytest.approx(block["metrics"]["false_belief_accuracy"]["difference"])
+    assert block.metrics is not None and block.metrics.false_belief_accuracy is not None
+    assert credit.value == pytest.approx(block.metrics.false_belief_accuracy.difference)
 
 
 def test_d50_that_is_only_a_bound_has_no_value(template: dict[str, Any]) -> None:
@@ -194,7 +195,9 @@ def test_counts_coverage_bias_and_the_confidently_wrong() -> None:
     cov50, cov90 = sf.coverage["50"], sf.coverage["90"]
     assert (cov50.k, cov50.n, cov50.nominal) == (1, 4, 0.5)
     assert (cov90.k, cov90.n) == (2, 4)
-    assert cov90.value == 0.5 and cov90.ci is not None and cov90.ci[0] < 0.5 < cov90.ci[1]
+    assert cov90.value == 0.5 and cov90.ci is not None
+    lo, hi = cov90.ci
+    assert lo is not None and hi is not None and lo < 0.5 < hi
     assert [(x.run, x.figure) for x in sf.confidently_wrong] == [
         (r[0], "false_belief_accuracy"),
         (r[2], "d50"),
@@ -231,10 +234,13 @@ def test_skill_is_one_minus_the_loss_ratio_with_a_run_bootstrap_interval() -> No
     sk = sf.skill["quantile_score"]
     with_naive = [s for s in fs if s.naive_loss is not None]
     expected = 1 - sum(s.loss or 0 for s in with_naive) / sum(s.naive_loss or 0 for s in with_naive)
+    assert sk.value is not None
     assert sk.value == pytest.approx(expected) and sk.value > 0.5
     assert (sk.n, sk.n_runs, sk.without_naive) == (8, 8, 8)
     assert sk.ci is not None and sk.status == "estimated"
-    assert sk.ci[0] < sk.value < sk.ci[1] and sk.ci[0] > 0
+    lo, hi = sk.ci
+    assert lo is not None and hi is not None
+    assert lo < sk.value < hi and lo > 0
     # the same seed, the same interval; another seed, another
     again = self_forecast_section(fs, r[-1], runs=r, seed=7, n_boot=500)
     other = self_forecast_section(fs, r[-1], runs=r, seed=8, n_boot=500)
@@ -270,7 +276,8 @@ def test_a_worse_than_naive_forecaster_has_negative_skill_and_bins_their_own_rul
     assert sf is not None
     assert set(sf.skill) == {"quantile_score", "log_score"}
     qs = sf.skill["quantile_score"]
-    assert qs.value is not None and qs.value < 0 and qs.ci is not None and qs.ci[1] < 0
+    assert qs.value is not None and qs.value < 0 and qs.ci is not None
+    assert qs.ci[1] is not None and qs.ci[1] < 0
     assert (sf.coverage["90"].k, sf.coverage["90"].n) == (6, 12)  # only the bins cover 0.8
     assert len(sf.confidently_wrong) == 6
 
