@@ -169,7 +169,7 @@ def _row(state: Any) -> dict[str, Any]:
 
 
 @forecast.command("list")
-@click.option("--run", "run_id", help="Only the forecasts for this run.")
+@click.option("--run", "run_id", callback=an_id, help="Only the forecasts for this run.")
 @click.option("--agent", help="Only this agent's.")
 @format_option("an array of forecasts")
 @click.pass_context
