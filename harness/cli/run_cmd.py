@@ -73,7 +73,7 @@ def summary_record(
             ],
         })
     over = failures.over(share)
-    return {
+    record: dict[str, Any] = {
         "run": {
             "id": run.id,
             "suite": run.suite,
@@ -89,6 +89,50 @@ def summary_record(
         "failed_agents": [a.agent for a in over],
         "exit_code": RunFailedError.exit_code if over else 0,
     }
+    forecasts = forecast_records(store, run_id)
+    if forecasts:
+        record["forecasts"] = forecasts
+    return record
+
+
+def forecast_records(store: Store, run_id: str) -> list[dict[str, Any]]:
+    """The run's self-forecasts as the closing summary shows them: the figure, what the run
+    made of it, the forecast's median and 90% interval, and its loss (or why it has none)."""
+    from ledger.forecasts import read_forecasts
+    from mindledger.forecasts import central_interval, median, parse_forecast
+
+    out = []
+    for f in read_forecasts(store.engine, run_id=run_id):
+        shape = parse_forecast(f.forecast) if f.forecast is not None else None
+        band = central_interval(shape, 0.9) if shape is not None else None
+        out.append({
+            "id": f.id,
+            "agent": f.predictor,
+            "figure": f.figure,
+            "status": f.status,
+            "outcome": f.outcome,
+            "median": median(shape) if shape is not None else None,
+            "interval_90": list(band) if band is not None else None,
+            "loss": f.loss,
+            "naive_loss": f.naive_loss,
+            "note": f.note,
+        })
+    return out
+
+
+def _forecast_line(f: dict[str, Any]) -> str:
+    head = f"  {f['agent']} {f['figure']}: "
+    if f["status"] != "scored":
+        why = {"committed": "not revealed yet (`mindledger forecast reveal RUN`)"}.get(
+            f["status"], f["note"] or f["status"]
+        )
+        return head + f"{f['status']} — {why}"
+    said = "" if f["median"] is None else f", forecast median {f['median']:.3g}"
+    if f["interval_90"] is not None:
+        lo, hi = f["interval_90"]
+        said += f" (90% {lo:.3g}–{hi:.3g})"
+    naive = "" if f["naive_loss"] is None else f", naive {f['naive_loss']:.3g}"
+    return head + f"outcome {f['outcome']:.3g}{said}; loss {f['loss']:.3g}{naive}"
 
 
 def print_summary(console: Console, record: dict[str, Any]) -> None:
@@ -126,6 +170,10 @@ def print_summary(console: Console, record: dict[str, Any]) -> None:
             + (f"; {record['skipped']} already stored" if record["skipped"] else ""),
             highlight=False,
         )
+    if record.get("forecasts"):
+        console.print("self-forecasts (scored in the ledger):", highlight=False)
+        for f in record["forecasts"]:
+            console.print(_forecast_line(f), highlight=False, markup=False)
 
 
 def check_failures(console: Console, record: dict[str, Any]) -> None:

@@ -135,5 +135,12 @@ def test_run_takes_the_agents_forecasts_before_its_first_trial(
     (made,) = json.loads(ok(capsys, "forecast", "list", "--json"))
     assert made["run_id"] == summary["run"]["id"] and made["predictor"] == "bot"
     assert made["held"] is True and made["status"] == "scored", made
+    # the run's closing summary says what became of it
+    (said,) = summary["forecasts"]
+    assert (said["id"], said["status"], said["outcome"]) == (made["id"], "scored", made["outcome"])
+    assert said["median"] == 0.8 and said["loss"] == made["loss"]
+    table = ok(capsys, "run", "--suite", "smoke", "--agent", "bot", "--forecast", "d50", "0.5=2")
+    assert "self-forecasts (scored in the ledger):" in table
+    assert "bot d50: void" in table or "bot d50: outcome" in table, table
     verified = json.loads(ok(capsys, "ledger", "verify", "--format", "json"))
     assert verified["ok"] is True, verified
