@@ -51,7 +51,9 @@ FORECAST_KINDS = frozenset({"forecast", "run-start", "forecast-reveal"})
 SALT_BYTES = 32
 """The length of a forecast's salt."""
 
-_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
+"""What a forecast's run id may be (ASCII: the API states it in its schema as it is checked)."""
+_RUN_ID = re.compile(RUN_ID_PATTERN)
 
 _TOLERANCE = 1e-9
 """Relative tolerance when the verifier compares a recorded loss with the one it re-derives."""

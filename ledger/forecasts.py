@@ -32,6 +32,7 @@ from typing import Any, Literal
 from sqlalchemy.engine import Engine
 
 from ledger._forecasts import (
+    RUN_ID_PATTERN,
     check_body,
     check_previous,
     check_run_id,
@@ -51,7 +52,7 @@ from mindledger.errors import InputError, NotFoundError
 from mindledger.forecasts import figure, forecast_body, parse_forecast
 from mindledger.names import check_agent_name
 
-__all__ = ["ForecastState", "Forecasts", "read_forecasts"]
+__all__ = ["RUN_ID_PATTERN", "ForecastState", "Forecasts", "read_forecasts"]
 
 ForecastStatus = Literal["committed", "scored", "void", "rejected"]
 

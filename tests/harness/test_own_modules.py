@@ -457,7 +457,7 @@ def test_an_ablation_requested_through_the_api_runs_with_the_switch(
                     "application/json"
                 ]["schema"]
                 assert "tom" in schema["properties"]["ablate"]["items"]["enum"]
-                assert schema["dependentRequired"] == {"ablate": ["agent"]}
+                assert schema["dependentRequired"]["ablate"] == ["agent"]
                 bad: list[tuple[dict[str, Any], str, str]] = [
                     ({"agent": "mybot", "ablate": ["magic"]}, "ablate", "unknown module 'magic'"),
                     ({"agent": "mybot", "ablate": "tom"}, "ablate", "expected a list"),

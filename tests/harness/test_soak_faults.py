@@ -198,10 +198,10 @@ timeout = 10
             "GROUP BY run_id, agent, item_id HAVING COUNT(*) > 1"
         )
         assert dup == []
+        # no run left running: a moment comes when every run has finished. (A second look
+        # after it proves nothing more and races the schedule, which keeps firing: the
+        # nightly job's matrix run starts just after its suite run ends.)
         wait_for(self.idle, timeout=WAIT, what="no run under way")
-        stuck = self.query("SELECT id, status FROM runs WHERE status NOT IN ('complete', "
-                           "'incomplete', 'interrupted')")  # fmt: skip
-        assert stuck == []
         assert self.daemon.health() is not None
         from harness.config.settings import load_settings
         from harness.config.workspace import Workspace

@@ -47,7 +47,7 @@ from harness.daemon.services import Services
 from harness.daemon.tokens import Principal
 from harness.daemon.web import ApiError, error_response
 from harness.run.forecasting import forecastable, outcome_of, scheduled_run_id
-from ledger.forecasts import ForecastState
+from ledger.forecasts import RUN_ID_PATTERN, ForecastState
 from ledger.predictions import Ledger
 from ledger.protocol import commitment, new_salt
 from ledger.store import FINISHED_STATUSES, Store
@@ -97,7 +97,7 @@ class ForecastRequest(Body):
         }
     }
 
-    run: Annotated[PathId, Field(pattern=r"^\S+$")]
+    run: Annotated[PathId, Field(pattern=RUN_ID_PATTERN)]
     """The run: a stored run that has not started, or one announced by ``GET /schedule/next``."""
     figure: Annotated[Text, Field(max_length=100, json_schema_extra={"pattern": FIGURE_PATTERN})]
     """The figure forecast: ``false_belief_accuracy``, ``d50``, ``leakage_resistance``, ``S``,
