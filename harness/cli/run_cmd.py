@@ -99,20 +99,19 @@ def forecast_records(store: Store, run_id: str) -> list[dict[str, Any]]:
     """The run's self-forecasts as the closing summary shows them: the figure, what the run
     made of it, the forecast's median and 90% interval, and its loss (or why it has none)."""
     from ledger.forecasts import read_forecasts
-    from mindledger.forecasts import central_interval, median, parse_forecast
+    from reports.self_forecast import forecast_line
 
     out = []
     for f in read_forecasts(store.engine, run_id=run_id):
-        shape = parse_forecast(f.forecast) if f.forecast is not None else None
-        band = central_interval(shape, 0.9) if shape is not None else None
+        line = forecast_line(f)  # median and bands as the reports read them
         out.append({
             "id": f.id,
             "agent": f.predictor,
             "figure": f.figure,
             "status": f.status,
-            "outcome": f.outcome,
-            "median": median(shape) if shape is not None else None,
-            "interval_90": list(band) if band is not None else None,
+            "outcome": line.outcome,
+            "median": line.median,
+            "interval_90": None if line.interval_90 is None else list(line.interval_90),
             "loss": f.loss,
             "naive_loss": f.naive_loss,
             "note": f.note,
