@@ -5,7 +5,6 @@ Public API::
 
     FigureValue                                   # value, 95% interval, level, or the reason
     figure_value(profile, agent, figure, previous) -> FigureValue
-    forecastable(profile, agent) -> list[str]     # the figure names worth forecasting
     forecast_line(state) -> ForecastLine          # one forecast as the reports show it
     self_forecast_section(forecasts, run_id, *, runs=None, seed=0, n_boot=2000)
         -> SelfForecast | None                    # pure; None when there are no forecasts
@@ -50,9 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mindledger.errors import InputError
 from mindledger.forecasts import (
-    BASE_FIGURES,
     Figure,
     central_interval,
     figure,
@@ -78,7 +75,6 @@ __all__ = [
     "attach_self_forecasts",
     "figure_value",
     "forecast_line",
-    "forecastable",
     "read_agent_forecasts",
     "self_forecast_section",
     "with_self_forecasts",
@@ -88,7 +84,6 @@ MIN_RUNS = 5
 """Fewest runs (the bootstrap's clusters) for a skill interval: with fewer, a percentile
 interval over resampled runs does not keep its coverage; the value is given without one."""
 
-DEPTHS = tuple(f"R{k}" for k in range(6))
 SECTION_KEY = 0x29
 """The bootstrap stream of the self-forecast section (:func:`reports.sections.rng`, the
 profile's convention: its seed, then the test's key)."""
@@ -236,36 +231,6 @@ def figure_value(
         half = math.hypot((now.ci[1] - now.ci[0]) / 2.0, (before.ci[1] - before.ci[0]) / 2.0)
         ci = (diff - half, diff + half)
     return FigureValue(diff, ci, level)
-
-
-def forecastable(profile: RunProfile | None, agent: str) -> list[str]:
-    """The figures ``agent`` can usefully forecast for its next run of a suite, given its
-    latest profile of that suite (``profile``; None when it has none): the headline figures,
-    accuracy at each depth the suite tests, the credit of each module it ablates, and the
-    change of every figure that had a value last time. Without a profile, the headline
-    figures and accuracy at every depth."""
-    names = list(BASE_FIGURES)
-    a = profile.agents.get(agent) if profile is not None else None
-    if profile is None or a is None:
-        return names + [f"accuracy_at_depth:{d}" for d in DEPTHS]
-    depths = [d for d in DEPTHS if d in a.accuracy_by_depth.false or d == "R0"]
-    names += [f"accuracy_at_depth:{d}" for d in depths]
-    names += [
-        f"ablation_credit:{m}"
-        for m in sorted(a.ablation_credit)
-        if figure_ok(f"ablation_credit:{m}")
-    ]
-    changes = [f"change:{n}" for n in names if figure_value(profile, agent, n).value is not None]
-    return names + changes
-
-
-def figure_ok(name: str) -> bool:
-    """Whether ``name`` is a figure's name :func:`mindledger.forecasts.figure` accepts."""
-    try:
-        figure(name)
-    except InputError:
-        return False
-    return True
 
 
 # -- one forecast -----------------------------------------------------------------------------

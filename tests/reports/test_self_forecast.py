@@ -27,7 +27,6 @@ from reports.self_forecast import (
     attach_self_forecasts,
     figure_value,
     forecast_line,
-    forecastable,
     read_agent_forecasts,
     self_forecast_section,
     with_self_forecasts,
@@ -145,25 +144,6 @@ def test_change_is_minus_the_previous_run_with_intervals_in_quadrature(
         v3.value is None
         and v3.reason == "the previous run earlier has no false_belief_accuracy: n = 0"
     )
-
-
-def test_forecastable_names_parse_and_follow_the_profile(template: dict[str, Any]) -> None:
-    p = RunProfile.of(template)
-    names = forecastable(p, "agent")
-    for name in names:
-        figure(name)
-    modules = list(p.agents["agent"].ablation_credit)
-    assert [f"ablation_credit:{m}" for m in sorted(modules)] == [
-        n for n in names if n.startswith("ablation_credit:")
-    ]
-    assert "change:false_belief_accuracy" in names and "change:S" not in names  # S: no value
-    assert forecastable(None, "agent")[:4] == [
-        "false_belief_accuracy",
-        "d50",
-        "leakage_resistance",
-        "S",
-    ]
-    assert not any(n.startswith("change:") for n in forecastable(None, "agent"))
 
 
 # -- the section --------------------------------------------------------------------------------
