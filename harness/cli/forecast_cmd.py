@@ -46,8 +46,9 @@ def _operator() -> Any:
                      max_queued_runs=None)  # fmt: skip
 
 
-def quantiles_forecast(text: str) -> dict[str, Any]:
-    """``0.05=0.4,0.5=0.6,0.95=0.8`` as a quantiles forecast."""
+def quantiles_forecast(text: str, where: str = "--quantiles") -> dict[str, Any]:
+    """``0.05=0.4,0.5=0.6,0.95=0.8`` as a quantiles forecast (``where``: the option that gave
+    it, named in the error)."""
     levels, values = [], []
     for part in text.split(","):
         level, eq, value = part.partition("=")
@@ -59,7 +60,7 @@ def quantiles_forecast(text: str) -> dict[str, Any]:
         except ValueError:
             raise InputError(
                 f"expected LEVEL=VALUE pairs separated by commas, got {part.strip()!r}",
-                where="--quantiles",
+                where=where,
             ) from None
     return {"form": "quantiles", "levels": levels, "values": values}
 

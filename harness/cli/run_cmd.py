@@ -276,7 +276,7 @@ def _held_forecasts(opts: RunOptions) -> list[tuple[str, dict[str, Any]]]:
     out = []
     for name, text in opts.forecasts:
         fig = figure(name, where="--forecast")
-        body = forecast_body(parse_forecast(quantiles_forecast(text), "--forecast"), None)
+        body = forecast_body(parse_forecast(quantiles_forecast(text, "--forecast"), "--forecast"), None)
         out.append((fig.name, body))
     return out
 

@@ -128,6 +128,8 @@ def test_run_takes_the_agents_forecasts_before_its_first_trial(
                                    "--forecast", "d99", "0.5=1")  # fmt: skip
     assert "--forecast" in refused(capsys, "run", "--suite", "smoke", "--agent", "bot",
                                    "--agent", "other", "--forecast", "d50", "0.5=1")  # fmt: skip
+    bad = refused(capsys, "run", "--suite", "smoke", "--agent", "bot", "--forecast", "d50", "x")
+    assert bad.startswith("error: --forecast: expected LEVEL=VALUE pairs"), bad
     assert json.loads(ok(capsys, "runs", "--format", "json")) == []  # nothing stored
     summary = json.loads(ok(capsys, "run", "--suite", "smoke", "--agent", "bot", "--format",
                             "json", "--forecast", "false_belief_accuracy",
