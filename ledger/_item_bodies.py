@@ -19,13 +19,21 @@ A page of items (:class:`ItemPage`) is fetched at once but each item is rebuilt 
 for, so that the runner's event loop, which takes the items one by one as its workers reach
 them, is never held for a whole page.
 
+Most of an item's bulk is often one numeric matrix its items share: the 441 payoffs of an 11–20
+game take 2.7 of its 3.9 KB, and every item of that game holds the same ones. A
+:class:`SharedMatrices` reader, which a run's pages share, parses each distinct matrix once:
+an item's body is parsed with its matrices cut out, and the matrices put back as the one parsed
+copy of each (equal values; the lists are shared between the items, which, like every item,
+are read and never changed). That parses a game item in about a quarter of the time, and keeps
+one matrix in memory instead of one per item.
+
 What is stored does not change, nor what an item reads back as.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -35,7 +43,7 @@ from ledger.models import ItemRow
 from mindledger.errors import StorageError, readable
 from mindledger.items import Item
 
-__all__ = ["ItemPage", "bodies_query", "read_json", "stored_item"]
+__all__ = ["ItemPage", "SharedMatrices", "bodies_query", "read_json", "stored_item"]
 
 
 def read_json(body: bytes) -> Any:
@@ -45,6 +53,103 @@ def read_json(body: bytes) -> Any:
         return from_json(body)
     except ValueError:  # not JSON at all, or JSON that jiter refuses and json.loads reads
         return json.loads(body)
+
+
+_MATRIX_CHARS = b"0123456789.eE+-,[]"
+"""Every byte of a matrix of numbers in canonical JSON."""
+
+_PLACEHOLDER = '"\\u0000shared-matrix:%d"'
+"""What a cut-out matrix is replaced by before parsing (a string no canonical item holds: a body
+with ``\\u0000shared-matrix`` in it is parsed whole)."""
+
+
+def _matrices(body: bytes, smallest: int) -> Iterator[tuple[int, int]]:
+    """Where ``body`` (JSON) holds, as an object member's value, a matrix of numbers (an array of
+    arrays of numbers) of at least ``smallest`` bytes: (start, end) of each.
+
+    Found by byte search rather than a regular expression (which took longer than parsing
+    the body). ``":[[`` is the end of a key and the start of its value when the key holds no
+    backslash (a ``"`` inside a string is escaped); the value is the bytes up to the first
+    ``]]`` when they hold nothing but numbers, commas and balanced brackets and a ``,`` or
+    ``}`` follows them."""
+    at = body.find(b'":[[')
+    while at >= 0:
+        start = at + 2
+        end = body.find(b"]]", start) + 2
+        if end < 2:
+            return
+        if end - start >= smallest and body[end : end + 1] in (b",", b"}"):
+            key = body.rfind(b'"', 0, at)
+            value = body[start:end]
+            if (
+                key > 0
+                and body[key - 1 : key] in (b"{", b",")
+                and b"\\" not in body[key + 1 : at]
+                and not value.translate(None, _MATRIX_CHARS)
+                and value.count(b"[") == value.count(b"]")
+            ):
+                yield start, end
+        at = body.find(b'":[[', end)
+
+
+class SharedMatrices:
+    """A JSON reader (for :meth:`mindledger.items.Item.from_json`) that parses each distinct
+    numeric matrix of at least :attr:`SMALLEST` bytes once and hands every document that holds it
+    the same parsed copy; everything else is read as :func:`read_json` reads it. It keeps the
+    last :attr:`KEPT` distinct matrices."""
+
+    SMALLEST = 512
+    KEPT = 64
+
+    __slots__ = ("_parsed",)
+
+    def __init__(self) -> None:
+        self._parsed: dict[bytes, list[Any]] = {}
+
+    def __call__(self, body: bytes) -> Any:
+        if len(body) < 2 * self.SMALLEST or b"\\u0000shared-matrix" in body:
+            return read_json(body)
+        cut: list[tuple[int, int, list[Any]]] = []
+        for start, end in _matrices(body, self.SMALLEST):
+            cut.append((start, end, self._matrix(body[start:end])))
+        if not cut:
+            return read_json(body)
+        parts: list[bytes] = []
+        at = 0
+        for number, (start, end, _) in enumerate(cut):
+            parts += (body[at:start], (_PLACEHOLDER % number).encode("ascii"))
+            at = end
+        parts.append(body[at:])
+        parsed = read_json(b"".join(parts))
+        matrices = {f"\0shared-matrix:{n}": matrix for n, (_, _, matrix) in enumerate(cut)}
+        if type(parsed) is not dict or _put_back(parsed, matrices) != len(matrices):
+            return read_json(body)  # a matrix inside an array: read as it is
+        return parsed
+
+    def _matrix(self, text: bytes) -> list[Any]:
+        matrix = self._parsed.get(text)
+        if matrix is None:
+            if len(self._parsed) >= self.KEPT:
+                del self._parsed[next(iter(self._parsed))]
+            matrix = self._parsed[text] = read_json(text)
+        return matrix
+
+
+def _put_back(value: dict[str, Any], matrices: dict[str, list[Any]]) -> int:
+    """Replace each placeholder string that is a member of ``value`` (a parsed JSON object) or of
+    an object inside it, objects only (a matrix inside an array is not put back, and the body is
+    then parsed whole), by its matrix; returns how many were replaced. An item's arrays are not
+    walked: most of its values are arrays of numbers."""
+    found = 0
+    for key, inner in value.items():
+        kind = type(inner)
+        if kind is str:
+            if inner in matrices:
+                value[key] = matrices[inner]
+                found += 1
+        elif kind is dict:
+            found += _put_back(inner, matrices)
+    return found
 
 
 def bodies_query(dialect: str) -> sa.Select[str, bytes]:
@@ -61,11 +166,12 @@ def bodies_query(dialect: str) -> sa.Select[str, bytes]:
     return sa.select(table.c.id, body).where(table.c.id.in_(sa.bindparam("ids", expanding=True)))
 
 
-def stored_item(item_id: str, body: bytes) -> Item:
-    """The item stored as ``item_id``, rebuilt from its stored JSON: StorageError unless its
-    content hashes to ``item_id`` (a tampered or corrupted item must not be scored)."""
+def stored_item(item_id: str, body: bytes, *, loads: Callable[[bytes], Any] = read_json) -> Item:
+    """The item stored as ``item_id``, rebuilt from its stored JSON (parsed by ``loads``):
+    StorageError unless its content hashes to ``item_id`` (a tampered or corrupted item must not
+    be scored)."""
     try:
-        item = Item.from_json(body, loads=read_json)
+        item = Item.from_json(body, loads=loads)
     except (ValueError, TypeError) as exc:  # not JSON, not an item, or content ≠ its own id
         raise StorageError(f"stored item {item_id} is corrupt: {readable(str(exc))}") from exc
     if item.id != item_id:
@@ -74,13 +180,20 @@ def stored_item(item_id: str, body: bytes) -> Item:
 
 
 class ItemPage:
-    """Items fetched together, each rebuilt from its body (:func:`stored_item`, its id checked)
-    the first time it is asked for, and kept."""
+    """Items fetched together, each rebuilt from its body (:func:`stored_item`, its id checked,
+    parsed by ``loads``) the first time it is asked for, and kept."""
 
-    __slots__ = ("_bodies", "_ids", "_items")
+    __slots__ = ("_bodies", "_ids", "_items", "_loads")
 
-    def __init__(self, ids: Sequence[str], bodies: Sequence[bytes]) -> None:
+    def __init__(
+        self,
+        ids: Sequence[str],
+        bodies: Sequence[bytes],
+        *,
+        loads: Callable[[bytes], Any] = read_json,
+    ) -> None:
         self._ids = ids
+        self._loads = loads
         self._bodies = list(bodies)
         self._items: list[Item | None] = [None] * len(ids)
 
@@ -90,7 +203,9 @@ class ItemPage:
     def __getitem__(self, offset: int) -> Item:
         item = self._items[offset]
         if item is None:
-            item = self._items[offset] = stored_item(self._ids[offset], self._bodies[offset])
+            item = self._items[offset] = stored_item(
+                self._ids[offset], self._bodies[offset], loads=self._loads
+            )
             self._bodies[offset] = b""  # read: no need to keep its bytes too
         return item
 

@@ -21,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from ledger import _judgements
-from ledger._item_bodies import ItemPage, bodies_query, stored_item
+from ledger._item_bodies import ItemPage, SharedMatrices, bodies_query, stored_item
 from ledger._judgements import JudgementRecord
 from ledger.catalog import FailureCounts, ListedAgent, ListedRun
 from ledger.db import Clock, utc_now
@@ -418,7 +418,8 @@ class Store:
         for item_id in ids:
             if item_id not in bodies:
                 raise NotFoundError(f"no item with id {item_id!r}")
-        return [stored_item(item_id, bodies[item_id]) for item_id in ids]
+        loads = SharedMatrices()
+        return [stored_item(item_id, bodies[item_id], loads=loads) for item_id in ids]
 
     def run_item_ids(self, run_id: str) -> list[str]:
         """The ids of the run's items, in the run's order (no item is read)."""
@@ -796,7 +797,8 @@ class _TrialConnection:
 class StoredItems(Sequence[Item]):
     """A run's items in order, as stored: the ids and families are held, and the items are
     read from storage a page at a time, when asked for, each rebuilt (its id re-checked) when
-    first asked for (:class:`ledger._item_bodies.ItemPage`); only the last few pages used are
+    first asked for (:class:`ledger._item_bodies.ItemPage`, the matrices its items share parsed
+    once: :class:`ledger._item_bodies.SharedMatrices`); only the last few pages used are
     kept. Iterating reads every page once, keeping none. Compares equal
     to any sequence of the same items."""
 
@@ -810,6 +812,7 @@ class StoredItems(Sequence[Item]):
         self.families = families
         """The items' families, in order."""
         self._pages: OrderedDict[int, ItemPage] = OrderedDict()
+        self._loads = SharedMatrices()
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -855,7 +858,7 @@ class StoredItems(Sequence[Item]):
     def _load(self, number: int) -> ItemPage:
         ids = self.ids[number * self.PAGE : (number + 1) * self.PAGE]
         bodies = self.store.item_bodies(ids)
-        return ItemPage(ids, [bodies[item_id] for item_id in ids])
+        return ItemPage(ids, [bodies[item_id] for item_id in ids], loads=self._loads)
 
 
 _ITEM_CHUNK = 500

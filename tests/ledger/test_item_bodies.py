@@ -17,7 +17,7 @@ import games
 import ledger._item_bodies as item_bodies
 import mindledger.items as items_module
 import nesttom
-from ledger._item_bodies import read_json
+from ledger._item_bodies import SharedMatrices, read_json
 from ledger.db import open_engine
 from ledger.store import RunAgent, Store
 from mindledger.canonical import canonical_json
@@ -127,9 +127,9 @@ def test_a_page_rebuilds_each_item_once_and_only_when_it_is_asked_for(
     built: list[str] = []
     build = item_bodies.stored_item
 
-    def counting(item_id: str, body: bytes) -> Item:
+    def counting(item_id: str, body: bytes, **kwargs: Any) -> Item:
         built.append(item_id)
-        return build(item_id, body)
+        return build(item_id, body, **kwargs)
 
     monkeypatch.setattr(item_bodies, "stored_item", counting)
     stored = store.run_items("r")  # one page of six
@@ -137,3 +137,75 @@ def test_a_page_rebuilds_each_item_once_and_only_when_it_is_asked_for(
     assert stored[2] == items[2] and built == [items[2].id]  # kept
     assert list(stored) == items
     assert sorted(built) == sorted(it.id for it in items)  # each once
+
+
+MATRICES = st.lists(
+    st.lists(
+        st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, allow_infinity=False),
+        min_size=1,
+        max_size=30,
+    ),
+    min_size=1,
+    max_size=30,
+)
+"""Matrices of numbers, many of them long enough to be shared."""
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=st.recursive(
+        SCALARS | MATRICES,
+        lambda inner: (
+            st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=5)
+        ),
+        max_leaves=12,
+    ),
+    again=MATRICES,
+)
+def test_shared_matrices_read_any_json_exactly_as_json_loads(value: Any, again: Any) -> None:
+    # the same matrices in more than one place and document, inside objects and arrays, and a
+    # string that looks like the reader's own placeholder
+    documents = [
+        value,
+        {"a": value, "b": {"m": again, "n": [again, {"m": again}]}, "c": again},
+        {"s": "\0shared-matrix:0", "m": again, "t": ["\0shared-matrix:0"]},
+    ]
+    read = SharedMatrices()
+    for document in documents * 2:
+        text = canonical_json(document)
+        assert exact(read(text)) == exact(json.loads(text))
+
+
+def test_items_of_one_game_share_one_parsed_payoff_matrix() -> None:
+    items = games.generate_items(6, 5, games=("11-20",), conditions=("recursive",))
+    bodies = [canonical_json(it.to_dict()) for it in items]
+    read = SharedMatrices()
+    rebuilt = [Item.from_json(body, loads=read) for body in bodies]
+    assert rebuilt == items
+    payoffs = {id(it.truth["payoff"]) for it in rebuilt}
+    assert len(payoffs) == len({canonical_json(it.truth["payoff"]) for it in items}) == 1
+
+
+def test_shared_matrices_keep_a_bounded_number_of_matrices() -> None:
+    read = SharedMatrices()
+    for n in range(3 * SharedMatrices.KEPT):
+        text = canonical_json({"m": [[n + k for k in range(200)]], "p": "x" * 600})
+        assert read(text)["m"] == [[n + k for k in range(200)]]
+    assert len(read._parsed) == SharedMatrices.KEPT
+
+
+def test_a_stored_run_reads_its_games_with_their_payoffs_shared(sqlite_url: str) -> None:
+    items = games.generate_items(7, 4, games=("11-20",), conditions=("recursive",))
+    store = Store(open_engine(sqlite_url))
+    store.create_run(
+        "r",
+        suite="t",
+        seed=1,
+        held_out=False,
+        params={},
+        agents=[RunAgent("a", "agent", {})],
+        items=items,
+    )
+    stored = list(store.run_items("r"))
+    assert stored == items
+    assert len({id(it.truth["payoff"]) for it in stored}) == 1
