@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import IO
 
-__all__ = ["LINE_EVERY_S", "MIN_GAP_S", "LineProgress", "duration"]
+__all__ = ["LINE_EVERY_S", "MIN_GAP_S", "LineProgress", "duration", "rate"]
 
 LINE_EVERY_S = 10.0
 """Seconds between progress lines when nothing else prompts one."""
@@ -133,7 +133,7 @@ class LineProgress:
         counted = running if running and not final else list(self.totals)
         fresh = sum(self.fresh.get(a, 0) for a in counted)
         if elapsed > 0 and fresh:
-            parts.append(f"{fresh / elapsed:.1f}/s")
+            parts.append(rate(fresh / elapsed))
         if final:
             parts.append(f"{'stopped' if running else 'done'} after {duration(elapsed)}")
         elif running:
@@ -168,3 +168,13 @@ class LineProgress:
                 print(text, file=self.out, flush=True)
         except (OSError, ValueError):  # a closed or broken stderr must not stop the run
             pass
+
+
+def rate(per_second: float) -> str:
+    """A rate as people read one: ``2.1/s``; below one a second, ``5.2/min`` (a slow model's
+    0.1/s would round to a stalled-looking ``0.0/s``); below one a minute, ``/h``."""
+    if per_second >= 0.95:
+        return f"{per_second:.1f}/s"
+    if per_second * 60 >= 0.95:
+        return f"{per_second * 60:.1f}/min"
+    return f"{per_second * 3600:.1f}/h"

@@ -11,6 +11,7 @@ import pytest
 from rich.console import Console
 
 from harness.cli.progress import LineProgress, TrialProgress, duration, progress_mode
+from harness.run.progress import rate
 from tests.cli import run_main
 
 
@@ -38,8 +39,8 @@ def test_a_line_at_start_at_each_tenth_and_at_the_end() -> None:
     assert got[0] == "progress 0/20 trials (0%) · 0 errors"
     # one line per tenth (every 2 trials), then the closing line
     assert len(got) == 1 + 10 + 1
-    assert got[1].startswith("progress 2/20 trials (10%) · 0 errors · 0.5/s · ETA 36s")
-    assert got[-1] == "progress 20/20 trials (100%) · 0 errors · 0.5/s · done after 40s"
+    assert got[1].startswith("progress 2/20 trials (10%) · 0 errors · 30.0/min · ETA 36s")
+    assert got[-1] == "progress 20/20 trials (100%) · 0 errors · 30.0/min · done after 40s"
 
 
 def test_a_burst_of_instant_trials_prints_one_line_not_ten() -> None:
@@ -58,7 +59,7 @@ def test_a_burst_of_instant_trials_prints_one_line_not_ten() -> None:
     assert lines(out)[-1].startswith("progress 31/40 trials (77%)")
     assert "ETA 1m44s" in lines(out)[-1]  # 9 left at 1 per 11.5 s: 103.5 s
     # the rate is the running agents' (ref is done): 1 in 11.5 s, not 31 in 11.5 s
-    assert " · 0.1/s · " in lines(out)[-1]
+    assert " · 5.2/min · " in lines(out)[-1]
 
 
 def test_errors_are_counted_and_the_end_says_stopped_when_work_is_left() -> None:
@@ -69,7 +70,7 @@ def test_errors_are_counted_and_the_end_says_stopped_when_work_is_left() -> None
     p.advance("b", error=True)
     p.advance("b", error=True)
     p.stop()
-    assert lines(out)[-1] == "progress 4/8 trials (50%) · 2 errors · 0.4/s · stopped after 5s"
+    assert lines(out)[-1] == "progress 4/8 trials (50%) · 2 errors · 24.0/min · stopped after 5s"
 
 
 def test_the_ticker_prints_while_nothing_completes() -> None:
@@ -107,8 +108,9 @@ def test_modes() -> None:
     assert pipe.file.getvalue() == ""  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize(("seconds", "text"), [(0.4, "0s"), (59.6, "1m00s"), (185, "3m05s"),
-                                               (3725, "1h02m")])
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(0.4, "0s"), (59.6, "1m00s"), (185, "3m05s"), (3725, "1h02m")]
+)
 def test_duration(seconds: float, text: str) -> None:
     assert duration(seconds) == text
 
@@ -118,8 +120,8 @@ AGENT = "import json,sys; json.load(sys.stdin); print(json.dumps({'content': 'AN
 
 def _settings(home: Path) -> None:
     (home.parent / "work" / "mindledger.toml").write_text(
-        "[agents.bot]\nadapter = \"command\"\n"
-        f"command = [{sys.executable!r}, \"-c\", {AGENT!r}]\nanswer_mode = \"text\"\n"
+        '[agents.bot]\nadapter = "command"\n'
+        f'command = [{sys.executable!r}, "-c", {AGENT!r}]\nanswer_mode = "text"\n'
     )
 
 
@@ -128,15 +130,17 @@ def test_run_with_stderr_in_a_file_leaves_progress_lines(
 ) -> None:
     """`mindledger run … 2> log`: stderr is not a terminal, so progress comes as lines."""
     _settings(isolated_home)
-    code, out, err = run_main(capsys, "-o", "max_failure_share=1", "run", "--agent", "bot",
-                              "--no-control", "--seed", "3")
+    code, out, err = run_main(
+        capsys, "-o", "max_failure_share=1", "run", "--agent", "bot", "--no-control", "--seed", "3"
+    )
     assert code == 0, err
     progress = [line for line in err.splitlines() if line.startswith("progress ")]
     assert len(progress) >= 3, err
     assert progress[-1].startswith("progress 26/26 trials (100%)")
     assert "agent" in out and "bot" in out  # the summary is on stdout
-    _code, out, err = run_main(capsys, "run", "--agent", "bot", "--no-control", "--seed", "3",
-                              "--progress", "none")
+    _code, out, err = run_main(
+        capsys, "run", "--agent", "bot", "--no-control", "--seed", "3", "--progress", "none"
+    )
     assert not [line for line in err.splitlines() if line.startswith("progress ")]
 
 
@@ -149,3 +153,13 @@ def test_lines_can_go_to_a_log_instead_of_a_file() -> None:
     p.stop()
     assert logged[0] == "run r · a: 0/2 trials (0%) · 0 errors"
     assert logged[-1].startswith("run r · a: 1/2 trials (50%)")
+
+
+@pytest.mark.parametrize(
+    ("per_second", "shown"),
+    [(12.34, "12.3/s"), (1.0, "1.0/s"), (0.1, "6.0/min"), (1 / 60, "1.0/min"), (1 / 600, "6.0/h")],
+)
+def test_a_slow_rate_is_shown_per_minute_or_hour_never_as_zero(
+    per_second: float, shown: str
+) -> None:
+    assert rate(per_second) == shown
