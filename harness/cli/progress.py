@@ -25,7 +25,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from harness.run.progress import LINE_EVERY_S, LineProgress, duration
+from harness.run.progress import LINE_EVERY_S, LineProgress, duration, rate
 
 __all__ = [
     "LINE_EVERY_S",
@@ -132,7 +132,7 @@ class TrialProgress:
         speed = self.progress.tasks[task].speed
         self.progress.update(
             task,
-            rate=f"{speed:.1f}/s" if speed else "",
+            rate=rate(speed) if speed else "",
             acc=f"{c[1] / c[0]:.0%}" if c[0] else "-",
             errors=c[2],
         )
