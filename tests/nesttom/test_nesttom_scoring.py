@@ -234,7 +234,7 @@ def test_noisy_at_zero_is_never_right_and_answers_among_the_choices(policy: str)
 def test_noisy_at_one_half_is_right_about_half_the_time() -> None:
     rng = np.random.default_rng(2)
     stories = _stories(1000)  # 2,000 questions: the share's sd is 0.011
-    hits = sum(score(i, reference_answer(i, "noisy:0.5", rng)).correct for i in stories)
+    hits = sum(bool(score(i, reference_answer(i, "noisy:0.5", rng)).correct) for i in stories)
     assert abs(hits / len(stories) - 0.5) < 0.045  # 4 sd
 
 
@@ -243,7 +243,7 @@ def test_noisy_accuracy_is_p_on_generated_items(b1: list[Item], p: float) -> Non
     """On B1's items (choices of 3 to 5 containers, false and true belief, every depth): the
     expected accuracy is P whatever the item."""
     rng = np.random.default_rng(5)
-    hits = sum(score(i, reference_answer(i, f"noisy:{p}", rng)).correct for i in b1)
+    hits = sum(bool(score(i, reference_answer(i, f"noisy:{p}", rng)).correct) for i in b1)
     sd = np.sqrt(p * (1 - p) / len(b1))
     assert abs(hits / len(b1) - p) < 4 * sd
 
