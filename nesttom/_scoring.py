@@ -30,12 +30,16 @@ __all__ = [
     "ambiguities",
     "error_codes",
     "error_type",
+    "noisy_probability",
     "normalize_answer",
     "reference_answer",
     "score",
 ]
 
-POLICIES = ("oracle", "random", "depth-capped:N", "reality-leak", "not-reality")
+POLICIES = ("oracle", "random", "depth-capped:N", "reality-leak", "not-reality", "noisy:P")
+
+_NOISY = re.compile(r"^noisy:(0(?:\.\d+)?|\.\d+|1(?:\.0+)?)$")
+"""``noisy:P``, P a probability written as a decimal: ``0``, ``0.35``, ``.5``, ``1``."""
 
 _STRIP = " \t\r\n\"'`*.,;:!?()[]{}<>"
 _ARTICLES = ("the ", "a ", "an ")
@@ -181,6 +185,30 @@ def _capped(truth: Mapping[str, Any], depth: int) -> str:
     return str(prefixes[depth - 1])
 
 
+def noisy_probability(policy: str) -> float:
+    """P of the reference policy ``noisy:P`` (ValueError for a malformed one, or P outside
+    [0, 1])."""
+    m = _NOISY.match(policy)
+    if m is None:
+        raise ValueError(
+            f"expected noisy:P with P a probability from 0 to 1 (noisy:0.7), got {policy!r}"
+        )
+    return float(m.group(1))
+
+
+def _noisy(item: Item, p: float, rng: np.random.Generator) -> str:
+    """The exact answer with probability ``p``, else one of the item's wrong answers (or "no
+    answer", scored wrong, when it has none), uniformly: the draws come from ``rng``."""
+    exact = str(item.truth["answer"])
+    if rng.random() < p:
+        return exact
+    options: Sequence[str] = (
+        ("yes", "no") if item.answer.get("kind") == "yesno" else item.answer["choices"]
+    )
+    wrong = [str(o) for o in options if normalize_answer(o) != normalize_answer(exact)]
+    return wrong[int(rng.integers(len(wrong)))] if wrong else ""
+
+
 def reference_answer(item: Item, policy: str, rng: np.random.Generator) -> str:
     """The answer of a scripted reference reasoner.
 
@@ -189,7 +217,12 @@ def reference_answer(item: Item, policy: str, rng: np.random.Generator) -> str:
     - ``depth-capped:N``: exact to depth N, then the answer of the length-N prefix chain;
     - ``reality-leak``: answers where the object really is;
     - ``not-reality``: the shortcut that always avoids the true state — the first choice (in
-      sorted order) that is not reality.
+      sorted order) that is not reality;
+    - ``noisy:P``: the exact answer with probability P, else a wrong one drawn uniformly from
+      the item's other choices (the other of yes/no), on every question alike: its expected
+      accuracy is P on any mix of items (``noisy:1`` is the oracle, ``noisy:0`` never right).
+      Its draws come from ``rng``, which a reference agent seeds with the run's seed and the
+      item, so a rerun or a resumed run answers the same.
 
     On a yes/no judgment item each reasoner judges "did X look where X believes it is?" with
     the belief it would have given (``not-reality``: "yes" exactly when X looked somewhere other
@@ -202,6 +235,8 @@ def reference_answer(item: Item, policy: str, rng: np.random.Generator) -> str:
     if policy == "random":
         options: Sequence[str] = ("yes", "no") if yesno else item.answer["choices"]
         return str(options[int(rng.integers(len(options)))])
+    if policy.startswith("noisy:"):
+        return _noisy(item, noisy_probability(policy), rng)
     reality = str(truth["reality"])
     if policy == "reality-leak":
         belief = reality

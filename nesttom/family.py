@@ -33,7 +33,7 @@ from nesttom._scoring import reference_answer, score
 
 __all__ = ["BLOCK_KEYS", "HITOM", "ITEM_FAMILIES", "NESTTOM", "BeliefFamily", "depth_number"]
 
-BELIEF_POLICIES = ("oracle", "random", "depth-capped", "reality-leak", "not-reality")
+BELIEF_POLICIES = ("oracle", "random", "depth-capped", "reality-leak", "not-reality", "noisy")
 """Reference policy kinds that answer belief questions."""
 
 BLOCK_KEYS = ("block", "suite_block", "suite")

@@ -33,9 +33,17 @@ __all__ = [
 POLICIES = tuple(
     dict.fromkeys((*BELIEF_POLICIES, *GAME_POLICIES, *REPEATED_POLICIES, *MATRIX_POLICIES))
 )
-"""Every reference agent, as the packages name them (``:N``/``:K`` stand for a number)."""
+"""Every reference agent, as the packages name them (``:N``/``:K`` stand for a whole number,
+``:P`` for a probability from 0 to 1)."""
+_ARGUMENT = {"P": r":(?:0(?:\.\d+)?|\.\d+|1(?:\.0+)?)"}
+"""The pattern of a policy's argument, by its placeholder (default: a whole number)."""
 _POLICY = re.compile(
-    "^(" + "|".join(p.split(":")[0] + (r":\d+" if ":" in p else "") for p in POLICIES) + ")$"
+    "^("
+    + "|".join(
+        p.split(":")[0] + (_ARGUMENT.get(p.split(":")[1], r":\d+") if ":" in p else "")
+        for p in POLICIES
+    )
+    + ")$"
 )
 
 

@@ -358,7 +358,7 @@ class RunOptions:
     multiple=True,
     metavar="POLICY",
     help="Reference agent: oracle, random, depth-capped:N, reality-leak, not-reality, "
-    "level:K, believer:K; repeatable.",
+    "noisy:P, level:K, believer:K; repeatable.",
 )
 @click.option(
     "--ablate",

@@ -14,8 +14,9 @@ has sent none for ``stalled_after`` seconds is *stalled* (procrastinate's
 ``JobManager.get_stalled_jobs``). :func:`recover_stalled_work` puts stalled batches back in the
 queue with ``JobManager.retry_job`` (the same job, one attempt more; after
 :data:`MAX_ATTEMPTS` it is failed instead, so a batch that kills its worker cannot kill them
-all), and marks complete any run whose trials are all stored but which nobody marked. Each
-worker runs it when it starts and every heartbeat while it runs; `enqueue_run` runs it too.
+all), and marks complete any run whose trials are all stored but which nobody marked,
+revealing the self-forecasts the service holds for it (as the batch that settles a run does).
+Each worker runs it when it starts and every heartbeat while it runs; `enqueue_run` runs it too.
 One sweep at a time (an advisory lock), so two sweepers never retry one job twice.
 
 **Matrix runs** (suite ``matrix``, :mod:`harness.matrix.runs`) are queued the same way, as
@@ -79,6 +80,7 @@ from harness.run.execution import (
     settle_status,
 )
 from harness.run.execution import execute_batch as run_batch
+from harness.run.forecasting import reveal_ended
 from harness.run.progress import LineProgress
 from harness.run.runner import RunSummary
 from ledger.db import mask, normalise_url, parse_url
@@ -355,7 +357,12 @@ def _others_pending(dsn: str | None, run_id: str, exclude_job: int | None) -> Pe
 
 
 def finish_if_done(
-    store: Store, run_id: str, *, dsn: str | None = None, exclude_job: int | None = None
+    store: Store,
+    run_id: str,
+    *,
+    dsn: str | None = None,
+    exclude_job: int | None = None,
+    settings: Settings | None = None,
 ) -> str | None:
     """Run completion bookkeeping, safe from any worker at any time
     (:func:`harness.run.execution.settle_run`).
@@ -364,12 +371,21 @@ def finish_if_done(
     and no batch of the run queued or running (``dsn`` given): ``incomplete``, so that
     `mindledger enqueue` can finish it. A matrix run is done when every item has every trial,
     its predictions' included (:func:`harness.matrix.runs.matrix_run_done`), not only its
-    targets' on the run's items. Returns the status written, if any."""
+    targets' on the run's items. Returns the status written, if any.
+
+    When it writes the status, the self-forecasts the service holds for the run are revealed
+    and scored, as a batch that settles the run does (:func:`harness.run.forecasting.
+    reveal_ended`, with a ledger opened from ``settings``; never raises). Without ``settings``
+    they stay committed (``mindledger forecast reveal RUN`` reveals them)."""
     pending = _others_pending(dsn, run_id, exclude_job)
     if is_matrix_run(store, run_id):
-        return settle_status(store, run_id, done=matrix_run_done(store, run_id),
-                             others_pending=pending)
-    return settle_run(store, run_id, others_pending=pending)
+        status = settle_status(store, run_id, done=matrix_run_done(store, run_id),
+                               others_pending=pending)  # fmt: skip
+    else:
+        status = settle_run(store, run_id, others_pending=pending)
+    if status is not None and settings is not None:
+        reveal_ended(store, settings, run_id)
+    return status
 
 
 # -- executing a batch ------------------------------------------------------------------------
@@ -489,9 +505,16 @@ class Recovery:
 
 
 async def recover_stalled_work(
-    app: procrastinate.App, store: Store, dsn: str, *, stalled_after: float = STALLED_AFTER
+    app: procrastinate.App,
+    store: Store,
+    dsn: str,
+    *,
+    stalled_after: float = STALLED_AFTER,
+    settings: Settings | None = None,
 ) -> Recovery:
-    """Re-queue the batches of dead workers and mark complete the runs nobody marked.
+    """Re-queue the batches of dead workers and mark complete the runs nobody marked (and,
+    with ``settings``, reveal the forecasts the service holds for each run it settles:
+    :func:`finish_if_done`).
 
     A batch is stalled when it is ``doing`` and its worker has sent no heartbeat for
     ``stalled_after`` seconds (or was pruned as dead): procrastinate's
@@ -548,10 +571,10 @@ async def recover_stalled_work(
             MAX_ATTEMPTS,
         )
     for run_id in sorted(failed_runs):
-        await asyncio.to_thread(finish_if_done, store, run_id, dsn=dsn)
+        await asyncio.to_thread(finish_if_done, store, run_id, dsn=dsn, settings=settings)
     completed: list[str] = []
     for run_id in await asyncio.to_thread(store.complete_but_unmarked_runs):
-        if await asyncio.to_thread(finish_if_done, store, run_id) == "complete":
+        if await asyncio.to_thread(finish_if_done, store, run_id, settings=settings) == "complete":
             log.info("run %s is complete (every trial was stored)", run_id)
             completed.append(run_id)
     return Recovery(tuple(retried), tuple(failed), tuple(completed))
@@ -649,7 +672,7 @@ def enqueue_run(
     store.get_run(run_id)  # NotFoundError before anything is queued
     ensure_schema(dsn)
     app = make_app(settings, max_pool=2)
-    recovery = asyncio.run(_recover_once(app, store, dsn, stalled_after))
+    recovery = asyncio.run(_recover_once(app, store, dsn, stalled_after, settings))
     pending = _pending(dsn, run_id)
     batches: Sequence[Batch | MatrixBatch]
     if is_matrix_run(store, run_id):
@@ -675,7 +698,7 @@ def enqueue_run(
             app.tasks[task].batch_defer(*(b.kwargs() for b in batches))
         store.transition_run(run_id, "queued", unless=("queued", "complete"))
     else:
-        finish_if_done(store, run_id)
+        finish_if_done(store, run_id, settings=settings)
     retried = sum(1 for job_id, _ in pending if job_id in recovery.retried)
     return Enqueued(
         deferred=len(batches),
@@ -686,10 +709,12 @@ def enqueue_run(
 
 
 async def _recover_once(
-    app: procrastinate.App, store: Store, dsn: str, stalled_after: float
+    app: procrastinate.App, store: Store, dsn: str, stalled_after: float, settings: Settings
 ) -> Recovery:
     async with app.open_async():
-        return await recover_stalled_work(app, store, dsn, stalled_after=stalled_after)
+        return await recover_stalled_work(
+            app, store, dsn, stalled_after=stalled_after, settings=settings
+        )
 
 
 # -- the worker -------------------------------------------------------------------------------
@@ -720,9 +745,13 @@ async def run_worker(
     beat = stalled_after / 3
     try:
         async with app.open_async():
-            await recover_stalled_work(app, store, dsn, stalled_after=stalled_after)
+            await recover_stalled_work(
+                app, store, dsn, stalled_after=stalled_after, settings=settings
+            )
             sweeper = asyncio.create_task(
-                _sweep_forever(app, store, dsn, stalled_after=stalled_after, every=beat),
+                _sweep_forever(
+                    app, store, dsn, stalled_after=stalled_after, every=beat, settings=settings
+                ),
                 name="mindledger stalled-work sweep",
             )
             try:
@@ -748,13 +777,21 @@ async def run_worker(
 
 
 async def _sweep_forever(
-    app: procrastinate.App, store: Store, dsn: str, *, stalled_after: float, every: float
+    app: procrastinate.App,
+    store: Store,
+    dsn: str,
+    *,
+    stalled_after: float,
+    every: float,
+    settings: Settings | None = None,
 ) -> None:
     """:func:`recover_stalled_work` every ``every`` seconds; a failed sweep is logged and the
     next one tried (the worker keeps executing batches meanwhile)."""
     while True:
         await asyncio.sleep(every)
         try:
-            await recover_stalled_work(app, store, dsn, stalled_after=stalled_after)
+            await recover_stalled_work(
+                app, store, dsn, stalled_after=stalled_after, settings=settings
+            )
         except Exception:
             log.warning("sweep for stalled batches failed; trying again", exc_info=True)

@@ -194,3 +194,61 @@ def test_r2_self_notes_an_answer_that_is_your_own_belief() -> None:
     s = score(item(t, ["box", "safe", "tin"]), "tin")
     assert not s.correct and s.error_codes == ("other",) and s.details["is_own_belief"] is True
     assert score(item(t, ["box", "safe", "tin"]), "box").details["is_own_belief"] is False
+
+
+def _stories(n: int) -> list[Item]:
+    """``n`` hand-built stories, each asked once as a choice (the depth-4 chain's, its answer
+    moved round the containers) and once as a yes/no judgment."""
+    containers = ["box", "drawer", "safe", "tin"]
+    out = []
+    for k in range(n):
+        answer = containers[k % 4]
+        out.append(item({**DEPTH4.truth, "answer": answer}, containers))
+        looked = containers[(k + 1) % 4]
+        out.append(item({"answer": "no", "belief": answer, "looked": looked, "reality": looked,
+                         "chain": ["a", "b"], "object": "key", "prefix_answers": [looked],
+                         "projection": looked}))  # fmt: skip
+    return out
+
+
+@pytest.mark.parametrize("policy", ["noisy:1", "noisy:1.0"])
+def test_noisy_at_one_is_the_oracle(policy: str) -> None:
+    rng = np.random.default_rng(0)
+    for i in _stories(50):
+        assert reference_answer(i, policy, rng) == reference_answer(i, "oracle", rng)
+
+
+@pytest.mark.parametrize("policy", ["noisy:0", "noisy:0.0"])
+def test_noisy_at_zero_is_never_right_and_answers_among_the_choices(policy: str) -> None:
+    rng = np.random.default_rng(1)
+    answers: Counter[str] = Counter()
+    for i in _stories(200):
+        given = reference_answer(i, policy, rng)
+        assert not score(i, given).correct
+        assert given in (i.answer.get("choices") or ("yes", "no"))
+        answers[given] += 1
+    # the wrong answer is drawn among the wrong choices, not always the same one
+    assert {"box", "drawer", "safe", "tin", "yes"} <= set(answers)
+
+
+def test_noisy_at_one_half_is_right_about_half_the_time() -> None:
+    rng = np.random.default_rng(2)
+    stories = _stories(1000)  # 2,000 questions: the share's sd is 0.011
+    hits = sum(bool(score(i, reference_answer(i, "noisy:0.5", rng)).correct) for i in stories)
+    assert abs(hits / len(stories) - 0.5) < 0.045  # 4 sd
+
+
+@pytest.mark.parametrize("p", [0.2, 0.8])
+def test_noisy_accuracy_is_p_on_generated_items(b1: list[Item], p: float) -> None:
+    """On B1's items (choices of 3 to 5 containers, false and true belief, every depth): the
+    expected accuracy is P whatever the item."""
+    rng = np.random.default_rng(5)
+    hits = sum(bool(score(i, reference_answer(i, f"noisy:{p}", rng)).correct) for i in b1)
+    sd = np.sqrt(p * (1 - p) / len(b1))
+    assert abs(hits / len(b1) - p) < 4 * sd
+
+
+@pytest.mark.parametrize("policy", ["noisy:1.5", "noisy:", "noisy:-0.1", "noisy:half", "noisy"])
+def test_a_malformed_noisy_policy_is_refused(policy: str) -> None:
+    with pytest.raises(ValueError, match="noisy"):
+        reference_answer(DEPTH4, policy, np.random.default_rng(0))

@@ -172,3 +172,40 @@ def test_every_reference_policy_is_known_and_applies_where_it_means_something() 
     assert applies(episode, "myopic") and not applies(story, "myopic")
     moves = reference_answer(episode, "myopic", np.random.default_rng(0))
     assert moves is not None
+
+
+@pytest.mark.parametrize("policy", ["noisy:0", "noisy:0.35", "noisy:.5", "noisy:1", "noisy:1.0"])
+def test_noisy_names_a_reference_agent(policy: str) -> None:
+    from harness.agent.families import check_policy
+
+    check_policy(policy)
+
+
+@pytest.mark.parametrize(
+    "policy", ["noisy", "noisy:", "noisy:1.5", "noisy:2", "noisy:0.", "noisy:x"]
+)
+def test_a_noisy_policy_without_a_probability_is_refused(policy: str) -> None:
+    from harness.agent.families import check_policy
+    from mindledger.errors import UserError
+
+    with pytest.raises(UserError, match="unknown reference agent"):
+        check_policy(policy)
+
+
+def test_a_noisy_reference_agent_answers_the_same_on_a_rerun() -> None:
+    """Its draws are seeded by the run's seed, its name and the item: a rerun (a fresh agent)
+    answers each item as before; another run's seed answers otherwise."""
+    from harness.agent.agents import ReferenceAgent
+    from nesttom import b1_items
+
+    items = b1_items(3, per_cell=5)
+
+    def answers(seed: int) -> list[object]:
+        agent = ReferenceAgent("n", "noisy:0.5", seed=seed)
+        return [asyncio.run(agent.attempt(i)).answer for i in items]
+
+    first = answers(11)
+    assert answers(11) == first
+    assert answers(12) != first
+    oracle = [str(i.truth["answer"]) for i in items]
+    assert 0 < sum(a == o for a, o in zip(first, oracle, strict=True)) < len(items)

@@ -355,6 +355,81 @@ def test_worker_and_enqueue_mark_complete_a_run_whose_trials_are_all_stored(
     assert store.get_run(second).finished_at is not None
 
 
+def _held_forecast(settings: Settings, run_id: str, predictor: str) -> str:
+    """Commit a forecast of ``predictor``'s false-belief accuracy in ``run_id`` that the
+    service holds (it reveals it when the run ends); returns its id."""
+    from harness.config.workspace import Workspace
+    from ledger import new_salt
+    from ledger.protocol import commitment
+    from mindledger.forecasts import forecast_body, parse_forecast
+
+    quantiles = {"form": "quantiles", "levels": [0.05, 0.5, 0.95], "values": [0.5, 0.9, 1.0]}
+    body, salt = forecast_body(parse_forecast(quantiles), "the oracle knows"), new_salt()
+    ws = Workspace.open(settings)
+    try:
+        state = ws.ledger.commit_forecast(predictor, run_id, "false_belief_accuracy",
+                                          commitment(body, salt), held=(body, salt.hex()))  # fmt: skip
+    finally:
+        ws.ledger.close()
+        ws.engine.dispose()
+    return state.id
+
+
+def _executed_unsettled(store: Store, settings: Settings, run_id: str) -> None:
+    """Execute the run as a process that died after its last trial, before it settled the
+    run (so before it revealed the run's held forecasts): the run stays ``running``."""
+    from harness.run.runs import execute_stored_run
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("harness.run.execution.settle_run", lambda *a, **kw: None)
+        asyncio.run(execute_stored_run(store, settings, run_id))
+    assert store.get_run(run_id).status == "running"
+
+
+def test_finishing_a_run_nobody_marked_reveals_the_forecasts_held_for_it(
+    db_url: str, isolated_home: Path
+) -> None:
+    """The queue's recovery completes a run whose trials are all stored
+    (:func:`finish_if_done`): with the settings it reveals and scores the run's held forecasts,
+    as the batch that settles a run does."""
+    from harness.queue.batches import finish_if_done
+    from ledger.forecasts import read_forecasts
+
+    store, settings, run_id, _ = _setup(db_url, references=("oracle",))
+    (oracle,) = (ra.name for ra in store.run_agents(run_id))
+    fid = _held_forecast(settings, run_id, oracle)
+    _executed_unsettled(store, settings, run_id)
+    assert [f.status for f in read_forecasts(store.engine, run_id=run_id)] == ["committed"]
+    assert finish_if_done(store, run_id, settings=settings) == "complete"
+    (state,) = read_forecasts(store.engine, run_id=run_id)
+    assert (state.id, state.status, state.outcome) == (fid, "scored", 1.0)
+    assert finish_if_done(store, run_id, settings=settings) is None  # complete already
+
+
+@pytest.mark.postgres
+def test_the_recovery_sweep_reveals_what_it_completes(
+    pg_database: str, isolated_home: Path
+) -> None:
+    """A worker's sweep (:func:`recover_stalled_work`, when it starts) completes the runs whose
+    trials are all stored and reveals the forecasts held for them."""
+    from harness.queue.batches import enqueue_run, run_worker
+    from ledger.forecasts import read_forecasts
+
+    ids = []
+    for _ in range(2):
+        store, settings, run_id, _ = _setup(pg_database, references=("oracle",))
+        (oracle,) = (ra.name for ra in store.run_agents(run_id))
+        _held_forecast(settings, run_id, oracle)
+        _executed_unsettled(store, settings, run_id)
+        ids.append(run_id)
+    asyncio.run(run_worker(store, settings, once=True, install_signal_handlers=False))
+    for run_id in ids:
+        assert store.get_run(run_id).status == "complete"
+        (state,) = read_forecasts(store.engine, run_id=run_id)
+        assert state.status == "scored", state
+    assert enqueue_run(store, settings, ids[0]).complete
+
+
 @pytest.mark.parametrize("command", ["worker", "enqueue"])
 def test_help_says_what_happens_to_stalled_work(
     command: str, capsys: pytest.CaptureFixture[str]
