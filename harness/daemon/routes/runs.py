@@ -70,7 +70,10 @@ MAX_FORECASTS = 32
 """Most modules one run request may ablate (each adds a variant running the whole suite)."""
 RUN_FIELDS = PlanFields(agent="agent", control="control", reference="references", ablate="ablate")
 """The fields of ``POST /runs`` that name agents, as the run planner's errors name them."""
-POLICY = "^(oracle|random|reality-leak|not-reality|depth-capped:[0-9]|level:[0-9])$"
+POLICY = (
+    "^(oracle|random|reality-leak|not-reality|depth-capped:[0-9]|level:[0-9]"
+    r"|noisy:(?:0(?:\.[0-9]+)?|\.[0-9]+|1(?:\.0+)?))$"
+)
 """The reference agents a run request documents (the planner accepts larger N and K too)."""
 
 

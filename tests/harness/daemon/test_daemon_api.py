@@ -767,6 +767,8 @@ def test_unknown_ids_and_targets_are_404(env: Env) -> None:
         assert c.get("/runs?limit=zero").json()["error"]["field"] == "limit"
         r = c.post("/runs", json={"references": ["oracle"]})
         assert r.status_code == 503  # no scheduler in this daemon
+        r = c.post("/runs", json={"references": ["noisy:0.75"]})
+        assert r.status_code == 503  # a valid reference: only the scheduler is missing
     assert env.daemon.ledger.verify() == []
 
 
