@@ -20,7 +20,7 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +32,7 @@ from mindledger.family import UnknownFamilyError, registry
 from mindledger.items import Item
 from nesttom import DEPTHS
 from nesttom.family import depth_number
+from reports._json import JsonValue
 
 if TYPE_CHECKING:
     from ledger.store import TrialRecord
@@ -40,7 +41,9 @@ __all__ = [
     "DEPTH_ORDER",
     "ItemTable",
     "Judged",
+    "RunColumns",
     "RunData",
+    "TrialColumns",
     "TrialTable",
     "depth_label_number",
     "depth_sort_key",
@@ -305,13 +308,15 @@ class TrialTable:
     score_json: list[str | None]
     answer_json: list[str | None]
     error: list[str | None]
-    _details: dict[int, dict[str, Any]] = field(default_factory=dict)
+    _details: dict[int, Mapping[str, JsonValue]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.agent)
 
-    def details(self, row: int) -> dict[str, Any]:
-        """The ``details`` dict of the trial's score (parsed on first use; {} when absent)."""
+    def details(self, row: int) -> Mapping[str, JsonValue]:
+        """The ``details`` object of the trial's score, as stored (parsed on first use; {} when
+        absent): free JSON whose keys each family's scorer chooses, read by the sections that
+        know them."""
         d = self._details.get(row)
         if d is None:
             d = {}
@@ -373,28 +378,47 @@ def run_data(
     return _from_columns(run, agents, ItemTable.from_bodies(items), columns)
 
 
-def trial_columns(t: TrialRecord) -> dict[str, Any]:
+class TrialColumns(TypedDict):
+    """A trial as :func:`run_data` takes it: the ``trials`` table's columns a profile reads
+    (:data:`ledger.reader.TRIAL_COLUMNS`), the score and answer as canonical JSON."""
+
+    agent: str
+    item_id: str
+    status: str
+    correct: bool | None
+    confidence: float | None
+    score_value: float | None
+    primary_error: str | None
+    tokens_in: int
+    tokens_out: int
+    latency_s: float
+    score_json: str | None
+    answer_json: str | None
+    error: str | None
+
+
+def trial_columns(t: TrialRecord) -> TrialColumns:
     """A trial record as :func:`run_data` takes it (the ``trials`` table's columns)."""
     from mindledger.canonical import canonical_json
 
     def js(v: Any) -> str | None:
         return None if v is None else canonical_json(v).decode("utf-8")
 
-    return {
-        "agent": t.agent,
-        "item_id": t.item_id,
-        "status": t.status,
-        "correct": t.correct,
-        "confidence": t.confidence,
-        "score_value": t.score_value,
-        "primary_error": t.primary_error,
-        "tokens_in": t.tokens_in,
-        "tokens_out": t.tokens_out,
-        "latency_s": t.latency_s,
-        "score_json": js(t.score),
-        "answer_json": js(t.answer),
-        "error": t.error,
-    }
+    return TrialColumns(
+        agent=t.agent,
+        item_id=t.item_id,
+        status=t.status,
+        correct=t.correct,
+        confidence=t.confidence,
+        score_value=t.score_value,
+        primary_error=t.primary_error,
+        tokens_in=t.tokens_in,
+        tokens_out=t.tokens_out,
+        latency_s=t.latency_s,
+        score_json=js(t.score),
+        answer_json=js(t.answer),
+        error=t.error,
+    )
 
 
 def _floats(values: Sequence[Any]) -> npt.NDArray[np.float64]:
@@ -461,18 +485,31 @@ def load_run(store: Readable, run_id: str) -> RunData:
     return data
 
 
-def run_dict(run: StoredRun) -> dict[str, Any]:
+class RunColumns(TypedDict):
+    """A stored run's columns as :attr:`RunData.run` holds them (``params`` decoded)."""
+
+    id: str
+    suite: str
+    seed: int
+    held_out: bool
+    status: str
+    created_at: str
+    finished_at: str | None
+    params: dict[str, Any]
+
+
+def run_dict(run: StoredRun) -> RunColumns:
     """A stored run as :attr:`RunData.run` holds it."""
-    return {
-        "id": run.id,
-        "suite": run.suite,
-        "seed": run.seed,
-        "held_out": run.held_out,
-        "status": run.status,
-        "created_at": run.created_at,
-        "finished_at": run.finished_at,
-        "params": run.params,
-    }
+    return RunColumns(
+        id=run.id,
+        suite=run.suite,
+        seed=run.seed,
+        held_out=run.held_out,
+        status=run.status,
+        created_at=run.created_at,
+        finished_at=run.finished_at,
+        params=run.params,
+    )
 
 
 def judgements_of(store: Readable, run_id: str) -> dict[tuple[str, str], Judged]:
