@@ -82,7 +82,7 @@ def _r2_self(inp: AgentInputs) -> R2Self:
     m = d.r2self & c.ok
     if not m.any():
         return R2Self(available=False, reason="no scored R2-self false-belief B1 items")
-    own = inp.ex["own_belief"]
+    own = inp.ex.own_belief
     known = m & np.isfinite(own)
     ident = known & d.own_identifiable
     out: dict[str, Any] = {
