@@ -33,6 +33,7 @@ from mindledger.items import Item
 from nesttom import DEPTHS
 from nesttom.family import depth_number
 from reports._json import JsonValue
+from reports.model_sections import ProxyAgent
 
 if TYPE_CHECKING:
     from ledger.store import TrialRecord
@@ -115,8 +116,12 @@ def _str(v: Any) -> str:
     return "" if v is None else str(v)
 
 
-def _mapping(v: Any) -> Mapping[str, Any]:
+def _mapping(v: Any) -> Mapping[str, JsonValue]:
     return v if type(v) is dict or isinstance(v, Mapping) else {}
+
+
+def _strings(v: Any) -> dict[str, str]:
+    return {str(k): _str(x) for k, x in _mapping(v).items()}
 
 
 def _item(body: Mapping[str, Any], family: str, iid: str) -> Item:
@@ -135,7 +140,7 @@ def _item(body: Mapping[str, Any], family: str, iid: str) -> Item:
         truth=_mapping(body.get("truth")),
         meta=_mapping(body.get("meta")),
         tools=tuple(body.get("tools") or ()),
-        tool_results=_mapping(body.get("tool_results")),
+        tool_results=_strings(body.get("tool_results")),
         id=iid or "unidentified",
     )
 
@@ -360,7 +365,7 @@ class RunData:
     agents: list[RunAgent]
     items: ItemTable
     trials: TrialTable
-    proxy: dict[str, dict[str, Any]] = field(default_factory=dict)
+    proxy: dict[str, ProxyAgent] = field(default_factory=dict)
     """The query proxy's record of the run's agents as callers (:func:`ledger.calls.summarise`:
     calls, calls that carried a prediction, refusals, open obligations), all calls so far."""
     judgements: dict[tuple[str, str], Judged] = field(default_factory=dict)
@@ -534,7 +539,7 @@ def judgements_of(store: Readable, run_id: str) -> dict[tuple[str, str], Judged]
     return out
 
 
-def proxy_record(store: Readable, callers: Sequence[str]) -> dict[str, dict[str, Any]]:
+def proxy_record(store: Readable, callers: Sequence[str]) -> dict[str, ProxyAgent]:
     """The query proxy's record (``call`` and ``refuse`` entries of the prediction ledger) of
     ``callers``, per caller, with their obligations as of the ledger's last entry; callers that
     never called the proxy are left out."""
@@ -548,4 +553,5 @@ def proxy_record(store: Readable, callers: Sequence[str]) -> dict[str, dict[str,
         if not fold.tallies:
             return {}
         as_of = r.last_entry_time()
-    return summarise(fold.by_caller(), as_of)
+    rows = summarise(fold.by_caller(), as_of)
+    return {caller: ProxyAgent.of(row) for caller, row in rows.items()}
