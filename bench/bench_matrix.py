@@ -219,10 +219,10 @@ def matrix_once(
             if prof is not None:
                 prof.disable()
                 prof.dump_stats(profile)
-            from reports.matrix_summary import summarise_run
+            from reports.matrix_summary import stored_summary
 
             t1 = time.perf_counter()
-            summarise_run(ws.store, run_id, n_boot=n_boot, stats_seed=0)
+            stored_summary(ws.store, run_id, n_boot=n_boot, stats_seed=0).to_dict()
             summary = time.perf_counter() - t1
             head = ledger.head()
             entries = (0 if head is None else head.seq) - start_seq

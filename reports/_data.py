@@ -20,7 +20,7 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +32,8 @@ from mindledger.family import UnknownFamilyError, registry
 from mindledger.items import Item
 from nesttom import DEPTHS
 from nesttom.family import depth_number
+from reports._json import JsonValue
+from reports.model_sections import ProxyAgent
 
 if TYPE_CHECKING:
     from ledger.store import TrialRecord
@@ -40,7 +42,9 @@ __all__ = [
     "DEPTH_ORDER",
     "ItemTable",
     "Judged",
+    "RunColumns",
     "RunData",
+    "TrialColumns",
     "TrialTable",
     "depth_label_number",
     "depth_sort_key",
@@ -112,8 +116,12 @@ def _str(v: Any) -> str:
     return "" if v is None else str(v)
 
 
-def _mapping(v: Any) -> Mapping[str, Any]:
+def _mapping(v: Any) -> Mapping[str, JsonValue]:
     return v if type(v) is dict or isinstance(v, Mapping) else {}
+
+
+def _strings(v: Any) -> dict[str, str]:
+    return {str(k): _str(x) for k, x in _mapping(v).items()}
 
 
 def _item(body: Mapping[str, Any], family: str, iid: str) -> Item:
@@ -132,7 +140,7 @@ def _item(body: Mapping[str, Any], family: str, iid: str) -> Item:
         truth=_mapping(body.get("truth")),
         meta=_mapping(body.get("meta")),
         tools=tuple(body.get("tools") or ()),
-        tool_results=_mapping(body.get("tool_results")),
+        tool_results=_strings(body.get("tool_results")),
         id=iid or "unidentified",
     )
 
@@ -305,13 +313,15 @@ class TrialTable:
     score_json: list[str | None]
     answer_json: list[str | None]
     error: list[str | None]
-    _details: dict[int, dict[str, Any]] = field(default_factory=dict)
+    _details: dict[int, Mapping[str, JsonValue]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.agent)
 
-    def details(self, row: int) -> dict[str, Any]:
-        """The ``details`` dict of the trial's score (parsed on first use; {} when absent)."""
+    def details(self, row: int) -> Mapping[str, JsonValue]:
+        """The ``details`` object of the trial's score, as stored (parsed on first use; {} when
+        absent): free JSON whose keys each family's scorer chooses, read by the sections that
+        know them."""
         d = self._details.get(row)
         if d is None:
             d = {}
@@ -355,7 +365,7 @@ class RunData:
     agents: list[RunAgent]
     items: ItemTable
     trials: TrialTable
-    proxy: dict[str, dict[str, Any]] = field(default_factory=dict)
+    proxy: dict[str, ProxyAgent] = field(default_factory=dict)
     """The query proxy's record of the run's agents as callers (:func:`ledger.calls.summarise`:
     calls, calls that carried a prediction, refusals, open obligations), all calls so far."""
     judgements: dict[tuple[str, str], Judged] = field(default_factory=dict)
@@ -373,28 +383,47 @@ def run_data(
     return _from_columns(run, agents, ItemTable.from_bodies(items), columns)
 
 
-def trial_columns(t: TrialRecord) -> dict[str, Any]:
+class TrialColumns(TypedDict):
+    """A trial as :func:`run_data` takes it: the ``trials`` table's columns a profile reads
+    (:data:`ledger.reader.TRIAL_COLUMNS`), the score and answer as canonical JSON."""
+
+    agent: str
+    item_id: str
+    status: str
+    correct: bool | None
+    confidence: float | None
+    score_value: float | None
+    primary_error: str | None
+    tokens_in: int
+    tokens_out: int
+    latency_s: float
+    score_json: str | None
+    answer_json: str | None
+    error: str | None
+
+
+def trial_columns(t: TrialRecord) -> TrialColumns:
     """A trial record as :func:`run_data` takes it (the ``trials`` table's columns)."""
     from mindledger.canonical import canonical_json
 
     def js(v: Any) -> str | None:
         return None if v is None else canonical_json(v).decode("utf-8")
 
-    return {
-        "agent": t.agent,
-        "item_id": t.item_id,
-        "status": t.status,
-        "correct": t.correct,
-        "confidence": t.confidence,
-        "score_value": t.score_value,
-        "primary_error": t.primary_error,
-        "tokens_in": t.tokens_in,
-        "tokens_out": t.tokens_out,
-        "latency_s": t.latency_s,
-        "score_json": js(t.score),
-        "answer_json": js(t.answer),
-        "error": t.error,
-    }
+    return TrialColumns(
+        agent=t.agent,
+        item_id=t.item_id,
+        status=t.status,
+        correct=t.correct,
+        confidence=t.confidence,
+        score_value=t.score_value,
+        primary_error=t.primary_error,
+        tokens_in=t.tokens_in,
+        tokens_out=t.tokens_out,
+        latency_s=t.latency_s,
+        score_json=js(t.score),
+        answer_json=js(t.answer),
+        error=t.error,
+    )
 
 
 def _floats(values: Sequence[Any]) -> npt.NDArray[np.float64]:
@@ -461,18 +490,31 @@ def load_run(store: Readable, run_id: str) -> RunData:
     return data
 
 
-def run_dict(run: StoredRun) -> dict[str, Any]:
+class RunColumns(TypedDict):
+    """A stored run's columns as :attr:`RunData.run` holds them (``params`` decoded)."""
+
+    id: str
+    suite: str
+    seed: int
+    held_out: bool
+    status: str
+    created_at: str
+    finished_at: str | None
+    params: dict[str, Any]
+
+
+def run_dict(run: StoredRun) -> RunColumns:
     """A stored run as :attr:`RunData.run` holds it."""
-    return {
-        "id": run.id,
-        "suite": run.suite,
-        "seed": run.seed,
-        "held_out": run.held_out,
-        "status": run.status,
-        "created_at": run.created_at,
-        "finished_at": run.finished_at,
-        "params": run.params,
-    }
+    return RunColumns(
+        id=run.id,
+        suite=run.suite,
+        seed=run.seed,
+        held_out=run.held_out,
+        status=run.status,
+        created_at=run.created_at,
+        finished_at=run.finished_at,
+        params=run.params,
+    )
 
 
 def judgements_of(store: Readable, run_id: str) -> dict[tuple[str, str], Judged]:
@@ -497,7 +539,7 @@ def judgements_of(store: Readable, run_id: str) -> dict[tuple[str, str], Judged]
     return out
 
 
-def proxy_record(store: Readable, callers: Sequence[str]) -> dict[str, dict[str, Any]]:
+def proxy_record(store: Readable, callers: Sequence[str]) -> dict[str, ProxyAgent]:
     """The query proxy's record (``call`` and ``refuse`` entries of the prediction ledger) of
     ``callers``, per caller, with their obligations as of the ledger's last entry; callers that
     never called the proxy are left out."""
@@ -511,4 +553,5 @@ def proxy_record(store: Readable, callers: Sequence[str]) -> dict[str, dict[str,
         if not fold.tallies:
             return {}
         as_of = r.last_entry_time()
-    return summarise(fold.by_caller(), as_of)
+    rows = summarise(fold.by_caller(), as_of)
+    return {caller: ProxyAgent.of(row) for caller, row in rows.items()}

@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -281,8 +281,23 @@ def _exploitation(ep: EpisodeCols, m: BoolArray, design: RepeatedDesign) -> Repe
     return _with(out, n_undefined=k)
 
 
+class _Figures(TypedDict):
+    """The figures of one set of episodes, as the JSON of a cell, B6 or an agent seat holds
+    them (each block's model parses them with its own keys)."""
+
+    n_design: int
+    n_episodes: int
+    api_errors: int
+    unscored: int
+    opponents: dict[str, int]
+    exploitation: RepeatedFigure
+    comprehension: RepeatedFigure
+    efficiency: RepeatedFigure
+    invalid_moves: InvalidMoves
+
+
 def _figures(ep: EpisodeCols, m: BoolArray, has: BoolArray, ok: BoolArray,
-             design: RepeatedDesign) -> dict[str, Any]:
+             design: RepeatedDesign) -> _Figures:
     """The figures of one set of episodes (a cell, or B6)."""
     sm = m & ep.scored
     n = int(sm.sum())
@@ -305,17 +320,17 @@ def _figures(ep: EpisodeCols, m: BoolArray, has: BoolArray, ok: BoolArray,
          "episodes_with_invalid": int((ep.invalid[sm] > 0).sum()), "interval": "none"}
         if total_rounds > 0 else {"value": None, "reason": "no scored episodes"}
     )
-    return {
-        "n_design": int(m.sum()),
-        "n_episodes": n,
-        "api_errors": int((m & has & ~ok).sum()),
-        "unscored": int((m & ok & ~ep.scored).sum()),
-        "opponents": dict(sorted(Counter(str(o) for o in design.opponent[m].tolist()).items())),
-        "exploitation": _exploitation(ep, sm, design),
-        "comprehension": comprehension,
-        "efficiency": eff,
-        "invalid_moves": invalid,
-    }
+    return _Figures(
+        n_design=int(m.sum()),
+        n_episodes=n,
+        api_errors=int((m & has & ~ok).sum()),
+        unscored=int((m & ok & ~ep.scored).sum()),
+        opponents=dict(sorted(Counter(str(o) for o in design.opponent[m].tolist()).items())),
+        exploitation=_exploitation(ep, sm, design),
+        comprehension=comprehension,
+        efficiency=eff,
+        invalid_moves=invalid,
+    )
 
 
 _NOT_B6 = {"available": False, "n": 0,
@@ -329,7 +344,8 @@ def _b6(ep: EpisodeCols, has: BoolArray, ok: BoolArray, design: RepeatedDesign) 
         return RepeatedB6.of({"available": False, "n": 0,
                               "reason": "no B6 episodes (switching bots) answered in this run"})
     bm = m & ep.scored
-    out = {"available": True, "n": int(bm.sum())} | _figures(ep, m, has, ok, design)
+    out: dict[str, Any] = {"available": True, "n": int(bm.sum()),
+                           **_figures(ep, m, has, ok, design)}
     out["adaptation_latency"] = _with(_mean(ep.latency[bm], "no episode adapted after the switch"),
                                       unit="rounds after the switch, adapted episodes")
     out["adapted"] = _share(ep.adapted[bm] == 1.0, "no scored B6 episodes")
@@ -385,15 +401,11 @@ def _gap(
     game: str, cf: str, pairs: _Pairs, rng: np.random.Generator, *, seat: bool = False
 ) -> CounterfactualGap:
     """The counterfactual gap of ``game`` (default − ``cf``) over its matched pairs; ``seat``:
-    as the agent-seat block shows it (:func:`_seat_gap`)."""
-    d = _gap_json(game, cf, pairs, rng)
-    return CounterfactualGap.of(_seat_gap(d) if seat else d)
-
-
-def _gap_json(game: str, cf: str, pairs: _Pairs, rng: np.random.Generator) -> dict[str, Any]:
-    base: dict[str, Any] = {"game": game, "counterfactual": cf,
-                            "interval": INTERVALS["counterfactual_gap"],
-                            "pairs_undefined": pairs.undefined}
+    as the agent-seat block shows it, with ``n`` (pairs) always and "not estimable: …" when it
+    has no value."""
+    out: dict[str, Any] = {"game": game, "counterfactual": cf,
+                           "interval": INTERVALS["counterfactual_gap"],
+                           "pairs_undefined": pairs.undefined}
     if not pairs.x:
         why = (f"no matched pair of {game} episodes in default and {cf} with defined "
                "exploitation")
@@ -401,29 +413,36 @@ def _gap_json(game: str, cf: str, pairs: _Pairs, rng: np.random.Generator) -> di
             why += f" ({pairs.undefined} matched sets left out: exploitation undefined)"
         elif not pairs.unmatched:
             why += " (no matched sets: the episodes were not generated in matched sets)"
-        return base | {"available": False, "difference": None, "reason": why}
-    c = paired_values(pairs.x, pairs.y, ("default", "value"), rng)
-    d = c.to_dict()
-    out = base | {
-        "available": True,
-        "default": d["default"],
-        "value": d["value"],
-        "difference": c.difference,
-        "ci": d["ci"],
-        "n_pairs": c.n,
-        "n_default": c.n,
-        "n_counterfactual": c.n,
-        "status": d["status"],
-        "test": c.test,
-        "p": c.p,
-    }
-    out["interval"] = c.interval or INTERVALS["counterfactual_gap"]
-    if c.reason:
-        out["reason"] = c.reason
-    if pairs.undefined:
-        out["note"] = (f"{pairs.undefined} matched set{'s' if pairs.undefined > 1 else ''} left "
-                       "out: exploitation undefined in one of the two settings")
-    return out
+        out |= {"available": False, "difference": None, "reason": why}
+    else:
+        c = paired_values(pairs.x, pairs.y, ("default", "value"), rng)
+        d = c.to_dict()
+        out |= {
+            "available": True,
+            "default": d["default"],
+            "value": d["value"],
+            "difference": c.difference,
+            "ci": d["ci"],
+            "n_pairs": c.n,
+            "n_default": c.n,
+            "n_counterfactual": c.n,
+            "status": d["status"],
+            "test": c.test,
+            "p": c.p,
+        }
+        out["interval"] = c.interval or INTERVALS["counterfactual_gap"]
+        if c.reason:
+            out["reason"] = c.reason
+        if pairs.undefined:
+            out["note"] = (f"{pairs.undefined} matched set{'s' if pairs.undefined > 1 else ''} "
+                           "left out: exploitation undefined in one of the two settings")
+    if seat:
+        out["n"] = int(out.get("n_pairs") or 0)
+        if not out["available"]:
+            out["value"] = None
+            reason = str(out.get("reason") or "no matched pairs")
+            out["reason"] = reason if reason.startswith(NOT_ESTIMABLE) else NOT_ESTIMABLE + reason
+    return CounterfactualGap.of(out)
 
 
 def _design_summary(items: ItemTable, design: RepeatedDesign) -> RepeatedDesignSummary:
@@ -462,8 +481,8 @@ def repeated_section(
         cfs = _order({str(c) for c in design.counterfactual[gm].tolist()}, COUNTERFACTUAL_ORDER)
         for cf in cfs:
             m = gm & (design.counterfactual == cf)
-            rows.append({"game": g, "counterfactual": cf} | _figures(ep, m, has, ok, design)
-                        | {"b6": _NOT_B6})
+            rows.append({"game": g, "counterfactual": cf, **_figures(ep, m, has, ok, design),
+                         "b6": _NOT_B6})
         for ci, cf in enumerate(c for c in COUNTERFACTUAL_ORDER[1:] if c in cfs):
             pairs = _pairs(g, cf, mine, items, design, ep)
             gaps.append(_gap(g, cf, pairs, np.random.default_rng([seed, 0x6A9, gi, ci])))
@@ -508,14 +527,14 @@ def _seat_figures(ep: EpisodeCols, m: BoolArray, has: BoolArray, ok: BoolArray,
     game and setting): the agent's seat as :func:`_figures` gives them (exploitation on the
     hindsight benchmark), the opponent seat's, both seats' mean points; and ``gaps``, the
     seat's counterfactual gaps."""
-    out = _figures(ep, m, has, ok, design)
+    fig = _figures(ep, m, has, ok, design)
     sm = m & ep.scored
     n = int(sm.sum())
     none = "no scored episodes"
-    for key in ("exploitation", "comprehension", "efficiency"):
-        out[key] = _estimability(out[key])
-    out["exploitation"] = _with(out["exploitation"], benchmark="hindsight")
-    out.pop("opponents", None)
+    out: dict[str, Any] = {k: v for k, v in fig.items() if k != "opponents"}
+    out["exploitation"] = _with(_estimability(fig["exploitation"]), benchmark="hindsight")
+    out["comprehension"] = _estimability(fig["comprehension"])
+    out["efficiency"] = _estimability(fig["efficiency"])
     out["adaptation_latency"] = RepeatedFigure.of({
         "value": None, "n": 0, "ci": None,
         "reason": NOT_ESTIMABLE + "the opponent is an agent with no scripted switch, so there "
@@ -569,17 +588,6 @@ def _seat_gaps(seat: str, games: list[str], mine: BoolArray, items: ItemTable,
             gaps.append(_gap(POOLED, cf, pairs,
                              np.random.default_rng([seed, 0x5EA, si, 99, ci]), seat=True))
     return gaps
-
-
-def _seat_gap(gap: dict[str, Any]) -> dict[str, Any]:
-    """A gap's JSON as the agent-seat block shows it: ``n`` (pairs) always, "not estimable: …"
-    without one."""
-    gap = gap | {"n": int(gap.get("n_pairs") or 0)}
-    if not gap.get("available"):
-        gap["value"] = None
-        reason = str(gap.get("reason") or "no matched pairs")
-        gap["reason"] = reason if reason.startswith(NOT_ESTIMABLE) else NOT_ESTIMABLE + reason
-    return gap
 
 
 def _agent_seats(items: ItemTable, design: RepeatedDesign, has: BoolArray, ok: BoolArray,

@@ -288,11 +288,6 @@ def _sign_flip(d: FloatArray, rng: np.random.Generator, n_boot: int, what: str) 
     return p, f"sign-flip permutation over items of {what} ({how})"
 
 
-def _aggregate(records: Sequence[ItemRecord]) -> Mapping[str, Any]:
-    """:func:`ledger.scoring.aggregate` of the records (the ledger's JSON form)."""
-    return aggregate([r.score_record() for r in records])
-
-
 def self_skill_reason(agg: Mapping[str, Any]) -> str | None:
     """Why S of a self cell (P predicting a fresh copy of P) is not estimable
     (:data:`SELF_PROJECTION`), or None when the cell has no projection baseline.
@@ -370,7 +365,9 @@ def cell_statistics(
     baseline (:func:`self_skill_reason`), and, from :data:`~reports._estimates.MIN_N` items,
     when the interval of its denominator reaches zero (:func:`denominator_reason`); then it has
     no test either."""
-    agg = aggregated if aggregated is not None else _aggregate(records)
+    agg = (
+        aggregated if aggregated is not None else aggregate([r.score_record() for r in records])
+    )
     n = len(records)
     sk = agg["skill"]
     pop, proj = sk["population_baseline"]["value"], sk["projection_baseline"]["value"]
@@ -453,7 +450,7 @@ def self_advantage(
         p: aggregated[p]
         if aggregated is not None and p in aggregated
         and [r.item for r in cells[p]] == common
-        else _aggregate(recs[p])
+        else aggregate([r.score_record() for r in recs[p]])
         for p in order
     }
     kinds = {

@@ -146,7 +146,7 @@ class SkillFigure:
         return self._because(verdict, "end")
 
     def to_dict(self) -> dict[str, Any]:
-        def reason(slot: ReasonSlot) -> dict[str, Any]:
+        def reason(slot: ReasonSlot) -> dict[str, str]:
             return {"reason": self.reason} if self.reason and self.reason_slot == slot else {}
 
         return {

@@ -193,7 +193,7 @@ def _condition_rows(rows: Sequence[JSON]) -> list[ConditionRow]:
 
 def summary_of(d: JSON) -> MatrixSummary:
     """The typed matrix of its JSON (:meth:`MatrixSummary.to_dict`, or
-    :func:`reports.matrix_summary.summarise_run`'s)."""
+    :func:`reports.matrix_summary.stored_summary`'s)."""
     condition = str(d["condition"])
     by_condition = d.get("by_condition") or {}
     stored = None

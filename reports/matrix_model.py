@@ -1,6 +1,6 @@
 """The cross-model prediction matrix as one typed record, :class:`MatrixSummary`: every
 condition's cells and self-advantages, the sections beside them and, for a stored run, the
-run's facts; ``to_dict`` is its JSON (:func:`reports.matrix_summary.summarise_run`'s). Pure."""
+run's facts; ``to_dict`` is its JSON (:func:`reports.matrix_summary.stored_summary`'s). Pure."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ledger.scoring import ScoreRecord, penalty_scores, score_prediction
+from reports._json import JsonObject
 
 __all__ = [
     "INTERVAL",
@@ -163,10 +164,10 @@ class _Paired(Protocol):
     def reason(self) -> str | None: ...
 
 
-def _paired_dict(fig: _Paired, **extra: Any) -> dict[str, Any]:
-    """A paired figure (self-advantage, slope, contrast) as JSON: its value, then ``extra``,
-    then n, interval, test and status (``reason`` only when it has one)."""
-    out: dict[str, Any] = {
+def _paired_json(fig: _Paired, **extra: float | None) -> JsonObject:
+    """The serialiser of a paired figure (self-advantage, slope, contrast): its value, then
+    ``extra``, then n, interval, test and status (``reason`` only when it has one)."""
+    out: JsonObject = {
         "value": fig.value,
         **extra,
         "n": fig.n,
@@ -198,7 +199,7 @@ class SelfAdvantage:
     reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return _paired_dict(self, self=self.own, others=self.others)
+        return _paired_json(self, self=self.own, others=self.others)
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,7 @@ class Contrast:
     reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return _paired_dict(self)
+        return _paired_json(self)
 
 
 PAIRED_INTERVAL = "item-bootstrap-95"

@@ -1,6 +1,6 @@
 """The cross-model prediction matrix rendered (issue 14 item 6): the heatmap of S per predictor
 × target in one self-contained HTML page, one CSV row per cell, and the grids the dashboard
-shows. Every renderer reads the summary (:func:`reports.matrix_summary.summarise_run`) through
+shows. Every renderer reads the summary (:func:`reports.matrix_summary.stored_summary`) through
 the typed views here, :class:`MatrixCell` and :class:`SkillGrid`, built once by
 :func:`matrix_cells` and :func:`skill_grids`.
 

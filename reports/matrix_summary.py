@@ -5,9 +5,10 @@ matrix run back to that matrix (seed 002 §15.2; §18.1 "agent-prediction skill 
 :mod:`harness.matrix.runs` runs the matrix and stores each item's :class:`matrix.ItemOutcome` as
 trials (each record's score is the :mod:`matrix` package's, read back by
 :func:`matrix.read_score`);
-:func:`summarise_outcomes` (pure) turns outcomes into the matrix, with the intervals and tests
-of :mod:`reports.matrix`; :func:`summarise_run` rebuilds a stored matrix run's matrix from its
-items and trials alone; :func:`accompanying_matrix` finds the matrix run scheduled beside a
+:func:`summarise` (pure) turns outcomes into the matrix, with the intervals and tests
+of :mod:`reports.matrix`; :func:`stored_summary` rebuilds a stored matrix run's matrix from its
+items and trials alone (:meth:`MatrixSummary.to_dict` is its JSON); :func:`matrix_params` reads
+what the run recorded; :func:`accompanying_matrix` finds the matrix run scheduled beside a
 suite run (its params name the suite run it ``accompanies``), from which the profile takes
 each agent's skill S (:func:`agent_skill`).
 """
@@ -82,6 +83,7 @@ __all__ = [
     "SUITE",
     "ZERO_SHOT",
     "ItemOutcome",
+    "MatrixParams",
     "MatrixPlan",
     "MatrixSummary",
     "PredictionRecord",
@@ -98,8 +100,6 @@ __all__ = [
     "second_order_triples",
     "stored_summary",
     "summarise",
-    "summarise_outcomes",
-    "summarise_run",
 ]
 
 
@@ -210,23 +210,6 @@ class MatrixPlan:
     conditions: Sequence[str] = (ZERO_SHOT,)
     second_order: bool = False
     past_seats: Sequence[str] = ()
-
-
-def summarise_outcomes(
-    names: Sequence[str],
-    items: Sequence[Item],
-    samples: int,
-    outcomes: Mapping[str, ItemOutcome],
-    *,
-    n_boot: int = 2000,
-    stats_seed: int = 0,
-    conditions: Sequence[str] = (ZERO_SHOT,),
-    second_order: bool = False,
-    past_seats: Sequence[str] = (),
-) -> dict[str, Any]:
-    """The JSON of :func:`summarise` (as :func:`run_matrix` returns it)."""
-    plan = MatrixPlan(n_boot, stats_seed, conditions, second_order, past_seats)
-    return summarise(names, items, samples, outcomes, plan).to_dict()
 
 
 def summarise(
@@ -544,27 +527,55 @@ def _summarise(
 # -- stored matrix runs ------------------------------------------------------------------------
 
 
-def matrix_params(store: Store, run_id: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class MatrixParams:
+    """What a matrix run's params record (:func:`harness.matrix.runs.create_matrix_run`
+    writes them), with the defaults of a run that recorded less."""
+
+    samples: int
+    """Answers asked of each target per item."""
+    n_items: int | None = None
+    """Items asked for (the run may hold fewer: a pilot keeps the divergent ones)."""
+    agents: tuple[str, ...] = ()
+    """The run's agents in matrix order (empty: the run's agents as stored)."""
+    accompanies: str | None = None
+    """The suite run it was scheduled beside, if any."""
+    conditions: tuple[str, ...] = (ZERO_SHOT,)
+    exposure: tuple[str, ...] = ()
+    """Ids of the exposure items (asked of every target before any prediction)."""
+    pilot: Mapping[str, Any] | None = None
+    """The pilot's record, stored whole (:class:`PilotSummary` shows part of it)."""
+    second_order: bool = False
+    past_seats: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, params: Mapping[str, Any]) -> MatrixParams:
+        """Read the params as stored (a JSON object)."""
+        pilot = params.get("pilot")
+        n_items = params.get("n_items")
+        accompanies = params.get("accompanies")
+        return cls(
+            samples=int(params["samples"]),
+            n_items=None if n_items is None else int(n_items),
+            agents=tuple(str(n) for n in params.get("agents") or ()),
+            accompanies=None if accompanies is None else str(accompanies),
+            conditions=tuple(str(c) for c in params.get("conditions") or (ZERO_SHOT,)),
+            exposure=tuple(str(e) for e in params.get("exposure") or ()),
+            pilot=pilot if isinstance(pilot, Mapping) else None,
+            second_order=bool(params.get("second_order")),
+            past_seats=tuple(str(s) for s in params.get("past_seats") or ()),
+        )
+
+
+def matrix_params(store: Store, run_id: str) -> MatrixParams:
     """A matrix run's params (UserError for a run that is not one)."""
     run = store.get_run(run_id)
     if run.suite != SUITE:
         raise UserError(f"run {run_id} is a {run.suite!r} run, not a matrix run")
-    params: dict[str, Any] = json.loads(run.params_json)
-    return params
-
-
-def summarise_run(
-    store: Store,
-    run_id: str,
-    *,
-    n_boot: int = 2000,
-    stats_seed: int = 0,
-    reveal_held_out: bool = False,
-) -> dict[str, Any]:
-    """The JSON of :func:`stored_summary`."""
-    return stored_summary(
-        store, run_id, n_boot=n_boot, stats_seed=stats_seed, reveal_held_out=reveal_held_out
-    ).to_dict()
+    params = json.loads(run.params_json)
+    if not isinstance(params, Mapping) or "samples" not in params:
+        raise UserError(f"run {run_id} is a matrix run whose params do not say its samples")
+    return MatrixParams.of(params)
 
 
 def stored_summary(
@@ -582,32 +593,32 @@ def stored_summary(
     unless ``reveal_held_out`` (:func:`mindledger.disclosure.disclosed_matrix`)."""
     params = matrix_params(store, run_id)
     run = store.get_run(run_id)
-    names = [str(n) for n in params.get("agents") or [a.name for a in store.run_agents(run_id)]]
-    exposure = set(params.get("exposure") or ())
+    names = list(params.agents) or [a.name for a in store.run_agents(run_id)]
+    exposure = set(params.exposure)
     items = [it for it in store.run_items(run_id) if it.id not in exposure]
     outcomes = outcomes_from_trials(store.trials(run_id))
     plan = MatrixPlan(
         n_boot=n_boot,
         stats_seed=stats_seed,
-        conditions=params.get("conditions") or (ZERO_SHOT,),
-        second_order=bool(params.get("second_order")),
-        past_seats=[str(s) for s in params.get("past_seats") or ()],
+        conditions=params.conditions,
+        second_order=params.second_order,
+        past_seats=params.past_seats,
     )
-    summary = summarise(names, items, int(params["samples"]), outcomes, plan)
+    summary = summarise(names, items, params.samples, outcomes, plan)
     stored = StoredRun(
         run_id,
         shown_seed(run.seed, held_out=run.held_out, reveal_held_out=reveal_held_out),
         bool(run.held_out),
         run.status,
-        params.get("accompanies"),
+        params.accompanies,
         len(exposure),
         withholds=withholds(held_out=bool(run.held_out), reveal_held_out=reveal_held_out),
     )
     summary = replace(summary, stored=stored)
     if stored.withholds:  # not even in memory: the dashboard and the API hold this object
         summary = summary.withheld()
-    pilot = params.get("pilot")
-    if isinstance(pilot, Mapping):
+    pilot = params.pilot
+    if pilot is not None:
         summary = replace(summary, pilot=PilotSummary.of(pilot))
         if not pilot.get("divergent"):
             summary = summary.with_not_divergent(str(pilot.get("verdict")))

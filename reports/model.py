@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from reports._json import JsonObject
 from reports.model_base import Available, Estimate, Interval, Number, json_ready
 from reports.model_base import Frozen as _Frozen
 from reports.model_sections import (
@@ -816,8 +817,9 @@ class RunProfile(_Frozen):
         return out
 
 
-def json_schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of ``mindledger.profile/2``."""
+def json_schema() -> JsonObject:
+    """The JSON Schema (draft 2020-12) of ``mindledger.profile/2``: a JSON document, which
+    :func:`_write` hands to ``json.dumps`` as it is."""
     schema = RunProfile.model_json_schema(by_alias=True, mode="validation")
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -25,6 +25,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from reports._json import JsonValue
+
 if TYPE_CHECKING:  # the profile's pydantic models: built when a profile is parsed, not before
     from reports.model import AgentProfile, RunProfile
 
@@ -172,7 +174,7 @@ def no_interval(block: Any) -> str:
     return f" (no interval: {reason})" if reason else " (no interval)"
 
 
-def _as_dict(block: Any) -> Mapping[str, Any] | None:
+def _as_dict(block: Any) -> Mapping[str, JsonValue] | None:
     if block is None:
         return None
     if hasattr(block, "model_dump"):
@@ -335,8 +337,10 @@ def _signal_sources_lines(d: Mapping[str, Any]) -> list[str]:
     lines = ["stated signals from: " + "; ".join(used)] if used else []
     j = _as_dict(d.get("judge"))
     if j and j.get("judged"):
+        judges = j.get("judges")
+        names = ", ".join(str(x) for x in judges) if isinstance(judges, list | tuple) else ""
         lines.append(
-            f"extraction judge {', '.join(j.get('judges') or [])}: {j['judged']} trial(s) "
+            f"extraction judge {names}: {j['judged']} trial(s) "
             f"judged ({j.get('calls', 0)} call(s), {j.get('cache_hits', 0)} cache hit(s)); "
             f"{j.get('parse_failures', 0)} unreadable repl(ies); {j.get('ungrounded', 0)} "
             f"ungrounded quote(s), {j.get('dropped', 0)} value(s) dropped"
@@ -436,9 +440,12 @@ def abc_contrast_rows(
         c = _as_dict(blocks.get(key))
         if c is None:
             continue
+        interval = c.get("interval")
         rows.append([
             f"{x} − {y}", pct(c.get(x)), pct(c.get(y)),
-            difference_text(c, tag=tag(c.get("interval")) if tag is not None else ""),
+            difference_text(
+                c, tag=tag(interval if isinstance(interval, str) else None)
+                if tag is not None else ""),
             MISSING if c.get("n") is None else str(c["n"]),
             p_text(c.get("p")), p_text(c.get("p_holm")),
         ])

@@ -60,7 +60,10 @@ from reports._stats.intervals import wilson_interval
 from reports.model import (
     AgentProfile,
     Estimate,
+    ForecastBias,
+    ForecastCoverage,
     ForecastLine,
+    ForecastSkill,
     RunProfile,
     SelfForecast,
 )
@@ -283,7 +286,7 @@ def _in_history(
 
 def _skill(
     rule: str, lines: Sequence[ForecastLine], key: int, *, seed: int, n_boot: int
-) -> dict[str, Any]:
+) -> ForecastSkill:
     used = [x for x in lines if x.loss is not None and x.naive_loss is not None]
     by_run: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     for x in used:
@@ -296,48 +299,49 @@ def _skill(
         "without_naive": len(lines) - len(used),
     }
     if not used:
-        return out | {
+        return ForecastSkill.of(out | {
             "status": "not_estimable",
             "reason": "no scored forecast has a naive forecast (no previous value)",
-        }
+        })
     loss = np.array([v[0] for v in by_run.values()])
     naive = np.array([v[1] for v in by_run.values()])
     if naive.sum() <= 0:
-        return out | {
+        return ForecastSkill.of(out | {
             "status": "not_estimable",
             "reason": "the naive forecasts lost nothing: skill is undefined",
-        }
+        })
     out["value"] = 1.0 - float(loss.sum() / naive.sum())
     if len(by_run) < MIN_RUNS:
-        return out | {
+        return ForecastSkill.of(out | {
             "status": "not_estimable",
             "reason": f"{len(by_run)} run{'' if len(by_run) == 1 else 's'}: at "
             f"least {MIN_RUNS} are needed for a bootstrap interval over runs",
-        }
+        })
     idx = rng(seed, SECTION_KEY, key).integers(0, len(by_run), size=(n_boot, len(by_run)))
     sl, sn = loss[idx].sum(axis=1), naive[idx].sum(axis=1)
     reps = 1.0 - sl[sn > 0] / sn[sn > 0]
     lo, hi = np.percentile(reps, [2.5, 97.5])
-    return out | {
+    return ForecastSkill.of(out | {
         "ci": [float(lo), float(hi)],
         "interval": "run-bootstrap-percentile-95",
         "status": "estimated",
-    }
+    })
 
 
-def _coverage(lines: Sequence[ForecastLine], mass: float) -> dict[str, Any]:
+def _coverage(lines: Sequence[ForecastLine], mass: float) -> ForecastCoverage:
     attr = "in_50" if mass == 0.5 else "in_90"
     hits = [getattr(x, attr) for x in lines if getattr(x, attr) is not None]
     k, n = sum(bool(h) for h in hits), len(hits)
     out: dict[str, Any] = {"nominal": mass, "k": k, "n": n}
     if n == 0:
-        return out | {
+        return ForecastCoverage.of(out | {
             "reason": f"no scored forecast states a central {round(100 * mass)}% interval"
-        }
-    return out | {"value": k / n, "ci": list(wilson_interval(k, n)), "interval": "wilson-95"}
+        })
+    return ForecastCoverage.of(
+        out | {"value": k / n, "ci": list(wilson_interval(k, n)), "interval": "wilson-95"})
 
 
-def _bias(lines: Sequence[ForecastLine]) -> dict[str, Any]:
+def _bias(lines: Sequence[ForecastLine]) -> ForecastBias:
     with_median = [x for x in lines if x.median is not None and x.outcome is not None]
     below = sum(1 for x in with_median if (x.outcome or 0.0) < (x.median or 0.0))
     out: dict[str, Any] = {"n": len(with_median), "below_median": below}
@@ -358,7 +362,7 @@ def _bias(lines: Sequence[ForecastLine]) -> dict[str, Any]:
         }
         for name, xs in sorted(by.items())
     }
-    return out
+    return ForecastBias.of(out)
 
 
 def self_forecast_section(

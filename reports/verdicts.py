@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from reports._json import JsonValue
 from reports.present import (
     INVALID,
     agent_headline,
@@ -116,7 +117,7 @@ def judge(d: Mapping[str, Any], *, against: float = 0.0) -> str:
 # -- contrasts that are zero by construction -------------------------------------------------
 
 
-def _block(block: Any) -> Mapping[str, Any]:
+def _block(block: Any) -> Mapping[str, JsonValue]:
     if block is None:
         return {}
     if hasattr(block, "model_dump"):  # the keys it was given, as a profile's JSON holds them
@@ -132,7 +133,7 @@ def contrast_note(block: Any, *, agent: str = "", command: bool = False) -> str:
     b = _block(block)
     same = _block(b.get("same_answers"))
     shared, identical = same.get("shared"), same.get("identical")
-    if not b.get("available") or not shared or identical != shared:
+    if not b.get("available") or not isinstance(shared, int) or not shared or identical != shared:
         return ""
     other = b.get("control") or b.get("ablation_agent") or "the other agent"
     items = f"all {shared} items both answered" if shared > 1 else "the one item both answered"
@@ -338,12 +339,14 @@ def _contrast_phrase(block: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _largest_credit(credits: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
+def _largest_credit(
+    credits: Mapping[str, Mapping[str, JsonValue]],
+) -> tuple[str, Mapping[str, JsonValue]] | None:
     """The module whose credit on the first quotable metric is largest in size, preferring
     credits with an interval; None when no module has one."""
-    best: tuple[int, float, str, Mapping[str, Any]] | None = None
+    best: tuple[int, float, str, Mapping[str, JsonValue]] | None = None
     for module, block in credits.items():
-        metrics = _block(_block(block).get("metrics"))
+        metrics = _block(block.get("metrics"))
         for key, _, _ in CONTRAST_METRICS:
             d = _block(metrics.get(key))
             diff = number(d.get("difference"))
@@ -394,7 +397,8 @@ def _unchanged_modules(name: str, modules: Sequence[str], credits: Mapping[str, 
         return contrast_note(credits[modules[0]], agent=name).replace(
             "switching the module off", f"switching {modules[0]} off"
         )
-    shared = {int(_block(credits[m].get("same_answers")).get("shared") or 0) for m in modules}
+    shared = {int(number(_block(credits[m].get("same_answers")).get("shared")) or 0)
+              for m in modules}
     items = f"all {shared.pop()} items" if len(shared) == 1 else "every item"
     return (
         f"Switching off {_and(modules)} changed none of its answers ({items} the same): their "

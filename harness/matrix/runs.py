@@ -30,7 +30,7 @@ stored as trials when the item is done, in one transaction: one trial per target
 item (its own answer and its samples) and one per prediction on its :func:`prediction_item`
 (the distribution, top-1, own answer, the ledger's prediction id and scores;
 :mod:`harness.matrix.trials`). So :func:`execute_matrix_run` resumes a run by skipping the items
-already stored, and :func:`reports.matrix_summary.summarise_run` rebuilds the matrix from storage
+already stored, and :func:`reports.matrix_summary.stored_summary` rebuilds the matrix from storage
 alone.
 
 **Items, the pilot and the conditions** (issue 14 items 2–4). :func:`plan_matrix_run` first
@@ -138,7 +138,7 @@ from matrix import (
 from mindledger.errors import UserError
 from mindledger.items import Item
 from reports.matrix_runs import SUITE
-from reports.matrix_summary import matrix_params, summarise_outcomes, summarise_run
+from reports.matrix_summary import MatrixPlan, matrix_params, stored_summary, summarise
 
 __all__ = [
     "FAMILY",
@@ -181,9 +181,8 @@ __all__ = [
     "prediction_item",
     "run_matrix",
     "second_order_item",
+    "stored_summary",
     "suite_trials",
-    "summarise_outcomes",
-    "summarise_run",
 ]
 
 GENERATOR = DIVERGENT
@@ -303,7 +302,7 @@ async def run_matrix(
     outcome is stored as trials when the item is done (one transaction), items already stored
     are skipped (resuming), the run moves to ``running``, then ``complete`` (``incomplete``
     if a trial could not be stored; ``interrupted`` if this raises), and the matrix returned is
-    the stored run's (:func:`summarise_run`). ``progress`` hears of every stored trial, per
+    the stored run's (:func:`stored_summary`'s JSON). ``progress`` hears of every stored trial, per
     agent. An item interrupted midway runs again from the start: its earlier commitments stay
     in the ledger, never revealed, and expire with the penalty."""
     if (store is None) != (run_id is None):
@@ -320,24 +319,22 @@ async def run_matrix(
         failure_trials=failure_trials,
     )
     if stored is None:
-        return summarise_outcomes(
-            list(agents),
-            items,
-            options.samples,
-            ran.outcomes,
+        plan = MatrixPlan(
             n_boot=options.n_boot,
             stats_seed=options.stats_seed,
             conditions=check_conditions(options.conditions),
             second_order=options.second_order,
             past_seats=past_seats,
         )
-    return await asyncio.to_thread(
-        summarise_run,
+        return summarise(list(agents), items, options.samples, ran.outcomes, plan).to_dict()
+    summary = await asyncio.to_thread(
+        stored_summary,
         stored.store,
         stored.run_id,
         n_boot=options.n_boot,
         stats_seed=options.stats_seed,
     )
+    return summary.to_dict()
 
 
 @dataclass(frozen=True)
@@ -871,7 +868,7 @@ def execute_matrix_run(
 ) -> dict[str, Any]:
     """Run (or resume) a stored matrix run in this process, as one batch of all its items
     (:func:`execute_matrix_batch`; the embedded model started for it when an agent needs it,
-    unless ``local_base_url`` is given). Blocking; returns :func:`summarise_run`'s matrix."""
+    unless ``local_base_url`` is given). Blocking; returns :func:`stored_summary`'s matrix as JSON."""
     asyncio.run(
         execute_matrix_batch(
             store,
@@ -883,7 +880,7 @@ def execute_matrix_run(
             local_model=None if local_base_url is None else model_at(local_base_url),
         )
     )
-    return summarise_run(store, run_id, n_boot=n_boot, stats_seed=stats_seed)
+    return stored_summary(store, run_id, n_boot=n_boot, stats_seed=stats_seed).to_dict()
 
 
 @dataclass(frozen=True)
@@ -927,10 +924,10 @@ async def execute_matrix_batch(
     params = await asyncio.to_thread(matrix_params, store, run_id)
     run = await asyncio.to_thread(store.get_run, run_id)
     planned = await asyncio.to_thread(store.run_agents, run_id)
-    order = {n: i for i, n in enumerate(params.get("agents") or [])}
+    order = {n: i for i, n in enumerate(params.agents)}
     planned.sort(key=lambda ra: order.get(ra.name, len(order)))
     stored = list(await asyncio.to_thread(store.run_items, run_id))
-    exposure_ids = list(params.get("exposure") or ())
+    exposure_ids = list(params.exposure)
     by_id = {it.id: it for it in stored}
     exposure = [by_id[i] for i in exposure_ids if i in by_id]
     items = [it for it in stored if it.id not in set(exposure_ids)]
@@ -946,16 +943,16 @@ async def execute_matrix_batch(
                 "matrix run %s has no item(s) %s; skipped", run_id, ", ".join(sorted(unknown))
             )
         items = [it for it in items if it.id in wanted]
-    accompanies = params.get("accompanies")
+    accompanies = params.accompanies
     trials = (
         await asyncio.to_thread(suite_trials, store, str(accompanies))
         if accompanies and any(is_failure(it) for it in items)
         else None
     )
     options = MatrixOptions(
-        samples=int(params["samples"]),
-        conditions=params.get("conditions") or (ZERO_SHOT,),
-        second_order=bool(params.get("second_order")),
+        samples=params.samples,
+        conditions=params.conditions,
+        second_order=params.second_order,
         concurrency=concurrency,
     )
     source = local_model or model_per_batch(settings)

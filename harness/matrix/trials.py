@@ -308,7 +308,7 @@ def _missing(store: Store, run_id: str) -> tuple[bool, list[str]]:
     from what the run has stored."""
     params = matrix_params(store, run_id)
     names = [ra.name for ra in store.run_agents(run_id)]
-    exposure_ids = list(params.get("exposure") or ())
+    exposure_ids = list(params.exposure)
     stored = list(store.run_items(run_id))
     by_id = {it.id: it for it in stored}
     exposure = [by_id[i] for i in exposure_ids if i in by_id]
@@ -317,9 +317,9 @@ def _missing(store: Store, run_id: str) -> tuple[bool, list[str]]:
     if any((t, e.id) not in done for t in names for e in exposure):
         return False, [it.id for it in items]
     seen = observations(exposure, stored_exposure(store, run_id, set(exposure_ids)), names)
-    samples = int(params["samples"])
-    conditions = check_conditions(params.get("conditions") or (ZERO_SHOT,))
-    second_order = bool(params.get("second_order"))
+    samples = params.samples
+    conditions = check_conditions(params.conditions)
+    second_order = params.second_order
     return True, [
         it.id
         for it in items

@@ -15,7 +15,7 @@ from reports._estimates import MetricSample
 from reports.model import AbcContrast
 from reports.sections._columns import AgentColumns
 from reports.sections._design import RunDesign
-from reports.sections._resamples import Resamples, rng
+from reports.sections._resamples import AgentExtra, Resamples, rng
 
 __all__ = ["AgentInputs", "Measured", "RunInputs"]
 
@@ -44,7 +44,7 @@ class AgentInputs:
         return f"a{self.index}."
 
     @property
-    def ex(self) -> Mapping[str, Any]:
+    def ex(self) -> AgentExtra:
         """The agent's further per-item columns (:func:`reports.sections._resamples.resample`)."""
         return self.res.extra[self.agent.name]
 

@@ -6,16 +6,18 @@ and the paired contrasts of the run (agent − control, full − ablated)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ledger.reader import RunAgent
 from reports._data import RunData
 from reports._judged import judge_counts, stated_signals
 from reports._levels import SignalSums, level_fit
-from reports._repeated import episode_columns
+from reports._repeated import EpisodeCols, episode_columns
 from reports._stats import (
     BootstrapSums,
     ClusterBootstrap,
@@ -27,10 +29,15 @@ from reports._stats import (
 from reports.sections._columns import AgentColumns, details, joint_columns
 from reports.sections._design import BoolArray, FloatArray, RunDesign
 
+if TYPE_CHECKING:
+    from reports._levels import LevelFit
+    from reports.model import JudgeCounts
+
 __all__ = [
     "CALIBRATION_BINS",
     "D50_MIN_PER_DEPTH",
     "LEVEL",
+    "AgentExtra",
     "Pair",
     "Resamples",
     "d50",
@@ -58,6 +65,45 @@ def rng(seed: int, *key: int) -> np.random.Generator:
 
 
 @dataclass(frozen=True, eq=False)
+class AgentExtra:
+    """One agent's per-item columns that the sections read besides
+    :class:`~reports.sections._columns.AgentColumns` (nan where an item has none), and its
+    level-k fits from the resamples."""
+
+    leak: BoolArray
+    """Scored false-belief items answered with a reality leak or a projection."""
+    joint: tuple[FloatArray, FloatArray]
+    """Joint accuracy's columns (:func:`~reports.sections._columns.joint_columns`)."""
+    log_score: FloatArray
+    """The C question's log score."""
+    brier: FloatArray
+    """The C question's Brier score."""
+    K_B: FloatArray
+    """The depth whose IDR action is the submitted action, per level-k item."""
+    signals: Mapping[str, FloatArray]
+    """The stated signals by score detail (:data:`reports._judged.SIGNAL_KEYS`: ``K_L``,
+    ``br_consistent``, ...), the answer's own or else the judge's reading."""
+    signal_sources: Mapping[str, npt.NDArray[Any]]
+    """Per signal (``belief``, ``chain``, ``mentalizing``), where each item's came from."""
+    judge_counts: JudgeCounts
+    within_one: FloatArray
+    own_belief: FloatArray
+    """Whether an R2-self answer was the agent's own belief."""
+    triple: FloatArray
+    """Per A question: whether the scenario's A, B and C were all right."""
+    rates: Mapping[str, FloatArray]
+    """The chance rates of the trials each level-k fit counts (``K_B``, ``K_L``)."""
+    repeated: EpisodeCols | None = None
+    """The repeated-game episodes' figures (None: the run has none)."""
+    level_fit: Mapping[str, LevelFit] = field(default_factory=dict)
+    """The level-k fits of ``K_B`` and ``K_L`` (set once the resamples are summed)."""
+
+    def column(self, key: str) -> FloatArray:
+        """``K_B``, or the stated signal ``key``."""
+        return self.K_B if key == "K_B" else self.signals[key]
+
+
+@dataclass(frozen=True, eq=False)
 class Resamples:
     """The bootstrap (``boot``, ``B`` replicates from ``seed``), the column sums over its
     replicates (``sums``), each agent's further columns (``extra[name]``) and the run's
@@ -67,7 +113,7 @@ class Resamples:
     sums: BootstrapSums
     B: int
     seed: int
-    extra: dict[str, dict[str, Any]]
+    extra: dict[str, AgentExtra]
     pairs: list[Pair]
 
     def sum(self, name: str) -> tuple[float, FloatArray]:
@@ -101,7 +147,7 @@ def resample(
         design.cluster_labels, np.random.default_rng(seed), B=B, strata=design.strata_labels
     )
     columns: dict[str, FloatArray] = {}
-    extra: dict[str, dict[str, Any]] = {}
+    extra: dict[str, AgentExtra] = {}
     depth_masks = [design.fbc & design.is_("depth_n", d) for d in design.fb_depths]
     for ai, a in enumerate(agents):
         c = cols[a.name]
@@ -119,13 +165,12 @@ def resample(
     sums: BootstrapSums = boot.sums(columns)
     for ai, a in enumerate(agents):
         ex = extra[a.name]
-        ex["level_fit"] = {}
+        fits = {}
         for key, what in (("K_B", "actions"), ("K_L", "stated beliefs")):
             total = {part: sums.total(f"a{ai}.{key}{part}") for part in "nrcs"}
-            ss = SignalSums(
-                total["n"], total["r"], total["c"], total["s"], rates=ex[f"{key}_rates"]
-            )
-            ex["level_fit"][key] = level_fit(ss, what=what, level=LEVEL)
+            ss = SignalSums(total["n"], total["r"], total["c"], total["s"], rates=ex.rates[key])
+            fits[key] = level_fit(ss, what=what, level=LEVEL)
+        extra[a.name] = replace(ex, level_fit=fits)
     return Resamples(boot, sums, B, seed, extra, pairs)
 
 
@@ -136,17 +181,14 @@ def _agent_columns(
     columns: dict[str, FloatArray],
     p: str,
     depth_masks: list[BoolArray],
-) -> dict[str, Any]:
+) -> AgentExtra:
     """The agent's bootstrap columns (into ``columns``, prefixed ``p``) and its further
-    per-item columns (returned)."""
+    per-item columns (returned, without the level-k fits)."""
     n = design.n
     it = data.items
-    ex: dict[str, Any] = {}
     okf = c.ok.astype(float)
-    ex["leak"] = (
-        np.fromiter((x in LEAK_CODES for x in c.prim.tolist()), bool, n) & c.ok & design.fbc
-    )
-    ex["joint"] = joint_columns(design, c)
+    leak = np.fromiter((x in LEAK_CODES for x in c.prim.tolist()), bool, n) & c.ok & design.fbc
+    joint = joint_columns(design, c)
     for j, m in enumerate(depth_masks):
         columns[p + f"dk{j}"] = c.cor * m
         columns[p + f"dn{j}"] = okf * m
@@ -156,25 +198,25 @@ def _agent_columns(
     ls = details(data, c, "log_score", cq)
     columns[p + "cn"] = np.isfinite(ls).astype(float)
     columns[p + "cs"] = np.nan_to_num(ls)
-    ex["log_score"] = ls
-    ex["brier"] = details(data, c, "brier", cq)
-    ex["K_B"] = details(data, c, "K_B", design.lk)
+    brier = details(data, c, "brier", cq)
+    k_b = details(data, c, "K_B", design.lk)
     # stated belief, chain and mentalizing: the answer's own, else the judge's reading
-    signals, ex["signal_sources"] = stated_signals(
+    signals, sources = stated_signals(
         data.trials, data.judgements, c.name, c.rows, design.lk & c.ok
     )
-    ex.update(signals)
-    ex["judge_counts"] = judge_counts(data.judgements, c.name)
-    ex["within_one"] = w1
-    _signal_columns(data, design, columns, p, ex, c.ok & design.lk)
-    ex["own_belief"] = details(data, c, "is_own_belief", design.r2self)
-    if design.rp.any():
-        ex["repeated"] = episode_columns(data.trials, c.rows, c.ok, design.rp_design)
+    counts = judge_counts(data.judgements, c.name)
+    rates = _signal_columns(
+        data, design, columns, p, {"K_B": k_b, "K_L": signals["K_L"]}, sources["belief"],
+        c.ok & design.lk,
+    )
+    own_belief = details(data, c, "is_own_belief", design.r2self)
+    repeated = (
+        episode_columns(data.trials, c.rows, c.ok, design.rp_design) if design.rp.any() else None
+    )
     tri = np.full(n, np.nan)
     for ia, ib, ic in design.abc_set.triples:
         if c.ok[ia] and c.ok[ib] and c.ok[ic]:
             tri[ia] = float(c.cor[ia] == c.cor[ib] == c.cor[ic] == 1.0)
-    ex["triple"] = tri
     # calibration
     fin = np.isfinite(c.conf)
     conf0 = np.where(fin, c.conf, 0.0)
@@ -196,7 +238,21 @@ def _agent_columns(
             p + "sxx": x * x,
         }
     )
-    return ex
+    return AgentExtra(
+        leak=leak,
+        joint=joint,
+        log_score=ls,
+        brier=brier,
+        K_B=k_b,
+        signals=signals,
+        signal_sources=sources,
+        judge_counts=counts,
+        within_one=w1,
+        own_belief=own_belief,
+        triple=tri,
+        rates=rates,
+        repeated=repeated,
+    )
 
 
 def _signal_columns(
@@ -204,25 +260,28 @@ def _signal_columns(
     design: RunDesign,
     columns: dict[str, FloatArray],
     p: str,
-    ex: dict[str, Any],
+    values: Mapping[str, FloatArray],
+    belief_sources: npt.NDArray[Any],
     m_lk: BoolArray,
-) -> None:
-    """Bootstrap columns of the level-k fit of K_B and K_L (:mod:`reports._levels`): trials
-    counted (K_B: every scored level-k trial; K_L: those that state a belief), trials whose
-    value matched one depth, their chance rates and the matched depths; the counted trials'
-    chance rates go in ``ex`` for the exact test."""
+) -> dict[str, FloatArray]:
+    """Bootstrap columns of the level-k fit of K_B and K_L (``values``; :mod:`reports._levels`):
+    trials counted (K_B: every scored level-k trial; K_L: those that state a belief), trials
+    whose value matched one depth, their chance rates and the matched depths; returns the
+    counted trials' chance rates, for the exact test."""
     it = data.items
     n = design.n
     chance = it.resolve_chance if len(it.resolve_chance) == n else np.full(n, np.nan)
-    stated = m_lk & (ex["signal_sources"]["belief"] != "")
+    stated = m_lk & (belief_sources != "")
+    rates = {}
     for key, counted in (("K_B", m_lk), ("K_L", stated)):
-        v = ex[key]
+        v = values[key]
         hit = counted & np.isfinite(v)
         columns[f"{p}{key}n"] = counted.astype(float)
         columns[f"{p}{key}r"] = hit.astype(float)
         columns[f"{p}{key}c"] = np.where(counted, chance, 0.0)
         columns[f"{p}{key}s"] = np.where(hit, v, 0.0)
-        ex[f"{key}_rates"] = chance[counted]
+        rates[key] = chance[counted]
+    return rates
 
 
 def d50(

@@ -183,8 +183,8 @@ def _pair_metrics(
         if fbm.any()
         else _none("no shared B1 false-belief items")
     )
-    lx = 1.0 - run.res.extra[x]["leak"].astype(float)
-    ly = 1.0 - run.res.extra[y]["leak"].astype(float)
+    lx = 1.0 - run.res.extra[x].leak.astype(float)
+    ly = 1.0 - run.res.extra[y].leak.astype(float)
     out["leakage_resistance"] = (
         binary(rd.fbc, lx, ly)
         if fbm.any()
@@ -208,14 +208,14 @@ def _pair_metrics(
         if (rd.lk & both).any()
         else _none("no shared level-k game items")
     )
-    lsx, lsy = run.res.extra[x]["log_score"], run.res.extra[y]["log_score"]
+    lsx, lsy = run.res.extra[x].log_score, run.res.extra[y].log_score
     cm = rd.abc & np.isfinite(lsx) & np.isfinite(lsy)
     out["log_score_c"] = (
         values(cm, lsx, lsy)
         if (cm & both).any()
         else _none("no shared C items with a log score")
     )
-    tx, ty = run.res.extra[x]["triple"], run.res.extra[y]["triple"]
+    tx, ty = run.res.extra[x].triple, run.res.extra[y].triple
     tm = np.isfinite(tx) & np.isfinite(ty)
     out["abc_dissociation"] = (
         binary(tm, np.nan_to_num(tx), np.nan_to_num(ty))
@@ -231,9 +231,9 @@ def _pair_metrics(
     out["agent_prediction_skill"] = _none(
         "agent-prediction skill comes from the prediction ledger, not run trials"
     )
-    if rd.rp.any():
-        rxx = run.res.extra[x]["repeated"].exploitation
-        rxy = run.res.extra[y]["repeated"].exploitation
+    rpx, rpy = run.res.extra[x].repeated, run.res.extra[y].repeated
+    if rpx is not None and rpy is not None:
+        rxx, rxy = rpx.exploitation, rpy.exploitation
         rm = np.isfinite(rxx) & np.isfinite(rxy)
         out["repeated_exploitation"] = (
             values(

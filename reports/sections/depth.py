@@ -25,7 +25,7 @@ def depth_sections(inp: AgentInputs) -> Measured:
     samples: dict[str, MetricSample] = {}
     out: dict[str, Any] = {}
     # accuracy by depth (B1, R1 and deeper) and joint accuracy
-    jn, jk = ex["joint"]
+    jn, jk = ex.joint
     acc: dict[str, dict[str, Any]] = {}
     joint: dict[str, dict[str, Any]] = {}
     for belief in ("false", "true"):
@@ -103,9 +103,9 @@ def depth_sections(inp: AgentInputs) -> Measured:
     # leakage
     if fb_all.n:
         fbm = d.fbc & c.ok
-        lr = d.p(1.0 - ex["leak"].astype(float), fbm)
+        lr = d.p(1.0 - ex.leak.astype(float), fbm)
         out["leakage_resistance"] = lr.to_dict() | {
-            "errors_counted": int(ex["leak"][fbm].sum()),
+            "errors_counted": int(ex.leak[fbm].sum()),
             "definition": "1 − (reality_leak + projection primary errors) ÷ scored B1 "
             "false-belief items at R1 and deeper",
         }

@@ -3,7 +3,6 @@ and chain consistency, the mentalizing rate, and where each stated signal came f
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -15,6 +14,7 @@ from reports.model import DepthEstimate, DepthSignals, Estimate, SignalSource
 from reports.sections._design import BoolArray, FloatArray
 from reports.sections._figures import mean_figure
 from reports.sections._inputs import AgentInputs, Measured
+from reports.sections._resamples import AgentExtra
 
 __all__ = ["depth_signals", "depth_signals_section"]
 
@@ -53,20 +53,20 @@ def depth_signals_section(inp: AgentInputs) -> Measured:
     return Measured({"depth_signals": signals})
 
 
-def depth_signals(ex: Mapping[str, Any], m_lk: BoolArray) -> DepthSignals:
+def depth_signals(ex: AgentExtra, m_lk: BoolArray) -> DepthSignals:
     """K_B beside K_L (seed 000 Eq. 8, Eq. 9), best-response consistency to the stated belief
     (Eq. 6, and under a stated distribution) against its chance rate, chain consistency
     (Eq. 10) and the mentalizing rate, each with its n, over the agent's level-k trials."""
     n = int(m_lk.sum())
     if n == 0:
         return DepthSignals.of({"available": False, "reason": "no scored level-k trials"})
-    kb, kl = ex["K_B"], ex["K_L"]
+    kb, kl = ex.K_B, ex.signals["K_L"]
     both = m_lk & np.isfinite(kb) & np.isfinite(kl)
 
     # where each stated-signal figure came from: the answer's own statement or the judge
-    src = ex["signal_sources"]
+    src = ex.signal_sources
     sources = {
-        figure: source_of(src[signal], ex[key], m_lk)
+        figure: source_of(src[signal], ex.signals[key], m_lk)
         for figure, signal, key in (
             ("K_L", "belief", "K_L"),
             ("br_consistency", "belief", "br_consistent"),
@@ -104,7 +104,7 @@ def depth_signals(ex: Mapping[str, Any], m_lk: BoolArray) -> DepthSignals:
         )
 
     out: dict[str, Any] = {"available": True, "n": n}
-    fits = ex["level_fit"]
+    fits = ex.level_fit
     out["K_B"] = _depth_estimate(
         fits["K_B"], "resolved K_B", unresolved=n - int((m_lk & np.isfinite(kb)).sum()),
         definition="mean K_B: the depth whose IDR action is the submitted action",
@@ -126,16 +126,16 @@ def depth_signals(ex: Mapping[str, Any], m_lk: BoolArray) -> DepthSignals:
         "share of trials with K_L = K_B, over trials where both resolve (an upper estimate: "
         "confused trials resolve less often)",
     )  # fmt: skip
-    brc = ex["br_consistent"]
+    brc = ex.signals["br_consistent"]
     bm = m_lk & np.isfinite(brc)
     br = rate(brc, m_lk, "stated belief in the action space", "br_consistency",
               "share of trials whose action is in BR(stated belief)")  # fmt: skip
-    chance_v = ex["br_chance"][bm & np.isfinite(ex["br_chance"])]
+    chance_v = ex.signals["br_chance"][bm & np.isfinite(ex.signals["br_chance"])]
     chance = float(chance_v.mean()) if chance_v.size else None
     out["br_consistency"] = br
     out["br_chance"] = chance
     out["br_consistency_eu"] = rate(
-        ex["br_consistent_eu"], m_lk, "stated belief distribution", "br_consistency_eu",
+        ex.signals["br_consistent_eu"], m_lk, "stated belief distribution", "br_consistency_eu",
         "share of trials whose action maximises expected utility under the stated belief "
         "distribution",
     )  # fmt: skip
@@ -156,16 +156,16 @@ def depth_signals(ex: Mapping[str, Any], m_lk: BoolArray) -> DepthSignals:
     if why:
         out["inconsistent_reason"] = why
     out["chain_consistency"] = mean(
-        ex["chain_consistency"], m_lk, "chain of m ≥ 2", "chain_consistency",
+        ex.signals["chain_consistency"], m_lk, "chain of m ≥ 2", "chain_consistency",
         "mean share of consecutive chain steps that are best responses",
     )  # fmt: skip
-    out["chain_length"] = mean(ex["chain_length"], m_lk, "chain", "chain_length",
+    out["chain_length"] = mean(ex.signals["chain_length"], m_lk, "chain", "chain_length",
                                "mean number of values in the written chain")  # fmt: skip
     out["mentalizing"] = rate(
-        ex["mentalizing"], m_lk, "mentalizing flag", "mentalizing",
+        ex.signals["mentalizing"], m_lk, "mentalizing flag", "mentalizing",
         "share of trials whose reasoning has the opponent reasoning about the agent's own "
         "choice (the judge's opponent_models_me / spurious_recursion)",
     )  # fmt: skip
     out["sources"] = sources
-    out["judge"] = ex["judge_counts"]
+    out["judge"] = ex.judge_counts
     return DepthSignals.of(out)

@@ -51,7 +51,7 @@ def _games(
     rows = []
     m_lk = c.ok & rd.lk
     cells = sorted({(str(it.game[i]), str(it.condition[i])) for i in np.flatnonzero(m_lk).tolist()})
-    w1 = ex["within_one"]
+    w1 = ex.within_one
     for game, cond in cells:
         m = m_lk & rd.is_("game", game) & rd.is_("condition", cond)
         wm = m & np.isfinite(w1)
@@ -84,22 +84,22 @@ def _games(
         m = m_lk & rd.is_("condition", cond) & rd.is_("target_depth", td)
         entry: dict[str, Any] = {"condition": cond, "target_depth": td, "n": int(m.sum())}
         for key in ("K_B", "K_L"):
-            km = mean_figure(ex[key], m)
+            km = mean_figure(ex.column(key), m)
             entry[key] = {
                 "mean": km.value,
                 "ci": km.ci,
                 "n": km.n,
                 "unresolved": int(m.sum()) - km.n,
                 "interval": km.interval,
-                "identifiable": ex["level_fit"][key].identifiable,
+                "identifiable": ex.level_fit[key].identifiable,
             } | ({"reason": km.reason} if km.reason else {})
-            if ex["level_fit"][key].identifiable is False and km.n:
+            if ex.level_fit[key].identifiable is False and km.n:
                 # the agent's choices are no level's: a point of its curve is noise too
                 entry[key] |= {
                     "mean": None,
                     "ci": None,
                     "interval": None,
-                    "reason": f"not identifiable: {ex['level_fit'][key].reason}",
+                    "reason": f"not identifiable: {ex.level_fit[key].reason}",
                 }
         entry["accuracy"] = float(c.cor[m].mean())
         curves.append(entry)
@@ -111,7 +111,7 @@ def _games(
     )
     if not curves:
         out["k_curves_reason"] = "no level-k trials with a target depth"
-    brc = ex["br_consistent"]
+    brc = ex.signals["br_consistent"]
     bm = m_lk & np.isfinite(brc)
     out["br_consistency"] = (
         proportion(brc[bm]).to_dict()
@@ -132,7 +132,7 @@ def _games(
                 "definition": "accuracy of the inferred level k of a scripted opponent (K items)"
             }
         if rd.abc_set.triples:
-            tri = ex["triple"]
+            tri = ex.triple
             dp = rd.p(np.nan_to_num(tri), np.isfinite(tri))
             d = dp.to_dict() | {
                 "definition": "share of scenarios whose A, B and C answers are all correct "
@@ -157,7 +157,7 @@ def _games(
         abc["contrasts"] = (
             dict(abc_contrasts) if abc_contrasts is not None else abc_contrast_figures(inp)
         )
-        ls = ex["log_score"]
+        ls = ex.log_score
         mean = mean_figure(ls)
         if mean.n and mean.value is not None:
             _, csr = inp.res.sum(p + "cs")
@@ -172,7 +172,7 @@ def _games(
                 "n": 0,
                 "reason": "no log_score in the C items' scores",
             }
-        bd = mean_figure(ex["brier"])
+        bd = mean_figure(ex.brier)
         abc["brier_c"] = (
             bd.to_dict()
             if bd.n
@@ -259,13 +259,8 @@ def abc_contrast_figures(inp: AgentInputs) -> dict[str, AbcContrast]:
     """A − B and B − C accuracy on the same scenarios (those whose three truths differ):
     one pair per scenario, Newcombe's paired interval and the exact McNemar test (p_holm
     None: :func:`abc_holm` adjusts them over the run)."""
-    return {key: AbcContrast.of(d) for key, d in _abc_contrasts(inp).items()}
-
-
-def _abc_contrasts(inp: AgentInputs) -> dict[str, dict[str, Any]]:
-    """:func:`abc_contrast_figures` as their JSON, which :func:`abc_holm` completes."""
     rd, c = inp.design, inp.cols
-    out: dict[str, Any] = {}
+    out: dict[str, AbcContrast] = {}
     for j, (x, y) in enumerate((("A", "B"), ("B", "C"))):
         pos = {"A": 0, "B": 1, "C": 2}
         pairs = [
@@ -275,12 +270,12 @@ def _abc_contrasts(inp: AgentInputs) -> dict[str, dict[str, Any]]:
         ]
         ix = np.asarray([a for a, _ in pairs], dtype=np.int64)
         iy = np.asarray([b for _, b in pairs], dtype=np.int64)
-        out[f"{x}_minus_{y}"] = paired_binary(
+        out[f"{x}_minus_{y}"] = AbcContrast.of(paired_binary(
             c.cor[ix], c.cor[iy], (x, y), inp.rng(0xABC, j)
         ).to_dict() | {
             "definition": f"accuracy on {x} minus accuracy on {y}, paired by "
             "scenario (scenarios whose A, B and C truths differ)"
-        }
+        })
     return out
 
 
@@ -288,17 +283,16 @@ def abc_holm(run: RunInputs) -> tuple[dict[str, dict[str, AbcContrast]], int]:
     """Every agent's A − B and B − C contrasts (``games.abc.contrasts``), Holm-adjusted over
     all the testable ones: a family of its own, within-agent effects, kept apart from the
     between-agent family of ``contrasts``; and the family's size."""
-    figures: dict[str, dict[str, dict[str, Any]]] = {}
+    figures: dict[str, dict[str, AbcContrast]] = {}
     for i, a in enumerate(run.agents):
         if (run.design.abc & run.cols[a.name].has).any():
-            figures[a.name] = _abc_contrasts(run.agent(i))
+            figures[a.name] = abc_contrast_figures(run.agent(i))
     members = [
-        d
-        for fig in figures.values()
-        for d in fig.values()
-        if d.get("p") is not None and math.isfinite(d["p"])
+        (name, key, d.p)
+        for name, fig in figures.items()
+        for key, d in fig.items()
+        if d.p is not None and math.isfinite(d.p)
     ]
-    for d, ph in zip(members, holm([d["p"] for d in members]), strict=True):
-        d["p_holm"] = ph
-    typed = {a: {k: AbcContrast.of(d) for k, d in fig.items()} for a, fig in figures.items()}
-    return typed, len(members)
+    for (name, key, _), ph in zip(members, holm([p for _, _, p in members]), strict=True):
+        figures[name][key] = figures[name][key].model_copy(update={"p_holm": float(ph)})
+    return figures, len(members)

@@ -18,7 +18,7 @@ def hitom_section(inp: AgentInputs) -> Measured:
 
 def _hitom(inp: AgentInputs) -> HitomSection:
     rd, c = inp.design, inp.cols
-    jn, jk = inp.ex["joint"]
+    jn, jk = inp.ex.joint
     acc = {}
     joint = {}
     for label in rd.hi_depths:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -82,7 +82,7 @@ def _r2_self(inp: AgentInputs) -> R2Self:
     m = d.r2self & c.ok
     if not m.any():
         return R2Self(available=False, reason="no scored R2-self false-belief B1 items")
-    own = inp.ex["own_belief"]
+    own = inp.ex.own_belief
     known = m & np.isfinite(own)
     ident = known & d.own_identifiable
     out: dict[str, Any] = {
@@ -194,21 +194,22 @@ def _applied(inp: AgentInputs) -> tuple[AppliedGap, dict[str, MetricSample]]:
         gap.estimable,
         ci=(gap.lo, gap.hi) if gap.lo is not None and gap.hi is not None else None,
     )
-    by_depth = {}
+    by_depth: dict[str, dict[str, Any]] = {}
     for label in d.nt_all_depths:
         sel = okp[it.depth[okp[:, 1]] == label]
         if not sel.size:
             continue
         g = paired_binary(c.cor[sel[:, 0]], c.cor[sel[:, 1]], names, inp.rng(0))
         jm = c.ok & d.jud & d.is_("depth", label)
-        by_depth[label] = _gap_dict(g) | {
+        by_depth[label] = {
+            **_gap_json(g),
             "judgment_accuracy": d.p(c.cor, jm).to_dict() if jm.any() else None,
         }
     jm = c.ok & d.jud
     return AppliedGap.of(
         {
             "available": True,
-            **_gap_dict(gap),
+            **_gap_json(gap),
             "judgment_accuracy": float(c.cor[jm].mean()) if jm.any() else None,
             "judgment_n": int(jm.sum()),
             "judgment": d.p(c.cor, jm).to_dict() if jm.any() else None,
@@ -219,19 +220,34 @@ def _applied(inp: AgentInputs) -> tuple[AppliedGap, dict[str, MetricSample]]:
     ), {"applied_gap": sample}
 
 
-def _gap_dict(g: Contrast) -> dict[str, Any]:
-    d = g.to_dict()
-    out = {
-        "value": g.difference,
-        "ci": d["ci"],
-        "interval": g.interval,
-        "n": g.n,
-        "belief_accuracy": g.x,
-        "belief_n": g.n,
-        "behaviour_accuracy": g.y,
-        "behaviour_n": g.n,
-        "status": d["status"],
-    }
+class _GapJson(TypedDict):
+    """Belief − behaviour accuracy as :class:`~reports.model.GapFigures` parses it (the gap
+    of the ``applied_gap`` block, and of each of its depths)."""
+
+    value: float | None
+    ci: list[float | None] | None
+    interval: str | None
+    n: int
+    belief_accuracy: float | None
+    belief_n: int
+    behaviour_accuracy: float | None
+    behaviour_n: int
+    status: str
+    reason: NotRequired[str]
+
+
+def _gap_json(g: Contrast) -> _GapJson:
+    out = _GapJson(
+        value=g.difference,
+        ci=[g.lo, g.hi] if g.lo is not None else None,
+        interval=g.interval,
+        n=g.n,
+        belief_accuracy=g.x,
+        belief_n=g.n,
+        behaviour_accuracy=g.y,
+        behaviour_n=g.n,
+        status="estimated" if g.estimable else "not_estimable",
+    )
     if g.reason:
         out["reason"] = g.reason
     return out

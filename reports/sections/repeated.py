@@ -13,10 +13,9 @@ __all__ = ["repeated_section"]
 def repeated_section(inp: AgentInputs) -> Measured:
     """``repeated``: exploitation by game and counterfactual, the counterfactual gaps, B6."""
     rd, c = inp.design, inp.cols
-    if not rd.rp.any():
+    episodes = inp.ex.repeated
+    if episodes is None:
         section = RepeatedSection(available=False, reason="no repeated-game episodes in this run")
     else:
-        section = _section(
-            inp.data.items, rd.rp_design, c.has, c.ok, inp.ex["repeated"], seed=inp.res.seed
-        )
+        section = _section(inp.data.items, rd.rp_design, c.has, c.ok, episodes, seed=inp.res.seed)
     return Measured({"repeated": section})

@@ -29,7 +29,7 @@ async def test_the_json_reads_back_into_the_summary_it_came_from(tmp_path: Path)
         ("seer", "clairvoyant"), ("habit", "habit"), ("dice", "random"))}  # fmt: skip
     items = matrix_items.candidates(7, {"nesttom": 12, "arbitrary": 4})
     seen = {}
-    original = matrix_summary.summarise_outcomes
+    original = matrix_summary.summarise
 
     def spy(*args: object, **kw: object) -> object:
         seen["args"], seen["kw"] = args, kw
@@ -37,7 +37,7 @@ async def test_the_json_reads_back_into_the_summary_it_came_from(tmp_path: Path)
 
     import harness.matrix.runs as harness_matrix
 
-    harness_matrix.summarise_outcomes = spy  # type: ignore[assignment]
+    harness_matrix.summarise = spy  # type: ignore[assignment]
     try:
         result = await run_matrix(
             agents, items, led, past_seats=["habit"], exposure=make_items(99, 2),
@@ -45,13 +45,13 @@ async def test_the_json_reads_back_into_the_summary_it_came_from(tmp_path: Path)
                                   conditions=("zero-shot", "observe:1", "simulate")),
         )  # fmt: skip
     finally:
-        harness_matrix.summarise_outcomes = original
+        harness_matrix.summarise = original
     assert {"by_condition", "by_depth", "second_order", "past_seat", "learning_curve",
             "simulate_contrast"} <= set(result)  # fmt: skip
     assert _text(summary_of(result).to_dict()) == _text(result)
     # every cell's reason in its place: a target that never answers readably, an unparsed
     # predictor, cells on fewer items, a pilot's verdict on top
-    names, its, samples, outcomes = seen["args"]  # type: ignore[misc]
+    names, its, samples, outcomes, _ = seen["args"]  # type: ignore[misc]
     edited = {}
     for n, (iid, o) in enumerate(sorted(outcomes.items())):
         targets = {**o.targets, "dice": dataclasses.replace(

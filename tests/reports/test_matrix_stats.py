@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,7 +21,6 @@ from reports.matrix import (
     SKILL_MIN_N,
     ItemRecord,
     SkillTerms,
-    _aggregate,
     _interval,
     cell_statistics,
     holm_adjust,
@@ -34,6 +34,11 @@ from reports.matrix_bootstrap import (
     bootstrap,
     ratio,
 )
+
+
+def _aggregate(records: list[ItemRecord]) -> dict[str, Any]:
+    """The ledger's aggregate of the records, as reports.matrix computes it for a cell."""
+    return aggregate([r.score_record() for r in records])
 
 
 def rec(i: int, observed: str, dist: dict[str, float] | None, top1: str | None = None,

@@ -20,7 +20,7 @@ from harness.config.workspace import Workspace
 from harness.matrix.runs import MatrixOptions, create_matrix_run, run_matrix
 from harness.run.build import plan_agents
 from reports.matrix_render import skill_grids, skill_text
-from reports.matrix_summary import summarise_run
+from reports.matrix_summary import stored_summary
 from tui import DashboardApp
 from tui.screens import MatrixScreen, RunsScreen
 from tui.source import DashboardSource
@@ -78,7 +78,7 @@ def matrix_run(tmp_path: Path) -> Iterator[tuple[Workspace, str]]:
 
 def test_the_view_model_has_a_grid_per_condition(matrix_run: tuple[Workspace, str]) -> None:
     ws, run_id = matrix_run
-    summary: dict[str, Any] = summarise_run(ws.store, run_id, n_boot=N_BOOT)
+    summary: dict[str, Any] = stored_summary(ws.store, run_id, n_boot=N_BOOT).to_dict()
     view = matrix_view(summary)
     assert [g.condition for g in view.grids] == list(CONDITIONS)
     grid = view.grids[0]
@@ -98,7 +98,7 @@ async def test_a_matrix_run_opens_as_its_matrix(
 ) -> None:
     ws, run_id = matrix_run
     source = DashboardSource(ws.store, n_boot=N_BOOT, seed=0)
-    expected = matrix_view(summarise_run(ws.store, run_id, n_boot=N_BOOT, stats_seed=0))
+    expected = matrix_view(stored_summary(ws.store, run_id, n_boot=N_BOOT, stats_seed=0))
     app = DashboardApp(source, refresh_seconds=0, export_dir=tmp_path / "exports")
     async with app.run_test(size=(180, 50)) as pilot:
         await _until(pilot, lambda: isinstance(app.screen, RunsScreen)

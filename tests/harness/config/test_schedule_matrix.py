@@ -126,11 +126,11 @@ def test_the_nightly_matrix_pilots_two_agents_by_default(workspace: Workspace) -
     assert oracle["agent_prediction_skill"]["available"] is False
     assert "did not take part" in oracle["agent_prediction_skill"]["reason"]
     params = matrix_params(ws.store, matrix_run)
-    pilot = params["pilot"]
+    pilot = params.pilot
     assert pilot is not None and pilot["n_candidates"] == 6
     assert pilot["targets"] == ["ref:habit", "ref:random"] and pilot["verdict"]
     assert pilot["filter"]["min_items"] == 3  # the filter, recorded with the run
-    assert params["accompanies"] == suite_run and params["samples"] == 3
+    assert params.accompanies == suite_run and params.samples == 3
 
 
 def test_the_nightly_matrix_of_one_agent_is_piloted_on_its_consistency(
@@ -145,8 +145,8 @@ def test_the_nightly_matrix_of_one_agent_is_piloted_on_its_consistency(
     ctx.execute(suite_run)
     matrix_run = ctx.run_matrix_beside(suite_run)
     assert matrix_run is not None
-    pilot = matrix_params(ws.store, matrix_run)["pilot"]
-    assert pilot["targets"] == ["bot"] and pilot["filter"]["min_targets"] == 1
+    pilot = matrix_params(ws.store, matrix_run).pilot
+    assert pilot is not None and pilot["targets"] == ["bot"] and pilot["filter"]["min_targets"] == 1
     assert "targets" not in pilot["dropped"] and "agreement" not in pilot["dropped"]
     assert all(c["disagreement"] is None and c["within"] == c["consistency"]["bot"]
                for c in pilot["candidates"])
@@ -158,7 +158,7 @@ def test_the_nightly_matrix_of_one_agent_is_piloted_on_its_consistency(
     matrix_run = auto.run_matrix_beside(suite_run)
     assert matrix_run is not None
     params = matrix_params(ws.store, matrix_run)
-    assert params.get("pilot") is None and params["n_items"] == 3
+    assert params.pilot is None and params.n_items == 3
 
 
 def test_a_disabled_nightly_matrix_is_not_run(workspace: Workspace) -> None:

@@ -191,7 +191,7 @@ def test_a_nightly_run_produces_the_suite_and_the_matrix_whose_s_fills_the_profi
     """Acceptance of issue 14: the nightly job runs the suite, then the matrix over the same
     agents on a held-out seed, linked to it; the suite's profile takes S from the matrix."""
     from harness.config.workspace import Workspace
-    from harness.matrix.runs import summarise_run
+    from harness.matrix.runs import stored_summary
     from reports import build_profile
     from reports.present import headlines
 
@@ -222,7 +222,7 @@ def test_a_nightly_run_produces_the_suite_and_the_matrix_whose_s_fills_the_profi
     assert suite.status == matrix.status == "complete"
     assert suite.held_out and matrix.held_out
     assert is_held_out(matrix.seed, settings.held_out_fraction)
-    summary = summarise_run(ws.store, matrix.id, n_boot=200)
+    summary = stored_summary(ws.store, matrix.id, n_boot=200).to_dict()
     assert summary["accompanies"] == suite.id and summary["agents"] == ["bot"]
     assert matrix.id == f"{suite.id}-matrix"
     assert summary["n_items"] == 4 and summary["cells"][0]["n"] == 4

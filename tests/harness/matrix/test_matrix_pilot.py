@@ -27,7 +27,7 @@ from harness.matrix.runs import (
     plan_matrix_run,
     prediction_item,
     run_matrix,
-    summarise_run,
+    stored_summary,
 )
 from harness.run.build import plan_agents
 from harness.run.runs import create_run
@@ -104,7 +104,7 @@ def test_a_run_on_non_divergent_candidates_says_so_instead_of_skill(
     assert commits(ws) == 0  # the predictions were not run
     for cell in result["cells"]:
         assert cell["skill"]["value"] is None and cell["skill"]["reason"] == record.verdict
-    skill = agent_skill(summarise_run(ws.store, run_id, n_boot=100), "ref:habit").to_dict()
+    skill = agent_skill(stored_summary(ws.store, run_id, n_boot=100), "ref:habit").to_dict()
     assert skill["value"] is None and skill["status"] == "not_estimable"
     assert skill["reason"] == record.verdict
     assert ws.ledger.verify() == []
@@ -183,7 +183,8 @@ def test_conditions_each_commit_and_report_their_curve_and_contrast(
     assert all(row["log_score"]["value"] == pytest.approx(0.0) for row in curve)
     contrast = result["simulate_contrast"]
     assert all(row["top1_accuracy"]["value"] == pytest.approx(0.0) for row in contrast)
-    assert summarise_run(ws.store, run_id, n_boot=100)["by_condition"] == result["by_condition"]
+    stored = stored_summary(ws.store, run_id, n_boot=100).to_dict()
+    assert stored["by_condition"] == result["by_condition"]
     # resuming a complete run asks nothing
     execute_matrix_run(ws.store, ws.settings, ws.ledger, run_id, n_boot=100)
     assert commits(ws) == 10 * 4 * len(conditions)

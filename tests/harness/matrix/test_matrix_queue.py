@@ -23,7 +23,7 @@ from harness.matrix.runs import (
     create_matrix_run,
     execute_matrix_run,
     make_items,
-    summarise_run,
+    stored_summary,
 )
 from harness.run.build import plan_agents
 from ledger.predictions import Ledger
@@ -164,8 +164,8 @@ def test_matrix_queued_to_two_workers_stores_what_the_in_process_matrix_stores(
         assert pending_jobs(pg_database, queued) == []
         assert set(_trial_counts(ws.store, queued)) == {1}
         assert _stored(ws.store, queued) == in_process
-        assert _numbers(summarise_run(ws.store, queued, n_boot=200)) == _numbers(
-            summarise_run(ws.store, here, n_boot=200)
+        assert _numbers(stored_summary(ws.store, queued, n_boot=200).to_dict()) == _numbers(
+            stored_summary(ws.store, here, n_boot=200).to_dict()
         )
         # the workers' commitments are in the same ledger, each before its target's samples
         assert _commits_precede_samples(ws.ledger, ws.store, here) == commits_here

@@ -25,7 +25,7 @@ from harness.matrix.runs import (
     make_items,
     prediction_item,
     run_matrix,
-    summarise_run,
+    stored_summary,
 )
 from harness.run.build import plan_agents
 from ledger import open_ledger
@@ -102,7 +102,7 @@ def test_a_matrix_run_is_stored_and_rebuilt_from_its_trials(
     assert ws.ledger.verify() == []
 
     # the summary is rebuilt from storage alone, and equals the in-memory matrix of the same run
-    again = summarise_run(ws.store, run_id, n_boot=200)
+    again = stored_summary(ws.store, run_id, n_boot=200).to_dict()
     assert numbers(again) == numbers(result)
     assert again["run"] == run_id and again["seed"] == 11 and again["status"] == "complete"
     led = open_ledger(tmp_path / "other", f"sqlite:///{tmp_path / 'other.db'}")
@@ -167,7 +167,8 @@ def test_a_held_out_matrix_run_withholds_its_seed(workspace: Workspace) -> None:
     assert ws.store.get_run(run_id).held_out and ws.seeds.is_held_out(seed)
     result = execute_matrix_run(ws.store, ws.settings, ws.ledger, run_id, n_boot=100)
     assert result["seed"] is None and result["held_out"] and result["accompanies"] == "suite-run"
-    assert summarise_run(ws.store, run_id, n_boot=100, reveal_held_out=True)["seed"] == seed
+    revealed = stored_summary(ws.store, run_id, n_boot=100, reveal_held_out=True).to_dict()
+    assert revealed["seed"] == seed
 
 
 def test_cli_matrix_is_a_run_that_report_shows_and_resume_finishes(tmp_path: Path) -> None:
@@ -216,7 +217,7 @@ def test_the_profile_takes_s_self_and_others_from_the_matrix_beside_the_run(
     ctx.execute(suite_run)
     matrix_run = ctx.run_matrix_beside(suite_run)
     assert matrix_run is not None
-    summary = summarise_run(ws.store, matrix_run, n_boot=200)
+    summary = stored_summary(ws.store, matrix_run, n_boot=200).to_dict()
     # the oracle means nothing in the matrix: it is left out
     assert summary["agents"] == ["ref:habit", "ref:projection"]
     profile = build_profile(ws.store, suite_run, n_boot=200)

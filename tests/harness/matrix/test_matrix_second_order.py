@@ -25,7 +25,7 @@ from harness.matrix.runs import (
     make_items,
     run_matrix,
     second_order_item,
-    summarise_run,
+    stored_summary,
 )
 from harness.run.build import plan_agents
 from ledger import open_ledger
@@ -268,8 +268,8 @@ def test_a_stored_run_keeps_its_second_order_and_past_seats(tmp_path: Path) -> N
         rows = [r for r in ws.store.trials(run_id) if json.loads(r.score_json)["role"]
                 == "second_order"]
         assert len(rows) == 3 * 3 * 2 * 3  # items × P × Q ≠ P × T
-        assert result["second_order"]["cells"] == summarise_run(
-            ws.store, run_id, n_boot=100)["second_order"]["cells"]
+        assert result["second_order"]["cells"] == stored_summary(
+            ws.store, run_id, n_boot=100).to_dict()["second_order"]["cells"]
         assert [r["predictor"] for r in result["past_seat"]["rows"]] == [
             n for n in params["agents"] if n != "dusk"
         ]

@@ -18,7 +18,7 @@ from harness.config.settings import load_settings
 from harness.config.workspace import Workspace
 from harness.daemon import DaemonContext, DaemonScheduler
 from harness.matrix.nightly import schedule_from_json, schedule_to_json
-from harness.matrix.runs import summarise_run
+from harness.matrix.runs import stored_summary
 from ledger.retention import pruned_transcript
 from ledger.store import Store
 from tests.harness.queue.test_queue import _jobs, pg_database  # noqa: F401  (a fixture)
@@ -74,7 +74,7 @@ def test_the_nightly_matrix_is_queued_planned_by_a_worker_and_never_twice(
         asyncio.run(run_worker(ws.store, settings, once=True, install_signal_handlers=False))
         run = ws.store.get_run(matrix_run)
         assert run.status == "complete" and run.held_out
-        summary = summarise_run(ws.store, matrix_run, n_boot=100)
+        summary = stored_summary(ws.store, matrix_run, n_boot=100).to_dict()
         assert summary["accompanies"] == suite_run and summary["n_items"] == 3
         assert summary["agents"] == ["ref:habit", "ref:projection"]
         trials = len(ws.store.trials(matrix_run))
