@@ -22,7 +22,12 @@ cycle number over the cycles after the warm-up, and checks:
   keys it filled for ~2,000 nights (~100–150 MiB). It keeps 64 keys now. The rest is in caches
   with a bound (``harness.agent.agents``' answer pieces, 4,096, ~10 new a night; ``harness.agent.answers``'
   4,096); SQLite's own memory (``sqlite3_memory_used``) stays at 2–4 MiB and the C heap at
-  ~36 MiB after warm-up. Figures: README, Performance, "The daemon's memory over many nights".
+  ~36 MiB after warm-up. What still grew after that (+36 KiB a night through 2,000): cyclic
+  garbage frozen by the runner's ``gc.freeze()`` at each run's start before a full collection
+  could free it, with runs back to back (a command agent's asyncio subprocess transports,
+  thousands after a few hundred cycles); a run now collects before it freezes
+  (``harness.run.runner._steady_heap``). Figures: README, Performance, "The daemon's memory
+  over many nights".
 - **fds and threads flat**: |slope| ≤ 0.05 a cycle (one leaked descriptor or thread every 20
   nights fails; a leak per run is a slope of 1), sampled between runs. Not tighter: pooled
   database connections (2 descriptors each) and keep-alive sockets open when load peaks and

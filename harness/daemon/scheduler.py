@@ -56,6 +56,7 @@ from sqlalchemy.engine import Engine
 from harness.config.schedule_config import MatrixSchedule
 from harness.config.settings import Settings
 from harness.daemon.logs import run_context
+from harness.daemon.memory import release_free_memory
 from harness.matrix.nightly import plan_matrix_beside, schedule_to_json
 from harness.matrix.runs import execute_matrix_run
 from harness.run.build import PlanFields, plan_agents
@@ -320,7 +321,10 @@ def nightly_suite(agent: str, suite: str) -> tuple[str, str | None]:
     announced under (:func:`announced_run_id`)."""
     context = _context()
     run_id = announced_run_id(NIGHTLY_PREFIX + agent, context.store)
-    return context.nightly(suite=suite, agents=(agent,), run_id=run_id)
+    try:
+        return context.nightly(suite=suite, agents=(agent,), run_id=run_id)
+    finally:  # what the night freed, back to the system (glibc keeps it otherwise: issue 27)
+        release_free_memory()
 
 
 _due: dict[str, dt.datetime] = {}

@@ -267,7 +267,13 @@ def _steady_heap() -> Iterator[None]:
       generation, which collections do not walk (what of it dies is still freed by reference
       counting; only a cycle among it waits for the end); ``gc.unfreeze()`` at the end hands it
       back to the oldest generation. Only when nothing else has frozen objects: unfreezing
-      would also undo someone else's freeze.
+      would also undo someone else's freeze. A full collection comes first, so that cyclic
+      garbage is not frozen with the rest (issue 27: in the daemon, whose runs follow each
+      other with the API and the proxy busy beside them, garbage cycles left by one run and
+      by the requests between runs were frozen by the next before any full collection could
+      free them, run after run: a command agent's subprocess transports, a few thousand
+      objects a night that ``bench/soak_daemon.py`` saw as RSS that never levelled off).
+      One full collection a run: tens of milliseconds on a daemon's heap.
     - a higher threshold for the youngest generation (:data:`_GC_YOUNGEST`), so that objects
       of trials in flight are mostly freed before a collection has to walk them.
 
@@ -287,6 +293,7 @@ def _steady_heap() -> Iterator[None]:
             _gc_saved = (thresholds, freeze)
             gc.set_threshold(max(thresholds[0], _GC_YOUNGEST), *thresholds[1:])
             if freeze:
+                gc.collect()  # garbage first: frozen, a dead cycle would outlive the run
                 gc.freeze()
     try:
         yield

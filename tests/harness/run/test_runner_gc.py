@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import weakref
 from collections.abc import Iterator
 
 import pytest
@@ -116,3 +117,29 @@ def test_a_freeze_made_by_someone_else_is_left_alone(
     asyncio.run(execute_run(store, "r", [Probe("p")], ITEMS, concurrency={"p": 2}))
     assert gc.get_freeze_count() >= frozen > 0  # still frozen: not undone by the run
     assert gc.get_threshold() == collector
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_garbage_alive_at_the_start_is_collected_not_frozen(sqlite_url: str) -> None:
+    """A dead reference cycle when a run starts is freed before the freeze: frozen, it would
+    wait for the end of the run, and with runs back to back (the daemon) for ever."""
+    store = store_with(sqlite_url, "r")
+    seen: list[bool] = []
+
+    class Watch(Probe):
+        async def attempt(self, item: Item) -> Attempt:
+            seen.append(dead() is None)
+            return await super().attempt(item)
+
+    gc.disable()  # no automatic collection: only the run's own can free the cycle
+    try:
+        dead = weakref.ref(_Cycle())  # garbage at once: only a collection frees a cycle
+        assert dead() is not None
+        asyncio.run(execute_run(store, "r", [Watch("p")], ITEMS, concurrency={"p": 1}))
+    finally:
+        gc.enable()
+    assert seen == [True] * len(ITEMS)
