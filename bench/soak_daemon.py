@@ -44,7 +44,8 @@ cycle number over the cycles after the warm-up, and checks:
   stored next run time moved, in intervals) either started exactly one suite run or was logged
   by APScheduler as skipped because the previous run still ran (``max_instances = 1``, by
   design: at a real 24-hour period it would be a run longer than a day); the skipped ones are
-  reported. Every suite run is ``complete`` with its matrix beside it, and no two overlap;
+  reported. The last fire may be cut by the stop at the end (its job started, its run not yet
+  stored: seen under load 10), and is reported as such. Every suite run is ``complete`` with its matrix beside it, and no two overlap;
 - **ledger verify passes at every sample**;
 - the daemon exits 143 on SIGTERM at the end, its log without a traceback.
 
@@ -350,9 +351,12 @@ def fire_checks(
     checks = [
         Check(
             "no missed or doubled nightly run",
-            fires == len(suites) + skipped and missed == 0,
+            # the last fire may be under way when the daemon is stopped, its job started but
+            # its run not stored yet: that one fire is cut by the stop, not missed
+            0 <= fires - (len(suites) + skipped) <= 1 and missed == 0,
             f"{fires} fires = {len(suites)} suite runs + {skipped} skipped while the previous "
-            f"ran; {missed} missed",
+            f"ran{' + 1 cut by the stop' if fires == len(suites) + skipped + 1 else ''}; "
+            f"{missed} missed",
         ),
         Check(
             "every run complete, a matrix beside each, none overlapping",
