@@ -370,7 +370,33 @@ class _FireTimes(ThreadPoolExecutor):
         if due is not None:
             with _due_lock:
                 _due[job.id] = due
+            if run_times and run_times[-1] > due:
+                fires = coalesced_fires(job.trigger, due, run_times[-1])
+                log.warning(
+                    "%s: %s fires due from %s to %s %s into this one (the scheduler was "
+                    "busy or the daemon down)", job.id, fires, due.isoformat(),
+                    run_times[-1].isoformat(), COALESCED,
+                )
         super().submit_job(job, run_times)
+
+
+COALESCED = "coalesced"
+"""The word of the log line that says how many fires of a job one submission covers."""
+
+
+def coalesced_fires(
+    trigger: Any, first: dt.datetime, last: dt.datetime, *, limit: int = 100_000
+) -> int:
+    """How many times ``trigger`` fires from ``first`` to ``last``, both included (both fire
+    times of it): the fires APScheduler coalesces into one submission when it finds a job late.
+    Counted up to ``limit``."""
+    fires, at = 1, first
+    while fires < limit:
+        following = trigger.get_next_fire_time(at, at + dt.timedelta(microseconds=1))
+        if following is None or following > last:
+            break
+        fires, at = fires + 1, following
+    return fires
 
 
 @dataclass(frozen=True)

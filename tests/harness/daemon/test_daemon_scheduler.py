@@ -11,6 +11,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
 
 from harness.config.seeds import is_held_out
 from harness.config.settings import AgentConfig, Settings, load_settings
@@ -21,6 +23,7 @@ from harness.daemon import (
     build_daemon,
     create_token,
 )
+from harness.daemon.scheduler import coalesced_fires
 from ledger.db import open_engine
 from ledger.store import Store
 
@@ -82,7 +85,9 @@ def test_nightly_jobs_survive_a_restart_and_follow_the_settings(
     store.engine.dispose()
 
 
-def test_runs_missed_during_downtime_coalesce_into_one(db_url: str, tmp_path: Path) -> None:
+def test_runs_missed_during_downtime_coalesce_into_one(
+    db_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     settings = settings_for(tmp_path, db_url, "bot")
     store = Store(open_engine(settings.database_url))
     first = scheduler(settings, store)
@@ -102,10 +107,27 @@ def test_runs_missed_during_downtime_coalesce_into_one(db_url: str, tmp_path: Pa
     time.sleep(0.5)
     assert ctx.calls == [("quick", ("bot",))]
     assert ctx.matrices == ["recorded"]  # the matrix follows the suite, beside its run
+    # the log says how many fires the one run stands for: the time it was due, five days ago,
+    # and the five nightly times since
+    (line,) = [r.getMessage() for r in caplog.records if "coalesced" in r.getMessage()]
+    assert line.startswith("nightly:bot: 6 fires due from "), line
     (job,) = second.jobs()
     assert dt.datetime.fromisoformat(job["next_run_time"]) > dt.datetime.now(dt.UTC)
     second.shutdown()
     store.engine.dispose()
+
+
+def test_coalesced_fires_counts_the_trigger_s_fire_times() -> None:
+    start = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+    every = IntervalTrigger(seconds=2, start_date=start, timezone=dt.UTC)
+    late = start + dt.timedelta(seconds=2 * 7)
+    assert coalesced_fires(every, start, start) == 1
+    assert coalesced_fires(every, start, late) == 8
+    assert coalesced_fires(every, start, late + dt.timedelta(seconds=1.9)) == 8
+    nightly = CronTrigger.from_crontab("0 2 * * *", timezone=dt.UTC)
+    first = dt.datetime(2026, 12, 1, 2, tzinfo=dt.UTC)
+    assert coalesced_fires(nightly, first, first + dt.timedelta(days=3, hours=1)) == 4
+    assert coalesced_fires(every, start, late, limit=3) == 3
 
 
 def test_a_missed_run_past_the_grace_time_is_skipped(db_url: str, tmp_path: Path) -> None:
