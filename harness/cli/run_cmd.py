@@ -421,11 +421,8 @@ def run(opts: RunOptions) -> None:
     stored as it completes, so an interrupted run loses nothing and --resume finishes it.
 
     \b
-    Suites and their item counts:
-      quick     16 belief + 6 applied NestToM items, 4 game variants (minutes on 2 CPUs)
-      baseline  B1 960, B2 180, B4 150, B5 700 items (60 level-k trials + 400 A/B/C
-                items from 120 scenarios + 240 from 40 scenarios against the run's own
-                agents) (+ B3 100 Hi-ToM with --hitom)
+    Suites and their items per agent (what each holds: --suite below):
+    {suites}
 
     \b
     Examples:
@@ -494,3 +491,15 @@ def run(opts: RunOptions) -> None:
         from harness.cli.judge_cmd import judge_after_run  # the judge stage, when switched on
 
         judge_after_run(store, settings, run_id, console)
+
+
+def _suite_sizes() -> str:
+    """The help's table of suites and their items per agent, from the presets themselves."""
+    lines = []
+    for suite in SUITES.values():
+        extra = " (+ B3 100 Hi-ToM items with --hitom)" if "B1" in suite.counts else ""
+        lines.append(f"  {suite.name:<9} {suite.total:>5,}{extra}")
+    return "\n    ".join(lines)  # under the docstring's indentation
+
+
+run.help = (run.help or "").replace("{suites}", _suite_sizes())

@@ -94,3 +94,13 @@ def test_examples_move_after_the_options_and_nothing_else_changes() -> None:
     examples_last(bare)
     assert bare.epilog is None and bare.help == "No examples here."
     assert example_block(bare.get_help(click.Context(bare, info_name="bare"))) == []
+
+
+def test_run_help_lists_every_suite_with_its_preset_size() -> None:
+    """The suite table in ``mindledger run --help`` is made from the presets (it once said
+    B2 180 while the baseline held 360)."""
+    from harness.run.suites import SUITES
+
+    out = CliRunner().invoke(cli, ["run", "--help"], terminal_width=80).output
+    for suite in SUITES.values():
+        assert re.search(rf"^\s+{suite.name}\s+{suite.total:,}\b", out, re.M), suite.name
