@@ -154,13 +154,20 @@ class PlanFields:
 CLI_OPTIONS = PlanFields()
 
 
-def _lookup(settings: Settings, name: str, where: str) -> AgentConfig:
+def _lookup(settings: Settings, name: str, where: str, reference: str) -> AgentConfig:
     if name in settings.agents:
         return settings.agents[name]
     if name in BUILTIN_AGENTS:
         return BUILTIN_AGENTS[name]
     known = ", ".join(sorted({*settings.agents, *BUILTIN_AGENTS}))
-    raise ConfigError(f"no agent named {name!r} (known: {known})", key=where)
+    hint = ""
+    try:
+        check_policy(name)
+        given = f"{reference} {name}" if reference.startswith("--") else f"in {reference}"
+        hint = f"; {name!r} is a reference agent: give it {given}"
+    except UserError:
+        pass
+    raise ConfigError(f"no agent named {name!r} (known: {known}){hint}", key=where)
 
 
 def plan_agents(
@@ -187,7 +194,7 @@ def plan_agents(
         planned.append(ra)
 
     def lookup(name: str, where: str) -> AgentConfig:
-        cfg = _lookup(settings, name, where)
+        cfg = _lookup(settings, name, where, fields.reference)
         return cfg if temperature is None else replace(cfg, temperature=temperature)
 
     declared = {name: lookup(name, fields.agent) for name in agents}

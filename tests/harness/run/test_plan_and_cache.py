@@ -64,7 +64,12 @@ def test_declared_control_is_used(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "error", "needle"),
     [
-        ({"agents": ("nobody",)}, ConfigError, "no agent named 'nobody'"),
+        ({"agents": ("nobody",)}, ConfigError, r"no agent named 'nobody' \(known: [^)]*\)$"),
+        (
+            {"agents": ("depth-capped:2",)},
+            ConfigError,
+            "'depth-capped:2' is a reference agent: give it as --reference depth-capped:2",
+        ),
         ({"agents": ("bot",), "ablate": ("magic",)}, UserError, "unknown module 'magic'"),
         ({"agents": ("bot",), "ablate": ("opponent_sim",)}, UserError, "has no module"),
         ({"agents": (), "references": ("psychic",)}, UserError, "unknown reference agent"),
