@@ -163,7 +163,7 @@ def _lookup(settings: Settings, name: str, where: str, reference: str) -> AgentC
     hint = ""
     try:
         check_policy(name)
-        given = f"{reference} {name}" if reference.startswith("--") else f"in {reference}"
+        given = f"as {reference} {name}" if reference.startswith("--") else f"in {reference}"
         hint = f"; {name!r} is a reference agent: give it {given}"
     except UserError:
         pass
