@@ -140,8 +140,12 @@ def print_summary(console: Console, record: dict[str, Any]) -> None:
     seed = "seed withheld (held-out run)" if run["held_out"] and run["seed"] is None else (
         f"seed {run['seed']}"
     )
+    status = run["status"]
+    if record["failed_agents"]:  # every trial attempted, but too many failed: not a success
+        n = len(record["failed_agents"])
+        status += f" · FAILED ({n} agent{'s' if n != 1 else ''} over the failure limit)"
     table = Table(
-        title=f"run {run['id']} · {run['suite']} · {seed} · {run['status']}",
+        title=f"run {run['id']} · {run['suite']} · {seed} · {status}",
         box=box.SIMPLE_HEAD,
     )
     table.add_column("agent", overflow="fold")

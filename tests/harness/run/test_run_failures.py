@@ -50,8 +50,9 @@ def test_a_run_whose_agent_replies_garbage_exits_3_naming_the_cause(
     run_id = out.split("run ", 1)[1].split()[0]
     assert f"mindledger trials {run_id} --agent brokenbot --status error,unparsed" in err
     assert err.rstrip().splitlines()[-1].startswith(f"error: run {run_id} is stored, but ")
-    # the summary table says it too, and the run is stored whole
+    # the summary table says it too, its title as well as its row, and the run is stored whole
     assert "26 (100%)" in out
+    assert "complete · FAILED (1 agent over the failure limit)" in " ".join(out.split())
     code, out, _ = run_main(capsys, "trials", "latest", "--agent", "brokenbot", "--status",
                             "error", "--format", "json")
     assert code == 0 and len(json.loads(out)) == 26
