@@ -371,17 +371,20 @@ class _FireTimes(ThreadPoolExecutor):
             with _due_lock:
                 _due[job.id] = due
             if run_times and run_times[-1] > due:
-                fires = coalesced_fires(job.trigger, due, run_times[-1])
+                fires = coalesced_fires(job.trigger, due, run_times[-1], limit=_COUNTED)
                 log.warning(
                     "%s: %s fires due from %s to %s %s into this one (the scheduler was "
-                    "busy or the daemon down)", job.id, fires, due.isoformat(),
-                    run_times[-1].isoformat(), COALESCED,
+                    "busy or the daemon down)", job.id,
+                    f"{fires}" if fires < _COUNTED else f"{_COUNTED:,} or more",
+                    due.isoformat(), run_times[-1].isoformat(), COALESCED,
                 )
         super().submit_job(job, run_times)
 
 
 COALESCED = "coalesced"
 """The word of the log line that says how many fires of a job one submission covers."""
+_COUNTED = 100_000
+"""Fires counted at most for that line (a 0.1 s test schedule after a day down: 864,000)."""
 
 
 def coalesced_fires(
