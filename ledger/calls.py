@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +48,7 @@ __all__ = [
     "CallTally",
     "Calls",
     "Obligation",
+    "QueryHashes",
     "check_call",
     "check_refusal",
     "obligation_warnings",
@@ -83,6 +84,89 @@ class Obligation:
             return False
 
 
+class QueryHashes:
+    """A set of query hashes (``sha256:`` and 64 hex digits) held as their 32-byte digests in one
+    sorted byte string, the latest few in a small set until they are merged in: ~32 bytes a hash
+    where a set of their text takes ~160. The proxy keeps every query a target answered for as
+    long as it runs (the ``query_asked`` rule), so this is what that memory grows by. A hash in
+    any other form is kept as it is, in a set of its own."""
+
+    __slots__ = ("_other", "_recent", "_sorted")
+
+    WIDTH = 32
+
+    def __init__(self, hashes: Iterable[str] = ()) -> None:
+        self._sorted = b""
+        """The merged digests, sorted, each :attr:`WIDTH` bytes."""
+        self._recent: set[bytes] = set()
+        """Digests added since the last merge."""
+        self._other: set[str] = set()
+        """Hashes not in the ``sha256:`` form, as given."""
+        for h in hashes:
+            self.add(h)
+
+    @staticmethod
+    def _digest(query_hash: str) -> bytes | None:
+        if len(query_hash) == 71 and query_hash.startswith("sha256:"):
+            try:
+                return bytes.fromhex(query_hash[7:])
+            except ValueError:
+                return None
+        return None
+
+    def add(self, query_hash: str) -> None:
+        d = self._digest(query_hash)
+        if d is None:
+            self._other.add(query_hash)
+            return
+        if d in self._recent or self._merged(d):
+            return
+        self._recent.add(d)
+        if len(self._recent) >= max(256, len(self._sorted) // (8 * self.WIDTH)):
+            self._merge()
+
+    def _merged(self, d: bytes) -> bool:
+        w, blob = self.WIDTH, self._sorted
+        lo, hi = 0, len(blob) // w
+        while lo < hi:  # binary search over the fixed-width records
+            mid = (lo + hi) // 2
+            rec = blob[mid * w : (mid + 1) * w]
+            if rec == d:
+                return True
+            if rec < d:
+                lo = mid + 1
+            else:
+                hi = mid
+        return False
+
+    def _merge(self) -> None:
+        w, blob = self.WIDTH, self._sorted
+        merged = sorted([blob[i : i + w] for i in range(0, len(blob), w)] + list(self._recent))
+        self._sorted, self._recent = b"".join(merged), set()
+
+    def __contains__(self, query_hash: object) -> bool:
+        if not isinstance(query_hash, str):
+            return False
+        d = self._digest(query_hash)
+        if d is None:
+            return query_hash in self._other
+        return d in self._recent or self._merged(d)
+
+    def __len__(self) -> int:
+        return len(self._sorted) // self.WIDTH + len(self._recent) + len(self._other)
+
+    def __iter__(self) -> Iterator[str]:
+        w, blob = self.WIDTH, self._sorted
+        for i in range(0, len(blob), w):
+            yield "sha256:" + blob[i : i + w].hex()
+        for d in self._recent:
+            yield "sha256:" + d.hex()
+        yield from self._other
+
+    def __repr__(self) -> str:
+        return f"<QueryHashes: {len(self)}>"
+
+
 @dataclass
 class CallTally:
     """One (caller, target) pair's record."""
@@ -101,7 +185,7 @@ class CallTally:
     """Obligations opened (sampled calls that came without a prediction)."""
     met: int = 0
     """Obligations met by a prediction bound to their query."""
-    asked: set[str] = field(default_factory=set)
+    asked: QueryHashes = field(default_factory=QueryHashes)
     """Query hashes of the calls the target answered (status 200): a prediction of one of them
     would be made knowing its answer."""
 
@@ -175,10 +259,15 @@ def check_refusal(subject: str, payload: Mapping[str, Any]) -> str | None:
 
 
 class Calls:
-    """The fold of ``call`` and ``refuse`` entries into one tally per (caller, target)."""
+    """The fold of ``call`` and ``refuse`` entries into one tally per (caller, target).
 
-    def __init__(self) -> None:
+    ``asked=False`` keeps counts only: no answered queries (:attr:`CallTally.asked`), so a
+    prediction that unlocked an answered query is not among the problems :meth:`apply` returns
+    (the daemon's metrics, which fold the whole ledger and keep the fold, need counts only)."""
+
+    def __init__(self, *, asked: bool = True) -> None:
         self.tallies: dict[tuple[str, str], CallTally] = {}
+        self.keeps_asked = asked
 
     def tally(self, caller: str, target: str) -> CallTally:
         key = (caller, target)
@@ -206,7 +295,7 @@ class Calls:
         problems = []
         query = str(payload["query_hash"])
         seen = query in t.asked
-        if payload.get("status") == 200:  # the caller saw the target's answer
+        if payload.get("status") == 200 and self.keeps_asked:  # the caller saw the answer
             t.asked.add(query)
         if payload.get("prediction") is None:
             if t.obligation is not None:

@@ -53,7 +53,7 @@ from harness.adapters.transports import default_transport
 from harness.config.settings import AgentConfig, Settings
 from harness.daemon.models import Messages, OpenBody, PassedOn, parse
 from harness.daemon.web import ApiError, error_response, json_object
-from ledger.calls import Obligation
+from ledger.calls import Obligation, QueryHashes
 from ledger.errors import LedgerStateError
 from ledger.predictions import Ledger
 from ledger.protocol import (
@@ -175,7 +175,9 @@ class Proxy:
         self.transport_factory = transport_factory or default_transport
         self._clients: dict[str, httpx.AsyncClient] = {}
         self._owed: dict[str, dict[str, Obligation | None]] = {}
-        self._asked: dict[str, dict[str, set[str]]] = {}
+        self._asked: dict[str, dict[str, QueryHashes]] = {}
+        """The queries each caller put to each target that it answered (as digests: they
+        grow with the proxy's traffic for as long as the daemon runs)."""
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._inflight: set[str] = set()
         self.on_upstream: Callable[[str, int | None, float], None] | None = None
@@ -217,12 +219,12 @@ class Proxy:
         owed = self._owed.get(caller)
         if owed is None:
             tallies = await run_in_threadpool(self.ledger.calls, caller)
-            self._asked.setdefault(caller, {t.target: set(t.asked) for t in tallies})
+            self._asked.setdefault(caller, {t.target: t.asked for t in tallies})
             owed = self._owed.setdefault(caller, {t.target: t.obligation for t in tallies})
         return owed
 
-    def _queries(self, caller: str, target: str) -> set[str]:
-        return self._asked.setdefault(caller, {}).setdefault(target, set())
+    def _queries(self, caller: str, target: str) -> QueryHashes:
+        return self._asked.setdefault(caller, {}).setdefault(target, QueryHashes())
 
     async def _refuse(
         self,

@@ -136,7 +136,7 @@ class StateCollector(Collector):
 
     def __init__(self, telemetry: Telemetry):
         self.telemetry = telemetry
-        self._fold = Calls()
+        self._fold = Calls(asked=False)
         self._folded = 0
         self._fold_lock = threading.Lock()
 
@@ -179,7 +179,7 @@ class StateCollector(Collector):
         scrape (from the start when the ledger is shorter than what was folded: replaced)."""
         with self._fold_lock:
             if size < self._folded:
-                self._fold, self._folded = Calls(), 0
+                self._fold, self._folded = Calls(asked=False), 0
             rows = conn.execute(
                 sa.text(
                     "SELECT seq, kind, payload_json, time FROM ledger_entries "
