@@ -27,7 +27,9 @@ cycle number over the cycles after the warm-up, and checks:
   could free it, with runs back to back (a command agent's asyncio subprocess transports,
   thousands after a few hundred cycles); a run now collects before it freezes
   (``harness.run.runner._steady_heap``). Figures: README, Performance, "The daemon's memory
-  over many nights".
+  over many nights". Each sample also reads the daemon's own account of where its memory is
+  from ``/metrics`` (SQLite's, the C heap's in use, free and mapped, the Python blocks) and
+  the summary gives each one's slope beside the RSS's.
 - **fds and threads flat**: |slope| ≤ 0.05 a cycle (one leaked descriptor or thread every 20
   nights fails; a leak per run is a slope of 1), sampled between runs. Not tighter: pooled
   database connections (2 descriptors each) and keep-alive sockets open when load peaks and
@@ -71,10 +73,11 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from harness.config.settings import load_settings
 from harness.config.workspace import Workspace
@@ -136,6 +139,34 @@ class Sample:
     ledger_entries: int
     proxy_ops: int
     api_reads: int
+    memory: dict[str, float] = field(default_factory=dict)
+    """Where the daemon's memory is, from its ``/metrics`` (KiB; blocks): SQLite's, the C
+    heap's in use, free and mapped, the Python blocks ({} when it did not answer)."""
+
+
+MEMORY_METRICS = {
+    ("mindledger_sqlite_memory_bytes", None): "sqlite_kib",
+    ("mindledger_c_heap_bytes", "in_use"): "heap_in_use_kib",
+    ("mindledger_c_heap_bytes", "free"): "heap_free_kib",
+    ("mindledger_c_heap_bytes", "mmapped"): "heap_mmapped_kib",
+    ("mindledger_python_allocated_blocks", None): "python_blocks",
+}
+
+
+def memory_use(url: str, token: str) -> dict[str, float]:
+    """The daemon's own account of its memory (``/metrics``: see :data:`MEMORY_METRICS`)."""
+    try:
+        r = httpx.get(url + "/metrics", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        r.raise_for_status()
+    except httpx.HTTPError:
+        return {}
+    out = {}
+    for family in text_string_to_metric_families(r.text):
+        for sample in family.samples:
+            key = MEMORY_METRICS.get((sample.name, sample.labels.get("state")))
+            if key is not None:
+                out[key] = sample.value / (1 if key == "python_blocks" else 1024)
+    return out
 
 
 def slope(xs: Sequence[float], ys: Sequence[float]) -> float:
@@ -279,6 +310,10 @@ def analyse(
         "wal_bytes": slope(xs, [s.wal_bytes for s in post]),
         "ledger_entries": slope(xs, [s.ledger_entries for s in post]),
     }
+    for key in MEMORY_METRICS.values():  # where the RSS slope is, by the daemon's account
+        known = [s for s in post if key in s.memory]
+        if len(known) >= 2:
+            slopes[key] = slope([float(s.cycle) for s in known], [s.memory[key] for s in known])
     timed = [s for s in post if s.verify_s is not None]
     slopes["verify_ms"] = slope(
         [float(s.cycle) for s in timed], [1000 * (s.verify_s or 0) for s in timed]
@@ -436,6 +471,7 @@ def soak(args: argparse.Namespace, work: Path) -> int:
                         ledger_entries=ledger_entries(db),
                         proxy_ops=traffic.proxy_ops,
                         api_reads=traffic.api_reads,
+                        memory=memory_use(daemon.url, operator_token),
                     )
                 )
                 if done % args.report_every == 0:

@@ -24,9 +24,14 @@ import ctypes
 import ctypes.util
 import functools
 import logging
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
-__all__ = ["release_free_memory"]
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+__all__ = ["MemoryCollector", "MemoryUse", "release_free_memory"]
 
 log = logging.getLogger(__name__)
 
@@ -56,3 +61,99 @@ def release_free_memory() -> bool:
     except Exception:  # a foreign C library's symbol of that name: not worth a failed run
         log.debug("malloc_trim failed", exc_info=True)
         return False
+
+
+class _MallInfo2(ctypes.Structure):
+    """glibc's ``struct mallinfo2`` (2.33 and later): sizes in bytes."""
+
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+            "fordblks", "keepcost",
+        )
+    ]
+
+
+@functools.cache
+def _mallinfo2() -> Callable[[], _MallInfo2] | None:
+    """glibc's ``mallinfo2``, or None where the C library has none (older glibc, musl, macOS)."""
+    try:
+        info = ctypes.CDLL(ctypes.util.find_library("c")).mallinfo2
+    except (OSError, AttributeError, TypeError):
+        return None
+    info.argtypes = []
+    info.restype = _MallInfo2
+    return info  # type: ignore[no-any-return]
+
+
+@functools.cache
+def _sqlite_memory_used() -> Callable[[], int] | None:
+    """SQLite's ``sqlite3_memory_used`` from the library Python's ``sqlite3`` module uses, or
+    None where it cannot be reached (a build that hides the symbol)."""
+    try:
+        import _sqlite3
+
+        used = ctypes.CDLL(_sqlite3.__file__).sqlite3_memory_used
+    except (ImportError, OSError, AttributeError, TypeError):
+        return None
+    used.argtypes = []
+    used.restype = ctypes.c_int64
+    return used  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class MemoryUse:
+    """Where the daemon's memory is, as far as the process can tell (None: not measurable
+    here): SQLite's own allocations, the C heap's bytes in use, free but kept, and mapped
+    directly, and the Python objects' blocks."""
+
+    sqlite_bytes: int | None
+    heap_in_use: int | None
+    heap_free: int | None
+    heap_mmapped: int | None
+    python_blocks: int
+
+    @classmethod
+    def now(cls) -> MemoryUse:
+        sqlite = _sqlite_memory_used()
+        info = _mallinfo2()
+        m = info() if info is not None else None
+        return cls(
+            sqlite_bytes=None if sqlite is None else int(sqlite()),
+            heap_in_use=None if m is None else int(m.uordblks),
+            heap_free=None if m is None else int(m.fordblks),
+            heap_mmapped=None if m is None else int(m.hblkhd),
+            python_blocks=sys.getallocatedblocks(),
+        )
+
+
+class MemoryCollector(Collector):
+    """``/metrics``: the process's memory (``process_*`` from prometheus_client's process
+    collector) and where it is (:class:`MemoryUse`), so that an operator whose daemon grows
+    can tell SQLite's page caches from the C heap's kept free memory from Python objects.
+    A figure this platform cannot give is left out."""
+
+    def collect(self) -> Iterator[Metric]:
+        use = MemoryUse.now()
+        if use.sqlite_bytes is not None:
+            yield GaugeMetricFamily(
+                "mindledger_sqlite_memory_bytes",
+                "Memory SQLite holds in this process (its page caches included).",
+                value=use.sqlite_bytes,
+            )
+        if use.heap_in_use is not None:
+            heap = GaugeMetricFamily(
+                "mindledger_c_heap_bytes",
+                "The C heap (glibc mallinfo2): in use, free but kept by malloc, mapped directly.",
+                labels=["state"],
+            )
+            heap.add_metric(["in_use"], float(use.heap_in_use))
+            heap.add_metric(["free"], float(use.heap_free or 0))
+            heap.add_metric(["mmapped"], float(use.heap_mmapped or 0))
+            yield heap
+        yield GaugeMetricFamily(
+            "mindledger_python_allocated_blocks",
+            "Memory blocks the Python interpreter has allocated (sys.getallocatedblocks).",
+            value=use.python_blocks,
+        )

@@ -29,11 +29,12 @@ from apscheduler.events import (
     JobEvent,
     JobExecutionEvent,
 )
-from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Histogram, ProcessCollector, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy.engine import Engine
 
+from harness.daemon.memory import MemoryCollector
 from harness.daemon.scheduler import NIGHTLY_PREFIX, RUN_PREFIX, DaemonScheduler
 from ledger.calls import Calls, summarise
 from ledger.predictions import Ledger
@@ -350,6 +351,8 @@ class Telemetry:
             registry=self.registry,
         )
         self.registry.register(StateCollector(self))
+        self.registry.register(MemoryCollector())
+        ProcessCollector(registry=self.registry)  # process_* (Linux: resident memory, fds, CPU)
 
     def observe_request(
         self, method: str, route: str, agent: str, code: int, seconds: float

@@ -198,6 +198,13 @@ def test_metrics_parse_and_count_a_run_and_proxy_calls(live: Live) -> None:
     )
     # the daemon verified the ledger when it started
     assert value(families, "mindledger_ledger_last_verify_ok") == 1
+    # where its memory is: the process's resident set, SQLite's, the C heap's, Python's
+    rss = value(families, "process_resident_memory_bytes")
+    sqlite = value(families, "mindledger_sqlite_memory_bytes")
+    in_use = value(families, "mindledger_c_heap_bytes", state="in_use")
+    assert 0 < sqlite < rss and 0 < in_use < rss, (sqlite, in_use, rss)
+    assert value(families, "mindledger_c_heap_bytes", state="free") >= 0
+    assert value(families, "mindledger_python_allocated_blocks") > 10_000
     # the earlier JSON is still there
     old = live.get("/metrics?format=json", live.operator).json()
     assert (old["runs"], old["predictions"], old["ledger"]["entries"]) == (1, 1, head.seq)
