@@ -54,9 +54,11 @@ def serve(
     """
     if ctx.invoked_subcommand is not None:
         return
+    from harness.daemon.memory import limit_malloc_arenas
     from harness.daemon.server import build_daemon
     from harness.run.suites import get_suite
 
+    limit_malloc_arenas()  # before any thread starts: a daemon's heap, not eight a core
     get_suite(suite)
     settings = get_settings(ctx)
     if log_format is not None:
