@@ -24,9 +24,11 @@ import ctypes
 import ctypes.util
 import functools
 import logging
+import os
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -37,18 +39,25 @@ log = logging.getLogger(__name__)
 
 
 @functools.cache
+def _libc(name: str, restype: Any, *argtypes: Any) -> Any:
+    """The C library's function ``name`` with its result and argument types, or None where
+    the C library has none (none found, or not glibc: musl, macOS)."""
+    try:
+        function = getattr(ctypes.CDLL(ctypes.util.find_library("c")), name)
+    except (OSError, AttributeError, TypeError):
+        return None
+    function.argtypes = list(argtypes)
+    function.restype = restype
+    return function
+
+
 def _malloc_trim() -> Callable[[int], int] | None:
     """glibc's ``malloc_trim``, or None where the C library has none."""
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name)
-        trim = libc.malloc_trim
-    except (OSError, AttributeError, TypeError):  # no C library found, or not glibc
-        return None
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-    return trim  # type: ignore[no-any-return]
+    return _libc("malloc_trim", ctypes.c_int, ctypes.c_size_t)  # type: ignore[no-any-return]
 
+
+_M_ARENA_MAX = -8
+"""glibc's ``M_ARENA_MAX`` parameter of ``mallopt``."""
 
 ARENAS = 2
 """The malloc arenas the daemon allows itself (glibc's default: eight a core).
@@ -69,21 +78,10 @@ def limit_malloc_arenas(arenas: int = ARENAS) -> bool:
     environment sets ``MALLOC_ARENA_MAX`` itself (the operator's choice stands). Call it before
     the process starts threads: arenas made already stay. True when the cap was set; False
     where the C library has no ``mallopt`` (musl, macOS) or the environment decides."""
-    import os
-
     if "MALLOC_ARENA_MAX" in os.environ:
         return False
-    try:
-        mallopt = ctypes.CDLL(ctypes.util.find_library("c")).mallopt
-    except (OSError, AttributeError, TypeError):
-        return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt.restype = ctypes.c_int
-    return bool(mallopt(_M_ARENA_MAX, arenas))
-
-
-_M_ARENA_MAX = -8
-"""glibc's ``M_ARENA_MAX`` parameter of ``mallopt``."""
+    mallopt = _libc("mallopt", ctypes.c_int, ctypes.c_int, ctypes.c_int)
+    return mallopt is not None and bool(mallopt(_M_ARENA_MAX, arenas))
 
 
 def release_free_memory() -> bool:
@@ -111,16 +109,9 @@ class _MallInfo2(ctypes.Structure):
     ]
 
 
-@functools.cache
 def _mallinfo2() -> Callable[[], _MallInfo2] | None:
     """glibc's ``mallinfo2``, or None where the C library has none (older glibc, musl, macOS)."""
-    try:
-        info = ctypes.CDLL(ctypes.util.find_library("c")).mallinfo2
-    except (OSError, AttributeError, TypeError):
-        return None
-    info.argtypes = []
-    info.restype = _MallInfo2
-    return info  # type: ignore[no-any-return]
+    return _libc("mallinfo2", _MallInfo2)  # type: ignore[no-any-return]
 
 
 @functools.cache

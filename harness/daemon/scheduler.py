@@ -371,7 +371,7 @@ class _FireTimes(ThreadPoolExecutor):
             with _due_lock:
                 _due[job.id] = due
             if run_times and run_times[-1] > due:
-                fires = coalesced_fires(job.trigger, due, run_times[-1], limit=_COUNTED)
+                fires = coalesced_fires(job.trigger, due, run_times[-1])
                 log.warning(
                     "%s: %s fires due from %s to %s %s into this one (the scheduler was "
                     "busy or the daemon down)", job.id,
@@ -388,7 +388,7 @@ _COUNTED = 100_000
 
 
 def coalesced_fires(
-    trigger: Any, first: dt.datetime, last: dt.datetime, *, limit: int = 100_000
+    trigger: Any, first: dt.datetime, last: dt.datetime, *, limit: int = _COUNTED
 ) -> int:
     """How many times ``trigger`` fires from ``first`` to ``last``, both included (both fire
     times of it): the fires APScheduler coalesces into one submission when it finds a job late.
