@@ -226,10 +226,12 @@ class RunRef:
     suite: str | None
     held_out: bool
     valid: bool | None
+    failed: str | None = None
+    """Why the agent has no figures on this run when every one of its trials failed."""
 
     def to_dict(self) -> JsonObject:
         return {"id": self.id, "created_at": self.created_at, "suite": self.suite,
-                "held_out": self.held_out, "valid": self.valid}
+                "held_out": self.held_out, "valid": self.valid, "failed": self.failed}
 
 
 @dataclass(frozen=True)
@@ -320,6 +322,16 @@ def _int(x: Any) -> int | None:
 
 def _withheld(a: AgentProfile) -> bool:
     return a.valid is False
+
+
+def _failed(a: AgentProfile) -> str | None:
+    """Why the agent has no figures on a run where every one of its trials failed (an API
+    error: unreachable, timing out, refusing), else None: said once for the run instead of
+    "not estimable (no scored items)" under every figure."""
+    errors = a.api_errors
+    if errors is None or errors.trials == 0 or errors.count < errors.trials:
+        return None
+    return f"run failed: all {errors.trials} trials were API errors"
 
 
 def _proportion(attr: str, *, false_belief: bool = False) -> Callable[[AgentProfile], _Figure]:
@@ -503,7 +515,7 @@ def history_of(
     parsed = [p if isinstance(p, RunProfile) else RunProfile.of(p) for p in profiles]
     parsed = [p for p in parsed if agent in p.agents]
     runs = tuple(RunRef(p.run.id, p.run.created_at, p.run.suite, p.held_out,
-                        p.agents[agent].valid) for p in parsed)
+                        p.agents[agent].valid, _failed(p.agents[agent])) for p in parsed)
     # every figure is tested, whichever are shown, so that m (the Bonferroni count, per run)
     # and so every verdict is the same in every view
     figures = {m.key: [m.read(p.agents[agent]) for p in parsed] for m in HEADLINE_METRICS}
@@ -525,7 +537,11 @@ def history_of(
             point = HistoryPoint(
                 run_id=run.id, created_at=run.created_at, suite=run.suite,
                 held_out=run.held_out, value=fig.value, ci=fig.ci, n=fig.n, k=fig.k,
-                text=fig.text, counted=fig.counted)
+                text=fig.text if fig.value is not None or not run.failed else "run failed",
+                counted=fig.counted)
+            if fig.value is None and run.failed:
+                points.append(replace(point, reason=run.failed))
+                continue
             if isinstance(v, str):
                 note = fig.note if fig.value is None and fig.note else v
                 points.append(replace(point, reason=note))

@@ -76,6 +76,12 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return out
 
 
+def failed_runs(history: AgentHistory) -> list[str]:
+    """A line for each run on which every one of the agent's trials failed, said once here
+    rather than as "not estimable" under every figure."""
+    return [f"{r.id}: {r.failed}." for r in history.runs if r.failed]
+
+
 def render_history_text(history: AgentHistory) -> str:
     """A table per figure (run, created, held out, the figure as the profile words it, the
     verdict), headed by a sparkline of its values over the runs (``▼`` a flagged run)."""
@@ -85,6 +91,7 @@ def render_history_text(history: AgentHistory) -> str:
     if not history.runs:
         lines.append("No finished run has this agent as the agent under test.")
         return "\n".join(lines) + "\n"
+    lines += failed_runs(history)
     for m in history.metrics:
         flags = [p.flagged for p in m.points]
         n_flag = sum(flags)

@@ -139,7 +139,7 @@ def _print_history(console: Console, history: AgentHistory) -> None:
     from rich.text import Text
 
     from harness.cli.tables import fit_table, note_dropped
-    from reports.history_render import HELD_OUT, sparkline, verdict
+    from reports.history_render import HELD_OUT, failed_runs, sparkline, verdict
     from reports.self_forecast_render import history_forecast_text
 
     n = len(history.runs)
@@ -149,6 +149,8 @@ def _print_history(console: Console, history: AgentHistory) -> None:
     if not history.runs:
         say("No finished run has this agent as the agent under test.")
         return
+    for line in failed_runs(history):
+        say(line)
     dropped: list[str] = []
     for m in history.metrics:
         flags = [p.flagged for p in m.points]

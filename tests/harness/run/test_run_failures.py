@@ -56,6 +56,16 @@ def test_a_run_whose_agent_replies_garbage_exits_3_naming_the_cause(
     code, out, _ = run_main(capsys, "trials", "latest", "--agent", "brokenbot", "--status",
                             "error", "--format", "json")
     assert code == 0 and len(json.loads(out)) == 26
+    # its history says once that the run failed, not "not estimable" under every figure
+    code, out, _ = run_main(capsys, "history", "brokenbot")
+    assert code == 0
+    text = " ".join(out.split())
+    assert f"{run_id}: run failed: all 26 trials were API errors." in text
+    assert "not estimable" not in text and "run failed" in text.split("History of", 1)[1]
+    code, out, _ = run_main(capsys, "history", "brokenbot", "--format", "json")
+    doc = json.loads(out)
+    assert doc["runs"][0]["failed"] == "run failed: all 26 trials were API errors"
+    assert {p["text"] for m in doc["metrics"].values() for p in m["points"]} == {"run failed"}
 
 
 def test_the_summary_as_json_and_the_share_a_run_may_lose(
