@@ -1,6 +1,13 @@
 """Runner benchmark: trials through the whole runner (agent, answer protocol, scoring, storage
-with group commit) against the fake OpenAI server in a separate process answering after a
-fixed 50 ms; and the memory a long run takes.
+with group commit) against a stand-in for the model server in a separate process answering
+after a fixed 50 ms; and the memory a long run takes.
+
+The stand-in is the lean peer (``bench/lean_peer.py``: the full fake server's replies, tens of
+µs of CPU a request) unless ``--peer fake`` picks the full fake server
+(``harness.testing.fake_openai``: 0.2–0.44 ms a request). It runs on the same two cores as the
+runner, so its CPU bounds the wall time too; a real model server costs the runner's machine
+nothing, and the full fake server cost as much as the runner it served, which made the ratio
+measure the stand-in as much as the runner.
 
 1. 2,000 trials, 64 in flight; 2. at scale, 10,000 trials, 256 in flight. Each prints wall
 time ÷ ideal (ideal = trials × latency ÷ concurrency) and the runner's own CPU time per trial
@@ -49,6 +56,8 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+from lean_peer import LeanPeerProcess
 
 import games
 import harness
@@ -102,8 +111,22 @@ def game_items(seed: int, n: int, *, slice_size: int = 1000) -> Iterator[Item]:
         )
 
 
-Row = tuple[str, float, float]
-"""One line of the latency table: what ran, its wall seconds, the runner process's CPU seconds."""
+Row = tuple[str, float, float, float]
+"""One line of the latency table: what ran, its wall seconds, the runner process's CPU seconds,
+and the CPU seconds of the thread running the event loop."""
+
+
+def _in_loop(coro: Any, spent: list[float]) -> Any:
+    """Await ``coro``, adding the CPU time of the event loop's thread meanwhile to ``spent``."""
+
+    async def timed() -> Any:
+        t0 = time.thread_time()
+        try:
+            return await coro
+        finally:
+            spent.append(time.thread_time() - t0)
+
+    return timed()
 
 
 def latency_scenario(
@@ -135,10 +158,16 @@ def latency_scenario(
                 items=items,
             )
 
+        loop: list[float] = []
         c0, t0 = time.process_time(), time.perf_counter()
-        asyncio.run(bare_calls(base_url, n, conc))
+        asyncio.run(_in_loop(bare_calls(base_url, n, conc), loop))
         rows.append(
-            ("bare HTTP calls (OpenAIChat)", time.perf_counter() - t0, time.process_time() - c0)
+            (
+                "bare HTTP calls (OpenAIChat)",
+                time.perf_counter() - t0,
+                time.process_time() - c0,
+                loop[-1],
+            )
         )
 
         server_cpu: list[float] = []
@@ -154,8 +183,8 @@ def latency_scenario(
 
             s0 = _process_cpu(server_pid)
             c0, t0 = time.process_time(), time.perf_counter()
-            asyncio.run(run())
-            rows.append((what, time.perf_counter() - t0, time.process_time() - c0))
+            asyncio.run(_in_loop(run(), loop))
+            rows.append((what, time.perf_counter() - t0, time.process_time() - c0, loop[-1]))
             s1 = _process_cpu(server_pid)
             if s0 is not None and s1 is not None:
                 server_cpu.append(s1 - s0)
@@ -180,15 +209,21 @@ def latency_scenario(
 
 
 def print_latency(n: int, lat: float, conc: int, results: dict[str, list[dict[str, Any]]]) -> int:
-    """Print the latency table: each tree's wall time ÷ ideal and CPU per trial (the range
-    over its repetitions), the floor that CPU sets on this machine, and with two trees their
-    CPU ratio. Returns the fewest trials any runner stored.
+    """Print the latency table: each tree's wall time ÷ ideal, CPU per trial and the event
+    loop thread's CPU per trial (the range over its repetitions), the two floors that CPU sets,
+    and with two trees their CPU ratio. Returns the fewest trials any runner stored.
 
-    The floor: the fake server runs on the same cores, so a trial costs the machine the
-    runner's CPU and the server's; spread perfectly over every core, a trial still takes
-    (runner CPU + server CPU) ÷ cores of wall time, and no wall ratio can beat that ÷ the
-    ideal time a trial (latency ÷ in flight). Where the floor is near a goal, the goal
-    measures the machine, not the runner."""
+    The floors, each a wall ratio no runner could beat with that CPU (÷ the ideal time a
+    trial, latency ÷ in flight):
+
+    - CPU floor: the stand-in runs on the same cores, so a trial costs the machine the
+      runner's CPU and the stand-in's; spread perfectly over every core, a trial still takes
+      (runner CPU + stand-in CPU) ÷ cores of wall time.
+    - loop floor: the event loop runs on one thread, and everything it does for a trial
+      (the request, the reply, the answer, the score, and reading the item from storage) is
+      Python holding the interpreter's lock: a trial takes at least the loop thread's CPU
+      for it, whatever the number of cores (the writer thread's Python waits for the same
+      lock, so this floor is a lower bound)."""
     ideal = n * lat / conc
     cores = os.cpu_count() or 1
     trees = list(results)
@@ -208,33 +243,45 @@ def print_latency(n: int, lat: float, conc: int, results: dict[str, list[dict[st
         )
 
     head = "".join(
-        f" {tree + ' ÷ ideal':>13} {'CPU/trial':>13} {'CPU floor':>10}" for tree in trees
+        f" {tree + ' ÷ ideal':>13} {'CPU/trial':>13} {'loop/trial':>13} {'floors CPU, loop':>17}"
+        for tree in trees
     )
     print(
         f"{'':34}{head}" + (f" {trees[1] + '÷' + trees[0] + ' CPU':>14}" if len(trees) > 1 else "")
     )
-    for i, (what, _, _) in enumerate(results[trees[0]][0]["rows"]):
+    per_trial = ideal / n * 1000  # ms
+    for i, (what, *_) in enumerate(results[trees[0]][0]["rows"]):
         cells, cpu_median = "", []
         for tree in trees:
             walls = [r["rows"][i][1] / ideal for r in results[tree]]
             cpus = [r["rows"][i][2] / n * 1000 for r in results[tree]]
+            loops = [r["rows"][i][3] / n * 1000 for r in results[tree]]
             server = [r["server_cpu"] * 1000 for r in results[tree] if r["server_cpu"] is not None]
-            floor = (
-                f"{(statistics.median(cpus) + statistics.median(server)) / cores / (ideal / n * 1000):.2f}×"
+            cpu_floor = (
+                f"{(statistics.median(cpus) + statistics.median(server)) / cores / per_trial:.2f}×"
                 if server
                 else "?"
             )
-            cells += f" {span(walls, '.2f') + '×':>13} {span(cpus, '.2f') + ' ms':>13} {floor:>10}"
+            floors = f"{cpu_floor}, {statistics.median(loops) / per_trial:.2f}×"
+            cells += (
+                f" {span(walls, '.2f') + '×':>13} {span(cpus, '.2f') + ' ms':>13}"
+                f" {span(loops, '.2f') + ' ms':>13} {floors:>17}"
+            )
             cpu_median.append(statistics.median(cpus))
         ratio = f" {cpu_median[1] / cpu_median[0]:13.2f}×" if len(trees) > 1 else ""
         print(f"{what:34}{cells}{ratio}")
+    print(
+        "floors (the wall ratio that CPU allows at best): CPU = (runner + stand-in CPU) ÷ "
+        f"{cores} cores, loop = the event loop thread's CPU (one thread, holding the "
+        "interpreter's lock), each ÷ the ideal time a trial"
+    )
     fewest = n
     for tree in trees:
         label = f"{tree}: " if len(trees) > 1 else ""
         for r in results[tree]:
             fewest = min([fewest, *(stored for stored, _ in r["trials"].values())])
         last = results[tree][-1]
-        (_, bare_wall, bare_cpu), (_, run_wall, run_cpu) = last["rows"][:2]
+        (_, bare_wall, bare_cpu, _), (_, run_wall, run_cpu, _) = last["rows"][:2]
         print(
             f"{label}runner ÷ bare HTTP: {run_wall / bare_wall:.2f}× wall, "
             f"{run_cpu / max(bare_cpu, 1e-9):.2f}× CPU; "
@@ -245,9 +292,8 @@ def print_latency(n: int, lat: float, conc: int, results: dict[str, list[dict[st
         )
         if last["server_cpu"] is not None:
             print(
-                f"{label}the fake server's own CPU per request (on the same {cores} cores): "
-                f"{span([r['server_cpu'] * 1000 for r in results[tree]], '.2f')} ms; "
-                "CPU floor: (runner CPU + server CPU) ÷ cores ÷ ideal time a trial"
+                f"{label}the stand-in's own CPU per request (on the same {cores} cores): "
+                f"{span([r['server_cpu'] * 1000 for r in results[tree]], '.2f')} ms"
             )
         if last["read"] is not None:
             paged, fetch, recode = (
@@ -277,7 +323,7 @@ def latency_child(args: argparse.Namespace) -> None:
 
 
 def latency_in_trees(
-    server: FakeOpenAIProcess,
+    server: FakeOpenAIProcess | LeanPeerProcess,
     n: int,
     lat: float,
     conc: int,
@@ -476,6 +522,14 @@ def main() -> None:
         default=1,
         help="runs of each latency scenario (of each tree); the range is shown",
     )
+    parser.add_argument(
+        "--peer",
+        choices=("lean", "fake"),
+        default="lean",
+        help="the model's stand-in: the lean peer (bench/lean_peer.py: tens of µs of CPU a "
+        "request) or the full fake server (0.2–0.44 ms a request, on the same cores as the "
+        "runner)",
+    )
     parser.add_argument("--memory-child", choices=("create", "execute"), help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
     parser.add_argument("--latency-child", type=int, nargs=2, help=argparse.SUPPRESS)
@@ -500,8 +554,19 @@ def main() -> None:
             + "".join(f"; {tree}: {root}" for tree, root in trees.items())
             + "\n"
         )
-        server = FakeOpenAIProcess(latency=args.latency, answer="60", log_bodies=False)
+        server: FakeOpenAIProcess | LeanPeerProcess
+        if args.peer == "fake":
+            server = FakeOpenAIProcess(latency=args.latency, answer="60", log_bodies=False)
+            stand_in = "the full fake server (harness.testing.fake_openai)"
+        else:
+            server = LeanPeerProcess(latency=args.latency, answer="60")
+            stand_in = "the lean peer (bench/lean_peer.py, on {})"
         server.start()
+        print(
+            "the model's stand-in: "
+            + stand_in.format(getattr(server, "loop", ""))
+            + f", answering after {args.latency * 1000:.0f} ms, in a child process\n"
+        )
         try:
             for i, (n, conc) in enumerate(runs):
                 if i:
