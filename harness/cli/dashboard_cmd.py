@@ -350,9 +350,10 @@ def dashboard(
     and the prediction ledger in the terminal.
 
     \b
-    Keys: enter open a run · space mark it, c compare two · a the agent's history ·
-    m/h export the run's report (Markdown/HTML) · l the prediction ledger · s the schedule ·
-    w the queue · escape back · ? help for the screen · q quit.
+    Keys: enter open a run · space mark it, c compare two ·
+    a the agent's history · m/h export the run's report (Markdown/HTML) ·
+    l the prediction ledger · s the schedule · w the queue · escape back ·
+    ? help for the screen · q quit.
 
     \b
     Examples:

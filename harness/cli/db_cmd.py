@@ -166,7 +166,7 @@ def restore_cmd(file: Path, force: bool, fmt: str) -> None:
     \b
     Examples:
       mindledger db restore mindledger-2026-12-01.db   # the daemon stopped first
-      MINDLEDGER_HOME=/tmp/inspect mindledger db restore nightly.db   # a fresh copy to read
+      MINDLEDGER_HOME=/tmp/look mindledger db restore nightly.db  # a copy to read
     """
     from ledger.backup import BEFORE_RESTORE, restore_sqlite
 

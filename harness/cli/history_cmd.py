@@ -77,7 +77,7 @@ def history(ctx: click.Context, agent: str, metrics: tuple[str, ...], since: str
       mindledger history mybot --format json | jq '.flagged'
       mindledger history mybot --format csv > mybot-history.csv
       mindledger history mybot --html trend.html
-      mindledger history mybot --notify     # announce a regression of the latest run
+      mindledger history mybot --notify   # announce the latest run's regression
     """
     from reports.history import agent_history
     from reports.history_render import render_history_html

@@ -278,7 +278,7 @@ def reveal_cmd(
     \b
     Example:
       mindledger ledger reveal p871d2d04f1b8e14bd01f \\
-          --distribution '{"7": 0.6, "3": 0.4}' --salt SALT   # the salt commit printed
+          --distribution '{"7": 0.6, "3": 0.4}' --salt SALT  # as commit printed
     """
     led = _open(ctx)
     state = led.prediction(prediction_id)
@@ -456,7 +456,7 @@ def verify_cmd(ctx: click.Context, opts: VerifyOptions) -> None:
     \b
     Examples:
       mindledger ledger verify
-      mindledger ledger verify --head head-2026-11-30.json     # nothing rewritten since
+      mindledger ledger verify --head head-2026-11-30.json  # nothing rewritten
       mindledger ledger verify --witness https://witness.example.org:8765
       mindledger ledger verify --file ledger.jsonl --public-key KEY --head head.json
       mindledger ledger verify --proof p871d2d04f.proof.json --public-key KEY

@@ -199,7 +199,7 @@ def matrix(ctx: click.Context, **options: Any) -> None:
       mindledger matrix --agent a --agent b --agent c --second-order
       mindledger matrix --agent a --agent b --samples 5 --seed 11 --format json
       mindledger matrix --resume latest
-      mindledger matrix --agent a --agent b --no-pilot --queue   # then: mindledger worker
+      mindledger matrix --agent a --agent b --no-pilot --queue  # then: worker
     """
     cmd = MatrixCommand(**options)
     settings = get_settings(ctx)

@@ -74,15 +74,18 @@ def answer(story_path: str) -> None:
 
     \b
     Story form:
-      {"agents": ["Ann", "Ben"], "objects": {"key": "drawer"}, "present": ["Ann", "Ben"],
+      {"agents": ["Ann", "Ben"], "objects": {"key": "drawer"},
+       "present": ["Ann", "Ben"],
        "events": [{"type": "leave", "agent": "Ben"},
-                  {"type": "move", "agent": "Ann", "object": "key", "to": "safe", "hidden": []},
+                  {"type": "move", "agent": "Ann", "object": "key", "to": "safe",
+                   "hidden": []},
                   {"type": "enter", "agent": "Ben"},
                   {"type": "tell", "from": "Ann", "to": "Ben", "object": "key",
                    "claimed": "box", "received": "box"}],
-       "questions": [{"chain": ["Ben"], "object": "key"}, {"chain": [], "object": "key"}]}
-    ("present" defaults to everyone, "received" to "claimed", "hidden" to none; the empty chain
-    asks where the object really is.)
+       "questions": [{"chain": ["Ben"], "object": "key"},
+                     {"chain": [], "object": "key"}]}
+    ("present" defaults to everyone, "received" to "claimed", "hidden" to
+    none; the empty chain asks where the object really is.)
 
     \b
     Examples:

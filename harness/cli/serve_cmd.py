@@ -49,8 +49,8 @@ def serve(
     Examples:
       mindledger serve                     # on 127.0.0.1:8765, nightly suites on
       mindledger serve --port 9000 --no-scheduler
-      mindledger serve --log-format json   # logs as JSON lines (for journald, Loki…)
-      mindledger serve token mybot         # print a new API token for mybot (once)
+      mindledger serve --log-format json   # JSON lines (journald, Loki…)
+      mindledger serve token mybot         # a new API token, shown once
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -157,7 +157,7 @@ def token(ctx: click.Context, opts: TokenOptions) -> None:
     Examples:
       mindledger serve token mybot                     # an agent token for mybot
       mindledger serve token mybot --expires 90d --max-runs 1
-      mindledger serve token piper --new               # an agent that only predicts
+      mindledger serve token piper --new               # one that only predicts
       mindledger serve token --operator --label alice  # expires in 30 days
       mindledger serve token --operator --expires never
       mindledger serve token --list

@@ -22,7 +22,7 @@ def witness() -> None:
 
     \b
     Examples:
-      mindledger witness add-log lab.example/piper 03a107bf…   # the log's service public key
+      mindledger witness add-log lab.example/piper 03a107bf…   # its public key
       mindledger witness key
       mindledger witness head lab.example/piper > cosigned.json
     """

@@ -104,3 +104,21 @@ def test_run_help_lists_every_suite_with_its_preset_size() -> None:
     out = CliRunner().invoke(cli, ["run", "--help"], terminal_width=80).output
     for suite in SUITES.values():
         assert re.search(rf"^\s+{suite.name}\s+{suite.total:,}\b", out, re.M), suite.name
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_help_fits_an_80_column_terminal(name: str) -> None:
+    """Every line of ``--help`` at 80 columns fits in them, but an example command line too
+    long to break (a line can be copied whole only unbroken), and such a line has no comment
+    (a comment could go on the line above)."""
+    command, ctx = COMMANDS[name]
+    ctx.terminal_width = ctx.max_content_width = 80
+    formatter = ctx.make_formatter()
+    command.format_help(ctx, formatter)
+    examples = set(example_block(formatter.getvalue()))
+    for line in formatter.getvalue().splitlines():
+        if len(line) <= 80:
+            continue
+        example = line.strip()
+        assert example in examples, f"`{name} --help`: {len(line)} columns: {line!r}"
+        assert "  #" not in line, f"`{name} --help`: its comment takes {line!r} past 80 columns"
