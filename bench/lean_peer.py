@@ -8,12 +8,11 @@ the request asks; built by that module's ``_package``), and ``GET /health`` and
 Why a second server: a benchmark of the runner at 256 requests in flight on two cores shares
 those cores with its stand-in. The full fake server spends 0.2–0.44 ms of CPU a request (asyncio
 streams, a hash of the sorted JSON of every request for its fault schedule, a request log), as
-much as the runner it serves, so the wall time measured the stand-in as much as the runner. A
-real model server runs elsewhere and costs the client's machine nothing. This one is an
-``asyncio.Protocol`` that parses the request's JSON once, keeps the reply for each distinct
-answer spec (its tools, tool choice and response format) and sends it from a timer: tens of
-microseconds a request (on uvloop when it is installed). The benchmark prints its CPU a request
-beside every ratio.
+much as the runner it serves; a real model server costs the runner's machine nothing. This one
+is an ``asyncio.Protocol`` that parses the request's JSON once, keeps the reply for each
+distinct answer spec (its tools, tool choice, response format and token limit) and sends it
+from a timer: about 0.1 ms a request, most of it the system's TCP work and the event loop (on
+uvloop when it is installed). The benchmark prints its CPU a request.
 
     python bench/lean_peer.py --latency 0.05 --answer 60     # prints "listening on URL"
 """
