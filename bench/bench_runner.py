@@ -56,9 +56,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
-
-from lean_peer import LeanPeerProcess
+from typing import TYPE_CHECKING, Any
 
 import games
 import harness
@@ -69,6 +67,9 @@ from harness.testing import FakeOpenAIProcess
 from ledger.db import open_engine
 from ledger.store import RunAgent, Store
 from mindledger.items import Item
+
+if TYPE_CHECKING:  # not at run time: an older tree (--against) has no ChildServer
+    from harness.testing import ChildServer
 
 ROOT = Path(__file__).resolve().parent.parent
 """This source tree."""
@@ -312,7 +313,7 @@ def latency_child(args: argparse.Namespace) -> None:
 
 
 def latency_in_trees(
-    server: FakeOpenAIProcess | LeanPeerProcess,
+    server: ChildServer,
     n: int,
     lat: float,
     conc: int,
@@ -515,9 +516,9 @@ def main() -> None:
         "--peer",
         choices=("lean", "fake"),
         default="lean",
-        help="the model's stand-in: the lean peer (bench/lean_peer.py: tens of µs of CPU a "
-        "request) or the full fake server (0.2–0.44 ms a request, on the same cores as the "
-        "runner)",
+        help="the model's stand-in: the lean peer (bench/lean_peer.py: about 0.1 ms of CPU a "
+        "request) or the full fake server (0.2–0.44 ms a request); either runs on the same "
+        "cores as the runner",
     )
     parser.add_argument("--memory-child", choices=("create", "execute"), help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
@@ -543,7 +544,9 @@ def main() -> None:
             + "".join(f"; {tree}: {root}" for tree, root in trees.items())
             + "\n"
         )
-        server: FakeOpenAIProcess | LeanPeerProcess
+        from lean_peer import LeanPeerProcess  # the parent's only: see ChildServer above
+
+        server: ChildServer
         if args.peer == "fake":
             server = FakeOpenAIProcess(latency=args.latency, answer="60", log_bodies=False)
             stand_in = "the full fake server (harness.testing.fake_openai)"

@@ -22,15 +22,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import re
 import signal
-import subprocess
 import sys
-import time
 from typing import Any
 
-import httpx
+from harness.testing import ChildServer
 
 _LENGTH = re.compile(rb"\r\ncontent-length:[ \t]*(\d+)", re.IGNORECASE)
 _CHUNKED = re.compile(rb"\r\ntransfer-encoding:", re.IGNORECASE)
@@ -179,60 +176,22 @@ def main(argv: list[str] | None = None) -> None:
     run(serve())
 
 
-class LeanPeerProcess:
+class LeanPeerProcess(ChildServer):
     """:func:`main` in a child process; ``base_url``, ``process`` and ``loop`` (the event loop
     it runs on) once started."""
 
     def __init__(self, latency: float, answer: str) -> None:
+        super().__init__()
         self.latency = latency
         self.answer = answer
-        self.process: subprocess.Popen[bytes] | None = None
-        self.port = 0
-        self.loop = ""
+
+    def command(self) -> list[str]:
+        return [sys.executable, __file__, "--latency", str(self.latency), "--answer", self.answer]
 
     @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def start(self, timeout: float = 20.0) -> None:
-        cmd = [sys.executable, __file__, "--latency", str(self.latency), "--answer", self.answer]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-        self.process = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env
-        )
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline().decode()
-        match = re.search(r"http://127\.0\.0\.1:(\d+)/v1 \((\w+)\)", line)
-        if not match:
-            self.stop()
-            raise RuntimeError(f"the lean peer did not start: {line!r}")
-        self.port, self.loop = int(match.group(1)), match.group(2)
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    self.stop()
-                    raise
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-    def __enter__(self) -> LeanPeerProcess:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def loop(self) -> str:
+        match = re.search(r"\((\w+)\)", self.banner)
+        return match.group(1) if match else "?"
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from harness.testing.fake_openai import (
         FAULT_KINDS,
         Answer,
+        ChildServer,
         FakeConfig,
         FakeOpenAI,
         FakeOpenAIProcess,
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FAULT_KINDS",
     "Answer",
+    "ChildServer",
     "FakeConfig",
     "FakeOpenAI",
     "FakeOpenAIProcess",

@@ -55,7 +55,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, Self
 
 import httpx
 
@@ -65,6 +65,7 @@ from mindledger.errors import UserError
 __all__ = [
     "FAULT_KINDS",
     "Answer",
+    "ChildServer",
     "FakeConfig",
     "FakeOpenAI",
     "FakeOpenAIProcess",
@@ -774,39 +775,37 @@ async def _respond(
 # -- separate process ------------------------------------------------------------------------
 
 
-class FakeOpenAIProcess:
-    """The fake server in a child process (``python -m harness.testing.fake_openai``).
+class ChildServer:
+    """A test server in a child process, started by :meth:`command` (which must print
+    ``listening on http://127.0.0.1:PORT…`` as its first line, kept as ``banner``, and serve
+    ``GET /health``); ``start`` waits until it answers. The child dies with its parent on
+    Linux."""
 
-    Takes the options of :class:`FakeConfig` that can be given on a command line (latency,
-    faults, chunked, keep_alive, idle_timeout, served_model, log_bodies, and ``answer`` as a fixed
-    text); ``configure``, ``stats`` and
-    ``reset`` work over HTTP. The child dies with its parent on Linux.
-    """
-
-    def __init__(self, **options: Any) -> None:
-        self.options = options
+    def __init__(self) -> None:
         self.process: subprocess.Popen[bytes] | None = None
         self.port = 0
+        self.banner = ""
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self, timeout: float = 20.0) -> None:
-        cmd = [sys.executable, "-m", "harness.testing.fake_openai", "--port", "0"]
-        cmd += _options_to_argv(self.options)
         self.process = subprocess.Popen(
-            cmd,
+            self.command(),
             stdout=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
             preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,
         )
         assert self.process.stdout is not None
-        line = self.process.stdout.readline().decode()
+        self.banner = line = self.process.stdout.readline().decode()
         match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
         if not match:
             self.stop()
-            raise RuntimeError(f"fake server did not start: {line!r}")
+            raise RuntimeError(f"{type(self).__name__} did not start: {line!r}")
         self.port = int(match.group(1))
         deadline = time.monotonic() + timeout
         while True:
@@ -831,6 +830,30 @@ class FakeOpenAIProcess:
             self.process.stdout.close()
         self.process = None
 
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class FakeOpenAIProcess(ChildServer):
+    """The fake server in a child process (``python -m harness.testing.fake_openai``).
+
+    Takes the options of :class:`FakeConfig` that can be given on a command line (latency,
+    faults, chunked, keep_alive, idle_timeout, served_model, log_bodies, and ``answer`` as a fixed
+    text); ``configure``, ``stats`` and ``reset`` work over HTTP.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__()
+        self.options = options
+
+    def command(self) -> list[str]:
+        cmd = [sys.executable, "-m", "harness.testing.fake_openai", "--port", "0"]
+        return cmd + _options_to_argv(self.options)
+
     def configure(self, **changes: Any) -> dict[str, Any]:
         if isinstance(changes.get("faults"), Faults):
             faults = changes["faults"]
@@ -849,12 +872,6 @@ class FakeOpenAIProcess:
     def reset(self) -> None:
         httpx.post(f"http://127.0.0.1:{self.port}/_fake/reset", timeout=5).raise_for_status()
 
-    def __enter__(self) -> FakeOpenAIProcess:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def _options_to_argv(options: Mapping[str, Any]) -> list[str]:
