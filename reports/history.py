@@ -540,7 +540,7 @@ def history_of(
                 text=fig.text if fig.value is not None or not run.failed else "run failed",
                 counted=fig.counted)
             if fig.value is None and run.failed:
-                points.append(replace(point, reason=run.failed))
+                points.append(replace(point, reason="not tested: the run failed"))
                 continue
             if isinstance(v, str):
                 note = fig.note if fig.value is None and fig.note else v

@@ -65,7 +65,9 @@ def test_a_run_whose_agent_replies_garbage_exits_3_naming_the_cause(
     code, out, _ = run_main(capsys, "history", "brokenbot", "--format", "json")
     doc = json.loads(out)
     assert doc["runs"][0]["failed"] == "run failed: all 26 trials were API errors"
-    assert {p["text"] for m in doc["metrics"].values() for p in m["points"]} == {"run failed"}
+    points = [p for m in doc["metrics"].values() for p in m["points"]]
+    assert {(p["text"], p["reason"]) for p in points} == {
+        ("run failed", "not tested: the run failed")}
 
 
 def test_the_summary_as_json_and_the_share_a_run_may_lose(
