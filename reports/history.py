@@ -51,7 +51,13 @@ from typing import Any, Literal
 from ledger.store import Store
 from reports._json import JsonObject
 from reports.model import AgentProfile, ForecastLine, RunProfile
-from reports.present import NOT_IDENTIFIABLE, d50_text, depth_text, proportion_text
+from reports.present import (
+    NOT_IDENTIFIABLE,
+    d50_text,
+    depth_text,
+    every_trial_failed,
+    proportion_text,
+)
 
 __all__ = [
     "DEFAULT_RULE",
@@ -325,13 +331,11 @@ def _withheld(a: AgentProfile) -> bool:
 
 
 def _failed(a: AgentProfile) -> str | None:
-    """Why the agent has no figures on a run where every one of its trials failed (an API
-    error: unreachable, timing out, refusing), else None: said once for the run instead of
-    "not estimable (no scored items)" under every figure."""
-    errors = a.api_errors
-    if errors is None or errors.trials == 0 or errors.count < errors.trials:
-        return None
-    return f"run failed: all {errors.trials} trials were API errors"
+    """Why the agent has no figures on a run where every one of its trials failed, else
+    None: said once for the run instead of "not estimable (no scored items)" under every
+    figure."""
+    failed = every_trial_failed(a)
+    return None if failed is None else f"run failed: {failed}"
 
 
 def _proportion(attr: str, *, false_belief: bool = False) -> Callable[[AgentProfile], _Figure]:

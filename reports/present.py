@@ -53,6 +53,7 @@ __all__ = [
     "depth_signals_lines",
     "depth_text",
     "difference_text",
+    "every_trial_failed",
     "figure_title",
     "headline_columns",
     "headlines",
@@ -497,6 +498,16 @@ class Headline:
 
     def cells(self, columns: Sequence[tuple[str, str]] = HEADLINE_COLUMNS) -> list[str]:
         return [str(getattr(self, key)) for key, _ in columns]
+
+
+def every_trial_failed(a: AgentProfile) -> str | None:
+    """``"all 26 trials were API errors"`` when every one of the agent's trials in the run
+    failed (unreachable, timing out, replying what cannot be read), else None: then it has no
+    figure at all, which is said once rather than as "not estimable" for each."""
+    errors = a.api_errors
+    if errors is None or errors.trials == 0 or errors.count < errors.trials:
+        return None
+    return f"all {errors.trials} trial{'' if errors.trials == 1 else 's'} were API errors"
 
 
 def skill_measured(profile: RunProfile) -> bool:

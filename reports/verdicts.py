@@ -38,6 +38,7 @@ from reports.present import (
     d50_text,
     depth_text,
     difference_text,
+    every_trial_failed,
     number,
     pct,
     proportion_text,
@@ -252,7 +253,9 @@ def verdict(profile: Mapping[str, Any] | RunProfile) -> Verdict:
     notes = []
     if tally:
         notes.append(_small_n_note(prof, under_test, tally.minimum or 0, tally.span()))
-    if not skill_measured(prof) and under_test:
+    if not skill_measured(prof) and any(
+        every_trial_failed(prof.agents[n]) is None for n in under_test
+    ):
         notes.append(_skill_note(prof.agents[under_test[0]]))
     return Verdict(agents, references, others, tuple(notes))
 
@@ -440,6 +443,17 @@ def _and(names: Sequence[str]) -> str:
 
 def _agent_verdict(prof: RunProfile, name: str) -> AgentVerdict:
     a = prof.agents[name]
+    failed = every_trial_failed(a)
+    if failed is not None:  # no figure to give: said once, with where to look
+        return AgentVerdict(
+            name,
+            a.valid,
+            f"{name} (agent under test) has no figures: its run failed, {failed}. "
+            f"`mindledger trials {prof.run.id} --agent {name} --status error` shows what "
+            "each one was asked and what went wrong.",
+            "",
+            "",
+        )
     return AgentVerdict(
         name, a.valid, _figures(name, a), _contrasts(prof, name, a), _variants(prof, name)
     )

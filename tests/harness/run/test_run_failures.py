@@ -65,6 +65,14 @@ def test_a_run_whose_agent_replies_garbage_exits_3_naming_the_cause(
     code, out, _ = run_main(capsys, "history", "brokenbot", "--format", "json")
     doc = json.loads(out)
     assert doc["runs"][0]["failed"] == "run failed: all 26 trials were API errors"
+    # and its report's verdict says so first, with where to look, and nothing else about it
+    code, out, _ = run_main(capsys, "report", run_id, "--format", "md")
+    verdict = out.split("## Verdict", 1)[1].split("\n## ", 1)[0]
+    assert code == 0
+    assert "brokenbot (agent under test) has no figures: its run failed, all 26 trials were " \
+        f"API errors. `mindledger trials {run_id} --agent brokenbot --status error`" in verdict
+    assert "not estimable" not in verdict and "skill S is not measured" not in verdict
+    assert "oracle: diagnosed as expected" in verdict  # the rest of the run still speaks
     points = [p for m in doc["metrics"].values() for p in m["points"]]
     assert {(p["text"], p["reason"]) for p in points} == {
         ("run failed", "not tested: the run failed")}
