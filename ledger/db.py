@@ -181,8 +181,9 @@ def open_engine(
             path = Path(parsed.database).expanduser()
             if not create and not path.is_file():
                 raise NoDatabaseError(
-                    f"no database at {path}: this command only reads and creates none "
-                    "(`mindledger db migrate` creates it; or give --db the right URL)"
+                    f"no database at {path}: this command only reads and creates none; "
+                    "nothing has been stored there yet (`mindledger quickstart` or "
+                    "`mindledger run` store a first run), or give --db the right URL"
                 )
             if create:
                 try:

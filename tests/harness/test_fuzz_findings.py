@@ -68,6 +68,7 @@ def test_a_read_only_command_on_a_missing_database_creates_nothing(
     code, _, err = cli(capsys, "--db", f"sqlite:///{where}", *args)
     line = one_line(err)
     assert code == 2 and f"no database at {where}" in line and "only reads" in line
+    assert "`mindledger quickstart` or `mindledger run` store a first run" in line
     assert not (tmp_path / "nonexistent").exists()
     assert list(isolated_home.iterdir()) == []
 
