@@ -122,6 +122,8 @@ class DaemonContext:
         self.ledger = ledger
         self._planned = threading.local()
         """The suite run this thread's nightly job stored (for its failure notice)."""
+        self.stopping = threading.Event()
+        """Set when the daemon stops: patient writes give up (:meth:`interrupt_patiently`)."""
         base = settings.schedule_matrix
         overrides: dict[str, Any] = {
             "items": matrix_items,
@@ -216,13 +218,29 @@ class DaemonContext:
             except BaseException:
                 # a matrix run that raised stayed 'running' for good (found by the fault tests:
                 # the database locked past its busy timeout); the suite's runs are marked alike
-                try:
-                    self.store.transition_run(planned, "interrupted", unless=FINISHED)
-                except Exception:
-                    log.warning("could not mark matrix run %s interrupted", planned, exc_info=True)
+                self.interrupt_patiently(planned)
                 raise
             log.info("run %s: %s", planned, self.store.get_run(planned).status)
         return planned
+
+    def interrupt_patiently(self, run_id: str) -> None:
+        """Mark a run whose job raised ``interrupted`` (unless it finished), trying again until
+        the database takes it or the daemon stops. What made the run fail (the disk full, the
+        database locked past its busy timeout) often refuses that write too, once: the run then
+        stayed ``running`` for as long as the daemon lived, in ``runs`` and on the dashboard, and
+        nothing counted the nights after it as idle (found by the disk-full fault test). A
+        daemon stopped meanwhile leaves it to the next start's recovery."""
+        delay = 0.5
+        while True:
+            try:
+                self.store.transition_run(run_id, "interrupted", unless=FINISHED)
+                return
+            except sa.exc.OperationalError as exc:
+                log.warning("could not mark run %s interrupted (%s); trying again in %g s",
+                            run_id, _reason(exc), delay)
+            if self.stopping.wait(delay):
+                return
+            delay = min(2 * delay, 10.0)
 
     def prune(self) -> PruneReport | None:
         """Prune the transcripts older than ``[retention] transcripts_days`` (None: kept)."""
@@ -250,6 +268,8 @@ class DaemonContext:
             matrix_run = self.run_matrix_beside(run_id)
         except Exception as exc:
             # the run this job stored before it failed, if it stored one
+            if self._planned.run_id is not None:
+                self.interrupt_patiently(self._planned.run_id)
             self.report_failure(agents, self._planned.run_id, _reason(exc))
             raise
         self.check_regressions(run_id, agents)
@@ -623,6 +643,7 @@ class DaemonScheduler:
     def shutdown(self, *, wait: bool = True) -> None:
         """Stop; with ``wait``, after the running jobs finish. The jobs stay stored."""
         global _active
+        self.context.stopping.set()
         if self.scheduler.running:
             self.scheduler.shutdown(wait=wait)
         with _active_lock:

@@ -397,3 +397,43 @@ def test_every_seconds_fires_the_nightly_job_that_often_instead_of_by_cron(
     assert job["trigger"].startswith("cron[") and job["next_run_time"].endswith("03:00:00+00:00")
     cron.shutdown()
     store.engine.dispose()
+
+
+def test_a_failed_nightly_run_is_marked_interrupted_once_the_database_takes_it(
+    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The write that marks a failed run ``interrupted`` is refused by what failed the run
+    (here twice, as a full disk refuses it): it is tried again until the database takes it,
+    and never once the daemon stops (the next start's recovery marks the run then)."""
+    import sqlalchemy as sa
+
+    from harness.config.workspace import Workspace
+
+    settings = settings_for(tmp_path, sqlite_url)
+    ws = Workspace.open(settings)
+    ctx = DaemonContext(settings, ws.store)
+    run_id = ctx.plan_run(suite="smoke", references=["oracle"])
+    assert ws.store.transition_run(run_id, "running")
+    real = ws.store.transition_run
+    refusals = [sa.exc.OperationalError("UPDATE runs", {}, Exception("database or disk is full"))] * 2
+
+    def refuse_then_take(*args: object, **kwargs: object) -> bool:
+        if refusals:
+            raise refusals.pop()
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ws.store, "transition_run", refuse_then_take)
+    ctx.interrupt_patiently(run_id)
+    assert ws.store.get_run(run_id).status == "interrupted"
+    said = [r.getMessage() for r in caplog.records if "trying again" in r.getMessage()]
+    assert len(said) == 2 and "database or disk is full" in said[0]
+
+    # a daemon stopping: one refusal, and the run is left for the next start
+    other = ctx.plan_run(suite="smoke", references=["oracle"])
+    assert real(other, "running")
+    refusals.extend([sa.exc.OperationalError("UPDATE runs", {}, Exception("locked"))] * 50)
+    ctx.stopping.set()
+    ctx.interrupt_patiently(other)
+    assert ws.store.get_run(other).status == "running" and len(refusals) == 49
+    ws.close()
