@@ -549,15 +549,15 @@ def main() -> None:
         server: ChildServer
         if args.peer == "fake":
             server = FakeOpenAIProcess(latency=args.latency, answer="60", log_bodies=False)
+            server.start()
             stand_in = "the full fake server (harness.testing.fake_openai)"
         else:
-            server = LeanPeerProcess(latency=args.latency, answer="60")
-            stand_in = "the lean peer (bench/lean_peer.py, on {})"
-        server.start()
+            peer = server = LeanPeerProcess(latency=args.latency, answer="60")
+            peer.start()
+            stand_in = f"the lean peer (bench/lean_peer.py, on {peer.loop})"
         print(
-            "the model's stand-in: "
-            + stand_in.format(getattr(server, "loop", ""))
-            + f", answering after {args.latency * 1000:.0f} ms, in a child process\n"
+            f"the model's stand-in: {stand_in}, answering after {args.latency * 1000:.0f} ms, "
+            "in a child process\n"
         )
         try:
             for i, (n, conc) in enumerate(runs):

@@ -28,6 +28,7 @@ import sys
 from typing import Any
 
 from harness.testing import ChildServer
+from harness.testing.fake_openai import _package
 
 _LENGTH = re.compile(rb"\r\ncontent-length:[ \t]*(\d+)", re.IGNORECASE)
 _CHUNKED = re.compile(rb"\r\ntransfer-encoding:", re.IGNORECASE)
@@ -64,8 +65,6 @@ class Replies:
         key = json.dumps(spec, sort_keys=True)
         made = self._made.get(key)
         if made is None:
-            from harness.testing.fake_openai import _package
-
             message, finish = _package(self.answer, spec | {"messages": []})
             tail = json.dumps(
                 {
@@ -102,7 +101,8 @@ class _Connection(asyncio.Protocol):
             end = self.buffer.find(b"\r\n\r\n")
             if end < 0:
                 if len(self.buffer) > _MAX_HEAD:
-                    self._send(_response("431 Request Header Fields Too Large", b"{}"), True)
+                    too_long = _response("431 Request Header Fields Too Large", b"{}", close=True)
+                    self._send(too_long, True)
                 return
             head = self.buffer[: end + 2]
             if _CHUNKED.search(head):
@@ -133,7 +133,8 @@ class _Connection(asyncio.Protocol):
             models = {"object": "list", "data": [{"id": self.replies.model, "object": "model"}]}
             self._send(_response("200 OK", json.dumps(models).encode(), close=close), close)
         else:
-            self._send(_response("404 Not Found", b'{"error":{"message":"no route"}}'), close)
+            missing = b'{"error":{"message":"no route"}}'
+            self._send(_response("404 Not Found", missing, close=close), close)
 
     def _send(self, data: bytes, close: bool) -> None:
         if self.transport is None:

@@ -538,12 +538,12 @@ def history_of(
         points = []
         for i, run in enumerate(runs):
             fig, v = figures[m.key][i], verdicts[m.key][i]
+            failed = fig.value is None and run.failed is not None
             point = HistoryPoint(
                 run_id=run.id, created_at=run.created_at, suite=run.suite,
                 held_out=run.held_out, value=fig.value, ci=fig.ci, n=fig.n, k=fig.k,
-                text=fig.text if fig.value is not None or not run.failed else "run failed",
-                counted=fig.counted)
-            if fig.value is None and run.failed:
+                text="run failed" if failed else fig.text, counted=fig.counted)
+            if failed:
                 points.append(replace(point, reason="not tested: the run failed"))
                 continue
             if isinstance(v, str):

@@ -38,6 +38,7 @@ Besides ``/v1/chat/completions`` it serves ``/v1/models`` and ``/health``.
 
 from __future__ import annotations
 
+import abc
 import argparse
 import asyncio
 import contextlib
@@ -775,7 +776,7 @@ async def _respond(
 # -- separate process ------------------------------------------------------------------------
 
 
-class ChildServer:
+class ChildServer(abc.ABC):
     """A test server in a child process, started by :meth:`command` (which must print
     ``listening on http://127.0.0.1:PORT…`` as its first line, kept as ``banner``, and serve
     ``GET /health``); ``start`` waits until it answers. The child dies with its parent on
@@ -786,8 +787,9 @@ class ChildServer:
         self.port = 0
         self.banner = ""
 
+    @abc.abstractmethod
     def command(self) -> list[str]:
-        raise NotImplementedError
+        """The child's command line."""
 
     @property
     def base_url(self) -> str:
