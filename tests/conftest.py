@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -22,6 +23,28 @@ PG_URL = os.environ.get("MINDLEDGER_TEST_PG_URL", "")
 # same test would print other tables under xdist than alone. Tests that need a width set it.
 for _size in ("COLUMNS", "LINES"):
     os.environ.pop(_size, None)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, None]:
+    """A failing test's report also shows what its fixtures can say about the failure: any
+    fixture value with a ``failure_context()`` method (a ``(title, text)`` pair), such as a
+    daemon in a child process, whose log holds the reason a wait timed out (CI keeps only the
+    report)."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    if not report.failed:
+        return
+    for value in getattr(item, "funcargs", {}).values():
+        context = getattr(value, "failure_context", None)
+        if callable(context):
+            try:
+                title, text = context()
+            except Exception as exc:  # the report must still be written
+                title, text = "failure context", f"could not be read: {exc!r}"
+            report.sections.append((title, text))
 
 
 @pytest.fixture(autouse=True, scope="session")

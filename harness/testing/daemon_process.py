@@ -214,6 +214,12 @@ class DaemonProcess:
     def log_tail(self, lines: int = 40) -> str:
         return "\n".join(self.log_text().splitlines()[-lines:])
 
+    def failure_context(self) -> tuple[str, str]:
+        """What a failing test shows beside its traceback (the suite's ``conftest.py`` adds it
+        to the report of any test holding this object): the last lines of the daemon's log,
+        where the reason a wait timed out usually is."""
+        return f"daemon log, last 80 lines ({self.log_path})", self.log_tail(80)
+
     def stats(self) -> ProcessStats:
         return process_stats(self.pid)
 

@@ -212,6 +212,9 @@ timeout = 10
             assert led.verify() == []
             led.close()
 
+    def failure_context(self) -> tuple[str, str]:
+        return self.daemon.failure_context()
+
     def close(self) -> None:
         self.daemon.kill()
         if self.fake is not None:
