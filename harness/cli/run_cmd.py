@@ -166,6 +166,9 @@ def print_summary(console: Console, record: dict[str, Any]) -> None:
             str(a["not_applicable"]),
         )
     print_table(console, table, drop=("n/a", "role", "correct"))
+    note = tolerated_failures(record)
+    if note:
+        console.print(note, highlight=False, markup=False)
     if record["attempted"] or record["skipped"]:
         console.print(
             f"{record['attempted']} trial{'s' if record['attempted'] != 1 else ''} attempted "
@@ -177,6 +180,34 @@ def print_summary(console: Console, record: dict[str, Any]) -> None:
         console.print("self-forecasts (scored in the ledger):", highlight=False)
         for f in record["forecasts"]:
             console.print(_forecast_line(f), highlight=False, markup=False)
+
+
+def tolerated_failures(record: dict[str, Any]) -> str | None:
+    """One line on the failed trials of agents within the share a run may lose (those over it
+    get :func:`check_failures`' account): what they were and the command that shows them, so
+    that a count in the table's "failed" column never leaves its reader guessing which status
+    to list. None when there are none."""
+    within = [
+        a for a in record["agents"] if a["failed"] and a["name"] not in record["failed_agents"]
+    ]
+    if not within:
+        return None
+    said = []
+    for a in within:
+        kinds = [f"{a['errors']} error{'s' if a['errors'] != 1 else ''}"] if a["errors"] else []
+        if a["unparsed"]:
+            kinds.append(f"{a['unparsed']} unparsed")
+        said.append(f"{a['name']} {' and '.join(kinds)}")
+    agent = f" --agent {within[0]['name']}" if len(within) == 1 else ""
+    gloss = (
+        " (unparsed: no answer could be read from the reply)"
+        if any(a["unparsed"] for a in within) else ""
+    )
+    return (
+        f"failed trials, within the {record['max_failure_share']:.0%} a run may lose "
+        f"(max_failure_share): {'; '.join(said)}{gloss}. See them: mindledger trials "
+        f"{record['run']['id']}{agent} --status error,unparsed"
+    )
 
 
 def check_failures(console: Console, record: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli.run_cmd import tolerated_failures
 from mindledger.errors import RunFailedError
 from tests.cli import run_main
 
@@ -52,6 +53,7 @@ def test_a_run_whose_agent_replies_garbage_exits_3_naming_the_cause(
     assert err.rstrip().splitlines()[-1].startswith(f"error: run {run_id} is stored, but ")
     # the summary table says it too, its title as well as its row, and the run is stored whole
     assert "26 (100%)" in out
+    assert "within the" not in out  # over the limit: the account on stderr says it all
     assert "complete · FAILED (1 agent over the failure limit)" in " ".join(out.split())
     code, out, _ = run_main(capsys, "trials", "latest", "--agent", "brokenbot", "--status",
                             "error", "--format", "json")
@@ -96,6 +98,39 @@ def test_the_summary_as_json_and_the_share_a_run_may_lose(
     code, out, err = run_main(capsys, "-o", "max_failure_share=1", "run", "--agent",
                               "brokenbot", "--no-control", "--progress", "none")
     assert code == 0, err
+    # and the summary still says what its failed trials were, and how to see them
+    run_id = out.split("run ", 1)[1].split()[0]
+    assert (
+        "failed trials, within the 100% a run may lose (max_failure_share): brokenbot 26 "
+        f"errors. See them: mindledger trials {run_id} --agent brokenbot --status error,unparsed"
+    ) in " ".join(out.split())
+
+
+def test_failures_within_the_limit_are_named_once_under_the_table() -> None:
+    """The table's "failed" column counts errors and unreadable answers alike; the line under
+    it says which, for the agents within the limit (those over it have their own account)."""
+
+    def agent(name: str, errors: int, unparsed: int) -> dict[str, object]:
+        return {"name": name, "errors": errors, "unparsed": unparsed, "failed": errors + unparsed}
+
+    record = {
+        "run": {"id": "R"},
+        "max_failure_share": 0.2,
+        "failed_agents": ["over"],
+        "agents": [agent("a", 0, 1), agent("b", 2, 1), agent("over", 9, 0), agent("ok", 0, 0)],
+    }
+    assert tolerated_failures(record) == (
+        "failed trials, within the 20% a run may lose (max_failure_share): a 1 unparsed; "
+        "b 2 errors and 1 unparsed (unparsed: no answer could be read from the reply). "
+        "See them: mindledger trials R --status error,unparsed"
+    )
+    record["agents"] = [agent("a", 1, 0), agent("ok", 0, 0)]
+    assert tolerated_failures(record) == (
+        "failed trials, within the 20% a run may lose (max_failure_share): a 1 error. "
+        "See them: mindledger trials R --agent a --status error,unparsed"
+    )
+    record["agents"] = [agent("over", 9, 0), agent("ok", 0, 0)]
+    assert tolerated_failures(record) is None
 
 
 def test_unreadable_answers_count_as_failures_too(
