@@ -227,7 +227,7 @@ def _proxy_rows(proxy: ProxySection) -> list[list[str]]:
 
 def _headline_rows(profile: RunProfile) -> list[list[str]]:
     columns = headline_columns(profile)
-    return [h.cells(columns) for h in headlines(profile)]
+    return [h.cells(columns) for h in headlines(profile, beside_valid=True)]
 
 
 HEADLINE_HEAD = [title for _, title in HEADLINE_COLUMNS]

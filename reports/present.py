@@ -10,8 +10,9 @@ it appears. The rules are decided here, once:
 - a figure that was not measured (**missing**) says ``not measured`` and why;
 - an agent that fails its validity check (true-belief controls or the R0 reality check below
   90%) is **invalid**: its false-belief figures (D50, false-belief accuracy, leakage
-  resistance) appear only marked ``INVALID (not counted: …)``, and in compact cells as
-  ``INVALID`` alone;
+  resistance) appear only marked ``INVALID (not counted: …)``, in compact cells as
+  ``INVALID`` alone, and in a report's headline table, whose "valid" column says INVALID
+  once a row, as ``not counted: …`` (``not counted`` alone for a figure with no value);
 - a **held-out** run's seed is withheld (:mod:`mindledger.disclosure`).
 """
 
@@ -527,10 +528,19 @@ def headline_columns(profile: Mapping[str, Any] | RunProfile) -> tuple[tuple[str
     return tuple(c for c in HEADLINE_COLUMNS if c[0] != "skill")
 
 
-def marked_invalid(text: str, *, compact: bool = False) -> str:
-    """How an invalid agent's false-belief figure reads: ``INVALID (not counted: 2.60 …)``,
-    or ``INVALID`` alone in a compact cell."""
-    return INVALID if compact else f"{INVALID} (not counted: {text})"
+def marked_invalid(
+    text: str, *, compact: bool = False, beside_valid: bool = False, valued: bool = True
+) -> str:
+    """How an invalid agent's false-belief figure reads: ``INVALID (not counted: 2.60 …)``;
+    ``INVALID`` alone in a compact cell; ``not counted: 2.60 …`` in a table row whose "valid"
+    cell says INVALID already (``beside_valid``: said once a row, not in every cell), and
+    ``not counted`` alone there for a figure with no value (not ``valued``: why it has none
+    does not matter while it does not count; the agent's own section says)."""
+    if compact:
+        return INVALID
+    if beside_valid:
+        return f"not counted: {text}" if valued else "not counted"
+    return f"{INVALID} (not counted: {text})"
 
 
 def _valid_text(valid: bool | None) -> str:
@@ -586,33 +596,75 @@ def _skill_text(a: AgentProfile, with_ci: bool) -> str:
     return " · ".join(parts)
 
 
-def agent_headline(name: str, a: AgentProfile, *, with_ci: bool = True) -> Headline:
-    """The headline of one agent; ``with_ci=False`` for compact cells (values only)."""
+def agent_headline(
+    name: str, a: AgentProfile, *, with_ci: bool = True, beside_valid: bool = False
+) -> Headline:
+    """The headline of one agent; ``with_ci=False`` for compact cells (values only);
+    ``beside_valid`` for a table row whose "valid" cell says INVALID (:func:`marked_invalid`)."""
     figures = {
         "d50": d50_text(a.d50, with_ci=with_ci),
         "false_belief": proportion_text(a.false_belief_accuracy, with_ci=with_ci),
         "leakage_resistance": proportion_text(a.leakage_resistance, with_ci=with_ci),
     }
     if a.valid is False:
-        figures = {k: marked_invalid(v, compact=not with_ci) for k, v in figures.items()}
+        blocks: dict[str, Any] = {
+            "d50": a.d50,
+            "false_belief": a.false_belief_accuracy,
+            "leakage_resistance": a.leakage_resistance,
+        }
+        figures = {
+            k: marked_invalid(
+                v,
+                compact=not with_ci,
+                beside_valid=beside_valid,
+                valued=number(blocks[k].value) is not None,
+            )
+            for k, v in figures.items()
+        }
+    true_belief = proportion_text(a.true_belief_control_accuracy, with_ci=with_ci)
+    valid = _valid_text(a.valid)
+    if no_story_trials(a):  # said once a cell, short, rather than four reasons it has none
+        true_belief = NO_STORY_TRIALS if with_ci else "n/a"
+        figures = dict.fromkeys(figures, true_belief)
+        valid = "n/a"
     return Headline(
         agent=name,
         role=a.role,
-        valid=_valid_text(a.valid),
+        valid=valid,
         skill=_skill_text(a, with_ci),
-        true_belief=proportion_text(a.true_belief_control_accuracy, with_ci=with_ci),
+        true_belief=true_belief,
         **figures,
     )
 
 
-def headlines(profile: Mapping[str, Any] | RunProfile, *, with_ci: bool = True) -> list[Headline]:
+NO_STORY_TRIALS = "n/a (no NestToM trials)"
+"""A headline figure of an agent that took no NestToM story in the run (:func:`no_story_trials`);
+``n/a`` in a compact cell."""
+
+
+def no_story_trials(a: AgentProfile) -> bool:
+    """Whether the agent took none of the run's NestToM stories: none was scored and none failed
+    (a games-only reference such as ``level:2`` declines them: its trials are n/a), or the
+    run had none. Its belief figures are then not "not estimable" but not applicable."""
+    nesttom = (a.families or {}).get("nesttom")
+    failed = a.api_errors.by_family.get("nesttom", 0) if a.api_errors is not None else 0
+    return (nesttom is None or not nesttom.n) and not failed and a.false_belief_accuracy.n == 0
+
+
+def headlines(
+    profile: Mapping[str, Any] | RunProfile, *, with_ci: bool = True, beside_valid: bool = False
+) -> list[Headline]:
     """Every agent's headline, agents under test first, then controls, ablations, references
-    (by name within a role). Parses ``profile`` against the published schema."""
+    (by name within a role). Parses ``profile`` against the published schema. ``beside_valid``
+    for the rows of a report's headline table (:func:`marked_invalid`)."""
     from reports.model import RunProfile
 
     prof = profile if isinstance(profile, RunProfile) else RunProfile.of(profile)
     order = sorted(prof.agents, key=lambda n: role_order(prof.agents[n].role, n))
-    return [agent_headline(n, prof.agents[n], with_ci=with_ci) for n in order]
+    return [
+        agent_headline(n, prof.agents[n], with_ci=with_ci, beside_valid=beside_valid)
+        for n in order
+    ]
 
 
 # -- a figure's title, a change's verdict, validity in words --------------------------------

@@ -272,7 +272,7 @@ def d50_estimate(
             )
         return result(
             "not_estimable",
-            f"accuracy does not decline with depth (fitted slope {b:+.3g})",
+            f"accuracy does not decline with depth: fitted slope {b:+.3g}",
             intercept=a,
             slope=b,
         )

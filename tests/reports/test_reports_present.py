@@ -20,8 +20,10 @@ from reports.model import PROFILE_SCHEMA, SCHEMA_FILE, RunProfile, json_schema
 from reports.present import (
     HEADLINE_COLUMNS,
     INVALID,
+    agent_headline,
     headline_columns,
     headlines,
+    number,
     small_n_said_once,
 )
 from reports.render import render_headline_csv, render_html, render_json, render_markdown
@@ -172,8 +174,9 @@ def test_markdown_html_csv_and_dashboard_show_the_same_headline(
     # the table, what has no interval for its size; a CSV row stands on its own and says all
     columns = headline_columns(profile)
     assert [k for k, _ in columns] == [k for k, _ in HEADLINE_COLUMNS if k != "skill"]
+    # ... and, in a row whose "valid" cell says INVALID, an invalid figure as "not counted"
     with small_n_said_once():
-        said_once = {h.agent: h.cells(columns) for h in headlines(profile)}
+        said_once = {h.agent: h.cells(columns) for h in headlines(profile, beside_valid=True)}
     if design == "quick":
         assert all("no interval" in " ".join(c) for c in expected.values())
         assert not any("no interval" in " ".join(c) for c in said_once.values())
@@ -204,10 +207,21 @@ def test_an_invalid_agents_false_belief_figures_appear_only_marked(
     page = render_html(profile, figures=[])
     table = render_headline_csv(profile)
     row = _markdown_headline(md)["not-reality"]
-    assert row[2] == INVALID
-    for cell in row[3:6]:  # D50, false-belief accuracy, leakage resistance
-        assert cell.startswith(f"{INVALID} (not counted: "), cell
+    assert row[2] == INVALID  # said once in the row; each of its figures is marked
+    bad_profile = profile.agents["not-reality"]
+    with small_n_said_once():
+        marked = agent_headline("not-reality", bad_profile)  # as its own section words them
+    blocks = (bad_profile.d50, bad_profile.false_belief_accuracy, bad_profile.leakage_resistance)
+    for cell, full, block in zip(row[3:6], (marked.d50, marked.false_belief,
+                                            marked.leakage_resistance), blocks, strict=True):
+        assert full.startswith(f"{INVALID} (not counted: ") and full.endswith(")"), full
+        if number(block.value) is None:
+            assert cell == "not counted"
+        else:
+            assert cell == "not counted: " + full.removeprefix(f"{INVALID} (not counted: ")[:-1]
     assert _html_headline(page, profile)["not-reality"][3:6] == row[3:6]
+    csv_cells = _csv_headline(table)["not-reality"]  # a CSV row stands alone: marked in full
+    assert all(c.startswith(f"{INVALID} (not counted: ") for c in csv_cells[3:6]), csv_cells
     csv_row = next(r for r in csv.DictReader(io.StringIO(table)) if r["agent"] == "not-reality")
     assert csv_row["d50_status"] == csv_row["false_belief_status"] == "invalid"
     assert csv_row["d50_value"] == csv_row["false_belief_value"] == ""
@@ -218,4 +232,4 @@ def test_an_invalid_agents_false_belief_figures_appear_only_marked(
             assert f"{INVALID} (not counted: {d50_display}" in line, line
     view = next(v for v in agent_views(profile) if v.name == "not-reality")
     assert view.summary[3] == view.summary[4] == view.summary[6] == INVALID
-    assert view.d50 == row[3]
+    assert view.d50 == agent_headline("not-reality", bad_profile).d50  # its detail: in full
