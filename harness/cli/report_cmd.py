@@ -27,7 +27,8 @@ __all__ = ["report"]
     type=click.Choice(["md", "html", "json", "csv", "headline-csv", "forecasts-csv"]),
     default="md",
     show_default=True,
-    help="md: tables (and figure files with --out); html: one self-contained file with plots; "
+    help="md: Markdown (shown as a terminal shows it when stdout is one; figure files too "
+    "with --out); html: one self-contained file with plots; "
     "json: every number with its interval and n (schema docs/profile.schema.json); csv: one "
     "row per trial; headline-csv: one row per agent, the headline figures as every report "
     "words them, with their values, interval ends and n; forecasts-csv: one row per "
@@ -81,7 +82,8 @@ def report(
 
     \b
     Examples:
-      mindledger report latest                       # Markdown on stdout
+      mindledger report latest                       # on a terminal: shown
+      mindledger report latest > latest.md           # piped: Markdown
       mindledger report RUN_ID --format html --out report.html
       mindledger report RUN_ID --format json | jq '.agents[].d50'
       mindledger report RUN_ID --format headline-csv > headline.csv
@@ -118,7 +120,7 @@ def report(
             else:
                 echo_json(cmp.to_json())
             return
-        _emit(render_compare_markdown(cmp), out)
+        _emit(render_compare_markdown(cmp), out, markdown=True)
         return
     assert run_id is not None
     run_id = resolve_run(ctx, run_id)
@@ -130,7 +132,7 @@ def report(
         options = ReportOptions(
             width, n_boot=n_boot, stats_seed=seed, reveal_held_out=reveal_held_out
         )
-        _emit(own.render(store, run_id, fmt, options), out)
+        _emit(own.render(store, run_id, fmt, options), out)  # its tables are fitted already
         return
     figures_dir = None
     prefix = ""
@@ -148,15 +150,25 @@ def report(
         figures_link_prefix=prefix,
         reveal_held_out=reveal_held_out,
     )
-    _emit(text, out)
+    _emit(text, out, markdown=fmt == "md")
 
 
-def _emit(text: str, out: str | None) -> None:
+def _emit(text: str, out: str | None, *, markdown: bool = False) -> None:
+    """``text`` to the file ``out``, or to stdout: on a terminal, ``markdown`` is shown as a
+    terminal shows it (:class:`harness.cli.tables.TerminalMarkdown`: its tables would
+    otherwise wrap as lines of pipes hundreds of columns long); piped, it stays Markdown."""
     if out:
         Path(out).write_text(text, encoding="utf-8")
         click.echo(f"wrote {out}", err=True)
-    else:
-        click.echo(text, nl=not text.endswith("\n"))
+        return
+    if markdown:
+        from harness.cli.tables import TerminalMarkdown, stdout_console
+
+        console = stdout_console()
+        if console.is_terminal:
+            console.print(TerminalMarkdown(text))
+            return
+    click.echo(text, nl=not text.endswith("\n"))
 
 
 def write_reports(

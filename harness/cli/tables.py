@@ -23,12 +23,23 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import ClassVar
 
-from rich.console import Console, RenderableType
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.markdown import Markdown, MarkdownElement, TableElement
 from rich.measure import Measurement
 from rich.table import Column, Table
+from rich.text import Text
 
-__all__ = ["PIPED_WIDTH", "fit_table", "fits", "note_dropped", "print_table", "stdout_console"]
+__all__ = [
+    "PIPED_WIDTH",
+    "TerminalMarkdown",
+    "fit_table",
+    "fits",
+    "note_dropped",
+    "print_table",
+    "stdout_console",
+]
 
 PIPED_WIDTH = 160
 """Columns of a table written to a file or a pipe when ``$COLUMNS`` does not say: a file has
@@ -190,3 +201,38 @@ def note_dropped(console: Console, dropped: Sequence[str]) -> None:
             highlight=False,
             markup=False,
         )
+
+
+class _FittedTable(TableElement):
+    """A Markdown table, fitted like every other table (:func:`fit_table`): rich's own cuts a
+    long word to ``local-co…``, an agent's name included. The first column (what a row is
+    about) is the last to be narrowed; a "role" column is left out first when the table is
+    too wide (an agent's role is in its name or its own section), and that is said under
+    it."""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for part in super().__rich_console__(console, options):
+            if isinstance(part, Table):
+                if part.columns:  # what a row is about (an agent, a depth): whole, if any is
+                    part.columns[0].no_wrap = True
+                dropped = fit_table(part, options.max_width, drop=("role",))
+                yield part
+                if dropped:
+                    yield Text(
+                        f"(left out at {options.max_width} columns: {', '.join(dropped)}; a "
+                        "wider terminal or --format html shows them)",
+                        style="dim",
+                    )
+            else:
+                yield part
+
+
+class TerminalMarkdown(Markdown):
+    """Markdown as a terminal shows it (headings, lists, wrapped paragraphs), its tables
+    fitted to the width without cutting a word: what ``mindledger report`` prints on a
+    terminal. Piped or written to a file, a report stays Markdown."""
+
+    elements: ClassVar[dict[str, type[MarkdownElement]]] = {
+        **Markdown.elements,
+        "table_open": _FittedTable,
+    }

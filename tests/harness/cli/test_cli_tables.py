@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
+from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
 
-from harness.cli.tables import PIPED_WIDTH, fit_table, fits, stdout_console
+from harness.cli.tables import PIPED_WIDTH, TerminalMarkdown, fit_table, fits, stdout_console
 from tests.harness.cli.test_cli_conventions import headers
 
 MATRIX_HEADERS = ("predictor → target", "n", "log score", "Brier", "top-1", "skill S", "base",
@@ -113,3 +114,44 @@ def test_tables_on_a_pipe_take_columns_from_the_environment(
     assert stdout_console().width == 80
     monkeypatch.delenv("COLUMNS")
     assert stdout_console().width == PIPED_WIDTH
+
+
+REPORT = """# mindledger profile — run `r1`
+
+## Verdict
+
+local (agent under test) is INVALID: true-belief controls 14.3% n=7, below the 90% required.
+
+## Headline
+
+| agent | role | valid | D50 [95%] | false-belief accuracy | leakage resistance | true-belief control acc. |
+|---|---|---|---|---|---|---|
+| local-control | control | INVALID | not counted | not counted: 14.3% n=7 | not counted: 71.4% n=7 | 28.6% n=7 |
+| ref:depth-capped:2 | reference | yes | between 2 and 3 n=7 | 42.9% n=7 | 100.0% n=7 | 100.0% n=7 |
+| ref:level:2 | reference | n/a | n/a (no NestToM trials) | n/a (no NestToM trials) | n/a (no NestToM trials) | n/a (no NestToM trials) |
+"""
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_a_report_on_a_terminal_is_shown_as_one_with_its_tables_fitted(width: int) -> None:
+    """``mindledger report`` on a terminal: headings and paragraphs as a terminal shows them,
+    no line wider than the terminal, every agent's name whole (rich alone cuts it to
+    ``local-co…``), the role column left out first when there is no room, and said."""
+    out = io.StringIO()
+    console = Console(file=out, width=width, force_terminal=True, color_system=None)
+    console.print(TerminalMarkdown(REPORT))
+    text = out.getvalue()
+    lines = text.splitlines()
+    assert all(len(line) <= width for line in lines), max(lines, key=len)
+    assert "| agent |" not in text and "## Headline" not in text  # shown, not Markdown
+    for name in ("local-control", "ref:depth-capped:2", "ref:level:2"):
+        assert any(line.lstrip().startswith(name) for line in lines), name
+    dropped = f"(left out at {width} columns: role; a wider terminal or --format html shows them)"
+    if width == 80:
+        assert dropped in " ".join(text.split()) and "reference" not in text
+    else:
+        assert "left out" not in text and "reference" in text
+    # rich alone cuts the names it cannot fit: what the fitting is for
+    plain = io.StringIO()
+    Console(file=plain, width=80, force_terminal=True, color_system=None).print(Markdown(REPORT))
+    assert "…" in plain.getvalue()
