@@ -1,6 +1,6 @@
-"""The daemon's logs: plain text (uvicorn's format, the default) or JSON lines
-(``mindledger serve --log-format json``, the ``log_format`` setting), and the run a line was
-logged for.
+"""The daemon's logs: plain text (uvicorn's format, the default; mindledger's own lines with
+their time in UTC) or JSON lines (``mindledger serve --log-format json``, the ``log_format``
+setting), and the run a line was logged for.
 
 :func:`run_context` marks the code that executes a run (the daemon's scheduler wraps each run
 in it): every line logged inside it, in that thread or in the tasks and threads it starts with
@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -29,6 +30,7 @@ __all__ = [
     "LOG_FORMATS",
     "JsonFormatter",
     "RunIdFilter",
+    "TextFormatter",
     "current_run",
     "log_config",
     "run_context",
@@ -84,15 +86,49 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=False, default=str)
 
 
-def log_config(log_format: str, *, level: str = "INFO") -> dict[str, Any] | None:
+class TextFormatter(logging.Formatter):
+    """A text line as uvicorn writes its own (``INFO:     …``), with the time in UTC after the
+    level: ``INFO:     2026-12-04T02:00:00Z scheduled run …``. The daemon's runs happen at
+    night: its lines say when."""
+
+    converter = time.gmtime  # type: ignore[assignment]  # the documented way to log in UTC
+
+    def __init__(self) -> None:
+        super().__init__("%(levelprefix)s %(asctime)s %(message)s", "%Y-%m-%dT%H:%M:%SZ")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        # uvicorn's prefix, the level padded to 9 columns, set on a copy as uvicorn does (the
+        # record goes on to other handlers)
+        line = logging.makeLogRecord(record.__dict__)
+        line.levelprefix = f"{record.levelname}:".ljust(9)
+        return super().formatMessage(line)
+
+
+def log_config(log_format: str, *, level: str = "INFO") -> dict[str, Any]:
     """The :func:`logging.config.dictConfig` of the daemon's logs in ``log_format`` (uvicorn
-    applies it when it starts): None for ``text`` (uvicorn's own), every logger to stderr as
-    JSON lines for ``json`` — uvicorn's, mindledger's and APScheduler's at ``level``, anything
-    else at WARNING."""
+    applies it when it starts). ``text``: uvicorn's own, and mindledger's and APScheduler's
+    lines at ``level`` to stderr beside them (:class:`TextFormatter`), anything else at
+    WARNING; without it a text daemon said nothing of its runs (Python drops INFO lines no
+    handler takes). ``json``: every logger to stderr as JSON lines, uvicorn's, mindledger's and
+    APScheduler's at ``level``, anything else at WARNING."""
     if log_format not in LOG_FORMATS:
         raise ValueError(f"expected a log format in {', '.join(LOG_FORMATS)}, got {log_format!r}")
     if log_format == "text":
-        return None
+        import copy
+
+        from uvicorn.config import LOGGING_CONFIG
+
+        config: dict[str, Any] = copy.deepcopy(LOGGING_CONFIG)
+        config["formatters"]["text"] = {"()": f"{__name__}.TextFormatter"}
+        config["handlers"]["text"] = {
+            "class": "logging.StreamHandler",
+            "formatter": "text",
+            "stream": "ext://sys.stderr",
+        }
+        text = {"handlers": ["text"], "level": level, "propagate": False}
+        config["loggers"].update(mindledger=text, harness=text, apscheduler=text)
+        config["root"] = {"handlers": ["text"], "level": "WARNING"}
+        return config
     ours = {"handlers": ["json"], "level": level, "propagate": False}
     return {
         "version": 1,

@@ -623,7 +623,7 @@ class DaemonScheduler:
         with _active_lock:
             _active = self.context
         self.scheduler.start(paused=True)
-        self.sync_nightly()
+        self.announce_nightly(self.sync_nightly())
         self.finish_left_runs()
         if self.expire_every:
             self.scheduler.add_job(
@@ -680,6 +680,40 @@ class DaemonScheduler:
                 replace_existing=True,
             )
         return sorted(wanted)
+
+    def announce_nightly(self, job_ids: Sequence[str]) -> None:
+        """Say once, at the start, what the nightly jobs will do and when the next fires, or
+        loudly that there is nothing to run: a daemon serving no declared agent ran nothing,
+        night after night, and said nothing about it."""
+        if not job_ids:
+            log.warning(
+                "nightly: nothing to run: no agent is declared (an [agents.NAME] table in "
+                "mindledger.toml: README, 'Connecting a real agent'); the API and the proxy "
+                "serve meanwhile"
+            )
+            return
+        agents = [job_id.removeprefix(NIGHTLY_PREFIX) for job_id in job_ids]
+        times = [
+            nrt
+            for job_id in job_ids
+            if (job := self.scheduler.get_job(job_id)) is not None
+            and (nrt := getattr(job, "next_run_time", None)) is not None
+        ]
+        when = (
+            f"every {self.context.settings.schedule_every:g} s"
+            if self.context.settings.schedule_every is not None
+            else f"on schedule {self.context.settings.schedule!r} (UTC)"
+        )
+        nxt = ""
+        if times:
+            first = min(times).astimezone(dt.UTC)
+            nxt = (
+                f"; next at {first:%Y-%m-%d %H:%M} UTC"
+                if first > dt.datetime.now(dt.UTC)
+                else f"; due now (its time, {first:%Y-%m-%d %H:%M} UTC, passed while the daemon "
+                "was down)"
+            )
+        log.info("nightly: the %s suite for %s, %s%s", self.suite, ", ".join(agents), when, nxt)
 
     def sync_retention(self) -> bool:
         """Store the nightly retention job (at the nightly schedule) when ``[retention]

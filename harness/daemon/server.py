@@ -23,7 +23,6 @@ import h11
 import uvicorn
 from sqlalchemy.engine import Engine
 from starlette.applications import Starlette
-from uvicorn.config import LOGGING_CONFIG
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import HANDLED_SIGNALS
 
@@ -95,8 +94,7 @@ class Daemon:
         printed and dropped by CPython, which left a daemon running after Ctrl-C — and acted
         on once uvicorn is up."""
         logging_config = log_config(self.settings.log_format)
-        if logging_config is not None:  # before the announcement, which it formats too
-            logging.config.dictConfig(logging_config)
+        logging.config.dictConfig(logging_config)  # before the announcement: it logs too
         early: list[int] = []
         in_main = threading.current_thread() is threading.main_thread()
         original = (
@@ -119,7 +117,7 @@ class Daemon:
                 host=host or self.settings.api_host,
                 port=port or self.settings.api_port,
                 log_level="info",
-                log_config=logging_config or LOGGING_CONFIG,
+                log_config=logging_config,
                 lifespan="on",
                 http=JsonErrorsH11,
             )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import signal
 import sqlite3
 import subprocess
@@ -296,7 +297,7 @@ def test_json_log_lines_carry_the_run_id_of_a_run(live: Live) -> None:
 
 
 def test_log_config_refuses_an_unknown_format() -> None:
-    assert log_config("text") is None
+    assert "mindledger" in log_config("text")["loggers"]
     with pytest.raises(ValueError, match="json"):
         log_config("yaml")
     with pytest.raises(ConfigError, match="log_format"):
@@ -333,3 +334,45 @@ def _answers(url: str) -> bool:
         return httpx.get(url, timeout=1).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_a_text_daemon_says_what_its_nights_will_run(tmp_path: Path, declared: bool) -> None:
+    """The default (text) logs: mindledger's lines appear beside uvicorn's, with their time in
+    UTC (without a handler for them, Python dropped every INFO line: a text daemon said nothing
+    of its runs), and the first says what the nights will run and when, or warns that nothing
+    will: no agent is declared."""
+    if declared:
+        (tmp_path / "mindledger.toml").write_text(
+            '[agents.mybot]\nadapter = "command"\ncommand = ["true"]\n\n'
+            '[schedule]\ncron = "30 2 * * *"\n',
+            encoding="utf-8",
+        )
+    port = free_port()
+    proc = subprocess.Popen(
+        mindledger("serve", "--port", str(port)),
+        cwd=tmp_path,
+        env=env_for(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: _answers(f"http://127.0.0.1:{port}/health"), "the daemon answers")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    nightly = [line for line in err.splitlines() if " nightly: " in line]
+    assert len(nightly) == 1, err
+    stamp = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
+    if declared:
+        assert re.fullmatch(
+            rf"INFO:     {stamp} nightly: the quick suite for mybot, on schedule '30 2 \* \* \*' "
+            rf"\(UTC\); next at \d{{4}}-\d\d-\d\d 02:30 UTC",
+            nightly[0],
+        ), nightly[0]
+    else:
+        assert re.fullmatch(rf"WARNING:  {stamp} nightly: nothing to run: no agent is declared .*",
+                            nightly[0]), nightly[0]
+    assert "INFO:     Uvicorn running on" in err  # uvicorn's own lines as they were
