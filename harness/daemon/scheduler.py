@@ -168,7 +168,23 @@ class DaemonContext:
             asyncio.run(
                 execute_stored_run(self.store, self.settings, run_id, ledger=self.ledger)
             )
-            log.info("run %s: %s", run_id, self.store.get_run(run_id).status)
+            log.info("run %s: %s", run_id, self.outcome(run_id))
+
+    def outcome(self, run_id: str) -> str:
+        """A finished run as its last log line says it: its status, its trials and which
+        agents' failed, ``complete: 208 trials, 2 failed (local 1, local-control 1)``."""
+        status = self.store.get_run(run_id).status
+        try:
+            counts = self.store.failure_counts([run_id]).get(run_id, {})
+        except Exception:  # the line must still be logged: the status alone then
+            log.exception("could not count the trials of run %s", run_id)
+            return status
+        trials = sum(c.trials for c in counts.values())
+        failed = {agent: c.failed for agent, c in sorted(counts.items()) if c.failed}
+        if not failed:
+            return f"{status}: {trials} trials, none failed"
+        who = ", ".join(f"{agent} {n}" for agent, n in failed.items())
+        return f"{status}: {trials} trials, {sum(failed.values())} failed ({who})"
 
     def run_suite(
         self, *, suite: str, agents: Sequence[str], run_id: str | None = None
@@ -220,7 +236,7 @@ class DaemonContext:
                 # the database locked past its busy timeout); the suite's runs are marked alike
                 self.interrupt_patiently(planned)
                 raise
-            log.info("run %s: %s", planned, self.store.get_run(planned).status)
+            log.info("run %s: %s", planned, self.outcome(planned))
         return planned
 
     def interrupt_patiently(self, run_id: str) -> None:

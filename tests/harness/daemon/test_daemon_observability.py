@@ -292,7 +292,9 @@ def test_json_log_lines_carry_the_run_id_of_a_run(live: Live) -> None:
     before = [x for x in lines if x["message"] == "before the run"]
     assert len(before) == 1 and "run_id" not in before[0]
     ours = [x for x in lines if run_id in x["message"]]
-    assert [x["message"] for x in ours] == [f"run {run_id}: executing", f"run {run_id}: complete"]
+    # its last line says how it ended: its trials, and that none failed (oracle's 26)
+    assert [x["message"] for x in ours] == [
+        f"run {run_id}: executing", f"run {run_id}: complete: 26 trials, none failed"]
     assert all(x.get("run_id") == run_id for x in ours)  # logged in the scheduler's thread
 
 

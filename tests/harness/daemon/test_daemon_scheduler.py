@@ -4,6 +4,7 @@ and a run-now request through the API plans and completes a held-out run."""
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -436,4 +437,34 @@ def test_a_failed_nightly_run_is_marked_interrupted_once_the_database_takes_it(
     ctx.stopping.set()
     ctx.interrupt_patiently(other)
     assert ws.store.get_run(other).status == "running" and len(refusals) == 49
+    ws.close()
+
+
+def test_a_finished_runs_last_log_line_says_what_failed(
+    tmp_path: Path, sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The daemon's line at the end of a run names its trials and whose failed, so that a log
+    read in the morning says how the night went without a query."""
+    import sys
+
+    from harness.config.workspace import Workspace
+
+    settings = settings_for(tmp_path, sqlite_url)
+    garbage = AgentConfig(name="brokenbot", adapter="command",
+                          command=(sys.executable, "-c", "print('hello, not json')"))
+    settings = replace(settings, agents={"brokenbot": garbage})
+    ws = Workspace.open(settings)
+    ctx = DaemonContext(settings, ws.store)
+    run_id = ctx.plan_run(suite="smoke", agents=["brokenbot"], references=["oracle"])
+    with caplog.at_level(logging.INFO, logger="mindledger.daemon"):
+        ctx.execute(run_id)
+    last = [r.getMessage() for r in caplog.records if r.getMessage().startswith(f"run {run_id}")]
+    failed = {agent: c.failed for agent, c in ws.store.failure_counts([run_id])[run_id].items()}
+    broken = {a: n for a, n in failed.items() if n}
+    assert set(broken) >= {"brokenbot"} and failed["ref:oracle"] == 0
+    trials = sum(c.trials for c in ws.store.failure_counts([run_id])[run_id].values())
+    who = ", ".join(f"{a} {n}" for a, n in sorted(broken.items()))
+    assert last[-1] == (
+        f"run {run_id}: complete: {trials} trials, {sum(broken.values())} failed ({who})"
+    )
     ws.close()
