@@ -312,7 +312,13 @@ async def _on_unavailable(request: Request, exc: Exception) -> Response:
 async def _on_http(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-    return error_response(exc.status_code, code, str(exc.detail), headers=exc.headers)
+    message = str(exc.detail)
+    if exc.status_code == 404:  # a route that does not exist (ids not found say so themselves)
+        message = (
+            f"no such route: {request.method} {request.url.path[:200]} (the daemon's routes are "
+            "listed in GET /openapi.json; GET /health says whether it is well)"
+        )
+    return error_response(exc.status_code, code, message, headers=exc.headers)
 
 
 async def _on_bug(request: Request, exc: Exception) -> Response:

@@ -762,7 +762,11 @@ def test_unknown_ids_and_targets_are_404(env: Env) -> None:
         assert r.json()["error"]["field"] == "target"
         targets = r.json()["error"]["message"].split("(targets: ")[1]
         assert "dusk" in targets and "bot" not in targets
-        assert c.get("/nowhere").status_code == 404
+        r = c.get("/nowhere")
+        assert r.status_code == 404  # and says where the routes are
+        assert r.json()["error"]["message"] == (
+            "no such route: GET /nowhere (the daemon's routes are listed in GET /openapi.json; "
+            "GET /health says whether it is well)")
         assert c.delete("/runs").status_code == 405
         assert c.get("/runs?limit=zero").json()["error"]["field"] == "limit"
         r = c.post("/runs", json={"references": ["oracle"]})
