@@ -507,7 +507,8 @@ def run(opts: RunOptions) -> None:
         seed_text = seed_phrase(used_seed, held_out=store.get_run(run_id).held_out)
         console.print(
             f"run {run_id}: suite {opts.suite}, {seed_text}, {n} items × "
-            f"{len(planned)} agents ({', '.join(ra.name for ra in planned)})"
+            f"{len(planned)} agent{'s' if len(planned) != 1 else ''} "
+            f"({', '.join(ra.name for ra in planned)})"
         )
     if opts.use_queue:
         from harness.queue.batches import enqueue_run
