@@ -57,6 +57,7 @@ from reports.present import (
     depth_text,
     every_trial_failed,
     proportion_text,
+    small_n_said_once,
 )
 
 __all__ = [
@@ -251,6 +252,10 @@ class AgentHistory:
     runs: tuple[RunRef, ...]
     metrics: tuple[MetricHistory, ...]
     forecasts: tuple[ForecastLine, ...] = ()
+    small_n: str = ""
+    """Said once for every view instead of ``(no interval: n < 10)`` after each figure too
+    small for an interval (a nightly quick suite's every figure): :meth:`SmallN.note
+    <reports.present.SmallN.note>`; ``""`` when no figure lacked one for its size."""
 
     def confidently_wrong(self) -> list[ForecastLine]:
         """The forecasts whose outcome fell outside their 90% interval."""
@@ -291,6 +296,7 @@ class AgentHistory:
             tuple(MetricHistory(m.metric, tuple(p for p in m.points if p.run_id in keep))
                   for m in self.metrics),
             tuple(f for f in self.forecasts if f.run in keep),
+            self.small_n,
         )
 
     def to_dict(self) -> JsonObject:
@@ -303,6 +309,7 @@ class AgentHistory:
             "metrics": {m.key: m.to_dict() for m in self.metrics},
             "flagged": [{"run_id": r.point.run_id, **r.to_dict()} for r in self.regressions()],
             "forecasts": [f.model_dump(mode="json", exclude_unset=True) for f in self.forecasts],
+            "small_n": self.small_n or None,
         }
 
 
@@ -522,7 +529,10 @@ def history_of(
                         p.agents[agent].valid, _failed(p.agents[agent])) for p in parsed)
     # every figure is tested, whichever are shown, so that m (the Bonferroni count, per run)
     # and so every verdict is the same in every view
-    figures = {m.key: [m.read(p.agents[agent]) for p in parsed] for m in HEADLINE_METRICS}
+    # a figure too small for an interval is worded without "(no interval: n < 10)", said once
+    # for the history instead (small_n)
+    with small_n_said_once() as small:
+        figures = {m.key: [m.read(p.agents[agent]) for p in parsed] for m in HEADLINE_METRICS}
     verdicts: dict[str, list[_Test | str]] = {m.key: [] for m in HEADLINE_METRICS}
     for i, run in enumerate(runs):
         for m in HEADLINE_METRICS:
@@ -563,7 +573,7 @@ def history_of(
         out.append(MetricHistory(m, tuple(points)))
     order = {r.id: i for i, r in enumerate(runs)}
     kept = sorted((f for f in forecasts if f.run in order), key=lambda f: order[f.run])
-    return AgentHistory(agent, rule, runs, tuple(out), tuple(kept))
+    return AgentHistory(agent, rule, runs, tuple(out), tuple(kept), small.note())
 
 
 # -- from the database --------------------------------------------------------------------------

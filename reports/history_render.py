@@ -77,9 +77,12 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def failed_runs(history: AgentHistory) -> list[str]:
-    """A line for each run on which every one of the agent's trials failed, said once here
-    rather than as "not estimable" under every figure."""
-    return [f"{r.id}: {r.failed}." for r in history.runs if r.failed]
+    """What is said once above the figures rather than in every cell: a line for each run on
+    which every one of the agent's trials failed (not "not estimable" under every figure), and
+    that figures printed without an interval rest on too few items (not "(no interval: n <
+    10)" after each)."""
+    lines = [f"{r.id}: {r.failed}." for r in history.runs if r.failed]
+    return [*lines, history.small_n] if history.small_n else lines
 
 
 def render_history_text(history: AgentHistory) -> str:
@@ -179,6 +182,7 @@ def render_history_html(history: AgentHistory) -> str:
         "flagged regression. Orange dash: the pooled previous level a run was tested against. "
         "Bars: 95% intervals.</p>",
     ]
+    parts += [f"<p>{h(line)}</p>" for line in failed_runs(history)]
     flagged = history.regressions()
     if flagged:
         parts.append("<p><strong>Flagged:</strong> " + "; ".join(

@@ -152,7 +152,10 @@ def history_view(history: AgentHistory) -> HistoryView:
                      "red where flagged, underlined where the run was held out.")
     else:
         notes.append(f"No finished run has {history.agent} as the agent under test.")
+    from reports.history_render import failed_runs
     from reports.self_forecast_render import WRONG, mark
+
+    notes += failed_runs(history)  # said once here, not in every figure's line
 
     order = {r.id: i for i, r in enumerate(runs)}
     # newest run first; a run's forecasts in the order they were committed

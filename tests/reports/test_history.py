@@ -133,3 +133,31 @@ def test_headline_figures_are_read_off_the_profile(template: dict[str, Any]) -> 
     assert skill.value is None and skill.reason is not None and "no matrix run" in skill.reason
     assert h.to_dict()["schema"] == "mindledger.history/1"
     assert history_of("nobody", [template]).runs == ()
+
+
+def test_too_few_items_for_an_interval_is_said_once_not_in_every_cell(
+    template: dict[str, Any]
+) -> None:
+    """A nightly quick suite's figures are too small for an interval: the history says so once
+    (the text, the HTML, the JSON) rather than "(no interval: n < 10)" after each figure, and
+    the figures keep their value and n."""
+    runs = [_run(template, i, k=36) for i in range(1, 4)]
+    for i, p in enumerate(runs):
+        fb = p["agents"]["agent"]["false_belief_accuracy"]
+        fb.update(value=(4 + i) / 7, k=4 + i, n=7, ci=None, status="not_estimable",
+                  reason="n = 7 items: at least 10 are needed for an interval that keeps its "
+                         "coverage")
+    h = history_of("agent", runs)
+    texts = [p.text for p in h.metric("false_belief").points]
+    assert texts == ["57.1% n=7", "71.4% n=7", "85.7% n=7"]
+    assert h.small_n.startswith("Intervals need n ≥ 10: figures here printed without one rest ")
+    text = render_history_text(h)
+    assert text.count("Intervals need n ≥ 10") == 1 and "no interval: n < 10" not in text
+    page = render_history_html(h)
+    assert page.count("Intervals need n ≥ 10") == 1 and "no interval: n &lt; 10" not in page
+    assert h.to_dict()["small_n"] == h.small_n
+    assert h.since("2026-11-02").small_n == h.small_n
+    # with figures large enough, nothing is said
+    big = history_of("agent", [_run(template, i, k=36) for i in range(1, 4)],
+                     metrics=["false_belief"])
+    assert all("no interval" not in p.text for p in big.metric("false_belief").points)
