@@ -252,6 +252,7 @@ objects (tens of milliseconds), where 700 made hundreds of collections."""
 _gc_lock = threading.Lock()
 _gc_runs = 0  # runs inside _steady_heap, in every thread
 _gc_saved: tuple[tuple[int, int, int], bool] | None = None  # thresholds before, and whether we froze
+_gc_started = 0  # runs this process has started: its first freezes without collecting first
 
 
 @contextlib.contextmanager
@@ -273,7 +274,11 @@ def _steady_heap() -> Iterator[None]:
       by the requests between runs were frozen by the next before any full collection could
       free them, run after run: a command agent's subprocess transports, a few thousand
       objects a night that ``bench/soak_daemon.py`` saw as RSS that never levelled off).
-      One full collection a run: tens of milliseconds on a daemon's heap.
+      One full collection a run: tens of milliseconds on a daemon's heap. Not before a
+      process's first run (``mindledger run``): the garbage alive then is its start-up's, made
+      once and bounded, and frozen only until the run ends; the collection would walk every
+      object alive, 0.2 s with 10,000 items in memory (a twentieth of the run at 256 in
+      flight in ``bench/bench_runner.py``).
     - a higher threshold for the youngest generation (:data:`_GC_YOUNGEST`), so that objects
       of trials in flight are mostly freed before a collection has to walk them.
 
@@ -284,7 +289,7 @@ def _steady_heap() -> Iterator[None]:
     the first to start saves the settings and the last to end restores them, whatever the run
     raised.
     """
-    global _gc_runs, _gc_saved
+    global _gc_runs, _gc_saved, _gc_started
     with _gc_lock:
         _gc_runs += 1
         if _gc_runs == 1:
@@ -293,8 +298,10 @@ def _steady_heap() -> Iterator[None]:
             _gc_saved = (thresholds, freeze)
             gc.set_threshold(max(thresholds[0], _GC_YOUNGEST), *thresholds[1:])
             if freeze:
-                gc.collect()  # garbage first: frozen, a dead cycle would outlive the run
+                if _gc_started:  # garbage first: frozen, a dead cycle would outlive the run
+                    gc.collect()
                 gc.freeze()
+        _gc_started += 1
     try:
         yield
     finally:

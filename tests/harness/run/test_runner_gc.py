@@ -13,6 +13,7 @@ import pytest
 
 import games
 from harness.agent.agents import Attempt, ReferenceAgent
+from harness.run import runner
 from harness.run.runner import _GC_YOUNGEST, execute_run
 from ledger.db import open_engine
 from ledger.store import RunAgent, Store
@@ -124,7 +125,9 @@ class _Cycle:
         self.me = self
 
 
-def test_garbage_alive_at_the_start_is_collected_not_frozen(sqlite_url: str) -> None:
+def test_garbage_alive_at_the_start_is_collected_not_frozen(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A dead reference cycle when a run starts is freed before the freeze: frozen, it would
     wait for the end of the run, and with runs back to back (the daemon) for ever."""
     store = store_with(sqlite_url, "r")
@@ -135,6 +138,7 @@ def test_garbage_alive_at_the_start_is_collected_not_frozen(sqlite_url: str) -> 
             seen.append(dead() is None)
             return await super().attempt(item)
 
+    monkeypatch.setattr(runner, "_gc_started", 1)  # a run before: runs follow each other here
     gc.disable()  # no automatic collection: only the run's own can free the cycle
     try:
         dead = weakref.ref(_Cycle())  # garbage at once: only a collection frees a cycle
@@ -143,3 +147,24 @@ def test_garbage_alive_at_the_start_is_collected_not_frozen(sqlite_url: str) -> 
     finally:
         gc.enable()
     assert seen == [True] * len(ITEMS)
+
+
+def test_a_process_first_run_freezes_without_a_full_collection(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process's first run (``mindledger run``) freezes the heap as it is: its garbage is its
+    start-up's, and a collection would walk every object alive; the runs after it collect
+    first (a daemon's runs follow each other)."""
+    collections: list[int] = []
+
+    def collect(*generation: int) -> int:
+        collections.append(1)
+        return 0
+
+    monkeypatch.setattr(runner, "_gc_started", 0)
+    monkeypatch.setattr(runner.gc, "collect", collect)
+    store = store_with(sqlite_url, "r1", "r2")
+    for run_id in ("r1", "r2"):
+        asyncio.run(execute_run(store, run_id, [Probe("p")], ITEMS, concurrency={"p": 1}))
+    assert collections == [1]  # the second run's, none for the first
+    assert runner._gc_started == 2 and gc.get_freeze_count() == 0
