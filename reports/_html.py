@@ -151,6 +151,8 @@ def _verdict_html(v: Verdict) -> str:
     """The verdict, first on the page: each agent under test (INVALID in red, valid in
     green), the other agents, the references, the notes."""
     out = ["<section id='verdict' class='verdict'><h2>Verdict</h2>"]
+    if v.unfinished:
+        out.append(f"<p class='unfinished'><strong>{_code(_h(v.unfinished))}</strong></p>")
     for a in v.agents:
         cls = {True: "valid", False: "invalid", None: "unchecked"}[a.valid]
         out.append(f"<p class='agent {cls}' data-agent='{_h(a.agent)}'>"

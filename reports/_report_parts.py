@@ -264,6 +264,8 @@ def _agent_section(name: str, a: AgentProfile, *, contrasts: bool = True,
 
 def _verdict_markdown(v: Verdict) -> list[str]:
     out = ["## Verdict", ""]
+    if v.unfinished:
+        out += [f"**{v.unfinished}**", ""]
     for a in v.agents:
         out += [" ".join(a.sentences()), ""]
     for o in v.others:

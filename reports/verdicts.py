@@ -197,12 +197,16 @@ class Verdict:
     whose agent is not in the run), one line each."""
     notes: tuple[str, ...]
     """What cannot be estimated at this run's size, and how S is measured, said once."""
+    unfinished: str | None = None
+    """Said first when the run is not complete (:func:`unfinished_run`): every figure after
+    it rests on the trials stored so far."""
 
     def paragraphs(self) -> list[str]:
-        """The verdict as plain text, one paragraph a line, in order: each agent under test
-        (its sentences in one paragraph), the other agents, the references (a heading, then
-        one line each, indented), the notes."""
-        out = [" ".join(a.sentences()) for a in self.agents]
+        """The verdict as plain text, one paragraph a line, in order: that the run is not
+        finished (if it is not), each agent under test (its sentences in one paragraph), the
+        other agents, the references (a heading, then one line each, indented), the notes."""
+        out = [self.unfinished] if self.unfinished else []
+        out += [" ".join(a.sentences()) for a in self.agents]
         out += list(self.others)
         if self.references:
             out.append(REFERENCES_HEADING)
@@ -228,6 +232,7 @@ class Verdict:
             ],
             "others": list(self.others),
             "notes": list(self.notes),
+            "unfinished": self.unfinished,
             "paragraphs": self.paragraphs(),
         }
 
@@ -257,7 +262,27 @@ def verdict(profile: Mapping[str, Any] | RunProfile) -> Verdict:
         every_trial_failed(prof.agents[n]) is None for n in under_test
     ):
         notes.append(_skill_note(prof.agents[under_test[0]]))
-    return Verdict(agents, references, others, tuple(notes))
+    return Verdict(agents, references, others, tuple(notes), unfinished_run(prof))
+
+
+def unfinished_run(prof: RunProfile) -> str | None:
+    """``"Run R is not finished (interrupted): 4 of its 26 trials are stored, and every figure
+    here rests on those alone. ..."`` when the run is not complete (a report read while it
+    runs, or of a run whose process was stopped: it stays ``running`` until resumed); None
+    when it is complete (or its status is unknown)."""
+    run = prof.run
+    if run.status in (None, "complete"):
+        return None
+    expected = run.n_items * len(prof.agents)
+    stored = f"{run.n_trials} of its {expected}" if expected else str(run.n_trials)
+    resume = (
+        f" `mindledger run --resume {run.id}` finishes it"
+        + (" if its process has stopped." if run.status == "running" else ".")
+    )
+    return (
+        f"Run {run.id} is not finished ({run.status}): {stored} trials are stored, and every "
+        f"figure here rests on those alone.{resume}"
+    )
 
 
 def _validity_text(a: AgentProfile) -> str:

@@ -299,3 +299,29 @@ def test_json_keeps_the_profile_and_adds_the_verdict(stored_profile: RunProfile)
     assert set(out) == set(stored_profile.to_json()) | {"verdict"}
     assert out["agents"] == stored_profile.to_json()["agents"]
     assert out["verdict"]["paragraphs"][0].startswith("piper (agent under test)")
+
+
+@pytest.mark.parametrize("status", ["running", "interrupted", "incomplete"])
+def test_an_unfinished_run_says_so_before_anything_else(
+    stored_profile: RunProfile, status: str
+) -> None:
+    """A report read while a run is under way, or of one whose process was stopped, opens by
+    saying the run is not finished and how many trials its figures rest on; a complete run
+    says nothing of the kind."""
+    assert verdict(stored_profile).unfinished is None  # a complete run
+    run = stored_profile.run.model_copy(update={"status": status, "n_trials": 7})
+    partial = stored_profile.model_copy(update={"run": run})
+    expected = run.n_items * len(partial.agents)
+    said = verdict(partial).paragraphs()[0]
+    assert said.startswith(
+        f"Run {run.id} is not finished ({status}): 7 of its {expected} trials are stored, and "
+        "every figure here rests on those alone. "
+        f"`mindledger run --resume {run.id}` finishes it"
+    ), said
+    assert said.endswith("if its process has stopped.") == (status == "running")
+    md = render_markdown(partial)
+    assert md.split("## Verdict", 1)[1].lstrip().startswith(f"**{said}**")
+    assert f"<p class='unfinished'><strong>Run {run.id} is not finished" in render_html(
+        partial, figures=[]
+    )
+    assert json.loads(render_json(partial))["verdict"]["unfinished"] == said
