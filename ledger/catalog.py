@@ -41,6 +41,17 @@ class FailureCounts:
     errors: int
     unparsed: int
     not_applicable: int
+    last_trial_at: str | None = None
+    """When its newest trial was stored (ISO 8601 UTC): how long ago a run still marked
+    running last made progress (``mindledger runs``)."""
+
+    @classmethod
+    def of_row(cls, numbers: Sequence[Any]) -> FailureCounts:
+        """From the numbers and the time that :data:`FAILURE_COUNTS_SQL` selects after the
+        run and the agent."""
+        *counts, last = numbers
+        trials, errors, unparsed, not_applicable = map(int, counts)
+        return cls(trials, errors, unparsed, not_applicable, None if last is None else str(last))
 
     @property
     def attempted(self) -> int:
@@ -82,12 +93,17 @@ class ListedRun:
         """:attr:`counts` by agent name."""
         return dict(self.counts)
 
+    @property
+    def last_trial_at(self) -> str | None:
+        """When its newest trial was stored (None: none yet)."""
+        return max((c.last_trial_at for _, c in self.counts if c.last_trial_at), default=None)
+
 
 COLUMNS_READ: Mapping[str, tuple[str, ...]] = {
     MIGRATIONS_TABLE: ("name",),
     "runs": ("id", "suite", "seed", "held_out", "status", "created_at", "finished_at"),
     "run_agents": ("run_id", "agent", "role"),
-    "trials": ("run_id", "agent", "status", "answer_json"),
+    "trials": ("run_id", "agent", "status", "answer_json", "created_at"),
 }
 """Every table and column this module reads; the SQL below names no other (checked by a test,
 with these against the ORM models)."""
@@ -109,7 +125,8 @@ FAILURE_COUNTS_SQL = (
     "SUM(CASE WHEN status = 'api_error' THEN 1 ELSE 0 END), "
     "SUM(CASE WHEN status NOT IN ('api_error', 'not_applicable') "
     "AND (answer_json IS NULL OR answer_json = 'null') THEN 1 ELSE 0 END), "
-    "SUM(CASE WHEN status = 'not_applicable' THEN 1 ELSE 0 END) "
+    "SUM(CASE WHEN status = 'not_applicable' THEN 1 ELSE 0 END), "
+    "MAX(created_at) "
     "FROM trials WHERE run_id IN ({ids}) GROUP BY run_id, agent"
 )
 
@@ -195,7 +212,7 @@ def _read(cur: _Cursor, limit: int, *, placeholder: str) -> list[ListedRun] | No
             agents.setdefault(run_id, []).append(ListedAgent(str(agent), str(role)))
         cur.execute(sql(FAILURE_COUNTS_SQL, len(chunk)), chunk)
         for run_id, agent, *numbers in cur.fetchall():
-            counts.setdefault(run_id, []).append((str(agent), FailureCounts(*map(int, numbers))))
+            counts.setdefault(run_id, []).append((str(agent), FailureCounts.of_row(numbers)))
     return [
         ListedRun(
             id=run_id,

@@ -225,7 +225,7 @@ class Reader:
         out: dict[str, dict[str, FailureCounts]] = {}
         for chunk in _chunks(run_ids, CHUNK):
             for run_id, agent, *numbers in self._all(FAILURE_COUNTS_SQL, chunk, len(chunk)):
-                out.setdefault(str(run_id), {})[str(agent)] = FailureCounts(*map(int, numbers))
+                out.setdefault(str(run_id), {})[str(agent)] = FailureCounts.of_row(numbers)
         return out
 
     def item_bodies(self, run_id: str) -> list[str]:

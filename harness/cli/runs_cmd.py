@@ -9,9 +9,12 @@ unfinished), ``held_out`` (bool), ``seed`` (null for a held-out run unless
 "failed", "errors", "unparsed", "failure_share"}]``: the agent's stored trials, those that failed
 — API errors and unreadable answers, as ``mindledger trials RUN --status error,unparsed``
 lists them — and failed ÷ trials that asked it something, null before any did), ``trials``
-(stored trials, every status), ``scored`` (trials with an answer scored).
+(stored trials, every status), ``scored`` (trials with an answer scored), ``last_trial_at``
+(when its newest trial was stored; null before any).
 
-The table's ``failed`` column names the agent with the largest failure share (``3/26 mybot``).
+The table's ``failed`` column names the agent with the largest failure share (``3/26 mybot``);
+a run still marked running says how long ago its last trial was stored (``running · last trial
+2h14m ago``): one whose process was killed stays marked running until resumed.
 A database at the current schema is read without SQLAlchemy by :mod:`ledger.catalog`, in three
 queries however many runs are listed; any other through the store, which migrates it first. The
 command only reads: where there is no database it lists no runs and creates none. ``--verify``
@@ -20,17 +23,19 @@ always goes through the store.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import click
 
 from harness.cli.common import echo_json, get_settings, get_store, reads_only
 from harness.cli.conventions import LISTED, an_id, format_option
+from harness.run.progress import duration
 from ledger.catalog import FailureCounts, ListedRun, read_run_listing
 from mindledger.disclosure import seed_cell, shown_seed
 from mindledger.errors import NoDatabaseError
 
-__all__ = ["listed_runs", "run_record", "runs"]
+__all__ = ["listed_runs", "run_record", "runs", "status_cell"]
 
 NO_TRIALS = FailureCounts(0, 0, 0, 0)
 
@@ -89,7 +94,29 @@ def run_record(run: ListedRun, *, reveal_held_out: bool = False) -> dict[str, An
         "agents": agents,
         "trials": sum(c.trials for c in counts.values()),
         "scored": sum(c.trials - c.errors - c.not_applicable for c in counts.values()),
+        "last_trial_at": run.last_trial_at,
     }
+
+
+def _now() -> dt.datetime:
+    """The time the table's ``last trial … ago`` is counted from (tests fix it)."""
+    return dt.datetime.now(dt.UTC)
+
+
+def status_cell(run: ListedRun, now: dt.datetime) -> str:
+    """The ``status`` cell: the run's status, and for a run still marked running how long ago
+    its last trial was stored (``running · last trial 2h14m ago``): a run whose process was
+    killed stays marked running, and only its silence tells it from one under way."""
+    if run.status != "running":
+        return run.status
+    last = run.last_trial_at
+    if last is None:
+        return "running · no trial yet"
+    try:
+        ago = (now - dt.datetime.fromisoformat(last)).total_seconds()
+    except (TypeError, ValueError):  # a time this listing cannot read: the status alone
+        return run.status
+    return f"running · last trial {duration(ago)} ago"
 
 
 def _worst(counts: dict[str, FailureCounts]) -> str:
@@ -111,6 +138,7 @@ def _table(records: list[dict[str, Any]], runs: list[ListedRun], reveal_held_out
 
     from harness.cli.tables import print_table, stdout_console
 
+    now = _now()
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
     for col in ("run", "suite", "seed", "held out", "status", "created", "agents", "trials",
                 "failed"):  # fmt: skip
@@ -126,7 +154,7 @@ def _table(records: list[dict[str, Any]], runs: list[ListedRun], reveal_held_out
             r["suite"],
             seed_cell(run.seed, held_out=run.held_out, reveal_held_out=reveal_held_out),
             "yes" if r["held_out"] else "",
-            r["status"],
+            status_cell(run, now),
             r["created_at"][:16].replace("T", " "),
             str(len(r["agents"])),
             str(r["trials"]),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import re
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -88,12 +89,18 @@ def test_the_reader_lists_what_the_store_lists(db_url: str) -> None:
                                  ListedAgent("zeta-control", "control"),
                                  ListedAgent("ref:oracle", "reference"),
                                  ListedAgent("alpha", "reference")}  # fmt: skip
-    assert mixed.failures == {
+    counted = {a: replace(c, last_trial_at=None) for a, c in mixed.failures.items()}
+    assert counted == {
         "zeta": FailureCounts(trials=3, errors=1, unparsed=1, not_applicable=0),
         "zeta-control": FailureCounts(trials=3, errors=1, unparsed=1, not_applicable=0),
         "ref:oracle": FailureCounts(trials=2, errors=0, unparsed=0, not_applicable=1),
     }
-    assert sealed.failures == {"zeta": FailureCounts(1, 0, 1, 0)} and fresh.counts == ()
+    # each agent's newest trial, and the run's: ref:oracle's were recorded last
+    last = {a: c.last_trial_at for a, c in mixed.failures.items()}
+    assert all(t and t.startswith("2026-12-03T10:") for t in last.values()), last
+    assert last["zeta"] < last["zeta-control"] < last["ref:oracle"] == mixed.last_trial_at
+    assert replace(sealed.failures["zeta"], last_trial_at=None) == FailureCounts(1, 0, 1, 0)
+    assert fresh.counts == () and fresh.last_trial_at is None
 
 
 def test_the_reader_asks_one_question_per_table_whatever_the_number_of_runs(

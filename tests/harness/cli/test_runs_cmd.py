@@ -4,12 +4,14 @@ PostgreSQL; a missing database is created and listed empty, as before."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
 import pytest
 
 import harness.cli.runs_cmd as runs_cmd
+from harness.run.progress import duration
 from ledger.catalog import ListedRun
 from tests.cli import run_main
 from tests.ledger.test_catalog import store_sample_runs
@@ -30,6 +32,9 @@ def test_both_readers_print_the_same_bytes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     store_sample_runs(db_url)
+    # how long ago a running run's last trial was is counted from a fixed time: the two
+    # readers print the same bytes whatever the clock does between them
+    monkeypatch.setattr(runs_cmd, "_now", lambda: dt.datetime(2026, 12, 3, 12, 0, tzinfo=dt.UTC))
     answered: list[bool] = []
     real = runs_cmd.read_run_listing
 
@@ -63,6 +68,16 @@ def test_both_readers_print_the_same_bytes(
     assert agents["alpha"]["trials"] == 0 and agents["alpha"]["failure_share"] is None
     assert (agents["zeta"]["errors"], agents["zeta"]["unparsed"]) == (1, 1)
     assert agents["ref:oracle"]["failure_share"] == 0.0 and listed[2]["scored"] == 5
+    # a run still marked running says how long ago its last trial was stored, or that it has
+    # none: one whose process was killed stays marked running until it is resumed
+    assert [r["status"] for r in listed] == ["running", "running", "complete"]
+    assert listed[0]["last_trial_at"] is None
+    last = listed[1]["last_trial_at"]
+    assert last is not None and last.startswith("2026-12-03T10:")
+    ago = dt.datetime(2026, 12, 3, 12, 0, tzinfo=dt.UTC) - dt.datetime.fromisoformat(last)
+    table = " ".join(wide.split())
+    assert f"running · last trial {duration(ago.total_seconds())} ago" in table
+    assert "running · no trial yet" in table and "complete" in table
 
 
 def test_a_missing_database_is_listed_empty_and_not_created(
