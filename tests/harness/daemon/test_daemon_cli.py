@@ -36,6 +36,19 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def serve(tmp_path: Path, port: int, *args: str) -> subprocess.Popen[str]:
+    """``mindledger serve --port PORT ARGS…`` in ``tmp_path`` (its data directory under it),
+    its stdout and stderr piped as text."""
+    return subprocess.Popen(
+        mindledger("serve", "--port", str(port), *args),
+        cwd=tmp_path,
+        env=env_for(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def test_serve_token_prints_a_token_once_and_stores_its_hash(tmp_path: Path) -> None:
     r = subprocess.run(
         mindledger("serve", "token", "piper", "--new"),
@@ -81,14 +94,7 @@ def test_serve_answers_health_and_stops_on_a_signal(
     """A clean shutdown, then the exit code of the signal (130 for Ctrl-C, 143 for SIGTERM),
     wherever in the server's loop the signal lands: also while requests are in flight."""
     port = free_port()
-    proc = subprocess.Popen(
-        mindledger("serve", "--port", str(port)),
-        cwd=tmp_path,
-        env=env_for(tmp_path),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = serve(tmp_path, port)
     stop = threading.Event()
 
     def hammer() -> None:

@@ -10,7 +10,6 @@ import logging
 import re
 import signal
 import sqlite3
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -27,7 +26,7 @@ from harness.daemon.logs import JsonFormatter, RunIdFilter, log_config
 from harness.testing import FakeOpenAI
 from ledger import commitment, new_salt, prediction_body
 from mindledger.errors import ConfigError
-from tests.harness.daemon.test_daemon_cli import env_for, free_port, mindledger
+from tests.harness.daemon.test_daemon_cli import free_port, serve
 
 SAMPLED, PASSED = 0.0, 0.99
 """Dice values that sample an unpredicted call and that let it pass."""
@@ -308,20 +307,7 @@ def test_log_config_refuses_an_unknown_format() -> None:
 
 def test_serve_log_format_json_writes_json_lines(tmp_path: Path) -> None:
     port = free_port()
-    proc = subprocess.Popen(
-        mindledger("serve", "--port", str(port), "--no-scheduler", "--log-format", "json"),
-        cwd=tmp_path,
-        env=env_for(tmp_path),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        wait_for(lambda: _answers(f"http://127.0.0.1:{port}/health"), "the daemon answers")
-    finally:
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, err
+    err = _serve_until_it_answers(tmp_path, port, "--no-scheduler", "--log-format", "json")
     said = [line for line in err.splitlines() if line.strip()]
     assert said[-1] == "Interrupted."  # the command's own word on Ctrl-C, not a log line
     lines = [json.loads(line) for line in said[:-1]]
@@ -329,6 +315,19 @@ def test_serve_log_format_json_writes_json_lines(tmp_path: Path) -> None:
     messages = [x["message"] for x in lines]
     assert f"mindledger daemon on http://127.0.0.1:{port}" in messages
     assert any("GET /health" in m for m in messages), messages  # uvicorn's access log too
+
+
+def _serve_until_it_answers(tmp_path: Path, port: int, *args: str) -> str:
+    """Start ``mindledger serve``, wait until it answers /health, stop it with Ctrl-C (it
+    exits 130) and return what it wrote on stderr."""
+    proc = serve(tmp_path, port, *args)
+    try:
+        wait_for(lambda: _answers(f"http://127.0.0.1:{port}/health"), "the daemon answers")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    return err
 
 
 def _answers(url: str) -> bool:
@@ -350,21 +349,7 @@ def test_a_text_daemon_says_what_its_nights_will_run(tmp_path: Path, declared: b
             '[schedule]\ncron = "30 2 * * *"\n',
             encoding="utf-8",
         )
-    port = free_port()
-    proc = subprocess.Popen(
-        mindledger("serve", "--port", str(port)),
-        cwd=tmp_path,
-        env=env_for(tmp_path),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        wait_for(lambda: _answers(f"http://127.0.0.1:{port}/health"), "the daemon answers")
-    finally:
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, err
+    err = _serve_until_it_answers(tmp_path, free_port())
     nightly = [line for line in err.splitlines() if " nightly: " in line]
     assert len(nightly) == 1, err
     stamp = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
