@@ -18,6 +18,7 @@ it appears. The rules are decided here, once:
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -44,6 +45,8 @@ __all__ = [
     "NOT_IDENTIFIABLE",
     "NOT_MEASURED",
     "NO_DETECTABLE_CHANGE",
+    "NO_STORY_TRIALS",
+    "STALE_AFTER_S",
     "Headline",
     "SmallN",
     "abc_contrast_rows",
@@ -54,19 +57,23 @@ __all__ = [
     "depth_signals_lines",
     "depth_text",
     "difference_text",
+    "duration",
     "every_trial_failed",
     "figure_title",
     "headline_columns",
     "headlines",
+    "idle_seconds",
     "level_fit_text",
     "level_text",
     "marked_invalid",
     "no_interval",
+    "no_story_trials",
     "number",
     "p_text",
     "pct",
     "proportion_text",
     "role_order",
+    "run_status_text",
     "skill_measured",
     "small_n_said_once",
     "validity_word",
@@ -148,6 +155,46 @@ def small_n_said_once() -> Iterator[SmallN]:
         yield tally
     finally:
         _SMALL_N.reset(token)
+
+
+def duration(seconds: float) -> str:
+    """``45s``, ``3m05s``, ``1h02m``."""
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+STALE_AFTER_S = 600.0
+"""Seconds without a stored trial after which a run marked running is said to be idle."""
+
+
+def idle_seconds(
+    status: str, created_at: str, last_trial_at: str | None, now: dt.datetime
+) -> float | None:
+    """How long a run marked running has stored no trial (since its last trial, or since it
+    was created when it has none) once that is :data:`STALE_AFTER_S` or more: a run whose
+    process was killed stays marked running until it is resumed, and only its silence tells
+    it from one under way. None for any other run, or a time that cannot be read."""
+    if status != "running":
+        return None
+    try:
+        since = dt.datetime.fromisoformat(last_trial_at or created_at)
+        idle = (now - since).total_seconds()
+    except (TypeError, ValueError):
+        return None
+    return idle if idle >= STALE_AFTER_S else None
+
+
+def run_status_text(
+    status: str, created_at: str, last_trial_at: str | None, now: dt.datetime
+) -> str:
+    """A run's status as a list of runs shows it: ``running · idle 2h14m`` for a run marked
+    running that has stored no trial for a while (:func:`idle_seconds`); else its status."""
+    idle = idle_seconds(status, created_at, last_trial_at, now)
+    return status if idle is None else f"{status} · idle {duration(idle)}"
 
 
 def _short_reason(block: Mapping[str, Any]) -> str:

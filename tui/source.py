@@ -70,6 +70,10 @@ def run_summary(store: Readable, run: str | StoredRun) -> RunSummary:
             )
             for a in r.run_agents(run.id)
         )
+        last = None
+        if run.status == "running":  # how long it has been idle, if it is (killed, or stuck)
+            failures = r.failure_counts([run.id]).get(run.id, {}).values()
+            last = max((c.last_trial_at for c in failures if c.last_trial_at), default=None)
     return RunSummary(
         id=run.id,
         suite=run.suite,
@@ -78,6 +82,7 @@ def run_summary(store: Readable, run: str | StoredRun) -> RunSummary:
         status=run.status,
         created_at=run.created_at,
         agents=agents,
+        last_trial_at=last,
     )
 
 

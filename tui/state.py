@@ -15,6 +15,7 @@ What a screen shows when a number cannot be given is decided here, once:
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -33,6 +34,7 @@ from reports.present import (
     number,
     pct,
     proportion_text,
+    run_status_text,
 )
 from tui.depth_view import DepthCurve, depth_curve
 
@@ -167,6 +169,8 @@ class RunSummary:
     status: str
     created_at: str
     agents: tuple[AgentCount, ...] = ()
+    last_trial_at: str | None = None
+    """When its newest trial was stored: read for a run still marked running only."""
 
 
 @dataclass(frozen=True)
@@ -191,8 +195,11 @@ def accuracy_cell(agents: Iterable[AgentCount]) -> str:
     return " · ".join(parts) if parts else MISSING
 
 
-def run_rows(runs: Iterable[RunSummary]) -> list[RunRow]:
-    """The runs table, newest first (ties by id)."""
+def run_rows(runs: Iterable[RunSummary], now: str | None = None) -> list[RunRow]:
+    """The runs table, newest first (ties by id); a run marked running that has stored no
+    trial for a while says so (``running · idle 2h14m``, counted from ``now``, ISO 8601;
+    default: the clock's)."""
+    at = dt.datetime.fromisoformat(now) if now else dt.datetime.now(dt.UTC)
     ordered = sorted(runs, key=lambda r: r.id)
     ordered.sort(key=lambda r: r.created_at or "", reverse=True)
     return [
@@ -203,7 +210,7 @@ def run_rows(runs: Iterable[RunSummary]) -> list[RunRow]:
                 r.suite,
                 seed_cell(r.seed, held_out=r.held_out),
                 "held-out" if r.held_out else "dev",
-                r.status,
+                run_status_text(r.status, r.created_at, r.last_trial_at, at),
                 fmt_time(r.created_at),
                 str(len(r.agents)),
                 str(sum(a.trials for a in r.agents)),

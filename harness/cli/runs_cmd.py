@@ -13,8 +13,9 @@ lists them — and failed ÷ trials that asked it something, null before any did
 (when its newest trial was stored; null before any).
 
 The table's ``failed`` column names the agent with the largest failure share (``3/26 mybot``);
-a run still marked running says how long ago its last trial was stored (``running · last trial
-2h14m ago``): one whose process was killed stays marked running until resumed.
+a run marked running that has stored no trial for ten minutes reads ``running · idle 2h14m``,
+and a line under the table says what that may mean (its process killed: it stays marked
+running until resumed) and the command that finishes it.
 A database at the current schema is read without SQLAlchemy by :mod:`ledger.catalog`, in three
 queries however many runs are listed; any other through the store, which migrates it first. The
 command only reads: where there is no database it lists no runs and creates none. ``--verify``
@@ -30,12 +31,12 @@ import click
 
 from harness.cli.common import echo_json, get_settings, get_store, reads_only
 from harness.cli.conventions import LISTED, an_id, format_option
-from harness.run.progress import duration
 from ledger.catalog import FailureCounts, ListedRun, read_run_listing
 from mindledger.disclosure import seed_cell, shown_seed
 from mindledger.errors import NoDatabaseError
+from reports.present import duration, idle_seconds, run_status_text
 
-__all__ = ["listed_runs", "run_record", "runs", "status_cell"]
+__all__ = ["idle_notes", "listed_runs", "run_record", "runs", "status_cell"]
 
 NO_TRIALS = FailureCounts(0, 0, 0, 0)
 
@@ -104,19 +105,23 @@ def _now() -> dt.datetime:
 
 
 def status_cell(run: ListedRun, now: dt.datetime) -> str:
-    """The ``status`` cell: the run's status, and for a run still marked running how long ago
-    its last trial was stored (``running · last trial 2h14m ago``): a run whose process was
-    killed stays marked running, and only its silence tells it from one under way."""
-    if run.status != "running":
-        return run.status
-    last = run.last_trial_at
-    if last is None:
-        return "running · no trial yet"
-    try:
-        ago = (now - dt.datetime.fromisoformat(last)).total_seconds()
-    except (TypeError, ValueError):  # a time this listing cannot read: the status alone
-        return run.status
-    return f"running · last trial {duration(ago)} ago"
+    """The ``status`` cell (:func:`reports.present.run_status_text`)."""
+    return run_status_text(run.status, run.created_at, run.last_trial_at, now)
+
+
+def idle_notes(runs: list[ListedRun], now: dt.datetime) -> list[str]:
+    """A line under the table for each run marked running that has stored no trial for a
+    while: what that may mean and the command that finishes it."""
+    notes = []
+    for run in runs:
+        idle = idle_seconds(run.status, run.created_at, run.last_trial_at, now)
+        if idle is not None:
+            notes.append(
+                f"{run.id} is marked running but has stored no trial for {duration(idle)}: if "
+                "its process stopped (killed, the machine restarted), `mindledger run --resume "
+                f"{run.id}` finishes it."
+            )
+    return notes
 
 
 def _worst(counts: dict[str, FailureCounts]) -> str:
@@ -161,7 +166,10 @@ def _table(records: list[dict[str, Any]], runs: list[ListedRun], reveal_held_out
             _worst(run.failures),
         )
         table.add_row(*(Text(c) for c in cells))  # text, never markup
-    print_table(stdout_console(), table, drop=("held out", "agents", "seed", "suite", "created"))
+    console = stdout_console()
+    print_table(console, table, drop=("held out", "agents", "seed", "suite", "created"))
+    for note in idle_notes(runs, now):
+        console.print(note, highlight=False, markup=False)
 
 
 @reads_only

@@ -20,22 +20,14 @@ import time
 from collections.abc import Callable, Mapping
 from typing import IO
 
+from reports.present import duration
+
 __all__ = ["LINE_EVERY_S", "MIN_GAP_S", "LineProgress", "duration", "rate"]
 
 LINE_EVERY_S = 10.0
 """Seconds between progress lines when nothing else prompts one."""
 MIN_GAP_S = 1.0
 """Least seconds between two lines (a burst of instant trials prints one line, not ten)."""
-
-
-def duration(seconds: float) -> str:
-    """``45s``, ``3m05s``, ``1h02m``."""
-    s = max(0, round(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
 class LineProgress:

@@ -3,6 +3,7 @@ not estimable or a profile is invalid."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -100,11 +101,18 @@ def test_runs_newest_first_with_accuracy_per_agent_agents_under_test_first() -> 
         AgentCount("piper-control", "control", ok=0, api_error=1),
     ))  # fmt: skip
     new = RunSummary("r-new", "nightly", 2, False, "running", "2026-02-01T00:00:00+00:00")
-    rows = run_rows([old, new])
+    rows = run_rows([old, new], "2026-02-01T00:05:00+00:00")
     assert [r.key for r in rows] == ["r-new", "r-old"]
     assert rows[0].cells == (
         "r-new", "nightly", "2", "dev", "running", "2026-02-01 00:00:00", "0", "0", MISSING,
     )  # fmt: skip
+    # a run marked running that has stored no trial for ten minutes says so (its process may
+    # have been killed): since its last trial, or since it was created; a finished one never
+    stalled = replace(new, last_trial_at="2026-02-01T00:05:30+00:00")
+    assert run_rows([stalled], "2026-02-01T02:20:00+00:00")[0].cells[4] == "running · idle 2h14m"
+    assert run_rows([stalled], "2026-02-01T00:12:00+00:00")[0].cells[4] == "running"
+    assert run_rows([new], "2026-02-01T00:10:00+00:00")[0].cells[4] == "running · idle 10m00s"
+    assert run_rows([old], "2026-03-01T00:00:00+00:00")[0].cells[4] == "complete"
     cells = rows[1].cells
     assert cells[3] == "held-out" and cells[6] == "3" and cells[7] == "21"
     # API errors are excluded from accuracy; an agent with no answered trial shows MISSING

@@ -91,7 +91,7 @@ class RunsScreen(WorkerScreen):
         self.post_message(HistoryRequested(run.agents[0]))
 
     def read(self) -> list[RunRow]:
-        return run_rows(self.source.runs())
+        return run_rows(self.source.runs(), self.source.clock())
 
     def _show_status(self) -> None:
         table = self.query_one(RunsTable)

@@ -21,7 +21,7 @@ from ledger.db import open_engine
 from ledger.store import Store
 
 RUN_KEYS = {"id", "suite", "status", "created_at", "finished_at", "held_out", "seed",
-            "seed_withheld", "agents", "trials", "scored"}  # fmt: skip
+            "seed_withheld", "agents", "trials", "scored", "last_trial_at"}  # fmt: skip
 AGENT_KEYS = {"name", "role", "trials", "failed", "errors", "unparsed", "failure_share"}
 TOKEN_KEYS = {"id", "scope", "agent", "label", "created_at", "expires_at", "revoked_at",
               "last_used_at", "max_queued_runs", "state"}  # fmt: skip
@@ -73,6 +73,7 @@ def test_runs_json_lists_every_run_with_its_stored_figures(
     assert [a["failed"] for a in done["agents"]] == [0, 0]  # references never fail
     assert done["trials"] == 2 * n and 0 < done["scored"] <= 2 * n
     assert second["seed"] == 77 and second["trials"] == 0 and second["finished_at"] is None
+    assert second["last_trial_at"] is None and done["last_trial_at"] > done["created_at"]
     assert [r["id"] for r in cli_json(capsys, "--db", url, "runs", "--limit", "1")] == ["second"]
 
     code, table, _ = cli(capsys, "--db", url, "runs")

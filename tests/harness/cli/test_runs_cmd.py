@@ -68,16 +68,21 @@ def test_both_readers_print_the_same_bytes(
     assert agents["alpha"]["trials"] == 0 and agents["alpha"]["failure_share"] is None
     assert (agents["zeta"]["errors"], agents["zeta"]["unparsed"]) == (1, 1)
     assert agents["ref:oracle"]["failure_share"] == 0.0 and listed[2]["scored"] == 5
-    # a run still marked running says how long ago its last trial was stored, or that it has
-    # none: one whose process was killed stays marked running until it is resumed
+    # a run marked running that has stored no trial for a while says so, and a line under the
+    # table what that may mean: one whose process was killed stays marked running
     assert [r["status"] for r in listed] == ["running", "running", "complete"]
     assert listed[0]["last_trial_at"] is None
     last = listed[1]["last_trial_at"]
     assert last is not None and last.startswith("2026-12-03T10:")
-    ago = dt.datetime(2026, 12, 3, 12, 0, tzinfo=dt.UTC) - dt.datetime.fromisoformat(last)
+    noon = dt.datetime(2026, 12, 3, 12, 0, tzinfo=dt.UTC)
+    idle = duration((noon - dt.datetime.fromisoformat(last)).total_seconds())
+    fresh_idle = duration((noon - dt.datetime.fromisoformat(listed[0]["created_at"])).total_seconds())
     table = " ".join(wide.split())
-    assert f"running · last trial {duration(ago.total_seconds())} ago" in table
-    assert "running · no trial yet" in table and "complete" in table
+    assert f"running · idle {idle}" in table and f"running · idle {fresh_idle}" in table
+    assert (f"sealed is marked running but has stored no trial for {idle}: if its process "
+            "stopped (killed, the machine restarted), `mindledger run --resume sealed` "
+            "finishes it.") in table
+    assert table.count("is marked running but") == 2  # fresh and sealed, not the complete one
 
 
 def test_a_missing_database_is_listed_empty_and_not_created(
