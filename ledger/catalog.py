@@ -20,7 +20,7 @@ against the ORM models and that its SQL names no other.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +28,14 @@ from typing import Any, Protocol
 
 from ledger.schema import MIGRATION_IDS, MIGRATIONS_TABLE
 
-__all__ = ["COLUMNS_READ", "FailureCounts", "ListedAgent", "ListedRun", "read_run_listing"]
+__all__ = [
+    "COLUMNS_READ",
+    "FailureCounts",
+    "ListedAgent",
+    "ListedRun",
+    "newest_trial",
+    "read_run_listing",
+]
 
 
 @dataclass(frozen=True)
@@ -96,7 +103,12 @@ class ListedRun:
     @property
     def last_trial_at(self) -> str | None:
         """When its newest trial was stored (None: none yet)."""
-        return max((c.last_trial_at for _, c in self.counts if c.last_trial_at), default=None)
+        return newest_trial(c for _, c in self.counts)
+
+
+def newest_trial(counts: Iterable[FailureCounts]) -> str | None:
+    """When the newest trial of these counts (a run's agents') was stored; None: none yet."""
+    return max((c.last_trial_at for c in counts if c.last_trial_at), default=None)
 
 
 COLUMNS_READ: Mapping[str, tuple[str, ...]] = {

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ledger.catalog import newest_trial
 from ledger.clock import Clock, utc_now
 from ledger.reader import Readable, Reader, StoredRun
 from mindledger.disclosure import SEED_WITHHELD, disclosed_prediction, shown_seed
@@ -72,8 +73,7 @@ def run_summary(store: Readable, run: str | StoredRun) -> RunSummary:
         )
         last = None
         if run.status == "running":  # how long it has been idle, if it is (killed, or stuck)
-            failures = r.failure_counts([run.id]).get(run.id, {}).values()
-            last = max((c.last_trial_at for c in failures if c.last_trial_at), default=None)
+            last = newest_trial(r.failure_counts([run.id]).get(run.id, {}).values())
     return RunSummary(
         id=run.id,
         suite=run.suite,

@@ -198,16 +198,23 @@ def tolerated_failures(record: dict[str, Any]) -> str | None:
         if a["unparsed"]:
             kinds.append(f"{a['unparsed']} unparsed")
         said.append(f"{a['name']} {' and '.join(kinds)}")
-    agent = f" --agent {within[0]['name']}" if len(within) == 1 else ""
+    agent = within[0]["name"] if len(within) == 1 else None
     gloss = (
         " (unparsed: no answer could be read from the reply)"
         if any(a["unparsed"] for a in within) else ""
     )
     return (
         f"failed trials, within the {record['max_failure_share']:.0%} a run may lose "
-        f"(max_failure_share): {'; '.join(said)}{gloss}. See them: mindledger trials "
-        f"{record['run']['id']}{agent} --status error,unparsed"
+        f"(max_failure_share): {'; '.join(said)}{gloss}. See them: "
+        f"{failed_trials_command(record['run']['id'], agent)}"
     )
+
+
+def failed_trials_command(run_id: str, agent: str | None = None) -> str:
+    """The command that lists the run's failed trials (API errors and unreadable answers), of
+    ``agent`` alone when given."""
+    who = f" --agent {agent}" if agent else ""
+    return f"mindledger trials {run_id}{who} --status error,unparsed"
 
 
 def check_failures(console: Console, record: dict[str, Any]) -> None:
@@ -236,7 +243,7 @@ def check_failures(console: Console, record: dict[str, Any]) -> None:
         if len(a["causes"]) > 5:
             console.print(f"  … and {len(a['causes']) - 5} more causes", highlight=False)
         console.print(
-            f"  see them: mindledger trials {run_id} --agent {a['name']} --status error,unparsed",
+            f"  see them: {failed_trials_command(run_id, a['name'])}",
             highlight=False,
             markup=False,
         )

@@ -100,7 +100,7 @@ def run_record(run: ListedRun, *, reveal_held_out: bool = False) -> dict[str, An
 
 
 def _now() -> dt.datetime:
-    """The time the table's ``last trial … ago`` is counted from (tests fix it)."""
+    """The time a running run's idleness is counted from (tests fix it)."""
     return dt.datetime.now(dt.UTC)
 
 

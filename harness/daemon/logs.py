@@ -104,6 +104,10 @@ class TextFormatter(logging.Formatter):
         return super().formatMessage(line)
 
 
+OUR_LOGGERS = ("mindledger", "harness", "apscheduler")
+"""The loggers whose lines the daemon writes at the configured level, in either format."""
+
+
 def log_config(log_format: str, *, level: str = "INFO") -> dict[str, Any]:
     """The :func:`logging.config.dictConfig` of the daemon's logs in ``log_format`` (uvicorn
     applies it when it starts). ``text``: uvicorn's own, and mindledger's and APScheduler's
@@ -126,7 +130,7 @@ def log_config(log_format: str, *, level: str = "INFO") -> dict[str, Any]:
             "stream": "ext://sys.stderr",
         }
         text = {"handlers": ["text"], "level": level, "propagate": False}
-        config["loggers"].update(mindledger=text, harness=text, apscheduler=text)
+        config["loggers"].update(dict.fromkeys(OUR_LOGGERS, text))
         config["root"] = {"handlers": ["text"], "level": "WARNING"}
         return config
     ours = {"handlers": ["json"], "level": level, "propagate": False}
@@ -147,9 +151,7 @@ def log_config(log_format: str, *, level: str = "INFO") -> dict[str, Any]:
             "uvicorn": ours,
             "uvicorn.error": {"level": level},
             "uvicorn.access": ours,
-            "mindledger": ours,
-            "apscheduler": ours,
-            "harness": ours,
+            **dict.fromkeys(OUR_LOGGERS, ours),
         },
         "root": {"handlers": ["json"], "level": "WARNING"},
     }
