@@ -53,6 +53,7 @@ __all__ = [
     "MessageBlock",
     "Outcome",
     "RunFailures",
+    "TrialListing",
     "TrialView",
     "costs_text",
     "failure_summary",
@@ -63,6 +64,7 @@ __all__ = [
     "outcome_text",
     "printable",
     "score_text",
+    "trial_listing",
     "value_text",
     "wrong_examples",
 ]
@@ -285,6 +287,20 @@ def _check_agent(store: Store, run_id: str, agent: str | None) -> None:
         )
 
 
+@dataclass(frozen=True)
+class TrialListing:
+    """Trials listed by :func:`trial_listing`: those shown, and the outcomes of every trial the
+    filters matched, shown or not (a listing cut at ``limit`` still says what it left out)."""
+
+    views: list[TrialView]
+    matched: Counter[str]
+
+    @property
+    def total(self) -> int:
+        """How many trials the filters matched."""
+        return sum(self.matched.values())
+
+
 def list_trials(
     store: Store,
     run_id: str,
@@ -296,8 +312,25 @@ def list_trials(
     reveal_held_out: bool = False,
 ) -> list[TrialView]:
     """The run's trials in the order they were stored, optionally of one agent, with some
-    outcomes, of one family, at most ``limit``. NotFoundError for an unknown run or agent, a
-    UserError for an unknown outcome or family."""
+    outcomes, of one family, at most ``limit`` (:func:`trial_listing`'s views)."""
+    return trial_listing(store, run_id, agent=agent, outcome=outcome, family=family,
+                         limit=limit, reveal_held_out=reveal_held_out).views  # fmt: skip
+
+
+def trial_listing(
+    store: Store,
+    run_id: str,
+    *,
+    agent: str | None = None,
+    outcome: str | Iterable[str] | None = None,
+    family: str | None = None,
+    limit: int | None = None,
+    reveal_held_out: bool = False,
+) -> TrialListing:
+    """The run's trials in the order they were stored, optionally of one agent, with some
+    outcomes, of one family: the first ``limit`` as views (only their items are read), and the
+    outcomes of all of them. NotFoundError for an unknown run or agent, a UserError for an
+    unknown outcome or family."""
     run = store.get_run(run_id)
     _check_agent(store, run_id, agent)
     wanted = {outcome} if isinstance(outcome, str) else set(outcome or ())
@@ -308,24 +341,26 @@ def list_trials(
     if family is not None and family not in registry.names():
         raise UserError(f"unknown family {family!r} (expected one of {', '.join(registry.names())})")
     withheld = run.held_out and not reveal_held_out
-    ids = store.run_item_ids(run_id)
-    position = {item_id: n for n, item_id in enumerate(ids, 1)}
-    rows = store.trials(run_id, agent)
+    stored = store.run_items(run_id)  # the ids and families only: no item is read
+    position = {item_id: n for n, item_id in enumerate(stored.ids, 1)}
+    family_of = dict(zip(stored.ids, stored.families, strict=True))
     keep: list[TrialRow] = []
-    for row in rows:
-        if wanted and outcome_of(row.status, row.answer_json, row.correct) not in wanted:
+    matched: Counter[str] = Counter()
+    for row in store.trials(run_id, agent):
+        found = outcome_of(row.status, row.answer_json, row.correct)
+        if (wanted and found not in wanted) or (
+            family is not None and family_of.get(row.item_id) != family
+        ):
             continue
+        matched[found] += 1
         keep.append(row)
-    items = {it.id: it for it in store.items_by_id(sorted({r.item_id for r in keep}))}
-    views: list[TrialView] = []
-    for row in keep:
-        item = items.get(row.item_id)
-        if family is not None and (item is None or item.family != family):
-            continue
-        views.append(_view(row, item, position=position.get(row.item_id), withheld=withheld))
-        if limit is not None and len(views) >= limit:
-            break
-    return views
+    shown = keep if limit is None else keep[:limit]
+    items = {it.id: it for it in store.items_by_id(sorted({r.item_id for r in shown}))}
+    views = [
+        _view(row, items.get(row.item_id), position=position.get(row.item_id), withheld=withheld)
+        for row in shown
+    ]
+    return TrialListing(views, matched)
 
 
 def one_trial(

@@ -22,7 +22,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -33,9 +32,12 @@ from harness.cli.conventions import LISTED, an_id, format_option
 
 if TYPE_CHECKING:
     from ledger.store import Store
-    from reports.trials import TrialView
+    from reports.trials import TrialListing, TrialView
 
-__all__ = ["STATUSES", "render_trial", "trials"]
+__all__ = ["STATUSES", "TERMINAL_ROWS", "render_trial", "trials"]
+
+TERMINAL_ROWS = 50
+"""Trials a listing shows on a terminal when no --limit is given (piped, it lists them all)."""
 
 STATUSES = ("ok", "wrong", "unparsed", "error", "answered", "n/a")
 """What ``--status`` takes: :data:`reports.trials.OUTCOMES` (kept here so that ``--help``
@@ -68,7 +70,14 @@ CELL = 28
     "no answer could be read from its reply.",
 )
 @click.option("--family", default=None, help="Only items of this family (nesttom, games, …).")
-@click.option("--limit", type=LISTED, default=None, help="At most this many trials.")
+@click.option(
+    "--limit",
+    type=LISTED,
+    default=None,
+    help="At most this many trials. Without it, a table on a terminal shows the first "
+    f"{TERMINAL_ROWS} (the tally under it counts them all); piped, or as JSON or CSV, every "
+    "trial is listed.",
+)
 @click.option(
     "--item",
     default=None,
@@ -116,7 +125,8 @@ def trials(
       mindledger trials latest~1 --agent mybot --format json | jq '.[] | select(.error)'
       mindledger trials 20261203-0425 --format csv > trials.csv
     """
-    from reports.trials import list_trials, one_trial
+    from harness.cli.tables import stdout_console
+    from reports.trials import one_trial, trial_listing
 
     store = get_store(ctx)
     run_id = resolve_run(ctx, run_ref)
@@ -134,8 +144,12 @@ def trials(
             click.echo(render_trial(view), nl=False)
         return
     wanted = [s.strip() for given in statuses for s in given.split(",") if s.strip()]
-    views = list_trials(store, run_id, agent=agent, outcome=wanted or None, family=family,
-                        limit=limit, reveal_held_out=reveal_held_out)  # fmt: skip
+    # on a terminal, a run's thousands of trials would scroll the tally out of sight
+    on_screen = fmt == "table" and limit is None and stdout_console().is_terminal
+    listing = trial_listing(store, run_id, agent=agent, outcome=wanted or None, family=family,
+                            limit=TERMINAL_ROWS if on_screen else limit,
+                            reveal_held_out=reveal_held_out)  # fmt: skip
+    views = listing.views
     if store.get_run(run_id).held_out and not reveal_held_out and views:
         click.echo(f"note: run {run_id} is held out: its items, answers and transcripts are "
                    "withheld (operators: --reveal-held-out)", err=True)  # fmt: skip
@@ -151,7 +165,29 @@ def trials(
     elif fmt == "csv":
         click.echo(_csv(views), nl=False)
     elif views:
-        _table(views, run_id, show_agent=agent is None)
+        _table(views, show_agent=agent is None)
+        click.echo(tally_line(listing))
+        if len(views) < listing.total:
+            click.echo(left_out_line(len(views), listing.total, on_screen=on_screen))
+        if not views[0].withheld:
+            first = views[0]
+            click.echo(f"one whole: mindledger trials {run_id} --item {_short_id(first)} "
+                       f"--agent {first.agent}", err=True)  # fmt: skip
+
+
+def tally_line(listing: TrialListing) -> str:
+    """How many trials the filters matched, by outcome: ``6972 trials: 3810 ok, 2634 wrong``."""
+    total = listing.total
+    return f"{total:,} trial{'' if total == 1 else 's'}: " + ", ".join(
+        f"{listing.matched[o]:,} {o}" for o in STATUSES if listing.matched[o]
+    )
+
+
+def left_out_line(shown: int, total: int, *, on_screen: bool) -> str:
+    """What a listing cut short left out, and how to see the rest."""
+    if on_screen:
+        return f"shown: the first {shown:,} of {total:,} (all: --limit {total}, or pipe the output)"
+    return f"shown: the first {shown:,} of {total:,} (--limit {shown})"
 
 
 def _only_agent(store: Store, run_id: str) -> str:
@@ -179,7 +215,7 @@ def _short_id(view: TrialView) -> str:
     return view.item_id.removeprefix("sha256:")[:10]
 
 
-def _table(views: Sequence[TrialView], run_id: str, *, show_agent: bool) -> None:
+def _table(views: Sequence[TrialView], *, show_agent: bool) -> None:
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -209,12 +245,6 @@ def _table(views: Sequence[TrialView], run_id: str, *, show_agent: bool) -> None
         table.add_row(*(Text(cells[h]) for h in heads))  # text, never markup
     console = stdout_console()
     print_table(console, table, drop=TABLE_DROP)
-    tally: Counter[str] = Counter(v.outcome for v in views)
-    click.echo(f"{len(views)} trial(s): " + ", ".join(f"{tally[o]} {o}" for o in STATUSES if tally[o]))
-    if not views[0].withheld:
-        first = views[0]
-        click.echo(f"one whole: mindledger trials {run_id} --item {_short_id(first)} "
-                   f"--agent {first.agent}", err=True)  # fmt: skip
 
 
 def _csv(views: Sequence[TrialView]) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from harness.cli import trials_cmd
 from harness.cli.main import cli as mindledger
 from harness.cli.trials_cmd import CSV_COLUMNS, STATUSES
 from harness.run.suites import get_suite
@@ -249,10 +250,40 @@ def test_the_table_fits_80_columns_with_every_header_whole(runs: Runs, cli: Cli)
     every = _json(cli, "trials", "latest")
     for t in every:  # a row per trial, in order, with its item's start
         assert t["item_id"].removeprefix("sha256:")[:10] in table
-    assert f"{len(every)} trial(s): " in table
+    tally = Counter(t["status"] for t in every)
+    said = ", ".join(f"{tally[s]} {s}" for s in STATUSES if tally[s])
+    assert f"{len(every)} trials: {said}\n" in table and "shown: " not in table  # piped: all
     hint = next(ln for ln in err.splitlines() if ln.startswith("one whole: "))
     code, _, err = cli(*hint.removeprefix("one whole: mindledger ").split())
     assert code == 0, err
+
+
+def test_a_terminal_shows_the_first_trials_and_counts_them_all(
+    runs: Runs, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a terminal, a run's thousands of trials would bury the tally: the table shows the
+    first few, and the lines under it count every trial matched and say how to see the rest.
+    --limit cuts a listing anywhere; JSON is never cut but by --limit."""
+    every = _json(cli, "trials", "latest")
+    wrong = [t for t in every if t["status"] == "wrong"]
+    assert len(wrong) > 2
+    monkeypatch.setattr(trials_cmd, "TERMINAL_ROWS", 2)
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # rich: stdout is a terminal
+    monkeypatch.setenv("NO_COLOR", "1")
+    code, out, err = cli("trials", "latest", "--status", "wrong")
+    assert code == 0, err
+    rows = [t for t in wrong if t["item_id"].removeprefix("sha256:")[:10] in out]
+    assert rows == wrong[:2]
+    lines = out.splitlines()
+    assert f"{len(wrong)} trials: {len(wrong)} wrong" in lines
+    assert f"shown: the first 2 of {len(wrong)} (all: --limit {len(wrong)}, or pipe the output)" in lines
+    assert len(_json(cli, "trials", "latest")) == len(every)  # JSON: whole on a terminal too
+    code, out, err = cli("trials", "latest", "--limit", str(len(every)))
+    assert code == 0 and "shown: " not in out and f"{len(every)} trials: " in out
+    monkeypatch.delenv("TTY_COMPATIBLE")
+    code, out, err = cli("trials", "latest", "--limit", "3")  # piped and cut: said so
+    assert code == 0, err
+    assert f"{len(every)} trials: " in out and f"shown: the first 3 of {len(every)} (--limit 3)" in out
 
 
 def test_csv_has_a_row_per_trial(runs: Runs, cli: Cli) -> None:
