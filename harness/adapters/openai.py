@@ -41,6 +41,7 @@ import numpy as np
 from harness.adapters.fast_transport import FastTransport, Reply, RequestHead
 from harness.adapters.transports import default_transport
 from harness.agent.frozen_json import FrozenDict, FrozenList
+from harness.agent.retries import retried
 from mindledger.errors import AgentError
 
 __all__ = [
@@ -401,6 +402,7 @@ class OpenAIChat:
                 if not failure.retryable or attempts > self.max_retries:
                     raise self._error(failure, attempts) from failure.__cause__
                 delay = self.retry_delay(attempts, failure.retry_after)
+                retried(failure.kind, f"{_WHAT[failure.kind]}: {failure.message}")
                 log.info(
                     "retry %d/%d of POST %s in %.2f s: %s",
                     attempts,

@@ -103,6 +103,8 @@ class TrialProgress:
         )
         self.tasks: dict[str, TaskID] = {}
         self.counts: dict[str, list[int]] = {}  # scored, correct, errors
+        self.retries: dict[str, int] = {}
+        self.said: set[tuple[str, str]] = set()  # (agent, kind) of the retries said above the bars
 
     def start(self, totals: Mapping[str, int], done: Mapping[str, int]) -> None:
         if self.lines is not None:
@@ -136,6 +138,19 @@ class TrialProgress:
             acc=f"{c[1] / c[0]:.0%}" if c[0] else "-",
             errors=c[2],
         )
+
+    def retried(self, agent: str, kind: str, what: str) -> None:
+        """On a line: counted (:class:`LineProgress`). Over bars: the agent's bar counts its
+        retries, and the first of each kind is printed above the bars."""
+        if self.lines is not None:
+            self.lines.retried(agent, kind, what)
+        if self.mode != "bars" or agent not in self.tasks:
+            return
+        n = self.retries[agent] = self.retries.get(agent, 0) + 1
+        self.progress.update(self.tasks[agent], description=f"{agent} · {n} retr{'y' if n == 1 else 'ies'}")
+        if (agent, kind) not in self.said:
+            self.said.add((agent, kind))
+            self.progress.console.print(f"{agent}: retrying a request: {what}", markup=False, highlight=False)
 
     def stop(self) -> None:
         if self.lines is not None:

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -61,6 +62,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.agent import retries
 from harness.agent.agents import ReferenceAgent
 from harness.config.settings import Settings
 from harness.config.workspace import SeedPolicy
@@ -528,6 +530,7 @@ class _MatrixRun:
             if isinstance(agent, ReferenceAgent):
                 return await ask(agent, item, *key)
             async with requests:
+                retries.listen(functools.partial(self.sink.retried, agent.name))  # this task's
                 return await ask(agent, item, *key)
 
         await asyncio.gather(*(self._expose(asking, t, e) for t, e in missing))

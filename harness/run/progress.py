@@ -11,6 +11,10 @@ it is alive) and whenever another tenth of the work is done, but not more often 
 :data:`MIN_GAP_S`; a last line says how it ended. The ETA is the slowest unfinished agent's:
 remaining trials ÷ its own rate since the work started, so instant reference agents do not
 make a slow model look fast.
+
+Requests that an agent's adapter will send again are counted on the line, with the last
+reason, so that a run whose endpoint hangs or refuses says why nothing is finishing long before
+its first trial fails (``· 6 retries (last: hung: timed out: no reply within 120 s)``).
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ class LineProgress:
         self.done: dict[str, int] = {}
         self.fresh: dict[str, int] = {}  # done since start, per agent
         self.errors = 0
+        self.retries = 0
+        self.last_retry = ""  # "agent: what happened", the latest retry's
         self.started = 0.0
         self._last_line = -1e18
         self._last_tenth = 0
@@ -92,6 +98,11 @@ class LineProgress:
                 else:
                     self._pending = True  # the ticker prints it once the gap has passed
 
+    def retried(self, agent: str, kind: str, what: str) -> None:
+        with self._lock:
+            self.retries += 1
+            self.last_retry = f"{agent}: {what}"
+
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
@@ -119,6 +130,9 @@ class LineProgress:
         share = f" ({100 * done // total}%)" if total else ""
         parts = [f"{self.label} {done}/{total} {self.what}{share}"]
         parts.append(f"{self.errors} error{'s' if self.errors != 1 else ''}")
+        if self.retries:
+            many = "retry" if self.retries == 1 else "retries"
+            parts.append(f"{self.retries} {many} (last: {self.last_retry})")
         running = [a for a in self.totals if self.done.get(a, 0) < self.totals[a]]
         # while work is left, the rate of the agents still running (the one the ETA follows:
         # instant reference agents done long ago would make a slow model look fast)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import logging
 import threading
@@ -22,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from harness.agent import families
+from harness.agent import families, retries
 from harness.agent.agents import Attempt
 from harness.run.episodes import Seats, play_episode
 from ledger.store import Store, StoredItems, TrialOutcome, TrialRecord
@@ -43,11 +44,15 @@ class AgentLike(Protocol):
 
 
 class ProgressSink(Protocol):
-    """Receives progress: totals per agent at the start, then one call per stored trial."""
+    """Receives progress: totals per agent at the start, then one call per stored trial, and
+    one per request an agent's adapter will retry (``kind`` and what happened: see
+    :mod:`harness.agent.retries`)."""
 
     def start(self, totals: Mapping[str, int], done: Mapping[str, int]) -> None: ...
 
     def advance(self, agent: str, *, correct: bool | None, error: bool) -> None: ...
+
+    def retried(self, agent: str, kind: str, what: str) -> None: ...
 
     def stop(self) -> None: ...
 
@@ -57,6 +62,9 @@ class NullProgress:
         return None
 
     def advance(self, agent: str, *, correct: bool | None, error: bool) -> None:
+        return None
+
+    def retried(self, agent: str, kind: str, what: str) -> None:
         return None
 
     def stop(self) -> None:
@@ -406,6 +414,7 @@ async def execute_run(
         return _cb
 
     async def worker(agent: AgentLike, queue: list[int]) -> None:
+        retries.listen(functools.partial(progress.retried, agent.name))  # this task's requests
         while queue:
             i = queue.pop()
             item = items[i]

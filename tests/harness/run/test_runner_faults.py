@@ -27,7 +27,25 @@ def setup(url: str) -> tuple[Store, list]:
     return store, items
 
 
-def run(store: Store, items: list, base_url: str, **client: object) -> object:
+class Retries:
+    """A progress sink that keeps the retries it is told of."""
+
+    def __init__(self) -> None:
+        self.heard: list[tuple[str, str, str]] = []
+
+    def start(self, totals: object, done: object) -> None: ...
+
+    def advance(self, agent: str, *, correct: object, error: bool) -> None: ...
+
+    def retried(self, agent: str, kind: str, what: str) -> None:
+        self.heard.append((agent, kind, what))
+
+    def stop(self) -> None: ...
+
+
+def run(
+    store: Store, items: list, base_url: str, progress: object = None, **client: object
+) -> object:
     async def go() -> object:
         policy = ChatPolicy(
             concurrency=4, timeout=2.0, max_retries=3, backoff_base=0.01, backoff_max=0.05
@@ -35,7 +53,8 @@ def run(store: Store, items: list, base_url: str, **client: object) -> object:
         backend = OpenAIBackend(OpenAIChat(base_url, "m", policy=policy, **client))
         agent = ChatAgent("a", backend, spec={}, answer_mode="tools")
         try:
-            return await execute_run(store, "r", [agent], items, concurrency={"a": 4})
+            return await execute_run(store, "r", [agent], items, concurrency={"a": 4},
+                                     progress=progress)  # type: ignore[arg-type]  # fmt: skip
         finally:
             await agent.aclose()
 
@@ -64,9 +83,15 @@ def test_transient_faults_are_retried_and_nothing_is_lost(sqlite_url: str, kind:
 def test_persistent_faults_are_recorded_and_counted(sqlite_url: str) -> None:
     store, items = setup(sqlite_url)
     faults = Faults(kinds=("500",), first=99)
+    heard = Retries()
     with FakeOpenAI(answer=lambda body: "60", faults=faults) as server:
-        summary = run(store, items, server.base_url)
+        summary = run(store, items, server.base_url, progress=heard)
         assert server.stats()["requests"] == 4 * N  # 1 + max_retries attempts each
+    # each failed attempt but the last of each trial was said to the progress, with the agent's
+    # name and the cause, while the run went on
+    assert len(heard.heard) == 3 * N
+    assert {(a, k) for a, k, _ in heard.heard} == {("a", "server_error")}
+    assert all(what.startswith("server error: ") for _, _, what in heard.heard)
     trials = store.trials("r")
     assert len(trials) == N
     assert all(t.status == "api_error" and t.correct is None for t in trials)
