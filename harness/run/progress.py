@@ -91,7 +91,10 @@ class LineProgress:
             self.errors += int(error)
             tenth = self._tenth()
             now = self.clock()
-            if tenth > self._last_tenth:
+            if tenth >= 10:  # all done: the closing line (stop) follows and says it once
+                self._last_tenth = tenth
+                self._pending = False
+            elif tenth > self._last_tenth:
                 if now - self._last_line >= MIN_GAP_S:
                     self._last_tenth = tenth
                     self._line()

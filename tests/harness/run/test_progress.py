@@ -37,8 +37,9 @@ def test_a_line_at_start_at_each_tenth_and_at_the_end() -> None:
     p.stop()
     got = lines(out)
     assert got[0] == "progress 0/20 trials (0%) · 0 errors"
-    # one line per tenth (every 2 trials), then the closing line
-    assert len(got) == 1 + 10 + 1
+    # one line per tenth (every 2 trials) but the last, which the closing line says once
+    assert len(got) == 1 + 9 + 1
+    assert got[-2].startswith("progress 18/20 trials (90%)")
     assert got[1].startswith("progress 2/20 trials (10%) · 0 errors · 30.0/min · ETA 36s")
     assert got[-1] == "progress 20/20 trials (100%) · 0 errors · 30.0/min · done after 40s"
 
