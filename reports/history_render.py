@@ -23,6 +23,7 @@ from reports.self_forecast_render import history_forecast_html, history_forecast
 __all__ = [
     "FLAG",
     "HELD_OUT",
+    "flagged_line",
     "history_figure",
     "history_png",
     "render_history_html",
@@ -86,14 +87,15 @@ def failed_runs(history: AgentHistory) -> list[str]:
 
 
 def render_history_text(history: AgentHistory) -> str:
-    """A table per figure (run, created, held out, the figure as the profile words it, the
-    verdict), headed by a sparkline of its values over the runs (``▼`` a flagged run)."""
+    """Which runs are flagged (or none), then a table per figure (run, created, held out, the
+    figure as the profile words it, the verdict), headed by a sparkline of its values over the runs (``▼`` a flagged run)."""
     n = len(history.runs)
-    lines = [f"History of {history.agent}: {n} run{'' if n == 1 else 's'}",
-             f"Rule: {history.rule.describe()}."]
+    lines = [f"History of {history.agent}: {n} run{'' if n == 1 else 's'}"]
     if not history.runs:
-        lines.append("No finished run has this agent as the agent under test.")
+        lines += [f"Rule: {history.rule.describe()}.",
+                  "No finished run has this agent as the agent under test."]  # fmt: skip
         return "\n".join(lines) + "\n"
+    lines += [flagged_line(history), f"Rule: {history.rule.describe()}."]
     lines += failed_runs(history)
     for m in history.metrics:
         flags = [p.flagged for p in m.points]
@@ -104,14 +106,17 @@ def render_history_text(history: AgentHistory) -> str:
                  "yes" if p.held_out else "", p.text, verdict(p)] for p in m.points]
         lines += _table(["run", "created (UTC)", HELD_OUT, "value", "verdict"], rows)
     lines += history_forecast_text(history)
-    flagged = history.regressions()
-    lines.append("")
-    if flagged:
-        lines.append(f"{len(flagged)} flagged: " + "; ".join(
-            f"{r.metric.key} on {r.point.run_id}" for r in flagged))
-    else:
-        lines.append("No run flagged.")
     return "\n".join(lines) + "\n"
+
+
+def flagged_line(history: AgentHistory) -> str:
+    """The history's verdict, said first: ``No run flagged.``, or which figure of which run."""
+    flagged = history.regressions()
+    if not flagged:
+        return "No run flagged."
+    return f"{len(flagged)} flagged: " + "; ".join(
+        f"{r.metric.key} on {r.point.run_id}" for r in flagged
+    )
 
 
 def history_figure(mh: MetricHistory) -> Any:
@@ -187,6 +192,8 @@ def render_history_html(history: AgentHistory) -> str:
     if flagged:
         parts.append("<p><strong>Flagged:</strong> " + "; ".join(
             h(f"{r.metric.title} on {r.point.run_id}") for r in flagged) + "</p>")
+    elif history.runs:
+        parts.append("<p><strong>No run flagged.</strong></p>")
     for m in history.metrics:
         parts.append(f"<h2 id='{h(m.key)}'>{h(m.title)}</h2>")
         png = history_png(m)

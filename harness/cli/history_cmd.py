@@ -13,9 +13,11 @@ from harness.cli.conventions import format_option
 from mindledger.errors import InputError
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from rich.console import Console
 
-    from reports.history import AgentHistory
+    from reports.history import AgentHistory, MetricHistory
 
 __all__ = ["history"]
 
@@ -132,48 +134,56 @@ def _csv(history: AgentHistory) -> str:
 
 
 def _print_history(console: Console, history: AgentHistory) -> None:
-    """A table per figure (run, created, held out, the figure as the profile words it, the
-    verdict) under its sparkline, fitted to the console's width (the creation time, which
-    starts the run's id, is left out first)."""
+    """The verdict first (which runs are flagged, or none), then a table per figure (run,
+    created, held out, the figure as the profile words it, the verdict) under its sparkline,
+    fitted to the console's width: the creation time, which starts the run's id, is left out
+    first, and what one table leaves out every table leaves out, so that they read alike."""
     from rich.table import Table
     from rich.text import Text
 
     from harness.cli.tables import fit_table, note_dropped
-    from reports.history_render import HELD_OUT, failed_runs, sparkline, verdict
+    from reports.history_render import HELD_OUT, failed_runs, flagged_line, sparkline, verdict
     from reports.self_forecast_render import history_forecast_text
 
     n = len(history.runs)
     say = lambda text: console.print(text, markup=False, highlight=False)  # noqa: E731
     say(f"History of {history.agent}: {n} run{'' if n == 1 else 's'}")
-    say(f"Rule: {history.rule.describe()}.")
     if not history.runs:
+        say(f"Rule: {history.rule.describe()}.")
         say("No finished run has this agent as the agent under test.")
         return
+    say(flagged_line(history))
+    say(f"Rule: {history.rule.describe()}.")
     for line in failed_runs(history):
         say(line)
-    dropped: list[str] = []
+    columns = ("run", "created (UTC)", HELD_OUT, "value", "verdict")
+    droppable = ("created (UTC)", HELD_OUT)
+
+    def table_of(metric: MetricHistory, leave_out: Collection[str]) -> Table:
+        table = Table()
+        shown = [c for c in columns if c not in leave_out]
+        for col in shown:
+            table.add_column(col, no_wrap=col == "run")
+        for p in metric.points:
+            cells = {"run": p.run_id, "created (UTC)": (p.created_at or "")[:16].replace("T", " "),
+                     HELD_OUT: "yes" if p.held_out else "", "value": p.text,
+                     "verdict": verdict(p)}  # fmt: skip
+            table.add_row(*(Text(cells[c]) for c in shown))
+        return table
+
+    dropped = [d for d in droppable
+               if any(d in fit_table(table_of(m, ()), console.width, drop=droppable)
+                      for m in history.metrics)]  # fmt: skip
     for m in history.metrics:
         flags = [p.flagged for p in m.points]
         say("")
         say(f"{m.title}  {sparkline(m.values(), flags)}"
             + (f"  ({sum(flags)} flagged)" if any(flags) else ""))
-        table = Table()
-        for col in ("run", "created (UTC)", HELD_OUT, "value", "verdict"):
-            table.add_column(col, no_wrap=col == "run")
-        for p in m.points:
-            table.add_row(*(Text(c) for c in (
-                p.run_id, (p.created_at or "")[:16].replace("T", " "),
-                "yes" if p.held_out else "", p.text, verdict(p))))
-        dropped += [d for d in fit_table(table, console.width, drop=("created (UTC)", HELD_OUT))
-                    if d not in dropped]
+        table = table_of(m, dropped)
+        fit_table(table, console.width)
         console.print(table)
     for line in history_forecast_text(history):
         say(line)
-    flagged = history.regressions()
-    say("")
-    say(f"{len(flagged)} flagged: " + "; ".join(f"{r.metric.key} on {r.point.run_id}"
-                                                 for r in flagged) if flagged
-        else "No run flagged.")
     note_dropped(console, dropped)
 
 

@@ -322,3 +322,21 @@ def test_every_table_fits_80_columns_with_its_headers_whole(
         assert got == [h for h in want if h in got], (got, want)
         assert set(want) - set(got) <= dropped, (got, dropped)
     assert dropped <= {h for want in expected for h in want}
+
+
+def test_history_says_its_verdict_first_and_its_tables_read_alike(
+    home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The regression verdict opens the history (a reader at 3 a.m. wants it before eight
+    tables), and a column one table leaves out at 80 columns is left out of every table."""
+    text = ok(capsys, "history", "bot", "--bootstrap", "100")
+    lines = text.splitlines()
+    assert lines[0].startswith("History of bot: ")
+    assert lines[1] == "No run flagged." or re.match(r"\d+ flagged: ", lines[1])
+    assert "No run flagged." not in lines[2:] and not any(
+        re.match(r"\d+ flagged: ", ln) for ln in lines[2:]
+    )
+    tables = headers(text)
+    assert len(tables) >= 5 and all(t == tables[0] for t in tables), tables
+    assert set(tables[0]) | left_out(text) == {"run", "created (UTC)", "held-out", "value",
+                                                "verdict"}  # fmt: skip
