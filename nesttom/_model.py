@@ -257,11 +257,16 @@ def _known(names: Iterable[str], limit: int = 10) -> str:
     return ", ".join(listed[:limit]) + ", …"
 
 
+def _count(names: Mapping[str, Any], noun: str) -> str:
+    """``1 agent``, ``3 agents``."""
+    return f"{len(names)} {noun}{'' if len(names) == 1 else 's'}"
+
+
 def _agent(value: Any, where: str, agents: Mapping[str, int]) -> str:
     name = _string(value, where)
     if name not in agents:
         raise InputError(
-            f"unknown agent {name[:60]!r} ({len(agents)} agents: {_known(agents)})", where=where
+            f"unknown agent {name[:60]!r} (the story's {_count(agents, 'agent')}: {_known(agents)})", where=where
         )
     return name
 
@@ -270,7 +275,7 @@ def _object(value: Any, where: str, objects: Mapping[str, str]) -> str:
     name = _string(value, where)
     if name not in objects:
         raise InputError(
-            f"unknown object {name[:60]!r} ({len(objects)} objects: {_known(objects)})",
+            f"unknown object {name[:60]!r} (the story's {_count(objects, 'object')}: {_known(objects)})",
             where=where,
         )
     return name
