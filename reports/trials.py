@@ -64,7 +64,6 @@ __all__ = [
     "outcome_text",
     "printable",
     "score_text",
-    "trial_listing",
     "value_text",
     "wrong_examples",
 ]
@@ -287,13 +286,14 @@ def _check_agent(store: Store, run_id: str, agent: str | None) -> None:
         )
 
 
-@dataclass(frozen=True)
-class TrialListing:
-    """Trials listed by :func:`trial_listing`: those shown, and the outcomes of every trial the
-    filters matched, shown or not (a listing cut at ``limit`` still says what it left out)."""
+class TrialListing(list[TrialView]):
+    """The trials :func:`list_trials` shows (a list of views), and the outcomes of every trial
+    the filters matched, shown or not (:attr:`matched`): a listing cut at ``limit`` still says
+    what it left out."""
 
-    views: list[TrialView]
-    matched: Counter[str]
+    def __init__(self, views: Iterable[TrialView], matched: Counter[str]) -> None:
+        super().__init__(views)
+        self.matched = matched
 
     @property
     def total(self) -> int:
@@ -310,26 +310,10 @@ def list_trials(
     family: str | None = None,
     limit: int | None = None,
     reveal_held_out: bool = False,
-) -> list[TrialView]:
-    """The run's trials in the order they were stored, optionally of one agent, with some
-    outcomes, of one family, at most ``limit`` (:func:`trial_listing`'s views)."""
-    return trial_listing(store, run_id, agent=agent, outcome=outcome, family=family,
-                         limit=limit, reveal_held_out=reveal_held_out).views  # fmt: skip
-
-
-def trial_listing(
-    store: Store,
-    run_id: str,
-    *,
-    agent: str | None = None,
-    outcome: str | Iterable[str] | None = None,
-    family: str | None = None,
-    limit: int | None = None,
-    reveal_held_out: bool = False,
 ) -> TrialListing:
     """The run's trials in the order they were stored, optionally of one agent, with some
-    outcomes, of one family: the first ``limit`` as views (only their items are read), and the
-    outcomes of all of them. NotFoundError for an unknown run or agent, a UserError for an
+    outcomes, of one family: the first ``limit`` as views (only their items are read), with
+    the outcomes of all of them. NotFoundError for an unknown run or agent, a UserError for an
     unknown outcome or family."""
     run = store.get_run(run_id)
     _check_agent(store, run_id, agent)

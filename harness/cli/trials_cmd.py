@@ -126,7 +126,7 @@ def trials(
       mindledger trials 20261203-0425 --format csv > trials.csv
     """
     from harness.cli.tables import stdout_console
-    from reports.trials import one_trial, trial_listing
+    from reports.trials import list_trials, one_trial
 
     store = get_store(ctx)
     run_id = resolve_run(ctx, run_ref)
@@ -146,10 +146,9 @@ def trials(
     wanted = [s.strip() for given in statuses for s in given.split(",") if s.strip()]
     # on a terminal, a run's thousands of trials would scroll the tally out of sight
     on_screen = fmt == "table" and limit is None and stdout_console().is_terminal
-    listing = trial_listing(store, run_id, agent=agent, outcome=wanted or None, family=family,
-                            limit=TERMINAL_ROWS if on_screen else limit,
-                            reveal_held_out=reveal_held_out)  # fmt: skip
-    views = listing.views
+    views = list_trials(store, run_id, agent=agent, outcome=wanted or None, family=family,
+                        limit=TERMINAL_ROWS if on_screen else limit,
+                        reveal_held_out=reveal_held_out)  # fmt: skip
     if store.get_run(run_id).held_out and not reveal_held_out and views:
         click.echo(f"note: run {run_id} is held out: its items, answers and transcripts are "
                    "withheld (operators: --reveal-held-out)", err=True)  # fmt: skip
@@ -166,9 +165,9 @@ def trials(
         click.echo(_csv(views), nl=False)
     elif views:
         _table(views, show_agent=agent is None)
-        click.echo(tally_line(listing))
-        if len(views) < listing.total:
-            click.echo(left_out_line(len(views), listing.total, on_screen=on_screen))
+        click.echo(tally_line(views))
+        if len(views) < views.total:
+            click.echo(left_out_line(len(views), views.total, on_screen=on_screen))
         if not views[0].withheld:
             first = views[0]
             click.echo(f"one whole: mindledger trials {run_id} --item {_short_id(first)} "
