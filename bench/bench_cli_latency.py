@@ -116,6 +116,8 @@ class Case:
     goal: float | None
     until_line: bool = False
     """Time until the process prints a line (the dashboard), not until it exits."""
+    env: tuple[tuple[str, str], ...] = ()
+    """Set for this command (``TTY_COMPATIBLE=1``: rich takes stdout for a terminal)."""
 
 
 def cases(quick: str, baseline: str) -> list[Case]:
@@ -127,6 +129,9 @@ def cases(quick: str, baseline: str) -> list[Case]:
         Case("config show", (*cli, "config", "show"), 0.8),
         Case("doctor (no agents)", (*cli, "doctor"), None),
         Case("trials latest", (*cli, "trials", "latest"), None),
+        Case("trials baseline, piped", (*cli, "trials", baseline), None),
+        Case("trials baseline, on a terminal", (*cli, "trials", baseline), None,
+             env=(("TTY_COMPATIBLE", "1"), ("COLUMNS", "80"))),
     ]
     for label, run, goal in (("quick", quick, 1.5), ("baseline", baseline, 4.0)):
         out += [Case(f"report {label} --format {fmt}", (*cli, "report", run, "--format", fmt),
@@ -216,12 +221,13 @@ def main(argv: Sequence[str] | None = None) -> None:
                 continue
             once(pass_argv, base, home, False)
             best = {}
-            for tree, env in trees.items():
+            envs = {tree: {**env, **dict(case.env)} for tree, env in trees.items()}
+            for tree, env in envs.items():
                 once(case.argv, env, home, case.until_line)
                 best[tree] = float("inf")
             for _ in range(args.repeat):  # in turn with `python -c pass`, under the same load
                 floor = min(floor, once(pass_argv, base, home, False))
-                for tree, env in trees.items():
+                for tree, env in envs.items():
                     best[tree] = min(best[tree], once(case.argv, env, home, case.until_line))
             rows.append((case, best))
         then = "then s  then÷now" if args.against else ""

@@ -21,6 +21,7 @@ from ledger._item_bodies import SharedMatrices, read_json
 from ledger.db import open_engine
 from ledger.store import RunAgent, Store
 from mindledger.canonical import canonical_json
+from mindledger.errors import StorageError
 from mindledger.items import Item
 
 SCALARS = (
@@ -110,11 +111,9 @@ def test_items_are_fetched_as_their_canonical_bytes_and_checked_by_hashing_them(
     assert store.items_by_id([items[4].id, items[0].id]) == [items[4], items[0]]
 
 
-def test_a_page_rebuilds_each_item_once_and_only_when_it_is_asked_for(
-    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _six_items(url: str) -> tuple[Store, list[Item]]:
     items = games.generate_items(5, 6, conditions=("recursive",))
-    store = Store(open_engine(sqlite_url))
+    store = Store(open_engine(url))
     store.create_run(
         "r",
         suite="t",
@@ -124,6 +123,13 @@ def test_a_page_rebuilds_each_item_once_and_only_when_it_is_asked_for(
         agents=[RunAgent("a", "agent", {})],
         items=items,
     )
+    return store, items
+
+
+def test_a_page_rebuilds_each_item_once_and_a_run_of_them_when_one_is_asked_for(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, items = _six_items(sqlite_url)
     built: list[str] = []
     build = item_bodies.stored_item
 
@@ -132,11 +138,31 @@ def test_a_page_rebuilds_each_item_once_and_only_when_it_is_asked_for(
         return build(item_id, body, **kwargs)
 
     monkeypatch.setattr(item_bodies, "stored_item", counting)
+    monkeypatch.setattr(item_bodies.ItemPage, "BUILD_AHEAD", 2)
     stored = store.run_items("r")  # one page of six
-    assert stored[2] == items[2] and built == [items[2].id]  # not the whole page at once
-    assert stored[2] == items[2] and built == [items[2].id]  # kept
+    assert stored[2] == items[2] and built == [items[2].id, items[3].id]  # a run, not the page
+    assert stored[3] == items[3] and stored[2] == items[2] and len(built) == 2  # kept
     assert list(stored) == items
     assert sorted(built) == sorted(it.id for it in items)  # each once
+
+
+def test_a_corrupt_item_fails_when_it_is_asked_for_not_when_one_before_it_is(
+    sqlite_url: str,
+) -> None:
+    """Items are rebuilt a run at a time: a corrupt item in the run of an earlier one must not
+    fail the earlier one's trial, and must fail its own."""
+    store, items = _six_items(sqlite_url)
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql(
+            "UPDATE items SET body_json = replace(body_json, '\"anchor\"', '\"anchr\"') "
+            "WHERE id = ?",
+            (items[3].id,),
+        )
+    stored = store.run_items("r")
+    assert stored[2] == items[2]  # its run holds item 3, which is rebuilt ahead and fails
+    with pytest.raises(StorageError, match=f"stored item {items[3].id}"):
+        stored[3]
+    assert stored[4] == items[4]
 
 
 MATRICES = st.lists(
