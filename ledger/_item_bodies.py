@@ -39,7 +39,7 @@ What is stored does not change, nor what an item reads back as.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -69,15 +69,18 @@ _PLACEHOLDER = '"\\u0000shared-matrix:%d"'
 with ``\\u0000shared-matrix`` in it is parsed whole)."""
 
 
-def _matrices(body: bytes, smallest: int) -> Iterator[tuple[int, int]]:
+def _matrices(
+    body: bytes, smallest: int, known: Container[bytes] = ()
+) -> Iterator[tuple[int, int, bytes]]:
     """Where ``body`` (JSON) holds, as an object member's value, a matrix of numbers (an array of
-    arrays of numbers) of at least ``smallest`` bytes: (start, end) of each.
+    arrays of numbers) of at least ``smallest`` bytes: (start, end, its bytes) of each.
 
     Found by byte search rather than a regular expression (which took longer than parsing
     the body). ``":[[`` is the end of a key and the start of its value when the key holds no
     backslash (a ``"`` inside a string is escaped); the value is the bytes up to the first
     ``]]`` when they hold nothing but numbers, commas and balanced brackets and a ``,`` or
-    ``}`` follows them."""
+    ``}`` follows them. Bytes equal to one of ``known`` (matrices found so before) are not
+    checked again."""
     at = body.find(b'":[[')
     while at >= 0:
         start = at + 2
@@ -91,10 +94,15 @@ def _matrices(body: bytes, smallest: int) -> Iterator[tuple[int, int]]:
                 key > 0
                 and body[key - 1 : key] in (b"{", b",")
                 and b"\\" not in body[key + 1 : at]
-                and not value.translate(None, _MATRIX_CHARS)
-                and value.count(b"[") == value.count(b"]")
+                and (
+                    value in known
+                    or (
+                        not value.translate(None, _MATRIX_CHARS)
+                        and value.count(b"[") == value.count(b"]")
+                    )
+                )
             ):
-                yield start, end
+                yield start, end, value
         at = body.find(b'":[[', end)
 
 
@@ -116,8 +124,8 @@ class SharedMatrices:
         if len(body) < 2 * self.SMALLEST or b"\\u0000shared-matrix" in body:
             return read_json(body)
         cut: list[tuple[int, int, list[Any]]] = []
-        for start, end in _matrices(body, self.SMALLEST):
-            cut.append((start, end, self._matrix(body[start:end])))
+        for start, end, text in _matrices(body, self.SMALLEST, self._parsed):
+            cut.append((start, end, self._matrix(text)))
         if not cut:
             return read_json(body)
         parts: list[bytes] = []
