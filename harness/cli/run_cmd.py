@@ -183,8 +183,9 @@ def print_summary(console: Console, record: dict[str, Any]) -> None:
 
 
 def tolerated_failures(record: dict[str, Any]) -> str | None:
-    """One line on the failed trials of agents within the share a run may lose (those over it
-    get :func:`check_failures`' account): what they were and the command that shows them, so
+    """Two lines on the failed trials of agents within the share a run may lose (those over it
+    get :func:`check_failures`' account, in the same form): what they were, then the command
+    that shows them on a line of its own, so
     that a count in the table's "failed" column never leaves its reader guessing which status
     to list. None when there are none."""
     within = [
@@ -205,8 +206,8 @@ def tolerated_failures(record: dict[str, Any]) -> str | None:
     )
     return (
         f"failed trials, within the {record['max_failure_share']:.0%} a run may lose "
-        f"(max_failure_share): {'; '.join(said)}{gloss}. See them: "
-        f"{failed_trials_command(record['run']['id'], agent)}"
+        f"(max_failure_share): {'; '.join(said)}{gloss}\n"
+        f"  see them: {failed_trials_command(record['run']['id'], agent)}"
     )
 
 

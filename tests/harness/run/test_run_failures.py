@@ -102,7 +102,7 @@ def test_the_summary_as_json_and_the_share_a_run_may_lose(
     run_id = out.split("run ", 1)[1].split()[0]
     assert (
         "failed trials, within the 100% a run may lose (max_failure_share): brokenbot 26 "
-        f"errors. See them: mindledger trials {run_id} --agent brokenbot --status error,unparsed"
+        f"errors see them: mindledger trials {run_id} --agent brokenbot --status error,unparsed"
     ) in " ".join(out.split())
 
 
@@ -121,13 +121,13 @@ def test_failures_within_the_limit_are_named_once_under_the_table() -> None:
     }
     assert tolerated_failures(record) == (
         "failed trials, within the 20% a run may lose (max_failure_share): a 1 unparsed; "
-        "b 2 errors and 1 unparsed (unparsed: no answer could be read from the reply). "
-        "See them: mindledger trials R --status error,unparsed"
+        "b 2 errors and 1 unparsed (unparsed: no answer could be read from the reply)\n"
+        "  see them: mindledger trials R --status error,unparsed"
     )
     record["agents"] = [agent("a", 1, 0), agent("ok", 0, 0)]
     assert tolerated_failures(record) == (
-        "failed trials, within the 20% a run may lose (max_failure_share): a 1 error. "
-        "See them: mindledger trials R --agent a --status error,unparsed"
+        "failed trials, within the 20% a run may lose (max_failure_share): a 1 error\n"
+        "  see them: mindledger trials R --agent a --status error,unparsed"
     )
     record["agents"] = [agent("over", 9, 0), agent("ok", 0, 0)]
     assert tolerated_failures(record) is None
