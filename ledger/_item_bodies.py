@@ -18,12 +18,13 @@ item is 4 KB of JSON holding a payoff matrix of 441 numbers, and :func:`json.loa
 A page of items (:class:`ItemPage`) is fetched at once, and its items are rebuilt a run of
 :attr:`ItemPage.BUILD_AHEAD` at a time, from the first one asked for: the runner's event loop,
 which takes the items one by one as its workers reach them, is held for a run (about 2.5 ms),
-never for a whole page, and the items of a run are parsed together. Parsed together, one after
-the other, they cost a third less than parsed one by one as the workers reach them, between the
-run's other work, which has by then pushed their bytes and the parser out of the processor's
-caches: in ``bench/bench_runner.py --stored-items`` (10,000 trials at 256 in flight), the
-runner's CPU fell from 0.34 to 0.27 ms a trial, and its wall time from 1.62–1.70× ideal to
-1.29–1.34× (the items held in memory: 1.16×).
+never for a whole page, and the items of a run are parsed together. Parsed one by one as the
+workers reach them, between the run's other work, an item cost twice its cost alone (89–106
+µs of the loop's CPU against 42–46): its bytes and the parser had left the processor's caches.
+Parsed in runs, on a quiet host, the runner's stored path (``bench/bench_runner.py
+--stored-items``, 10,000 trials at 256 in flight) took 0.26–0.30 ms of CPU a trial against
+0.34–0.35, 1.26–1.41× the ideal wall time against 1.62–1.70× (the items held in memory:
+1.16×); on a busy host, whose other tenants take the caches, no difference was measured.
 
 Most of an item's bulk is often one numeric matrix its items share: the 441 payoffs of an 11–20
 game take 2.7 of its 3.9 KB, and every item of that game holds the same ones. A

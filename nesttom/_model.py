@@ -265,19 +265,16 @@ def _count(names: Mapping[str, Any], noun: str) -> str:
 def _agent(value: Any, where: str, agents: Mapping[str, int]) -> str:
     name = _string(value, where)
     if name not in agents:
-        raise InputError(
-            f"unknown agent {name[:60]!r} (the story's {_count(agents, 'agent')}: {_known(agents)})", where=where
-        )
+        known = f"the story's {_count(agents, 'agent')}: {_known(agents)}"
+        raise InputError(f"unknown agent {name[:60]!r} ({known})", where=where)
     return name
 
 
 def _object(value: Any, where: str, objects: Mapping[str, str]) -> str:
     name = _string(value, where)
     if name not in objects:
-        raise InputError(
-            f"unknown object {name[:60]!r} (the story's {_count(objects, 'object')}: {_known(objects)})",
-            where=where,
-        )
+        known = f"the story's {_count(objects, 'object')}: {_known(objects)}"
+        raise InputError(f"unknown object {name[:60]!r} ({known})", where=where)
     return name
 
 

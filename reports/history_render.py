@@ -88,7 +88,8 @@ def failed_runs(history: AgentHistory) -> list[str]:
 
 def render_history_text(history: AgentHistory) -> str:
     """Which runs are flagged (or none), then a table per figure (run, created, held out, the
-    figure as the profile words it, the verdict), headed by a sparkline of its values over the runs (``▼`` a flagged run)."""
+    figure as the profile words it, the verdict), headed by a sparkline of its values over the
+    runs (``▼`` a flagged run)."""
     n = len(history.runs)
     lines = [f"History of {history.agent}: {n} run{'' if n == 1 else 's'}"]
     if not history.runs:

@@ -147,10 +147,13 @@ class TrialProgress:
         if self.mode != "bars" or agent not in self.tasks:
             return
         n = self.retries[agent] = self.retries.get(agent, 0) + 1
-        self.progress.update(self.tasks[agent], description=f"{agent} · {n} retr{'y' if n == 1 else 'ies'}")
+        many = "retry" if n == 1 else "retries"
+        self.progress.update(self.tasks[agent], description=f"{agent} · {n} {many}")
         if (agent, kind) not in self.said:
             self.said.add((agent, kind))
-            self.progress.console.print(f"{agent}: retrying a request: {what}", markup=False, highlight=False)
+            self.progress.console.print(
+                f"{agent}: retrying a request: {what}", markup=False, highlight=False
+            )
 
     def stop(self) -> None:
         if self.lines is not None:

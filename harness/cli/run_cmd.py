@@ -185,9 +185,8 @@ def print_summary(console: Console, record: dict[str, Any]) -> None:
 def tolerated_failures(record: dict[str, Any]) -> str | None:
     """Two lines on the failed trials of agents within the share a run may lose (those over it
     get :func:`check_failures`' account, in the same form): what they were, then the command
-    that shows them on a line of its own, so
-    that a count in the table's "failed" column never leaves its reader guessing which status
-    to list. None when there are none."""
+    that shows them on a line of its own, so that a count in the table's "failed" column never
+    leaves its reader guessing which status to list. None when there are none."""
     within = [
         a for a in record["agents"] if a["failed"] and a["name"] not in record["failed_agents"]
     ]
