@@ -313,10 +313,6 @@ def latency_child(args: argparse.Namespace) -> None:
     print(json.dumps(result), flush=True)
 
 
-PACKAGES = ("mindledger", "nesttom", "games", "ledger", "matrix", "harness", "reports", "tui")
-"""The project's packages in a source tree."""
-
-
 def latency_in_trees(
     server: ChildServer,
     n: int,
@@ -334,8 +330,7 @@ def latency_in_trees(
     for root in trees.values():  # byte-compiled alike: a tree without its caches (an archive
         # unpacked, with PYTHONDONTWRITEBYTECODE set) compiles what the run imports lazily
         # inside the timed runs, and only there
-        for package in PACKAGES:
-            compileall.compile_dir(root / package, quiet=1)
+        compileall.compile_dir(root, quiet=1)
     pid = server.process.pid if server.process else None
     for _ in range(repeat):
         for tree, root in trees.items():
