@@ -171,16 +171,17 @@ def _print_history(console: Console, history: AgentHistory) -> None:
             table.add_row(*(Text(cells[c]) for c in shown))
         return table
 
-    dropped = [d for d in droppable
-               if any(d in fit_table(table_of(m, ()), console.width, drop=droppable)
-                      for m in history.metrics)]  # fmt: skip
-    for m in history.metrics:
+    tables = [table_of(m, ()) for m in history.metrics]
+    left = [fit_table(t, console.width, drop=droppable) for t in tables]
+    dropped = [d for d in droppable if any(d in gone for gone in left)]
+    for m, table, gone in zip(history.metrics, tables, left, strict=True):
         flags = [p.flagged for p in m.points]
         say("")
         say(f"{m.title}  {sparkline(m.values(), flags)}"
             + (f"  ({sum(flags)} flagged)" if any(flags) else ""))
-        table = table_of(m, dropped)
-        fit_table(table, console.width)
+        if set(gone) != set(dropped):  # it kept a column another table left out: rebuilt
+            table = table_of(m, dropped)
+            fit_table(table, console.width)
         console.print(table)
     for line in history_forecast_text(history):
         say(line)
