@@ -13,11 +13,12 @@ core, not by the cores it shares (see :func:`print_latency`).
 time ÷ ideal (ideal = trials × latency ÷ concurrency), the runner's own CPU time per trial
 (process CPU time ÷ trials) and that of its event loop's thread, and that CPU ÷ the ideal time
 a trial, which the wall ratio follows; side by side with the same number of bare HTTP calls
-through the adapter (the floor the runner stands on), measured in one run, and the stand-in's
-own CPU per request. The runner is given the items as a list in memory; with
-``--stored-items`` it runs again with them read back from the stored run a page at a time, as
-``mindledger run`` does (``Store.run_items``), and the cost of reading an item back (its id
-checked) is printed beside that of re-encoding it to check it.
+through the adapter (the floor the runner stands on), and the stand-in's own CPU per request.
+The runner is given the items as a list in memory; with ``--stored-items`` it runs again with
+them read back from the stored run a page at a time, as ``mindledger run`` does
+(``Store.run_items``), and the cost of reading an item back (its id checked) is printed beside
+that of re-encoding it to check it. Each of these is timed in a fresh interpreter (see
+:data:`PARTS`), one after another.
 
 With ``--against DIR`` the latency scenarios also run with the source tree in DIR (an earlier
 commit's, from ``git archive``): this file's code over that tree's packages, each run in a fresh
@@ -132,82 +133,83 @@ def _in_loop(coro: Any, spent: list[float]) -> Any:
     return timed()
 
 
-def latency_scenario(
-    base_url: str,
-    server_pid: int | None,
-    n: int,
-    lat: float,
-    conc: int,
-    *,
-    stored_items: bool = False,
-) -> dict[str, Any]:
-    """Bare HTTP calls, then the runner, on the server at ``base_url`` (and again with the items
-    read from storage when ``stored_items``). Returns what :func:`print_latency` prints: the
-    rows, the server's CPU per request, the cost of reading an item back, the trials stored."""
-    items = list(game_items(2026, n))
-    rows: list[Row] = []
-    read: tuple[float, float, float] | None = None
-    runs = ["bench", "bench-stored"] if stored_items else ["bench"]
-    with tempfile.TemporaryDirectory() as tmp:
-        store = Store(open_engine(f"sqlite:///{Path(tmp) / 'bench.db'}"))
-        for run_id in runs:
-            store.create_run(
-                run_id,
-                suite="bench",
-                seed=0,
-                held_out=False,
-                params={},
-                agents=[RunAgent("fake", "agent", {"adapter": "openai"})],
-                items=items,
-            )
+PARTS = ("bare", "memory", "stored")
+"""The latency scenario's parts, each timed in a fresh interpreter: bare HTTP calls, the runner
+with its items in memory, the runner with them read from storage. Timed one after another in
+one process, a runner came out 0.2× of the ideal slower the second time, its items in memory or
+not (2026-12-04: 1.67–1.69× against 1.45–1.49×, three runs each): the bench had compared the
+stored path, always second, with a path timed first. ``mindledger run`` executes one run a
+process."""
 
-        loop: list[float] = []
+
+def latency_scenario(
+    base_url: str, server_pid: int | None, n: int, lat: float, conc: int, part: str
+) -> dict[str, Any]:
+    """One part of the latency scenario (:data:`PARTS`) on the server at ``base_url``: bare HTTP
+    calls, or the runner over a freshly created run of ``n`` items in memory or read from
+    storage. Returns what :func:`print_latency` prints of it: its row, the server's CPU per
+    request (the runner's), the cost of reading an item back (when stored), the trials
+    stored."""
+    result: dict[str, Any] = {"rows": [], "server_cpu": None, "read": None, "trials": {}}
+    loop: list[float] = []
+    if part == "bare":
         c0, t0 = time.process_time(), time.perf_counter()
         asyncio.run(_in_loop(bare_calls(base_url, n, conc), loop))
-        rows.append(
-            (
-                "bare HTTP calls (OpenAIChat)",
-                time.perf_counter() - t0,
-                time.process_time() - c0,
-                loop[-1],
-            )
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        result["rows"].append(("bare HTTP calls (OpenAIChat)", wall, cpu, loop[-1]))
+        return result
+    items = list(game_items(2026, n))
+    run_id = "bench" if part == "memory" else "bench-stored"
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(open_engine(f"sqlite:///{Path(tmp) / 'bench.db'}"))
+        store.create_run(
+            run_id,
+            suite="bench",
+            seed=0,
+            held_out=False,
+            params={},
+            agents=[RunAgent("fake", "agent", {"adapter": "openai"})],
+            items=items,
         )
-
-        server_cpu: list[float] = []
-
-        def timed(what: str, run_id: str, run_items: Sequence[Item]) -> None:
-            async def run() -> None:
-                backend = OpenAIBackend(_chat(base_url, conc))
-                agent = ChatAgent("fake", backend, spec={}, answer_mode="tools")
-                try:
-                    await execute_run(store, run_id, [agent], run_items, concurrency={"fake": conc})
-                finally:
-                    await agent.aclose()
-
-            s0 = _process_cpu(server_pid)
-            c0, t0 = time.process_time(), time.perf_counter()
-            asyncio.run(_in_loop(run(), loop))
-            rows.append((what, time.perf_counter() - t0, time.process_time() - c0, loop[-1]))
-            s1 = _process_cpu(server_pid)
-            if s0 is not None and s1 is not None:
-                server_cpu.append(s1 - s0)
-
-        timed("runner (agent+score+store)", "bench", items)
-        if stored_items:
+        run_items: Sequence[Item] = items
+        what = "runner (agent+score+store)"
+        if part == "stored":
             del items  # as in `mindledger run`: the items are in storage, not in memory
             gc.collect()
-            timed(
-                "runner, items read from storage", "bench-stored", store.run_items("bench-stored")
-            )
-            read = item_read_costs(store, "bench-stored")
-        trials = {run_id: store.trials(run_id) for run_id in runs}
+            run_items = store.run_items(run_id)
+            what = "runner, items read from storage"
+
+        async def run() -> None:
+            backend = OpenAIBackend(_chat(base_url, conc))
+            agent = ChatAgent("fake", backend, spec={}, answer_mode="tools")
+            try:
+                await execute_run(store, run_id, [agent], run_items, concurrency={"fake": conc})
+            finally:
+                await agent.aclose()
+
+        s0 = _process_cpu(server_pid)
+        c0, t0 = time.process_time(), time.perf_counter()
+        asyncio.run(_in_loop(run(), loop))
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        s1 = _process_cpu(server_pid)
+        result["rows"].append((what, wall, cpu, loop[-1]))
+        if s0 is not None and s1 is not None:
+            result["server_cpu"] = (s1 - s0) / n
+        if part == "stored":
+            result["read"] = item_read_costs(store, run_id)
+        trials = store.trials(run_id)
+        result["trials"][run_id] = [len(trials), sum(bool(t.correct) for t in trials)]
+    return result
+
+
+def _merged(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One run of every part of the scenario, as one result: the rows in order, the first
+    server CPU and item-read cost given, every run's trials."""
     return {
-        "rows": rows,
-        "server_cpu": server_cpu[0] / n if server_cpu else None,
-        "read": read,
-        "trials": {
-            run_id: [len(ts), sum(bool(t.correct) for t in ts)] for run_id, ts in trials.items()
-        },
+        "rows": [row for p in parts for row in p["rows"]],
+        "server_cpu": next((p["server_cpu"] for p in parts if p["server_cpu"] is not None), None),
+        "read": next((p["read"] for p in parts if p["read"] is not None), None),
+        "trials": {k: v for p in parts for k, v in p["trials"].items()},
     }
 
 
@@ -228,7 +230,8 @@ def print_latency(n: int, lat: float, conc: int, results: dict[str, list[dict[st
     print(
         f"{n} trials, {lat * 1000:.0f} ms latency, {conc} in flight: ideal {ideal:.2f} s"
         + (f"; {reps} runs of each tree" if reps > 1 else "")
-        + ("; alternating, each in a fresh process" if len(trees) > 1 else "")
+        + ("; the trees alternating" if len(trees) > 1 else "")
+        + "; each row timed in a fresh process"
     )
 
     def span(values: list[float], fmt: str) -> str:
@@ -299,16 +302,10 @@ def print_latency(n: int, lat: float, conc: int, results: dict[str, list[dict[st
 
 
 def latency_child(args: argparse.Namespace) -> None:
-    """One latency scenario in this process (with whichever source tree PYTHONPATH gives it),
-    printed as one JSON line for the parent."""
-    result = latency_scenario(
-        args.server,
-        args.server_pid,
-        args.latency_child[0],
-        args.latency,
-        args.latency_child[1],
-        stored_items=args.stored_items,
-    )
+    """One part of the latency scenario in this process (with whichever source tree PYTHONPATH
+    gives it), printed as one JSON line for the parent."""
+    n, conc = args.latency_child
+    result = latency_scenario(args.server, args.server_pid, n, args.latency, conc, args.part)
     result["tree"] = str(Path(harness.__file__).resolve().parent.parent)
     print(json.dumps(result), flush=True)
 
@@ -323,8 +320,9 @@ def latency_in_trees(
     trees: dict[str, Path],
     repeat: int,
 ) -> dict[str, list[dict[str, Any]]]:
-    """The scenario ``repeat`` times for each source tree, in turn, each run in a fresh
-    interpreter whose PYTHONPATH is the tree (this file's code, the tree's packages)."""
+    """The scenario ``repeat`` times for each source tree, in turn, each of its parts
+    (:data:`PARTS`; the stored one when ``stored_items``) run in a fresh interpreter whose
+    PYTHONPATH is the tree (this file's code, the tree's packages)."""
     results: dict[str, list[dict[str, Any]]] = {tree: [] for tree in trees}
     base = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     for root in trees.values():  # byte-compiled alike: a tree without its caches (an archive
@@ -332,30 +330,24 @@ def latency_in_trees(
         # inside the timed runs, and only there
         compileall.compile_dir(root, quiet=1)
     pid = server.process.pid if server.process else None
+    parts = PARTS if stored_items else PARTS[:2]
     for _ in range(repeat):
         for tree, root in trees.items():
-            argv = [
-                sys.executable,
-                __file__,
-                "--latency-child",
-                str(n),
-                str(conc),
-                "--server",
-                server.base_url,
-                "--latency",
-                str(lat),
-            ]
-            argv += ["--server-pid", str(pid)] if pid else []
-            argv += ["--stored-items"] if stored_items else []
-            proc = subprocess.run(
-                argv, env={**base, "PYTHONPATH": str(root)}, capture_output=True, text=True
-            )
-            if proc.returncode:
-                raise SystemExit(f"the {tree} tree ({root}) failed:\n{proc.stderr}")
-            result = json.loads(proc.stdout.strip().splitlines()[-1])
-            if Path(result["tree"]) != root:
-                raise SystemExit(f"the {tree} run imported {result['tree']}, not {root}")
-            results[tree].append(result)
+            done = []
+            for part in parts:
+                argv = [sys.executable, __file__, "--latency-child", str(n), str(conc)]
+                argv += ["--part", part, "--server", server.base_url, "--latency", str(lat)]
+                argv += ["--server-pid", str(pid)] if pid else []
+                proc = subprocess.run(
+                    argv, env={**base, "PYTHONPATH": str(root)}, capture_output=True, text=True
+                )
+                if proc.returncode:
+                    raise SystemExit(f"the {tree} tree ({root}) failed:\n{proc.stderr}")
+                result = json.loads(proc.stdout.strip().splitlines()[-1])
+                if Path(result["tree"]) != root:
+                    raise SystemExit(f"the {tree} run imported {result['tree']}, not {root}")
+                done.append(result)
+            results[tree].append(_merged(done))
     return results
 
 
@@ -528,6 +520,7 @@ def main() -> None:
     parser.add_argument("--memory-child", choices=("create", "execute"), help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
     parser.add_argument("--latency-child", type=int, nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--part", choices=PARTS, help=argparse.SUPPRESS)
     parser.add_argument("--server", help=argparse.SUPPRESS)
     parser.add_argument("--server-pid", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -568,31 +561,15 @@ def main() -> None:
             for i, (n, conc) in enumerate(runs):
                 if i:
                     print()
-                if args.against:
-                    results = latency_in_trees(
-                        server,
-                        n,
-                        args.latency,
-                        conc,
-                        stored_items=args.stored_items,
-                        trees=trees,
-                        repeat=args.repeat,
-                    )
-                else:
-                    pid = server.process.pid if server.process else None
-                    results = {
-                        "now": [
-                            latency_scenario(
-                                server.base_url,
-                                pid,
-                                n,
-                                args.latency,
-                                conc,
-                                stored_items=args.stored_items,
-                            )
-                            for _ in range(args.repeat)
-                        ]
-                    }
+                results = latency_in_trees(
+                    server,
+                    n,
+                    args.latency,
+                    conc,
+                    stored_items=args.stored_items,
+                    trees=trees,
+                    repeat=args.repeat,
+                )
                 stored = print_latency(n, args.latency, conc, results)
                 if stored != n:
                     lost.append(f"stored {stored} of {n}")
