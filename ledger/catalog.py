@@ -51,14 +51,23 @@ class FailureCounts:
     last_trial_at: str | None = None
     """When its newest trial was stored (ISO 8601 UTC): how long ago a run still marked
     running last made progress (``mindledger runs``)."""
+    correct: int = 0
+    """Trials scored correct."""
 
     @classmethod
     def of_row(cls, numbers: Sequence[Any]) -> FailureCounts:
         """From the numbers and the time that :data:`FAILURE_COUNTS_SQL` selects after the
         run and the agent."""
         *counts, last = numbers
-        trials, errors, unparsed, not_applicable = map(int, counts)
-        return cls(trials, errors, unparsed, not_applicable, None if last is None else str(last))
+        trials, errors, unparsed, not_applicable, correct = map(int, counts)
+        last_at = None if last is None else str(last)
+        return cls(trials, errors, unparsed, not_applicable, last_at, correct)
+
+    def over(self, share: float) -> bool:
+        """Whether more than ``share`` of its attempted trials failed: what makes
+        ``mindledger run`` exit 3 (``max_failure_share``; as
+        :meth:`reports.trials.RunFailures.over` judges it)."""
+        return bool(self.attempted) and self.failed / self.attempted > share
 
     @property
     def attempted(self) -> int:
@@ -115,7 +124,7 @@ COLUMNS_READ: Mapping[str, tuple[str, ...]] = {
     MIGRATIONS_TABLE: ("name",),
     "runs": ("id", "suite", "seed", "held_out", "status", "created_at", "finished_at"),
     "run_agents": ("run_id", "agent", "role"),
-    "trials": ("run_id", "agent", "status", "answer_json", "created_at"),
+    "trials": ("run_id", "agent", "status", "answer_json", "correct", "created_at"),
 }
 """Every table and column this module reads; the SQL below names no other (checked by a test,
 with these against the ORM models)."""
@@ -138,6 +147,7 @@ FAILURE_COUNTS_SQL = (
     "SUM(CASE WHEN status NOT IN ('api_error', 'not_applicable') "
     "AND (answer_json IS NULL OR answer_json = 'null') THEN 1 ELSE 0 END), "
     "SUM(CASE WHEN status = 'not_applicable' THEN 1 ELSE 0 END), "
+    "SUM(CASE WHEN correct THEN 1 ELSE 0 END), "
     "MAX(created_at) "
     "FROM trials WHERE run_id IN ({ids}) GROUP BY run_id, agent"
 )

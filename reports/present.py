@@ -189,12 +189,21 @@ def idle_seconds(
 
 
 def run_status_text(
-    status: str, created_at: str, last_trial_at: str | None, now: dt.datetime
+    status: str,
+    created_at: str,
+    last_trial_at: str | None,
+    now: dt.datetime,
+    *,
+    over_limit: int = 0,
 ) -> str:
     """A run's status as a list of runs shows it: ``running · idle 2h14m`` for a run marked
-    running that has stored no trial for a while (:func:`idle_seconds`); else its status."""
+    running that has stored no trial for a while (:func:`idle_seconds`); ``complete · FAILED``
+    for a finished run with ``over_limit`` agents whose trials failed over the failure limit
+    (``max_failure_share``: the run exited 3); else its status."""
     idle = idle_seconds(status, created_at, last_trial_at, now)
-    return status if idle is None else f"{status} · idle {duration(idle)}"
+    if idle is not None:
+        return f"{status} · idle {duration(idle)}"
+    return f"{status} · FAILED" if over_limit and status == "complete" else status
 
 
 def _short_reason(block: Mapping[str, Any]) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ledger.catalog import newest_trial
+from ledger.catalog import FailureCounts, newest_trial
 from ledger.clock import Clock, utc_now
 from ledger.reader import Readable, Reader, StoredRun
 from mindledger.disclosure import SEED_WITHHELD, disclosed_prediction, shown_seed
@@ -53,27 +53,31 @@ class NoSchedule(NotFoundError):
     """There is no schedule to show here; the message says why, for a person."""
 
 
-def run_summary(store: Readable, run: str | StoredRun) -> RunSummary:
+def run_summary(
+    store: Readable, run: str | StoredRun, *, max_failure_share: float | None = None
+) -> RunSummary:
     """A stored run (or its id) with its agents' trial counts, its seed withheld when held
-    out."""
+    out, and how many of its agents failed over ``max_failure_share`` of their trials (none
+    counted without it)."""
     with store.reader() as r:
         if isinstance(run, str):
             run = r.get_run(run)
-        counts = r.trial_counts(run.id)
+        counts = r.failure_counts([run.id]).get(run.id, {})
+        none = FailureCounts(0, 0, 0, 0)
         agents = tuple(
             AgentCount(
                 name=a.name,
                 role=a.role,
-                ok=counts.get(a.name, {}).get("ok", 0),
-                api_error=counts.get(a.name, {}).get("api_error", 0),
-                not_applicable=counts.get(a.name, {}).get("not_applicable", 0),
-                correct=counts.get(a.name, {}).get("correct", 0),
+                ok=c.trials - c.errors - c.not_applicable,
+                api_error=c.errors,
+                not_applicable=c.not_applicable,
+                correct=c.correct,
+                unparsed=c.unparsed,
             )
             for a in r.run_agents(run.id)
+            for c in [counts.get(a.name, none)]
         )
-        last = None
-        if run.status == "running":  # how long it has been idle, if it is (killed, or stuck)
-            last = newest_trial(r.failure_counts([run.id]).get(run.id, {}).values())
+    share = max_failure_share
     return RunSummary(
         id=run.id,
         suite=run.suite,
@@ -82,7 +86,9 @@ def run_summary(store: Readable, run: str | StoredRun) -> RunSummary:
         status=run.status,
         created_at=run.created_at,
         agents=agents,
-        last_trial_at=last,
+        # how long it has been idle, if it is (killed, or stuck)
+        last_trial_at=newest_trial(counts.values()) if run.status == "running" else None,
+        over_limit=0 if share is None else sum(c.over(share) for c in counts.values()),
     )
 
 
@@ -102,7 +108,9 @@ class DashboardSource:
 
     ``ledger`` opens the prediction ledger (it is called in a worker, so it may read the key
     file) and raises :class:`NoLedger` when there is none; ``n_boot`` and ``seed`` are the
-    profile's bootstrap settings; ``clock`` gives "now" for predictions past their deadline.
+    profile's bootstrap settings; ``clock`` gives "now" for predictions past their deadline;
+    a finished run with an agent over ``max_failure_share`` of failed trials reads
+    ``complete · FAILED`` in the runs table (not judged without it).
     ``schedule`` and ``queue`` build the daemon's schedule and the worker queue (the harness
     knows them; :mod:`tui` may not import it); without them those screens say there is none.
 
@@ -125,6 +133,7 @@ class DashboardSource:
         schedule: Callable[[], ScheduleSnapshot] | None = None,
         queue: Callable[[], QueueSnapshot] | None = None,
         reader: Reader | None = None,
+        max_failure_share: float | None = None,
     ):
         self._store = store
         self._store_lock = threading.Lock()
@@ -136,6 +145,7 @@ class DashboardSource:
         self.seed = seed
         self.clock = clock
         self.run_limit = run_limit
+        self.max_failure_share = max_failure_share
 
     @property
     def store(self) -> Store:
@@ -152,7 +162,10 @@ class DashboardSource:
     def runs(self) -> list[RunSummary]:
         """The latest runs with their agents' trial counts."""
         with self.reads().reader() as r:
-            return [run_summary(r, run) for run in r.list_runs(self.run_limit)]
+            return [
+                run_summary(r, run, max_failure_share=self.max_failure_share)
+                for run in r.list_runs(self.run_limit)
+            ]
 
     def profile(self, run_id: str) -> RunProfile:
         """The run's profile (see :func:`reports.build_profile`); read through the Store when

@@ -146,6 +146,8 @@ class AgentCount:
     api_error: int = 0
     not_applicable: int = 0
     correct: int = 0
+    unparsed: int = 0
+    """Trials answered without an API error whose answer could not be read."""
 
     @property
     def trials(self) -> int:
@@ -171,6 +173,9 @@ class RunSummary:
     agents: tuple[AgentCount, ...] = ()
     last_trial_at: str | None = None
     """When its newest trial was stored: read for a run still marked running only."""
+    over_limit: int = 0
+    """Its agents whose share of failed trials (API errors, unreadable answers) is over the
+    failure limit (``max_failure_share``): a finished run reads ``complete · FAILED``."""
 
 
 @dataclass(frozen=True)
@@ -210,7 +215,9 @@ def run_rows(runs: Iterable[RunSummary], now: str | None = None) -> list[RunRow]
                 r.suite,
                 seed_cell(r.seed, held_out=r.held_out),
                 "held-out" if r.held_out else "dev",
-                run_status_text(r.status, r.created_at, r.last_trial_at, at),
+                run_status_text(
+                    r.status, r.created_at, r.last_trial_at, at, over_limit=r.over_limit
+                ),
                 fmt_time(r.created_at),
                 str(len(r.agents)),
                 str(sum(a.trials for a in r.agents)),

@@ -97,7 +97,7 @@ def _next_runs(trigger: Any, first: dt.datetime | None, now: dt.datetime) -> tup
 
 
 def _last_run(
-    store: Store, agent: str | None, suite: str | None, run_id: str | None
+    store: Store, agent: str | None, suite: str | None, run_id: str | None, share: float
 ) -> RunSummary | None:
     """The latest held-out suite run of ``agent`` as the agent under test (what its nightly
     job makes), or run ``run_id``; None when there is none."""
@@ -107,7 +107,7 @@ def _last_run(
 
     if run_id is not None:
         try:
-            return run_summary(store, run_id)
+            return run_summary(store, run_id, max_failure_share=share)
         except NotFoundError:  # the run-now request's run is gone
             return None
     runs = RunRow.__table__  # type: ignore[attr-defined]
@@ -124,7 +124,9 @@ def _last_run(
         stmt = stmt.where(runs.c.suite == suite)
     with store.engine.connect() as conn:
         found = conn.execute(stmt).scalar()
-    return None if found is None else run_summary(store, str(found))
+    if found is None:
+        return None
+    return run_summary(store, str(found), max_failure_share=share)
 
 
 def schedule_reader(
@@ -149,6 +151,7 @@ def schedule_reader(
             notes.append(f"schedule: expected a cron expression like '0 3 * * *', got "
                          f"{settings.schedule!r} ({exc})")
         stored = _stored_jobs(store.engine)
+        limit = settings.max_failure_share
         ablations: Mapping[str, tuple[str, ...]] = getattr(settings, "schedule_ablations", {})
         jobs: list[ScheduledJob] = []
         wanted = {NIGHTLY_PREFIX + a: a for a in nightly_agents(settings)}
@@ -168,7 +171,7 @@ def schedule_reader(
                 settings.schedule if trigger is cron else _trigger_text(trigger),
                 () if trigger is None else _next_runs(trigger, when, now),
                 stored=job_id in stored,
-                last_run=_last_run(store, agent, job_suite, None),
+                last_run=_last_run(store, agent, job_suite, None, limit),
             ))
         for job_id in sorted(j for j in stored if not j.startswith(NIGHTLY_PREFIX)):
             when, state = stored[job_id]
@@ -181,7 +184,7 @@ def schedule_reader(
                 () if when is None  # paused
                 else (when.isoformat(),) if trigger is None else _next_runs(trigger, when, now),
                 stored=True,
-                last_run=None if run_id is None else _last_run(store, None, None, run_id),
+                last_run=None if run_id is None else _last_run(store, None, None, run_id, limit),
             ))
         return ScheduleSnapshot(settings.schedule, now.isoformat(), tuple(jobs), tuple(notes))
 
@@ -285,7 +288,7 @@ def dashboard_source(
         return DashboardSource(
             ws.store, ledger_opener(ws), n_boot=n_boot, seed=seed,
             schedule=schedule_reader(settings, ws.store, suite=suite),
-            queue=queue_reader(ws.store),
+            queue=queue_reader(ws.store), max_failure_share=settings.max_failure_share,
         )  # fmt: skip
     lock = threading.Lock()
 
@@ -305,6 +308,7 @@ def dashboard_source(
         schedule=lambda: schedule_reader(settings, workspace().store, suite=suite)(),
         queue=lambda: queue_reader(workspace().store)(),
         reader=reader,
+        max_failure_share=settings.max_failure_share,
     )
 
 

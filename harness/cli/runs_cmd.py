@@ -10,9 +10,12 @@ unfinished), ``held_out`` (bool), ``seed`` (null for a held-out run unless
 — API errors and unreadable answers, as ``mindledger trials RUN --status error,unparsed``
 lists them — and failed ÷ trials that asked it something, null before any did), ``trials``
 (stored trials, every status), ``scored`` (trials with an answer scored), ``last_trial_at``
-(when its newest trial was stored; null before any).
+(when its newest trial was stored; null before any), ``over_failure_limit`` (the agents whose
+failure share is above the ``max_failure_share`` setting, as ``mindledger run`` judged them
+when it exited 3).
 
 The table's ``failed`` column names the agent with the largest failure share (``3/26 mybot``);
+a finished run with an agent over the failure limit reads ``complete · FAILED``;
 a run marked running that has stored no trial for ten minutes reads ``running · idle 2h14m``,
 and a line under the table says what that may mean (its process killed: it stays marked
 running until resumed) and the command that finishes it.
@@ -36,7 +39,7 @@ from mindledger.disclosure import seed_cell, shown_seed
 from mindledger.errors import NoDatabaseError
 from reports.present import duration, idle_seconds, run_status_text
 
-__all__ = ["idle_notes", "listed_runs", "run_record", "runs", "status_cell"]
+__all__ = ["idle_notes", "listed_runs", "over_limit", "run_record", "runs", "status_cell"]
 
 NO_TRIALS = FailureCounts(0, 0, 0, 0)
 
@@ -66,9 +69,17 @@ def listed_runs(ctx: click.Context, limit: int) -> list[ListedRun]:
     return listing
 
 
-def run_record(run: ListedRun, *, reveal_held_out: bool = False) -> dict[str, Any]:
+def over_limit(run: ListedRun, share: float) -> list[str]:
+    """The run's agents whose failure share (failed ÷ attempted) is above ``share``: those
+    ``mindledger run`` exits 3 for (:meth:`reports.trials.RunFailures.over`)."""
+    return [name for name, c in sorted(run.failures.items()) if c.over(share)]
+
+
+def run_record(
+    run: ListedRun, *, reveal_held_out: bool = False, max_failure_share: float = 1.0
+) -> dict[str, Any]:
     """One run as ``runs --format json`` prints it (a held-out run's seed withheld unless
-    ``reveal_held_out``)."""
+    ``reveal_held_out``; its agents over ``max_failure_share`` named)."""
     counts = run.failures
     seed = shown_seed(run.seed, held_out=run.held_out, reveal_held_out=reveal_held_out)
     agents = []
@@ -96,6 +107,7 @@ def run_record(run: ListedRun, *, reveal_held_out: bool = False) -> dict[str, An
         "trials": sum(c.trials for c in counts.values()),
         "scored": sum(c.trials - c.errors - c.not_applicable for c in counts.values()),
         "last_trial_at": run.last_trial_at,
+        "over_failure_limit": over_limit(run, max_failure_share),
     }
 
 
@@ -104,9 +116,15 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-def status_cell(run: ListedRun, now: dt.datetime) -> str:
+def status_cell(run: ListedRun, now: dt.datetime, max_failure_share: float = 1.0) -> str:
     """The ``status`` cell (:func:`reports.present.run_status_text`)."""
-    return run_status_text(run.status, run.created_at, run.last_trial_at, now)
+    return run_status_text(
+        run.status,
+        run.created_at,
+        run.last_trial_at,
+        now,
+        over_limit=len(over_limit(run, max_failure_share)),
+    )
 
 
 def idle_notes(runs: list[ListedRun], now: dt.datetime) -> list[str]:
@@ -130,13 +148,17 @@ def _worst(counts: dict[str, FailureCounts]) -> str:
     failing = {name: c for name, c in counts.items() if c.failed}
     if not failing:
         return "none" if counts else ""
-    name, worst = max(failing.items(), key=lambda nc: (nc[1].failed / nc[1].attempted, nc[1].failed))
+    name, worst = max(
+        failing.items(), key=lambda nc: (nc[1].failed / nc[1].attempted, nc[1].failed)
+    )
     shown = name if len(name) <= NAME_WIDTH else name[: NAME_WIDTH - 1] + "…"
     more = f" +{len(failing) - 1}" if len(failing) > 1 else ""
     return f"{worst.failed}/{worst.attempted} {shown}{more}"
 
 
-def _table(records: list[dict[str, Any]], runs: list[ListedRun], reveal_held_out: bool) -> None:
+def _table(
+    records: list[dict[str, Any]], runs: list[ListedRun], reveal_held_out: bool, share: float
+) -> None:
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -149,7 +171,9 @@ def _table(records: list[dict[str, Any]], runs: list[ListedRun], reveal_held_out
                 "failed"):  # fmt: skip
         table.add_column(
             col,
-            overflow="fold" if col in ("run", "failed") else "ellipsis",
+            # an agent's name (at most NAME_WIDTH) in "failed" is never cut: the cell wraps
+            # between its count and the name, and fit_table leaves columns out first
+            overflow="fold" if col == "run" else "ellipsis",
             no_wrap=col == "created",
             min_width=RUN_ID_WIDTH if col == "run" else None,
         )
@@ -159,7 +183,7 @@ def _table(records: list[dict[str, Any]], runs: list[ListedRun], reveal_held_out
             r["suite"],
             seed_cell(run.seed, held_out=run.held_out, reveal_held_out=reveal_held_out),
             "yes" if r["held_out"] else "",
-            status_cell(run, now),
+            status_cell(run, now, share),
             r["created_at"][:16].replace("T", " "),
             str(len(r["agents"])),
             str(r["trials"]),
@@ -206,14 +230,17 @@ def runs(limit: int, verify_id: str | None, reveal_held_out: bool, fmt: str) -> 
         _verify(ctx, verify_id, fmt)
         return
     listed = listed_runs(ctx, limit)
-    records = [run_record(r, reveal_held_out=reveal_held_out) for r in listed]
+    share = get_settings(ctx).max_failure_share
+    records = [
+        run_record(r, reveal_held_out=reveal_held_out, max_failure_share=share) for r in listed
+    ]
     if fmt == "json":
         echo_json(records)
         return
     if not listed:
         click.echo(NO_RUNS)
         return
-    _table(records, listed, reveal_held_out)
+    _table(records, listed, reveal_held_out, share)
 
 
 def _verify(ctx: click.Context, run_id: str, fmt: str) -> None:

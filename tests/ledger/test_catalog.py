@@ -91,9 +91,9 @@ def test_the_reader_lists_what_the_store_lists(db_url: str) -> None:
                                  ListedAgent("alpha", "reference")}  # fmt: skip
     counted = {a: replace(c, last_trial_at=None) for a, c in mixed.failures.items()}
     assert counted == {
-        "zeta": FailureCounts(trials=3, errors=1, unparsed=1, not_applicable=0),
+        "zeta": FailureCounts(trials=3, errors=1, unparsed=1, not_applicable=0, correct=1),
         "zeta-control": FailureCounts(trials=3, errors=1, unparsed=1, not_applicable=0),
-        "ref:oracle": FailureCounts(trials=2, errors=0, unparsed=0, not_applicable=1),
+        "ref:oracle": FailureCounts(trials=2, errors=0, unparsed=0, not_applicable=1, correct=1),
     }
     # each agent's newest trial, and the run's: ref:oracle's were recorded last
     last = {a: c.last_trial_at for a, c in mixed.failures.items()}

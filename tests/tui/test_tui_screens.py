@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Static
 from ledger.store import RunAgent
 from tui import DashboardApp
 from tui.screens import HelpScreen, LedgerScreen, RunScreen, RunsScreen
-from tui.state import INVALID, fmt_pct
+from tui.state import INVALID, fmt_pct, run_rows
 from tui.widgets import AgentDetail, RunsTable, VerifyBanner
 
 from .conftest import Seeded
@@ -75,6 +75,24 @@ async def test_runs_screen_lists_runs_with_accuracy_per_agent(
         assert empty[3:5] == ["held-out", "running"] and empty[7:] == ["0", "piper —"]
         status = _text(app.screen.query_one("#runs-status", Static))
         assert status.startswith("2 runs")
+
+
+def test_a_run_over_the_failure_limit_reads_failed_in_the_runs_table(seeded: Seeded) -> None:
+    """Its agents' counts are those the store counts, and the run's status says FAILED when
+    an agent failed over the limit it is given (`mindledger run` exited 3 for it)."""
+    counts = seeded.store.trial_counts("run-a")
+    failures = seeded.store.failure_counts(["run-a"])["run-a"]
+    piper = failures["piper"]
+    assert piper.errors and piper.over(0) and not piper.over(0.5)
+    for share, status in ((None, "complete"), (0.5, "complete"), (0.0, "complete · FAILED")):
+        source = seeded.source()
+        source.max_failure_share = share
+        run = {r.id: r for r in source.runs()}["run-a"]
+        assert run_rows([run])[0].cells[4] == status, share
+        assert {a.name: (a.ok, a.api_error, a.correct) for a in run.agents} == {
+            name: (c["ok"], c["api_error"], c["correct"]) for name, c in counts.items()
+        }
+    assert run.over_limit == sum(c.over(0.0) for c in failures.values())
 
 
 async def test_runs_table_refreshes_in_a_worker(seeded: Seeded, tmp_path: Path) -> None:

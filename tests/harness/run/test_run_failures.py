@@ -58,6 +58,15 @@ def test_a_run_whose_agent_replies_garbage_exits_3_naming_the_cause(
     code, out, _ = run_main(capsys, "trials", "latest", "--agent", "brokenbot", "--status",
                             "error", "--format", "json")
     assert code == 0 and len(json.loads(out)) == 26
+    # the list of runs says it failed too (the status stored is "complete": every trial ran)
+    code, out, _ = run_main(capsys, "runs")
+    assert code == 0 and "complete · FAILED" in " ".join(out.split())
+    assert "26/26 brokenbot" in " ".join(out.split())
+    code, out, _ = run_main(capsys, "runs", "--format", "json")
+    (listed,) = json.loads(out)
+    assert listed["status"] == "complete" and listed["over_failure_limit"] == ["brokenbot"]
+    code, out, _ = run_main(capsys, "-o", "max_failure_share=1", "runs", "--format", "json")
+    assert json.loads(out)[0]["over_failure_limit"] == []
     # its history says once that the run failed, not "not estimable" under every figure
     code, out, _ = run_main(capsys, "history", "brokenbot")
     assert code == 0
