@@ -689,12 +689,16 @@ def message_blocks(transcript: Sequence[Mapping[str, Any]]) -> tuple[MessageBloc
 
 
 def outcome_text(view: TrialView) -> str:
-    """``wrong: reality_leak``, ``error: timeout — timeout: python3 timed out``, ``ok``."""
+    """``wrong: reality_leak``, ``error: timeout — python3 timed out``, ``ok``: the detail
+    without the cause it repeats (errors are stored as ``timeout: python3 timed out``)."""
     text: str = view.outcome
     if view.cause and view.cause != view.outcome:
         text += f": {printable(view.cause)}"
     if view.detail:
-        text += f" — {printable(view.detail)}"
+        detail = view.detail
+        if view.cause and detail.startswith(f"{view.cause}: "):
+            detail = detail[len(view.cause) + 2 :]
+        text += f" — {printable(detail)}"
     return text
 
 

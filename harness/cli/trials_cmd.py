@@ -59,6 +59,7 @@ CELL = 28
 @reads_only
 @click.command("trials")
 @click.argument("run_ref", metavar="RUN", callback=an_id)
+@click.argument("item_ref", metavar="[ITEM]", required=False, callback=an_id)
 @click.option("--agent", default=None, help="Only this agent's trials (with --item: whose trial).")
 @click.option(
     "--status",
@@ -100,6 +101,7 @@ CELL = 28
 def trials(
     ctx: click.Context,
     run_ref: str,
+    item_ref: str | None,
     agent: str | None,
     statuses: tuple[str, ...],
     family: str | None,
@@ -110,8 +112,9 @@ def trials(
 ) -> None:
     """List RUN's trials: agent, item, family, depth or game, status (ok, wrong, unparsed,
     error, answered, n/a), answer, expected answer, correct, and the error's cause; or, with
-    --item, show one trial whole: every message and tool call as sent and received, the raw
-    reply, the answer read from it beside the expected one, the score, and latency and tokens.
+    ITEM (or --item), show one trial whole: every message and tool call as sent and received,
+    the raw reply, the answer read from it beside the expected one, the score, and latency and
+    tokens. ITEM is as --item takes it.
 
     RUN is a run id, its unique start, latest, or latest~N (the N-th run before the newest).
     A held-out run's trials are listed without items, answers or transcripts unless
@@ -121,13 +124,18 @@ def trials(
     Examples:
       mindledger trials latest --status error          # why did trials fail?
       mindledger trials latest --agent mybot --status wrong --family nesttom
-      mindledger trials latest --item 3f2a9c --agent mybot   # one trial whole
+      mindledger trials latest 3f2a9c --agent mybot   # one trial whole (or --item 3f2a9c)
       mindledger trials latest~1 --agent mybot --format json | jq '.[] | select(.error)'
       mindledger trials 20261203-0425 --format csv > trials.csv
     """
     from harness.cli.tables import stdout_console
     from reports.trials import list_trials, one_trial
 
+    if item_ref is not None:
+        if item is not None and item != item_ref:
+            raise click.UsageError(f"two items given ({item_ref} and --item {item}): one trial "
+                                   "is shown at a time")  # fmt: skip
+        item = item_ref
     store = get_store(ctx)
     run_id = resolve_run(ctx, run_ref)
     if item is not None:

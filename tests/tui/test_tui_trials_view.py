@@ -141,7 +141,7 @@ def test_one_trial_whole(with_trials: Seeded) -> None:
     sent = json.loads(with_trials.store.trials(TRIALS_RUN, "piper")[1].transcript_json)
     assert wrong.messages[1].body == sent[1]["content"]  # the prompt exactly as sent
     error = transcript_view(source.trial(TRIALS_RUN, "piper", ids[3]), 4)
-    assert error.facts[0] == "Outcome  error: malformed — malformed: python3 wrote no JSON reply"
+    assert error.facts[0] == "Outcome  error: malformed — python3 wrote no JSON reply"
     assert (error.answer, error.expected) == (MISSING, "cupboard")
     trial = source.trial(TRIALS_RUN, "piper", ids[2])
     unparsed = transcript_view(trial, 3)
