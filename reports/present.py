@@ -66,6 +66,7 @@ __all__ = [
     "level_fit_text",
     "level_text",
     "marked_invalid",
+    "most_trials_failed",
     "no_interval",
     "no_story_trials",
     "number",
@@ -565,6 +566,16 @@ def every_trial_failed(a: AgentProfile) -> str | None:
     if errors is None or errors.trials == 0 or errors.count < errors.trials:
         return None
     return f"all {errors.trials} trial{'' if errors.trials == 1 else 's'} were API errors"
+
+
+def most_trials_failed(a: AgentProfile) -> tuple[int, int] | None:
+    """(API errors, trials) when more than half of the agent's trials in the run, but not all
+    (:func:`every_trial_failed`), were API errors: its figures then rest on the few left,
+    which its verdict says first; else None."""
+    errors = a.api_errors
+    if errors is None or not 0 < errors.count < errors.trials or 2 * errors.count <= errors.trials:
+        return None
+    return errors.count, errors.trials
 
 
 def skill_measured(profile: RunProfile) -> bool:

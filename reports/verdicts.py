@@ -39,6 +39,7 @@ from reports.present import (
     depth_text,
     difference_text,
     every_trial_failed,
+    most_trials_failed,
     number,
     pct,
     proportion_text,
@@ -479,9 +480,18 @@ def _agent_verdict(prof: RunProfile, name: str) -> AgentVerdict:
             "",
             "",
         )
-    return AgentVerdict(
-        name, a.valid, _figures(name, a), _contrasts(prof, name, a), _variants(prof, name)
-    )
+    figures = _figures(name, a)
+    mostly = most_trials_failed(a)
+    if mostly is not None:  # said first: every figure after it rests on the few trials left
+        errors, trials = mostly
+        left = trials - errors
+        figures = (
+            f"{name} (agent under test): {errors} of its {trials} trials were API errors, so "
+            f"what follows rests on the {left} other{'' if left == 1 else 's'} "
+            f"(`mindledger trials {prof.run.id} --agent {name} --status error` shows what "
+            f"went wrong). It is {figures.removeprefix(f'{name} (agent under test) is ')}"
+        )
+    return AgentVerdict(name, a.valid, figures, _contrasts(prof, name, a), _variants(prof, name))
 
 
 def _other_line(name: str, a: AgentProfile) -> str:

@@ -124,7 +124,7 @@ def trials(
     Examples:
       mindledger trials latest --status error          # why did trials fail?
       mindledger trials latest --agent mybot --status wrong --family nesttom
-      mindledger trials latest 3f2a9c --agent mybot   # one trial whole (or --item 3f2a9c)
+      mindledger trials latest 3f2a9c --agent mybot   # one trial whole
       mindledger trials latest~1 --agent mybot --format json | jq '.[] | select(.error)'
       mindledger trials 20261203-0425 --format csv > trials.csv
     """

@@ -325,3 +325,24 @@ def test_an_unfinished_run_says_so_before_anything_else(
         partial, figures=[]
     )
     assert json.loads(render_json(partial))["verdict"]["unfinished"] == said
+
+
+def test_an_agent_whose_trials_mostly_failed_says_so_first(stored_profile: RunProfile) -> None:
+    """More than half of its trials API errors, not all: the verdict says so before its
+    figures, with the command that shows them; half or fewer, nothing is added; all of them:
+    it has no figures at all (said once, as before)."""
+    p = stored_profile.to_json()
+    trials = p["agents"]["piper"]["api_errors"]["trials"]
+    run_id = stored_profile.run.id
+    for count, said in ((trials - 2, True), (trials // 2, False), (0, False)):
+        p["agents"]["piper"]["api_errors"]["count"] = count
+        text = verdict(p).agents[0].figures
+        assert text.startswith(
+            f"piper (agent under test): {count} of its {trials} trials were API errors, so what "
+            f"follows rests on the 2 others (`mindledger trials {run_id} --agent piper --status "
+            "error` shows what went wrong). It is valid (true-belief controls "
+        ) == said, text
+        assert text.count("piper (agent under test)") == 1
+        assert ("Its D50 " in text) and text.startswith("piper (agent under test)")
+    p["agents"]["piper"]["api_errors"]["count"] = trials
+    assert "has no figures: its run failed, all " in verdict(p).agents[0].figures

@@ -21,7 +21,8 @@ from ledger.db import open_engine
 from ledger.store import Store
 
 RUN_KEYS = {"id", "suite", "status", "created_at", "finished_at", "held_out", "seed",
-            "seed_withheld", "agents", "trials", "scored", "last_trial_at"}  # fmt: skip
+            "seed_withheld", "agents", "trials", "scored", "last_trial_at",
+            "over_failure_limit"}  # fmt: skip
 AGENT_KEYS = {"name", "role", "trials", "failed", "errors", "unparsed", "failure_share"}
 TOKEN_KEYS = {"id", "scope", "agent", "label", "created_at", "expires_at", "revoked_at",
               "last_used_at", "max_queued_runs", "state"}  # fmt: skip
