@@ -455,7 +455,8 @@ class _Pool:
             ) from None
         except (OSError, ssl.SSLError) as exc:
             raise httpx.ConnectError(
-                f"cannot connect to {self.host}:{self.port}: {exc}", request=request
+                f"cannot connect to {self.host}:{self.port}: {_connect_reason(exc)}",
+                request=request,
             ) from exc
         return conn
 
@@ -947,3 +948,12 @@ class _BodyStream(httpx.AsyncByteStream):
         conn, self._conn = self._conn, None
         if conn is not None:
             self._pool.release(conn, self._keep and self._complete)
+
+
+def _connect_reason(exc: BaseException) -> str:
+    """Why a connection failed, for a person: ``connection refused (nothing is listening
+    there: is the server running?)`` rather than ``[Errno 111] Connect call failed ('127.0.0.1',
+    9)``; other errors as they read."""
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused (nothing is listening there: is the server running?)"
+    return str(exc) or type(exc).__name__

@@ -177,8 +177,8 @@ async def test_connect_errors() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again below: nothing listens there
     async with client(FastTransport()) as c:
-        with pytest.raises(httpx.ConnectError):
-            await c.get(f"http://127.0.0.1:{port}/")
+        with pytest.raises(httpx.ConnectError, match=r"connection refused \(nothing is listen"):
+            await c.get(f"http://127.0.0.1:{port}/")  # said for a person, not as Errno 111
         with pytest.raises(httpx.UnsupportedProtocol):
             await c.get("ftp://127.0.0.1/")
 
