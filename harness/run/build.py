@@ -160,13 +160,15 @@ def _lookup(settings: Settings, name: str, where: str, reference: str) -> AgentC
     if name in BUILTIN_AGENTS:
         return BUILTIN_AGENTS[name]
     known = ", ".join(sorted({*settings.agents, *BUILTIN_AGENTS}))
-    hint = ""
     try:
         check_policy(name)
         given = f"as {reference} {name}" if reference.startswith("--") else f"in {reference}"
         hint = f"; {name!r} is a reference agent: give it {given}"
     except UserError:
-        pass
+        hint = (
+            f"; declare it as [agents.{name}] in the settings file (./mindledger.toml, or "
+            "$MINDLEDGER_HOME/mindledger.toml; `mindledger config show` says which is read)"
+        )
     raise ConfigError(f"no agent named {name!r} (known: {known}){hint}", key=where)
 
 

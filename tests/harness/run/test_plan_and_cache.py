@@ -64,7 +64,12 @@ def test_declared_control_is_used(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "error", "needle"),
     [
-        ({"agents": ("nobody",)}, ConfigError, r"no agent named 'nobody' \(known: [^)]*\)$"),
+        (
+            {"agents": ("nobody",)},
+            ConfigError,
+            r"no agent named 'nobody' \(known: [^)]*\); declare it as \[agents\.nobody\] in "
+            r"the settings file",
+        ),
         (
             {"agents": ("depth-capped:2",)},
             ConfigError,
