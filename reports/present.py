@@ -198,13 +198,14 @@ def run_status_text(
     over_limit: int = 0,
 ) -> str:
     """A run's status as a list of runs shows it: ``running · idle 2h14m`` for a run marked
-    running that has stored no trial for a while (:func:`idle_seconds`); ``complete · FAILED``
-    for a finished run with ``over_limit`` agents whose trials failed over the failure limit
-    (``max_failure_share``: the run exited 3); else its status."""
+    running that has stored no trial for a while (:func:`idle_seconds`); ``FAILED`` for a
+    complete run with ``over_limit`` agents whose trials failed over the failure limit
+    (``max_failure_share``: the run exited 3, as its summary said ``complete · FAILED``);
+    else its status."""
     idle = idle_seconds(status, created_at, last_trial_at, now)
     if idle is not None:
         return f"{status} · idle {duration(idle)}"
-    return f"{status} · FAILED" if over_limit and status == "complete" else status
+    return "FAILED" if over_limit and status == "complete" else status
 
 
 def _short_reason(block: Mapping[str, Any]) -> str:

@@ -110,7 +110,7 @@ class DashboardSource:
     file) and raises :class:`NoLedger` when there is none; ``n_boot`` and ``seed`` are the
     profile's bootstrap settings; ``clock`` gives "now" for predictions past their deadline;
     a finished run with an agent over ``max_failure_share`` of failed trials reads
-    ``complete · FAILED`` in the runs table (not judged without it).
+    ``FAILED`` in the runs table (not judged without it).
     ``schedule`` and ``queue`` build the daemon's schedule and the worker queue (the harness
     knows them; :mod:`tui` may not import it); without them those screens say there is none.
 

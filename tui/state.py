@@ -175,7 +175,7 @@ class RunSummary:
     """When its newest trial was stored: read for a run still marked running only."""
     over_limit: int = 0
     """Its agents whose share of failed trials (API errors, unreadable answers) is over the
-    failure limit (``max_failure_share``): a finished run reads ``complete · FAILED``."""
+    failure limit (``max_failure_share``): a complete run reads ``FAILED``."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ failure share is above the ``max_failure_share`` setting, as ``mindledger run`` 
 when it exited 3).
 
 The table's ``failed`` column names the agent with the largest failure share (``3/26 mybot``);
-a finished run with an agent over the failure limit reads ``complete · FAILED``;
+a complete run with an agent over the failure limit reads ``FAILED``;
 a run marked running that has stored no trial for ten minutes reads ``running · idle 2h14m``,
 and a line under the table says what that may mean (its process killed: it stays marked
 running until resumed) and the command that finishes it.
@@ -167,8 +167,11 @@ def _table(
 
     now = _now()
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
-    for col in ("run", "suite", "seed", "held out", "status", "created", "agents", "trials",
-                "failed"):  # fmt: skip
+    columns = ["run", "suite", "seed", "held out", "status", "created", "agents", "trials",
+               "failed"]  # fmt: skip
+    if not any(run.held_out for run in runs):
+        columns.remove("held out")  # blank in every row: not a column to read, nor to say left out
+    for col in columns:
         table.add_column(
             col,
             # an agent's name (at most NAME_WIDTH) in "failed" is never cut: the cell wraps
@@ -182,7 +185,7 @@ def _table(
             r["id"],
             r["suite"],
             seed_cell(run.seed, held_out=run.held_out, reveal_held_out=reveal_held_out),
-            "yes" if r["held_out"] else "",
+            *(["yes" if r["held_out"] else ""] if "held out" in columns else []),
             status_cell(run, now, share),
             r["created_at"][:16].replace("T", " "),
             str(len(r["agents"])),

@@ -115,7 +115,7 @@ def test_runs_newest_first_with_accuracy_per_agent_agents_under_test_first() -> 
     assert run_rows([old], "2026-03-01T00:00:00+00:00")[0].cells[4] == "complete"
     # a finished run with an agent over the failure limit says so (`mindledger run` exited 3)
     failed = replace(old, over_limit=1)
-    assert run_rows([failed], "2026-03-01T00:00:00+00:00")[0].cells[4] == "complete · FAILED"
+    assert run_rows([failed], "2026-03-01T00:00:00+00:00")[0].cells[4] == "FAILED"
     assert run_rows([replace(new, over_limit=1)])[0].cells[4].startswith("running")
     cells = rows[1].cells
     assert cells[3] == "held-out" and cells[6] == "3" and cells[7] == "21"
