@@ -54,6 +54,7 @@ from ledger.predictions import WITNESS_DIR, Ledger
 from ledger.schema import MIGRATIONS_TABLE
 from ledger.tree import HEADS_FILE, HeadsFile, TreeHead
 from mindledger.errors import InputError, NoDatabaseError, StorageError
+from mindledger.words import counted
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -109,7 +110,7 @@ class CopyCheck:
             ledger = f"ledger {n:,} entries, not verified (see the warning)"
         else:
             against = (
-                f" against {self.heads_checked} published head(s)" if self.heads_checked else ""
+                f" against {counted(self.heads_checked, 'published head')}" if self.heads_checked else ""
             )
             ledger = f"ledger {n:,} entries verified{against} (head {self.ledger_head})"
         return (
@@ -232,7 +233,7 @@ def check_copy(path: Path, *, home: Path | None = None, full: bool = False) -> C
         dangling = conn.execute("PRAGMA foreign_key_check").fetchall()
         if dangling:
             problems.append(
-                f"{len(dangling)} row(s) refer to rows that are not there (first: table "
+                f"{counted(len(dangling), 'row')} {'refers' if len(dangling) == 1 else 'refer'} to rows that are not there (first: table "
                 f"{dangling[0][0]}, row {dangling[0][1]} → {dangling[0][2]})"
             )
         schema: str | None = None
@@ -303,7 +304,7 @@ def _verify_ledger(
     finally:
         engine.dispose()
     return [f"ledger {f}" for f in failures[:5]] + (
-        [f"… and {len(failures) - 5} more ledger problem(s)"] if len(failures) > 5 else []
+        [f"… and {counted(len(failures) - 5, 'more ledger problem')}"] if len(failures) > 5 else []
     )
 
 

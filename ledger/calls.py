@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ledger.protocol import REFUSALS, is_digest, parse_time
+from mindledger.words import counted
 
 __all__ = [
     "ABANDON_AFTER",
@@ -383,7 +384,7 @@ def obligation_warnings(calls: Mapping[str, Mapping[str, Any]]) -> list[str]:
             f"{a['target']} since entry {a['since']}" for a in row["abandoned_obligations"]
         )
         lines.append(
-            f"{caller!r} abandoned {counts['abandoned']} obligation(s): a sampled call still not "
+            f"{caller!r} abandoned {counted(counts['abandoned'], 'obligation')}: a sampled call still not "
             f"predicted {_hours(ABANDON_AFTER)} later ({owed}); obligations opened "
             f"{counts['opened']}, met {counts['met']}, pending {counts['pending']}, abandoned "
             f"{counts['abandoned']}"

@@ -51,6 +51,7 @@ from ledger.protocol import (
     quick_reveal,
 )
 from mindledger.canonical import canonical_json
+from mindledger.words import counted
 
 __all__ = [
     "ENTRY_VERSION",
@@ -333,7 +334,7 @@ class Verification:
         head = f"head {self.head_seq} {self.head_hash}" if self.head_hash else "empty"
         if self.forecasts or self.sealed_runs:
             counts = ", ".join(f"{n} {s}" for s, n in sorted(self.forecasts.items())) or "none"
-            states += f"; forecasts: {counts} ({self.sealed_runs} run(s) sealed)"
+            states += f"; forecasts: {counts} ({counted(self.sealed_runs, 'run')} sealed)"
         sigs = (
             "full check: every hash, link, reveal, signature and score"
             if self.signatures == "all"

@@ -79,7 +79,8 @@ class PruneReport:
     def describe(self) -> str:
         verb = "would prune" if self.dry_run else "pruned"
         return (
-            f"{verb} the transcripts of {self.trials:,} trial(s) of {self.runs:,} run(s) stored "
+            f"{verb} the transcripts of {self.trials:,} {'trial' if self.trials == 1 else 'trials'}"
+            f" of {self.runs:,} {'run' if self.runs == 1 else 'runs'} stored "
             f"before {self.before}: {self.bytes:,} bytes"
         )
 

@@ -63,6 +63,7 @@ from mindledger import family as registry
 from mindledger.canonical import content_hash
 from mindledger.errors import UserError
 from mindledger.items import Item
+from mindledger.words import counted
 
 __all__ = [
     "DROP_CODES",
@@ -312,13 +313,13 @@ def _figures(
         ) / len(pairs)
     if len(given) < rule.min_targets:
         drops.append(
-            Drop("targets", f"{len(given)} target(s) answered; the filter needs {rule.min_targets}")
+            Drop("targets", f"{counted(len(given), 'target')} answered; the filter needs {rule.min_targets}")
         )
     if short:
         drops.append(
             Drop(
                 "samples",
-                ", ".join(f"{t} answered {len(given[t])} time(s)" for t in short)
+                ", ".join(f"{t} answered {counted(len(given[t]), 'time')}" for t in short)
                 + f" (fewer than {rule.min_samples})",
             )
         )

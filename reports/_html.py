@@ -8,6 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from mindledger.words import counted
 from reports._report_parts import (
     _TAG_RE,
     CONTRASTS_HEAD,
@@ -196,13 +197,13 @@ def _examples_html(examples: Sequence[AgentExamples]) -> str:
         total = sum(c.count for c in agent.causes)
         parts.append(
             f"<details class='examples'><summary><b>{_h(agent.agent)}</b>: {total} wrong or "
-            f"failed trial(s), {len(agent.causes)} cause(s): "
+            f"failed {'trial' if total == 1 else 'trials'}, {counted(len(agent.causes), 'cause')}: "
             + ", ".join(f"{_h(c.cause)} ({c.count})" for c in agent.causes)
             + "</summary>"
         )
         for cause in agent.causes:
             shown = len(cause.trials)
-            parts.append(f"<h3>{_h(cause.cause)} — {cause.count} trial(s) ({_h(cause.outcome)})"
+            parts.append(f"<h3>{_h(cause.cause)} — {counted(cause.count, 'trial')} ({_h(cause.outcome)})"
                          + (f", {shown} shown" if shown < cause.count else "") + "</h3>")
             parts += [_example_html(t, pre) for t in cause.trials]
         parts.append("</details>")

@@ -27,6 +27,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mindledger.words import counted
 from reports._json import JsonValue
 
 if TYPE_CHECKING:  # the profile's pydantic models: built when a profile is parsed, not before
@@ -400,10 +401,12 @@ def _signal_sources_lines(d: Mapping[str, Any]) -> list[str]:
         judges = j.get("judges")
         names = ", ".join(str(x) for x in judges) if isinstance(judges, list | tuple) else ""
         lines.append(
-            f"extraction judge {names}: {j['judged']} trial(s) "
-            f"judged ({j.get('calls', 0)} call(s), {j.get('cache_hits', 0)} cache hit(s)); "
-            f"{j.get('parse_failures', 0)} unreadable repl(ies); {j.get('ungrounded', 0)} "
-            f"ungrounded quote(s), {j.get('dropped', 0)} value(s) dropped"
+            f"extraction judge {names}: {counted(_whole(j, 'judged'), 'trial')} judged "
+            f"({counted(_whole(j, 'calls'), 'call')}, "
+            f"{counted(_whole(j, 'cache_hits'), 'cache hit')}); "
+            f"{counted(_whole(j, 'parse_failures'), 'unreadable reply', 'unreadable replies')}; "
+            f"{counted(_whole(j, 'ungrounded'), 'ungrounded quote')}, "
+            f"{counted(_whole(j, 'dropped'), 'value')} dropped"
         )
     return lines
 
@@ -557,6 +560,12 @@ class Headline:
 
     def cells(self, columns: Sequence[tuple[str, str]] = HEADLINE_COLUMNS) -> list[str]:
         return [str(getattr(self, key)) for key, _ in columns]
+
+
+def _whole(block: Mapping[str, Any], key: str) -> int:
+    """``block[key]`` as a whole number (0 when absent or not a number)."""
+    value = number(block.get(key))
+    return int(value) if value is not None else 0
 
 
 def every_trial_failed(a: AgentProfile) -> str | None:

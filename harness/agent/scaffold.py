@@ -117,7 +117,7 @@ class Scaffold:
     def __init__(self, modules: tuple[str, ...]):
         unknown = [m for m in modules if m not in MODULES]
         if unknown:
-            raise ValueError(f"unknown module(s) {unknown}; expected some of {MODULES}")
+            raise ValueError(f"unknown {'module' if len(unknown) == 1 else 'modules'} {unknown}; expected some of {MODULES}")
         self.modules = modules
 
     def plan(self, item: Item) -> tuple[Step, ...]:

@@ -22,6 +22,7 @@ from ledger.db import mask, schema_version
 from mindledger.errors import MindledgerError, NoDatabaseError
 from mindledger.items import Item
 from mindledger.secrets import scrub
+from mindledger.words import counted
 
 
 @dataclass
@@ -217,7 +218,7 @@ def doctor(fmt: str, no_probe: bool) -> None:
         version, pending = schema_version(engine)
         detail = f"{mask(url)}, schema {version or 'empty'}"
         if pending:
-            detail += f", {pending} migration(s) pending (applied on first use, or `mindledger db migrate`)"
+            detail += f", {counted(pending, 'migration')} pending (applied on first use, or `mindledger db migrate`)"
         checks.append(Check("database", True, detail))
     except NoDatabaseError:
         checks.append(
@@ -256,5 +257,5 @@ def doctor(fmt: str, no_probe: bool) -> None:
                 click.echo(f"      {p.line()}")
     failed = [c for c in checks if not c.ok and c.needed]
     if failed:
-        click.echo(f"{len(failed)} problem(s) found.", err=True)
+        click.echo(f"{counted(len(failed), 'problem')} found.", err=True)
         ctx.exit(1)

@@ -15,6 +15,7 @@ from harness.config.settings import Settings
 from harness.run.judging import JudgeCounts, judge_config, judge_stored_run
 from ledger.store import Store
 from mindledger.errors import ConfigError, MindledgerError
+from mindledger.words import counted
 
 __all__ = ["describe_counts", "judge", "judge_after_run"]
 
@@ -22,16 +23,16 @@ __all__ = ["describe_counts", "judge", "judge_after_run"]
 def describe_counts(counts: JudgeCounts) -> str:
     """One line saying what a judge pass did."""
     parts = [
-        f"judge {counts.judge}: {counts.judged} trial(s) judged",
+        f"judge {counts.judge}: {counted(counts.judged, 'trial')} judged",
         f"{counts.already} already judged" if counts.already else "",
-        f"{counts.calls} call(s), {counts.cache_hits} cache hit(s)",
+        f"{counted(counts.calls, 'call')}, {counted(counts.cache_hits, 'cache hit')}",
         f"{counts.parse_failures} unparseable repl(ies)" if counts.parse_failures else "",
-        f"{counts.ungrounded} ungrounded quote(s), {counts.dropped} value(s) dropped"
+        f"{counted(counts.ungrounded, 'ungrounded quote')}, {counted(counts.dropped, 'value')} dropped"
         if counts.ungrounded else "",
-        f"{counts.api_errors} API error(s) (run again to retry)" if counts.api_errors else "",
-        f"{counts.no_reasoning} game trial(s) without reasoning text" if counts.no_reasoning
+        f"{counted(counts.api_errors, 'API error')} (run again to retry)" if counts.api_errors else "",
+        f"{counted(counts.no_reasoning, 'game trial')} without reasoning text" if counts.no_reasoning
         else "",
-        f"{counts.pruned} game trial(s) whose transcript was pruned" if counts.pruned else "",
+        f"{counted(counts.pruned, 'game trial')} whose transcript was pruned" if counts.pruned else "",
     ]
     return "; ".join(p for p in parts if p)
 

@@ -42,6 +42,7 @@ from ledger.protocol import (
 from ledger.tree import TreeHead, check_proof, digest_bytes
 from mindledger.errors import InputError, NotFoundError, StorageError, UserError
 from mindledger.jsonin import parse_json, read_json_file
+from mindledger.words import counted
 
 REVEAL_OPTION = click.option(
     "--reveal-held-out",
@@ -339,7 +340,7 @@ def _report(ctx: click.Context, v: Verification, as_json: bool) -> None:
             click.echo(f"  {f}", err=True)
         rest = len(v.failures) - len(first)
         if rest:
-            click.echo(f"  … and {rest} more problem(s) after it", err=True)
+            click.echo(f"  … and {rest} more {'problem' if rest == 1 else 'problems'} after it", err=True)
     ctx.exit(1)
 
 
@@ -645,7 +646,7 @@ def export_cmd(ctx: click.Context, out: str, reveal_held_out: bool) -> None:
         held = store.held_out_items(p.item for p in led.predictions(None, None))
         if held:
             raise UserError(
-                f"the ledger holds predictions on {len(held)} held-out item(s): an export "
+                f"the ledger holds predictions on {counted(len(held), 'held-out item')}: an export "
                 "holds every entry's text (its hash covers it), so it would show them; pass "
                 "--reveal-held-out to export for an auditor who may see held-out items, or "
                 "check the ledger without its text with `mindledger ledger verify`, `ledger "
@@ -775,7 +776,7 @@ def _print_forecasts(forecasts: list[ForecastState]) -> None:
     for f in forecasts:
         counts[f.status] = counts.get(f.status, 0) + 1
     states = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-    console.print(f"{len(forecasts)} self-forecast(s): {states}", highlight=False)
+    console.print(f"{counted(len(forecasts), 'self-forecast')}: {states}", highlight=False)
 
 
 CSV_COLUMNS = ("id", "state", "predictor", "target", "query", "item", "committed_at",
@@ -851,7 +852,8 @@ def _print_predictions(shown: list[dict[str, Any]], summary: dict[str, Any]) -> 
     print_table(console, table, drop=("observed", "Brier", "top-1"))
     states = ", ".join(f"{n} {state}" for state, n in sorted(summary["states"].items()))
     console.print(
-        f"{len(shown)} prediction(s): {states}. Over the {summary['n']} final one(s)"
+        f"{counted(len(shown), 'prediction')}: {states}. Over the {summary['n']} final "
+        f"{'one' if summary['n'] == 1 else 'ones'}"
         f" ({summary['penalised']} with the worst-case score): log score "
         f"{_metric(summary['log_score'])}, Brier {_metric(summary['brier'])}, top-1 "
         f"{_metric(summary['top1_accuracy'])}, skill {_metric(summary['skill'])}",

@@ -37,6 +37,7 @@ from harness.cli.conventions import LISTED, an_id, format_option
 from ledger.catalog import FailureCounts, ListedRun, read_run_listing
 from mindledger.disclosure import seed_cell, shown_seed
 from mindledger.errors import NoDatabaseError
+from mindledger.words import counted
 from reports.present import duration, idle_seconds, run_status_text
 
 __all__ = ["idle_notes", "listed_runs", "over_limit", "run_record", "runs", "status_cell"]
@@ -259,7 +260,7 @@ def _verify(ctx: click.Context, run_id: str, fmt: str) -> None:
         for p in problems:
             click.echo(p)
     if problems:
-        click.echo(f"{len(problems)} problem(s) in {len(items)} items", err=True)
+        click.echo(f"{counted(len(problems), 'problem')} in {counted(len(items), 'item')}", err=True)
         ctx.exit(1)
     if fmt != "json":
         click.echo(f"all {len(items)} items of run {run_id} regenerate bit for bit")

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from mindledger.words import counted
 from reports._glm import logit_fit
 from reports._json import JsonObject
 from reports._stats.arrays import FloatArray
@@ -246,7 +247,7 @@ def d50_estimate(
     if len(tested) < 2:
         return result(
             "not_estimable",
-            f"false-belief items at {len(tested)} depth(s); a fit on depth needs at least 2",
+            f"false-belief items at {counted(len(tested), 'depth')}; a fit on depth needs at least 2",
         )
     if not ceiling > chance:
         return result("not_estimable", f"ceiling {ceiling:.3g} is not above chance {chance:.3g}")

@@ -481,7 +481,7 @@ def test_ledger_show_and_verify_show_the_forecasts(
     assert code == 0, err
     assert fid in out and held.id in out and "scored" in out and "committed (held)" in out
     assert "0.073" in out  # the loss, 2/3 · 0.11
-    assert "2 self-forecast(s): 1 committed, 1 scored" in out
+    assert "2 self-forecasts: 1 committed, 1 scored" in out
 
     code, out, err = run_main(capsys, "ledger", "show", "--format", "json")
     assert code == 0, err
@@ -498,7 +498,7 @@ def test_ledger_show_and_verify_show_the_forecasts(
 
     code, out, err = run_main(capsys, "ledger", "verify")
     assert code == 0, err
-    assert "forecasts: 1 committed, 1 scored (1 run(s) sealed)" in out
+    assert "forecasts: 1 committed, 1 scored (1 run sealed)" in out
 
     code, out, err = run_main(capsys, "ledger", "verify", "--format", "json")
     assert code == 0, err

@@ -74,7 +74,7 @@ def test_an_obligation_is_abandoned_a_day_after_its_sampled_call() -> None:
         {"target": "dusk", "since": 2, "opened_at": at(), "query_hash": Q}
     ]
     (line,) = obligation_warnings({"m": later})
-    assert line.startswith("'m' abandoned 1 obligation(s)") and "dusk since entry 2" in line
+    assert line.startswith("'m' abandoned 1 obligation:") and "dusk since entry 2" in line
     assert summarise(tallies, None)["m"]["obligations"]["abandoned"] == 0
 
 
@@ -93,6 +93,6 @@ def test_verify_warns_of_an_abandoned_obligation_and_still_passes(tmp_path: Any)
     v = led.verification()
     assert v.ok and v.failures == []
     (line,) = v.warnings
-    assert "'m' abandoned 1 obligation(s)" in line and "opened 1, met 0" in line
+    assert "'m' abandoned 1 obligation:" in line and "opened 1, met 0" in line
     assert v.calls["m"]["obligations"]["abandoned"] == 1
     led.engine.dispose()

@@ -138,7 +138,7 @@ def test_db_prune_leaves_the_ledger_verifying_and_reports_say_pruned(
 
     code, out, err = run_main(capsys, "db", "prune", "--transcripts-older-than", "30")
     assert code == 0, err
-    assert "pruned the transcripts of 2 trial(s) of 1 run(s)" in out
+    assert "pruned the transcripts of 2 trials of 1 run" in out
 
     code, out, err = run_main(capsys, "ledger", "verify")
     assert code == 0, out + err

@@ -46,6 +46,7 @@ from ledger.protocol import commitment, new_salt
 from mindledger.disclosure import disclosed_params, withholds
 from mindledger.errors import ConfigError, InputError, UserError
 from mindledger.forecasts import MAX_REASON, figure, forecast_body, parse_forecast
+from mindledger.words import counted
 
 __all__ = [
     "ENDPOINTS",
@@ -442,7 +443,7 @@ async def post_run(services: Services, call: Call[None, None, RunRequest]) -> Ru
         raise ApiError(
             429,
             "too_many_runs",
-            f"this token has {cap} run(s) queued or running, as many as it may: retry "
+            f"this token has {counted(cap, 'run')} queued or running, as many as it may: retry "
             "when one finishes",
             headers={"Retry-After": str(RETRY_AFTER)},
         )

@@ -114,7 +114,7 @@ def test_ledger_show_json_and_table(isolated_home: Path, capsys: pytest.CaptureF
 
     code, table, _ = cli(capsys, "ledger", "show")
     assert code == 0 and scored["id"] in table and "committed" in table
-    assert "2 prediction(s): 1 committed, 1 scored" in table
+    assert "2 predictions: 1 committed, 1 scored" in table
     code, table, _ = cli(capsys, "ledger", "show", "--id", scored["id"])
     assert code == 0 and "top1_match 1.000" in table and open_one["salt"] not in table
     code, out, err = cli(capsys, "ledger", "show", "--target", "nobody")

@@ -213,7 +213,7 @@ def test_the_throwaway_strategy_at_share_half_gets_no_obligated_query_answered_u
     code, out, err = run_main(capsys, "--db", half.db_url, "ledger", "verify")
     assert code == 0, err
     assert out.startswith("ok: ")
-    assert err.startswith("warning: 'mallory' abandoned 1 obligation(s)")
+    assert err.startswith("warning: 'mallory' abandoned 1 obligation:")
     assert "obligations opened 3, met 2, pending 0, abandoned 1" in err
     code, out, err = run_main(capsys, "--db", half.db_url, "ledger", "verify", "--format", "json")
     report = json.loads(out)

@@ -179,7 +179,7 @@ def test_a_pruned_transcript_is_counted_not_judged(tmp_path: Path) -> None:
         assert prune_transcripts(store.engine, before="9999").trials == 1
         counts = asyncio.run(judge_stored_run(store, settings, run_id, judge="judge"))
     assert (counts.pruned, counts.no_reasoning, counts.eligible, counts.calls) == (1, 0, 0, 0)
-    assert "1 game trial(s) whose transcript was pruned" in describe_counts(counts)
+    assert "1 game trial whose transcript was pruned" in describe_counts(counts)
     assert store.judgements(run_id) == []
 
 
@@ -265,7 +265,7 @@ def test_mindledger_run_with_a_judge_resolves_k_l(
         judge_requests = [r for r in server.log if r.body and r.body["model"] == "judge-model"]
     games = [it for it in items if it.family == "games"]
     assert len(judge_requests) == len(games)
-    assert f"judge judge: {len(games)} trial(s) judged" in " ".join(err.split())
+    assert f"judge judge: {len(games)} trials judged" in " ".join(err.split())
 
     store = Store(open_engine(f"sqlite:///{isolated_home / 'mindledger.db'}"))
     (run,) = store.list_runs()
@@ -290,13 +290,13 @@ def test_mindledger_run_with_a_judge_resolves_k_l(
     code, out, err = _cli(capsys, "report", run.id, "--format", "md", "--bootstrap", "100")
     assert code == 0, err
     assert f"K_L answer n=0, judge n={len(expected)}" in out
-    assert f"{len(games)} trial(s) judged ({len(games)} call(s), 0 cache hit(s))" in out
+    assert f"{len(games)} trials judged ({len(games)} calls, 0 cache hits)" in out
 
     # `mindledger judge` on the judged run: nothing left, nothing asked
     code, out, err = _cli(capsys, "judge", run.id)
     assert code == 0, err
     err = " ".join(err.split())
-    assert "0 trial(s) judged" in err and f"{len(games)} already judged" in err
+    assert "0 trials judged" in err and f"{len(games)} already judged" in err
 
 
 def test_judge_help_ends_with_an_example_and_unknown_judges_are_named(
