@@ -436,16 +436,26 @@ def _unchanged_modules(name: str, modules: Sequence[str], credits: Mapping[str, 
 
 
 def _variants(prof: RunProfile, name: str) -> str:
-    """Its control and ablation variants that failed the controls, after it."""
-    invalid = [
+    """Its control and ablation variants whose every trial failed (no contrast with them can
+    be made: said with the command that shows why), then those that failed the controls."""
+    mine = [
         (n, prof.agents[n])
         for n in sorted(prof.agents, key=lambda n: role_order(prof.agents[n].role, n))
-        if prof.agents[n].base_agent == name
-        and prof.agents[n].role in ("control", "ablation")
-        and prof.agents[n].valid is False
+        if prof.agents[n].base_agent == name and prof.agents[n].role in ("control", "ablation")
     ]
+    said = []
+    for n, v in mine:
+        failed = every_trial_failed(v)
+        if failed is not None:
+            said.append(
+                f"Its {'control' if v.role == 'control' else 'ablation variant'} {n} has no "
+                f"figures: its run failed, {failed} (`mindledger trials {prof.run.id} --agent "
+                f"{n} --status error` shows what went wrong)."
+            )
+    failed_names = {n for n, v in mine if every_trial_failed(v) is not None}
+    invalid = [(n, v) for n, v in mine if v.valid is False and n not in failed_names]
     if not invalid:
-        return ""
+        return " ".join(said)
     controls = [n for n, v in invalid if v.role == "control"]
     variants = [n for n, v in invalid if v.role == "ablation"]
     who = []
@@ -460,7 +470,7 @@ def _variants(prof: RunProfile, name: str) -> str:
     why = ""
     if len(checks) == 1:
         why = " (" + checks.pop().removeprefix(f"{INVALID}: ").split(", below")[0] + ")"
-    return f"Also INVALID by the same rule: {' and '.join(who)}{why}."
+    return " ".join([*said, f"Also INVALID by the same rule: {' and '.join(who)}{why}."])
 
 
 def _and(names: Sequence[str]) -> str:

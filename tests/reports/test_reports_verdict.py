@@ -346,3 +346,20 @@ def test_an_agent_whose_trials_mostly_failed_says_so_first(stored_profile: RunPr
         assert ("Its D50 " in text) and text.startswith("piper (agent under test)")
     p["agents"]["piper"]["api_errors"]["count"] = trials
     assert "has no figures: its run failed, all " in verdict(p).agents[0].figures
+
+
+def test_a_control_whose_every_trial_failed_is_said_after_its_agent(
+    stored_profile: RunProfile,
+) -> None:
+    """No contrast with it can be made, and the verdict says why, once, with the command."""
+    p = stored_profile.to_json()
+    errors = p["agents"]["piper-control"]["api_errors"]
+    errors["count"] = errors["trials"]
+    variants = verdict(p).agents[0].variants
+    assert variants.startswith(
+        f"Its control piper-control has no figures: its run failed, all {errors['trials']} "
+        f"trials were API errors (`mindledger trials {stored_profile.run.id} --agent "
+        "piper-control --status error` shows what went wrong)."
+    ), variants
+    assert "Also INVALID" not in variants.split("piper-control", 2)[-1]
+    assert verdict(stored_profile).agents[0].variants == ""  # a healthy control: nothing
