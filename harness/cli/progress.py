@@ -25,7 +25,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from harness.run.progress import LINE_EVERY_S, LineProgress, duration, rate
+from harness.run.progress import LINE_EVERY_S, LineProgress, duration, rate, shortened
 
 __all__ = [
     "LINE_EVERY_S",
@@ -130,6 +130,8 @@ class TrialProgress:
             c[0] += 1
             c[1] += int(bool(correct))
         task = self.tasks[agent]
+        if error and self.accuracy:  # the last column shows accuracy: the errors go here
+            self.progress.update(task, description=self._description(agent))
         self.progress.advance(task)
         speed = self.progress.tasks[task].speed
         self.progress.update(
@@ -139,6 +141,21 @@ class TrialProgress:
             errors=c[2],
         )
 
+    def failed(self, agent: str, what: str) -> None:
+        """On a line: the last cause said (:class:`LineProgress`). Over bars: the first failed
+        trial of each kind (``malformed``, ``timeout``, …) of an agent is printed above the
+        bars, as it happens; the bar counts them all."""
+        if self.lines is not None:
+            self.lines.failed(agent, what)
+        if self.mode != "bars" or agent not in self.tasks:
+            return
+        kind = "failed:" + what.split(":", 1)[0]
+        if (agent, kind) not in self.said:
+            self.said.add((agent, kind))
+            self.progress.console.print(
+                f"{agent}: a trial failed: {shortened(what, 160)}", markup=False, highlight=False
+            )
+
     def retried(self, agent: str, kind: str, what: str) -> None:
         """On a line: counted (:class:`LineProgress`). Over bars: the agent's bar counts its
         retries, and the first of each kind is printed above the bars."""
@@ -146,14 +163,25 @@ class TrialProgress:
             self.lines.retried(agent, kind, what)
         if self.mode != "bars" or agent not in self.tasks:
             return
-        n = self.retries[agent] = self.retries.get(agent, 0) + 1
-        many = "retry" if n == 1 else "retries"
-        self.progress.update(self.tasks[agent], description=f"{agent} · {n} {many}")
+        self.retries[agent] = self.retries.get(agent, 0) + 1
+        self.progress.update(self.tasks[agent], description=self._description(agent))
         if (agent, kind) not in self.said:
             self.said.add((agent, kind))
             self.progress.console.print(
                 f"{agent}: retrying a request: {what}", markup=False, highlight=False
             )
+
+    def _description(self, agent: str) -> str:
+        """The bar's label: the agent, its failed trials (when the last column shows
+        accuracy) and the requests retried, ``mybot · 3 errors · 6 retries``."""
+        parts = [agent]
+        errors = self.counts[agent][2] if self.accuracy else 0
+        if errors:
+            parts.append(f"{errors} error{'' if errors == 1 else 's'}")
+        retries = self.retries.get(agent, 0)
+        if retries:
+            parts.append(f"{retries} {'retry' if retries == 1 else 'retries'}")
+        return " · ".join(parts)
 
     def stop(self) -> None:
         if self.lines is not None:

@@ -14,7 +14,10 @@ make a slow model look fast.
 
 Requests that an agent's adapter will send again are counted on the line, with the last
 reason, so that a run whose endpoint hangs or refuses says why nothing is finishing long before
-its first trial fails (``· 6 retries (last: hung: timed out: no reply within 120 s)``).
+its first trial fails (``· 6 retries (last: hung: timed out: no reply within 120 s)``); and the
+trials that failed are counted with the last one's cause, so that an agent whose replies cannot
+be used says why while the run goes on, not only in the summary at its end (``· 3 errors
+(last: mybot: malformed: python3 wrote no JSON reply …)``).
 """
 
 from __future__ import annotations
@@ -26,7 +29,16 @@ from typing import IO
 
 from reports.present import duration
 
-__all__ = ["LINE_EVERY_S", "MIN_GAP_S", "LineProgress", "duration", "rate"]
+__all__ = ["LINE_EVERY_S", "MIN_GAP_S", "LineProgress", "duration", "rate", "shortened"]
+
+SAID_CHARS = 100
+"""Characters of a failed trial's cause said on a progress line (the summary has it whole)."""
+
+
+def shortened(what: str, limit: int = SAID_CHARS) -> str:
+    """``what`` on one line, cut to ``limit`` characters with an ellipsis."""
+    line = " ".join(what.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 LINE_EVERY_S = 10.0
 """Seconds between progress lines when nothing else prompts one."""
@@ -64,6 +76,7 @@ class LineProgress:
         self.errors = 0
         self.retries = 0
         self.last_retry = ""  # "agent: what happened", the latest retry's
+        self.last_error = ""  # "agent: what went wrong", the latest failed trial's
         self.started = 0.0
         self._last_line = -1e18
         self._last_tenth = 0
@@ -101,6 +114,10 @@ class LineProgress:
                 else:
                     self._pending = True  # the ticker prints it once the gap has passed
 
+    def failed(self, agent: str, what: str) -> None:
+        with self._lock:
+            self.last_error = f"{agent}: {shortened(what)}"
+
     def retried(self, agent: str, kind: str, what: str) -> None:
         with self._lock:
             self.retries += 1
@@ -132,7 +149,10 @@ class LineProgress:
         elapsed = self.clock() - self.started
         share = f" ({100 * done // total}%)" if total else ""
         parts = [f"{self.label} {done}/{total} {self.what}{share}"]
-        parts.append(f"{self.errors} error{'s' if self.errors != 1 else ''}")
+        parts.append(
+            f"{self.errors} error{'s' if self.errors != 1 else ''}"
+            + (f" (last: {self.last_error})" if self.errors and self.last_error else "")
+        )
         if self.retries:
             many = "retry" if self.retries == 1 else "retries"
             parts.append(f"{self.retries} {many} (last: {self.last_retry})")

@@ -44,13 +44,16 @@ class AgentLike(Protocol):
 
 
 class ProgressSink(Protocol):
-    """Receives progress: totals per agent at the start, then one call per stored trial, and
-    one per request an agent's adapter will retry (``kind`` and what happened: see
-    :mod:`harness.agent.retries`)."""
+    """Receives progress: totals per agent at the start, then one call per stored trial, one
+    per stored trial that failed (an API error: ``what`` went wrong, as stored, its kind
+    first: ``malformed: …``), and one per request an agent's adapter will retry (``kind`` and
+    what happened: see :mod:`harness.agent.retries`)."""
 
     def start(self, totals: Mapping[str, int], done: Mapping[str, int]) -> None: ...
 
     def advance(self, agent: str, *, correct: bool | None, error: bool) -> None: ...
+
+    def failed(self, agent: str, what: str) -> None: ...
 
     def retried(self, agent: str, kind: str, what: str) -> None: ...
 
@@ -62,6 +65,9 @@ class NullProgress:
         return None
 
     def advance(self, agent: str, *, correct: bool | None, error: bool) -> None:
+        return None
+
+    def failed(self, agent: str, what: str) -> None:
         return None
 
     def retried(self, agent: str, kind: str, what: str) -> None:
@@ -410,6 +416,8 @@ async def execute_run(
                 tally.correct += int(bool(rec.correct))
                 tally.unparsed += int(rec.answer is None)
             progress.advance(agent, correct=rec.correct, error=rec.status == "api_error")
+            if rec.status == "api_error":
+                progress.failed(agent, rec.error or "API error")
 
         return _cb
 

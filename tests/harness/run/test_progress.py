@@ -111,6 +111,43 @@ def test_bars_count_retries_and_say_the_first_of_each_kind_above_them() -> None:
     ]
 
 
+def test_failed_trials_are_counted_with_the_last_cause_while_the_run_goes_on() -> None:
+    """An agent whose replies cannot be used says why on the line as it happens, cut to one
+    short line (the summary at the end has every cause whole)."""
+    out, clock = io.StringIO(), Clock()
+    p = LineProgress(out, clock=clock, interval=10, ticker=False)
+    p.start({"bot": 3}, {})
+    p.advance("bot", error=True)
+    p.failed("bot", "malformed: python3 wrote no JSON reply; its stdout began 'lol'")
+    assert p.text() == (
+        "progress 1/3 trials (33%) · 1 error (last: bot: malformed: python3 wrote no JSON "
+        "reply; its stdout began 'lol')"
+    )
+    p.advance("bot", error=True)
+    p.failed("bot", "timeout: " + "x" * 300 + "\nsecond line")
+    said = p.text().split("(last: ", 1)[1].removesuffix(")")
+    assert said.startswith("bot: timeout: xxx") and said.endswith("…") and "\n" not in said
+    assert len(said) == len("bot: ") + 100
+
+
+def test_bars_count_errors_and_say_the_first_failure_of_each_kind_above_them() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=100, force_terminal=True, color_system=None)
+    p = TrialProgress(console, "bars")
+    p.start({"bot": 4}, {})
+    for what in ("malformed: no JSON reply", "malformed: message: expected an object",
+                 "timeout: no reply within 2 s"):  # fmt: skip
+        p.advance("bot", error=True)
+        p.failed("bot", what)
+    p.retried("bot", "timeout", "timed out: no reply within 2 s")
+    assert p.progress.tasks[0].description == "bot · 3 errors · 1 retry"
+    p.stop()
+    said = [ln.replace("\x1b[2K", "").strip() for ln in out.getvalue().splitlines()
+            if "a trial failed" in ln]  # fmt: skip
+    assert said == ["bot: a trial failed: malformed: no JSON reply",
+                    "bot: a trial failed: timeout: no reply within 2 s"]  # fmt: skip
+
+
 def test_the_ticker_prints_while_nothing_completes() -> None:
     out = io.StringIO()
     p = LineProgress(out, interval=0.05)

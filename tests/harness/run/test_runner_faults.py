@@ -32,10 +32,14 @@ class Retries:
 
     def __init__(self) -> None:
         self.heard: list[tuple[str, str, str]] = []
+        self.failures: list[tuple[str, str]] = []
 
     def start(self, totals: object, done: object) -> None: ...
 
     def advance(self, agent: str, *, correct: object, error: bool) -> None: ...
+
+    def failed(self, agent: str, what: str) -> None:
+        self.failures.append((agent, what))
 
     def retried(self, agent: str, kind: str, what: str) -> None:
         self.heard.append((agent, kind, what))
@@ -93,6 +97,8 @@ def test_persistent_faults_are_recorded_and_counted(sqlite_url: str) -> None:
     assert {(a, k) for a, k, _ in heard.heard} == {("a", "server_error")}
     assert all(what.startswith("server error: ") for _, _, what in heard.heard)
     trials = store.trials("r")
+    # and each trial that failed, with what went wrong as it is stored
+    assert sorted(heard.failures) == sorted(("a", t.error or "") for t in trials)
     assert len(trials) == N
     assert all(t.status == "api_error" and t.correct is None for t in trials)
     assert all("server_error" in (t.error or "") for t in trials)
