@@ -306,14 +306,14 @@ def test_fuzz_model_replies() -> None:
 
 
 def test_fuzz_api_bodies(tmp_path: Path) -> None:
-    """Every body-taking route of the ASGI app, in process, with an agent and an operator
-    token: any body gives a JSON answer below 500."""
+    """Every body-taking route of the daemon's app, served on 127.0.0.1 as ``mindledger serve``
+    serves it, with an agent and an operator token: any body gives a JSON answer below 500."""
     from dataclasses import replace
 
-    from starlette.testclient import TestClient
+    import httpx
 
     from harness.config.settings import AgentConfig, load_settings
-    from harness.daemon import build_daemon, create_token
+    from harness.daemon import BackgroundServer, build_daemon, create_token
     from harness.testing import FakeOpenAI
 
     with FakeOpenAI() as fake:
@@ -337,7 +337,10 @@ def test_fuzz_api_bodies(tmp_path: Path) -> None:
             "/runs": {"suite": "quick", "references": ["oracle"]},
         }
         try:
-            with TestClient(daemon.app) as client:
+            with (
+                BackgroundServer(daemon.app) as server,
+                httpx.Client(base_url=server.url, timeout=30) as client,
+            ):
 
                 @BUDGET
                 @given(
