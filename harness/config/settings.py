@@ -37,9 +37,11 @@ Secrets are never read from the file: only the *name* of the environment variabl
 from __future__ import annotations
 
 import functools
+import json
 import math
 import os
 import re
+import shlex
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -479,6 +481,15 @@ def parse_agent(name: str, table: Any, *, source: str) -> AgentConfig:
         declared = str(AGENT_FIELDS[k].type)
         if k in ("modules", "command"):
             if isinstance(v, str) and k == "command":
+                if len(v.split()) > 1:  # "python agent.py" would run a program of that name
+                    suggested = json.dumps(shlex.split(v) if _splits(v) else v.split())
+                    raise ConfigError(
+                        f"expected a list of strings, the program and its arguments: "
+                        f"command = {suggested} (a string is one program's path; a path "
+                        "with spaces goes in a list of one)",
+                        file=source,
+                        key=f"{key}.{k}",
+                    )
                 v = [v]
             if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
                 raise ConfigError("expected a list of strings", file=source, key=f"{key}.{k}")
@@ -958,3 +969,12 @@ def _check_ranges(s: Settings) -> None:
 def with_overrides(settings: Settings, **changes: Any) -> Settings:
     """A copy of ``settings`` with some fields changed (for tests and internal use)."""
     return replace(settings, **changes)
+
+
+def _splits(text: str) -> bool:
+    """Whether ``text`` splits as a shell would split it (its quotes balanced)."""
+    try:
+        shlex.split(text)
+    except ValueError:
+        return False
+    return True

@@ -120,6 +120,12 @@ model = "m"
             "agents.x.control: an agent cannot be its own control",
         ),
         ("[[[agents]]]\n" * 3, "not valid TOML"),
+        (  # a command line in one string would run a program named "python agent.py"
+            "[agents.x]\nadapter = 'command'\ncommand = 'python agent.py --fast'\n",
+            'agents.x.command: expected a list of strings, the program and its arguments: '
+            'command = ["python", "agent.py", "--fast"]',
+        ),
+        ("[agents.x]\nadapter = 'command'\ncommand = 'a \"b'\n", 'command = ["a", "\\"b"]'),
     ],
 )
 def test_bad_files_name_file_and_key(tmp_path: Path, text: str, needle: str) -> None:
@@ -129,6 +135,12 @@ def test_bad_files_name_file_and_key(tmp_path: Path, text: str, needle: str) -> 
         load_settings(cfg, env={})
     assert str(cfg) in str(err.value)
     assert needle in str(err.value)
+
+
+def test_a_command_may_be_one_programs_path_in_a_string(tmp_path: Path) -> None:
+    cfg = tmp_path / "one.toml"
+    cfg.write_text('[agents.x]\nadapter = "command"\ncommand = "/usr/bin/agent"\n')
+    assert load_settings(cfg, env={}).agents["x"].command == ("/usr/bin/agent",)
 
 
 def test_bad_env_and_flag_name_source() -> None:
