@@ -10,10 +10,15 @@ so ``mindledger --help`` stays fast. Every command's docstring ends with its exa
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from types import FrameType
 from typing import Any, NoReturn
 
 import click
@@ -212,19 +217,49 @@ def _usage_line(exc: click.UsageError) -> str:
     return f"error: {readable(scrub(message))}{hint}"
 
 
-def interrupted() -> NoReturn:
-    """Say "Interrupted." and exit 130 — at once, without the interpreter's finalisation: when
-    Ctrl-C lands while CPython runs code through its own ``PyRun`` entry points (as an import
-    of the database layer can), CPython remembers the KeyboardInterrupt as unhandled even after
-    it is caught here, and at exit kills the process with SIGINT (exit −2) instead of 130. Every
-    ``finally`` block has run by the time the exception gets here; the streams are flushed."""
-    sys.stderr.write("Interrupted.\n")
+def interrupted(code: int = 130, said: str = "Interrupted.") -> NoReturn:
+    """Say "Interrupted." and exit 130 (or ``said`` and ``code``) — at once, without the
+    interpreter's finalisation: when Ctrl-C lands while CPython runs code through its own
+    ``PyRun`` entry points (as an import of the database layer can), CPython remembers the
+    KeyboardInterrupt as unhandled even after it is caught here, and at exit kills the process
+    with SIGINT (exit −2) instead of 130. Every ``finally`` block has run by the time the
+    exception gets here; the streams are flushed."""
+    sys.stderr.write(said + "\n")
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):
             pass
-    os._exit(130)
+    os._exit(code)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``systemctl stop``, a CI job's timeout), raised where the program is
+    as Ctrl-C's KeyboardInterrupt is, so that the same clean-up runs: a run keeps its trials,
+    is marked ``interrupted`` and says how to resume, a command agent's programs are stopped.
+    The command then exits 143, as a process stopped by SIGTERM does. A second SIGTERM while
+    that clean-up runs stops the process at once."""
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second one: stop now
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """Within it, SIGTERM raises :class:`Terminated` (in the main thread only: elsewhere, as
+    when a test calls :func:`main` from a thread, signals cannot be caught); the handler before
+    it is put back after. A command with its own handling (``serve``, ``worker``) sets its own
+    within."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -240,8 +275,12 @@ def main(argv: list[str] | None = None) -> None:
                     err=True,
                 )
                 sys.exit(2)
-        rv = cli.main(args=argv, prog_name="mindledger", standalone_mode=False)
-    except (click.exceptions.Abort, KeyboardInterrupt):
+        with sigterm_interrupts():
+            rv = cli.main(args=argv, prog_name="mindledger", standalone_mode=False)
+    except (click.exceptions.Abort, KeyboardInterrupt) as exc:
+        # click turns a KeyboardInterrupt into Abort, the interrupt its cause
+        if isinstance(exc, Terminated) or isinstance(exc.__cause__, Terminated):
+            interrupted(128 + signal.SIGTERM, "Terminated.")
         interrupted()
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
