@@ -234,32 +234,63 @@ def interrupted(code: int = 130, said: str = "Interrupted.") -> NoReturn:
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM (``kill``, ``systemctl stop``, a CI job's timeout), raised where the program is
-    as Ctrl-C's KeyboardInterrupt is, so that the same clean-up runs: a run keeps its trials,
-    is marked ``interrupted`` and says how to resume, a command agent's programs are stopped.
-    The command then exits 143, as a process stopped by SIGTERM does. A second SIGTERM while
+    """SIGTERM (``kill``, ``systemctl stop``, a CI job's timeout) or SIGHUP (the terminal or
+    the SSH session closed), raised where the program is as Ctrl-C's KeyboardInterrupt is, so
+    that the same clean-up runs: a run keeps its trials, is marked ``interrupted`` and says how
+    to resume, a command agent's programs are stopped. The command then exits 128 + the
+    signal's number (143, 129), as a process stopped by it does. The same signal again while
     that clean-up runs stops the process at once."""
+
+    def __init__(self, signum: int = signal.SIGTERM) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+STOPPING = (signal.SIGTERM, signal.SIGHUP)
+"""The signals that stop a command as Ctrl-C does (:class:`Terminated`)."""
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second one: stop now
-    raise Terminated()
+    """Raise :class:`Terminated` where the program is; but with an event loop running (the
+    handler runs between two bytecodes of whatever the main thread runs, often inside a task's
+    step), raise it from a callback of its own between the loop's callbacks, as asyncio's
+    Ctrl-C handling does: raised inside a task, the task would end there, its ``except
+    CancelledError`` clean-up never run (a command agent's program left running, seen on a
+    loaded machine), while every task waiting at an ``await`` is cancelled and cleans up."""
+    signal.signal(signum, signal.SIG_DFL)  # a second one: stop now
+    aio = sys.modules.get("asyncio")  # not imported: no loop can be running
+    try:
+        loop = aio.get_running_loop() if aio is not None else None
+    except RuntimeError:
+        loop = None
+    if loop is None:
+        raise Terminated(signum)
+    loop.call_soon_threadsafe(_raise, Terminated(signum))
+
+
+def _raise(exc: BaseException) -> None:
+    raise exc
 
 
 @contextlib.contextmanager
 def sigterm_interrupts() -> Iterator[None]:
-    """Within it, SIGTERM raises :class:`Terminated` (in the main thread only: elsewhere, as
-    when a test calls :func:`main` from a thread, signals cannot be caught); the handler before
-    it is put back after. A command with its own handling (``serve``, ``worker``) sets its own
-    within."""
+    """Within it, SIGTERM and SIGHUP raise :class:`Terminated` (in the main thread only:
+    elsewhere, as when a test calls :func:`main` from a thread, signals cannot be caught); the
+    handlers before it are put back after. A signal ignored when the command started (``nohup``
+    ignores SIGHUP) stays ignored. A command with its own handling (``serve``, ``worker``) sets
+    its own within."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    previous = {sig: signal.getsignal(sig) for sig in STOPPING}
+    for sig, handler in previous.items():
+        if handler is not signal.SIG_IGN:
+            signal.signal(sig, _terminate)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -279,8 +310,9 @@ def main(argv: list[str] | None = None) -> None:
             rv = cli.main(args=argv, prog_name="mindledger", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt) as exc:
         # click turns a KeyboardInterrupt into Abort, the interrupt its cause
-        if isinstance(exc, Terminated) or isinstance(exc.__cause__, Terminated):
-            interrupted(128 + signal.SIGTERM, "Terminated.")
+        stopped = exc if isinstance(exc, Terminated) else exc.__cause__
+        if isinstance(stopped, Terminated):
+            interrupted(128 + stopped.signum, f"Stopped by {signal.Signals(stopped.signum).name}.")
         interrupted()
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

@@ -24,7 +24,7 @@ import uvicorn
 from sqlalchemy.engine import Engine
 from starlette.applications import Starlette
 from uvicorn.protocols.http.h11_impl import H11Protocol
-from uvicorn.server import HANDLED_SIGNALS
+from uvicorn.server import HANDLED_SIGNALS as UVICORN_SIGNALS
 
 from harness.config.settings import Settings
 from harness.config.workspace import Workspace
@@ -36,6 +36,10 @@ from ledger.predictions import Ledger
 from ledger.store import Store
 
 __all__ = ["BackgroundServer", "Daemon", "JsonErrorsH11", "build_daemon"]
+
+HANDLED_SIGNALS = (*UVICORN_SIGNALS, signal.SIGHUP)
+"""The signals that stop the daemon cleanly: uvicorn's (Ctrl-C, SIGTERM) and SIGHUP (its
+terminal or SSH session closed; ignored under ``nohup``, which the daemon then keeps)."""
 
 
 class JsonErrorsH11(H11Protocol):
@@ -88,8 +92,8 @@ class Daemon:
     ) -> None:
         """Start the scheduler and serve the API until interrupted (logging as
         ``settings.log_format`` says: :mod:`harness.daemon.logs`): after a clean shutdown,
-        Ctrl-C (SIGINT) raises KeyboardInterrupt and SIGTERM exits 143, wherever the signal
-        landed. From ``announce`` (the caller's "daemon on …" line) on, a signal is recorded
+        Ctrl-C (SIGINT) raises KeyboardInterrupt and SIGTERM exits 143 (SIGHUP 129), wherever
+        the signal landed. From ``announce`` (the caller's "daemon on …" line) on, a signal is recorded
         rather than raised — a KeyboardInterrupt raised inside a garbage-collector callback is
         printed and dropped by CPython, which left a daemon running after Ctrl-C — and acted
         on once uvicorn is up."""
@@ -99,7 +103,7 @@ class Daemon:
         in_main = threading.current_thread() is threading.main_thread()
         original = (
             {sig: signal.signal(sig, lambda signum, _frame: early.append(signum))
-             for sig in HANDLED_SIGNALS}
+             for sig in HANDLED_SIGNALS if signal.getsignal(sig) is not signal.SIG_IGN}
             if in_main else {}
         )  # fmt: skip
         try:
@@ -133,8 +137,9 @@ class Daemon:
         caught = server.caught
         if signal.SIGINT in caught:
             raise KeyboardInterrupt
-        if signal.SIGTERM in caught:
-            raise SystemExit(128 + signal.SIGTERM)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            if sig in caught:
+                raise SystemExit(128 + sig)
 
     def close(self) -> None:
         """Stop the scheduler (waiting for running jobs), release the ledger and the engine."""
@@ -164,7 +169,7 @@ class _Server(uvicorn.Server):
         if threading.current_thread() is not threading.main_thread():
             yield
             return
-        for sig in HANDLED_SIGNALS:
+        for sig in getattr(self, "original_handlers", {}):  # those not ignored (nohup)
             signal.signal(sig, self.handle_exit)
         for sig in getattr(self, "early", []):
             self.handle_exit(sig, None)  # a Ctrl-C before uvicorn was up stops it now

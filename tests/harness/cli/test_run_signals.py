@@ -1,6 +1,7 @@
-"""`mindledger run` stopped by SIGTERM (``kill``, ``systemctl stop``, a CI job's timeout) cleans
-up as Ctrl-C does: the run keeps its trials and is marked interrupted, the command says how to
-resume it, the agent's programs are stopped, and it exits 143. A real process, a real command
+"""`mindledger run` stopped by SIGTERM (``kill``, ``systemctl stop``, a CI job's timeout) or SIGHUP
+(its SSH session closed) cleans up as Ctrl-C does: the run keeps its trials and is marked
+interrupted, the command says how to resume it, the agent's programs are stopped, and it exits
+128 + the signal (143, 129). A real process, a real command
 agent that hangs; each moment is observed (the agent's first program has started), never
 guessed with a delay."""
 
@@ -13,6 +14,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 HANG = """
 import os, sys, time
@@ -46,7 +49,10 @@ def _wait(what: str, ready: object, seconds: float = 120) -> None:
     raise AssertionError(f"never saw {what}")
 
 
-def test_sigterm_keeps_the_run_resumable_stops_the_agent_and_exits_143(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stopping_signal_keeps_the_run_resumable_and_stops_the_agent(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
     agent, pids = tmp_path / "hang.py", tmp_path / "pids"
     agent.write_text(HANG)
     (tmp_path / "mindledger.toml").write_text(
@@ -61,13 +67,13 @@ def test_sigterm_keeps_the_run_resumable_stops_the_agent_and_exits_143(tmp_path:
     )  # fmt: skip
     try:
         _wait("the agent's first program", lambda: pids.exists() and pids.read_text().strip())
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 143, err
-    assert err.rstrip().endswith("Terminated.") and "Traceback" not in err, err
+    assert proc.returncode == 128 + sig, err
+    assert err.rstrip().endswith(f"Stopped by {sig.name}.") and "Traceback" not in err, err
     run_id = err.split("run ", 1)[1].split(":", 1)[0]
     assert f"continue with `mindledger run --resume {run_id}`" in err
     started = [int(p) for p in pids.read_text().split()]
