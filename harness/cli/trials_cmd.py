@@ -178,7 +178,7 @@ def trials(
             click.echo(left_out_line(len(views), views.total, on_screen=on_screen))
         if not views[0].withheld:
             first = views[0]
-            click.echo(f"one whole: mindledger trials {run_id} --item {_short_id(first)} "
+            click.echo(f"one whole: mindledger trials {run_id} {_short_id(first)} "
                        f"--agent {first.agent}", err=True)  # fmt: skip
 
 
