@@ -93,17 +93,18 @@ class Daemon:
         """Start the scheduler and serve the API until interrupted (logging as
         ``settings.log_format`` says: :mod:`harness.daemon.logs`): after a clean shutdown,
         Ctrl-C (SIGINT) raises KeyboardInterrupt and SIGTERM exits 143 (SIGHUP 129), wherever
-        the signal landed. From ``announce`` (the caller's "daemon on …" line) on, a signal is recorded
-        rather than raised — a KeyboardInterrupt raised inside a garbage-collector callback is
-        printed and dropped by CPython, which left a daemon running after Ctrl-C — and acted
-        on once uvicorn is up."""
+        the signal landed. From ``announce`` (the caller's "daemon on …" line) on, a signal is
+        recorded rather than raised — a KeyboardInterrupt raised inside a garbage-collector
+        callback is printed and dropped by CPython, which left a daemon running after Ctrl-C —
+        and acted on once uvicorn is up."""
         logging_config = log_config(self.settings.log_format)
         logging.config.dictConfig(logging_config)  # before the announcement: it logs too
         early: list[int] = []
         in_main = threading.current_thread() is threading.main_thread()
         original = (
             {sig: signal.signal(sig, lambda signum, _frame: early.append(signum))
-             for sig in HANDLED_SIGNALS if signal.getsignal(sig) is not signal.SIG_IGN}
+             for sig in HANDLED_SIGNALS
+             if sig != signal.SIGHUP or signal.getsignal(sig) is not signal.SIG_IGN}
             if in_main else {}
         )  # fmt: skip
         try:
@@ -169,7 +170,7 @@ class _Server(uvicorn.Server):
         if threading.current_thread() is not threading.main_thread():
             yield
             return
-        for sig in getattr(self, "original_handlers", {}):  # those not ignored (nohup)
+        for sig in getattr(self, "original_handlers", {}):  # SIGHUP not if ignored (nohup)
             signal.signal(sig, self.handle_exit)
         for sig in getattr(self, "early", []):
             self.handle_exit(sig, None)  # a Ctrl-C before uvicorn was up stops it now

@@ -85,14 +85,16 @@ def test_serve_token_prints_a_token_once_and_stores_its_hash(tmp_path: Path) -> 
         (signal.SIGINT, 130, False),
         (signal.SIGINT, 130, True),
         (signal.SIGTERM, 143, False),
+        (signal.SIGHUP, 129, True),  # its SSH session closed
     ],
-    ids=["ctrl-c", "ctrl-c-mid-requests", "sigterm"],
+    ids=["ctrl-c", "ctrl-c-mid-requests", "sigterm", "sighup-mid-requests"],
 )
 def test_serve_answers_health_and_stops_on_a_signal(
     tmp_path: Path, sig: signal.Signals, code: int, busy: bool
 ) -> None:
-    """A clean shutdown, then the exit code of the signal (130 for Ctrl-C, 143 for SIGTERM),
-    wherever in the server's loop the signal lands: also while requests are in flight."""
+    """A clean shutdown, then the exit code of the signal (130 for Ctrl-C, 143 for SIGTERM, 129
+    for SIGHUP), wherever in the server's loop the signal lands: also while requests are in
+    flight."""
     port = free_port()
     proc = serve(tmp_path, port)
     stop = threading.Event()
