@@ -24,6 +24,7 @@ import pytest
 
 from harness.testing.daemon_process import DaemonProcess, free_port, wait_for
 from harness.testing.fake_openai import FakeOpenAI
+from tests.processes import alive
 
 pytestmark = pytest.mark.slow
 
@@ -263,13 +264,6 @@ def test_the_fake_server_down_for_some_cycles(soak: Soak) -> None:
     assert healthy[0] not in notified
 
 
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"  # a zombie has stopped
-
 
 def test_a_command_agent_hanging_past_its_timeout(tmp_path: Path) -> None:
     """A hung program is stopped at the timeout with everything it started (a wrapper
@@ -296,7 +290,7 @@ def test_a_command_agent_hanging_past_its_timeout(tmp_path: Path) -> None:
             healthy = s.wait_run(back + 1, what="a nightly run once the agent answers")
             assert s.api_errors(healthy[0]) == {}
             pids = [int(p) for p in (s.agent_dir / "hung.pids").read_text().split()]
-            assert pids and not [p for p in pids if _alive(p)]  # nothing left running
+            assert pids and not [p for p in pids if alive(p)]  # nothing left running
             s.check_whole()
             wait_for(
                 lambda: s.idle() and not s.daemon.stats().children,

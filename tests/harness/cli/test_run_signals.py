@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import alive
+
 HANG = """
 import os, sys, time
 with open(sys.argv[1], "a") as f:
@@ -31,13 +33,6 @@ def _env(tmp_path: Path) -> dict[str, str]:
     env["MINDLEDGER_HOME"] = str(tmp_path / "home")
     return env
 
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"  # a zombie has stopped
 
 
 def _wait(what: str, ready: object, seconds: float = 120) -> None:
@@ -77,7 +72,7 @@ def test_a_stopping_signal_keeps_the_run_resumable_and_stops_the_agent(
     run_id = err.split("run ", 1)[1].split(":", 1)[0]
     assert f"continue with `mindledger run --resume {run_id}`" in err
     started = [int(p) for p in pids.read_text().split()]
-    _wait("every program of the agent stopped", lambda: not any(_alive(p) for p in started), 30)
+    _wait("every program of the agent stopped", lambda: not any(alive(p) for p in started), 30)
     listed = subprocess.run(
         [sys.executable, "-m", "harness.cli", "runs", "--format", "json"],
         cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, check=True,
