@@ -56,6 +56,7 @@ from reports.present import (
     d50_text,
     depth_text,
     every_trial_failed,
+    most_trials_failed,
     proportion_text,
     small_n_said_once,
 )
@@ -235,10 +236,14 @@ class RunRef:
     valid: bool | None
     failed: str | None = None
     """Why the agent has no figures on this run when every one of its trials failed."""
+    mostly_failed: str | None = None
+    """``"24 of its 26 trials were API errors: its figures rest on the 2 others"`` when more
+    than half, not all, of its trials failed (:func:`reports.present.most_trials_failed`)."""
 
     def to_dict(self) -> JsonObject:
         return {"id": self.id, "created_at": self.created_at, "suite": self.suite,
-                "held_out": self.held_out, "valid": self.valid, "failed": self.failed}
+                "held_out": self.held_out, "valid": self.valid, "failed": self.failed,
+                "mostly_failed": self.mostly_failed}
 
 
 @dataclass(frozen=True)
@@ -343,6 +348,19 @@ def _failed(a: AgentProfile) -> str | None:
     figure."""
     failed = every_trial_failed(a)
     return None if failed is None else f"run failed: {failed}"
+
+
+def _mostly_failed(a: AgentProfile) -> str | None:
+    """What more than half of its trials failing (not all) leaves its figures resting on."""
+    mostly = most_trials_failed(a)
+    if mostly is None:
+        return None
+    errors, trials = mostly
+    left = trials - errors
+    return (
+        f"{errors} of its {trials} trials were API errors: its figures rest on the {left} "
+        f"other{'' if left == 1 else 's'}"
+    )
 
 
 def _proportion(attr: str, *, false_belief: bool = False) -> Callable[[AgentProfile], _Figure]:
@@ -526,7 +544,8 @@ def history_of(
     parsed = [p if isinstance(p, RunProfile) else RunProfile.of(p) for p in profiles]
     parsed = [p for p in parsed if agent in p.agents]
     runs = tuple(RunRef(p.run.id, p.run.created_at, p.run.suite, p.held_out,
-                        p.agents[agent].valid, _failed(p.agents[agent])) for p in parsed)
+                        p.agents[agent].valid, _failed(p.agents[agent]),
+                        _mostly_failed(p.agents[agent])) for p in parsed)
     # every figure is tested, whichever are shown, so that m (the Bonferroni count, per run)
     # and so every verdict is the same in every view
     # a figure too small for an interval is worded without "(no interval: n < 10)", said once

@@ -79,10 +79,12 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 def failed_runs(history: AgentHistory) -> list[str]:
     """What is said once above the figures rather than in every cell: a line for each run on
-    which every one of the agent's trials failed (not "not estimable" under every figure), and
+    which every one of the agent's trials failed (not "not estimable" under every figure) or
+    more than half of them did (what its figures rest on), and
     that figures printed without an interval rest on too few items (not "(no interval: n <
     10)" after each)."""
-    lines = [f"{r.id}: {r.failed}." for r in history.runs if r.failed]
+    lines = [f"{r.id}: {r.failed or r.mostly_failed}." for r in history.runs
+             if r.failed or r.mostly_failed]  # fmt: skip
     return [*lines, history.small_n] if history.small_n else lines
 
 

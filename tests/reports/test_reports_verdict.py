@@ -363,3 +363,22 @@ def test_a_control_whose_every_trial_failed_is_said_after_its_agent(
     ), variants
     assert "Also INVALID" not in variants.split("piper-control", 2)[-1]
     assert verdict(stored_profile).agents[0].variants == ""  # a healthy control: nothing
+
+
+def test_a_history_says_once_what_a_mostly_failed_run_rests_on(
+    stored_profile: RunProfile,
+) -> None:
+    from reports.history import history_of
+    from reports.history_render import failed_runs
+
+    p = stored_profile.to_json()
+    errors = p["agents"]["piper"]["api_errors"]
+    errors["count"] = errors["trials"] - 3
+    history = history_of("piper", [stored_profile, p])
+    assert [r.mostly_failed for r in history.runs] == [
+        None,
+        f"{errors['count']} of its {errors['trials']} trials were API errors: its figures "
+        "rest on the 3 others",
+    ]
+    assert failed_runs(history)[0] == f"{stored_profile.run.id}: {history.runs[1].mostly_failed}."
+    assert history.runs[1].to_dict()["mostly_failed"] == history.runs[1].mostly_failed
