@@ -443,17 +443,15 @@ def _variants(prof: RunProfile, name: str) -> str:
         for n in sorted(prof.agents, key=lambda n: role_order(prof.agents[n].role, n))
         if prof.agents[n].base_agent == name and prof.agents[n].role in ("control", "ablation")
     ]
-    said = []
-    for n, v in mine:
-        failed = every_trial_failed(v)
-        if failed is not None:
-            said.append(
-                f"Its {'control' if v.role == 'control' else 'ablation variant'} {n} has no "
-                f"figures: its run failed, {failed} (`mindledger trials {prof.run.id} --agent "
-                f"{n} --status error` shows what went wrong)."
-            )
-    failed_names = {n for n, v in mine if every_trial_failed(v) is not None}
-    invalid = [(n, v) for n, v in mine if v.valid is False and n not in failed_names]
+    failed = {n: every_trial_failed(v) for n, v in mine}
+    said = [
+        f"Its {'control' if v.role == 'control' else 'ablation variant'} {n} has no figures: "
+        f"its run failed, {failed[n]} (`mindledger trials {prof.run.id} --agent {n} --status "
+        "error` shows what went wrong)."
+        for n, v in mine
+        if failed[n] is not None
+    ]
+    invalid = [(n, v) for n, v in mine if v.valid is False and failed[n] is None]
     if not invalid:
         return " ".join(said)
     controls = [n for n, v in invalid if v.role == "control"]

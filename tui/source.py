@@ -72,7 +72,6 @@ def run_summary(
                 api_error=c.errors,
                 not_applicable=c.not_applicable,
                 correct=c.correct,
-                unparsed=c.unparsed,
             )
             for a in r.run_agents(run.id)
             for c in [counts.get(a.name, none)]

@@ -146,8 +146,6 @@ class AgentCount:
     api_error: int = 0
     not_applicable: int = 0
     correct: int = 0
-    unparsed: int = 0
-    """Trials answered without an API error whose answer could not be read."""
 
     @property
     def trials(self) -> int:
