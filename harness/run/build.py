@@ -248,7 +248,11 @@ def plan_agents(
         scripted = AgentSpec(AgentConfig(name, adapter="reference", policy=policy))
         add(RunAgent(name, "reference", scripted.to_json(defaults=False)))
     if not planned:
-        raise UserError(f"nothing to run: give {fields.agent} and/or {fields.reference}")
+        known = ", ".join(sorted({*settings.agents, *BUILTIN_AGENTS}))
+        raise UserError(
+            f"nothing to run: give {fields.agent} NAME (known: {known}) and/or "
+            f"{fields.reference} POLICY (oracle, random, …)"
+        )
     return planned
 
 
