@@ -18,6 +18,9 @@ EXEMPT = {
     # it only carries a MindledgerError (exit status 2) across click's boundary. Its exit_code
     # is a ClassVar in click and an instance attribute in the tree, so it cannot be both.
     "harness.cli.games_cmd._UserFailure",
+    # not an error: SIGTERM or SIGHUP raised as Ctrl-C's KeyboardInterrupt is (its subclass),
+    # so that every clean-up that Ctrl-C runs runs for it too, and nothing catches it as one
+    "harness.cli.main.Terminated",
 }
 
 
