@@ -38,6 +38,7 @@ from functools import cached_property
 from typing import Any
 
 from mindledger.errors import InputError
+from mindledger.words import counted
 
 __all__ = [
     "MOVE",
@@ -257,15 +258,10 @@ def _known(names: Iterable[str], limit: int = 10) -> str:
     return ", ".join(listed[:limit]) + ", …"
 
 
-def _count(names: Mapping[str, Any], noun: str) -> str:
-    """``1 agent``, ``3 agents``."""
-    return f"{len(names)} {noun}{'' if len(names) == 1 else 's'}"
-
-
 def _agent(value: Any, where: str, agents: Mapping[str, int]) -> str:
     name = _string(value, where)
     if name not in agents:
-        known = f"the story's {_count(agents, 'agent')}: {_known(agents)}"
+        known = f"the story's {counted(len(agents), 'agent')}: {_known(agents)}"
         raise InputError(f"unknown agent {name[:60]!r} ({known})", where=where)
     return name
 
@@ -273,7 +269,7 @@ def _agent(value: Any, where: str, agents: Mapping[str, int]) -> str:
 def _object(value: Any, where: str, objects: Mapping[str, str]) -> str:
     name = _string(value, where)
     if name not in objects:
-        known = f"the story's {_count(objects, 'object')}: {_known(objects)}"
+        known = f"the story's {counted(len(objects), 'object')}: {_known(objects)}"
         raise InputError(f"unknown object {name[:60]!r} ({known})", where=where)
     return name
 

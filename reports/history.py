@@ -49,6 +49,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ledger.store import Store
+from mindledger.words import counted
 from reports._json import JsonObject
 from reports.model import AgentProfile, ForecastLine, RunProfile
 from reports.present import (
@@ -358,8 +359,8 @@ def _mostly_failed(a: AgentProfile) -> str | None:
     errors, trials = mostly
     left = trials - errors
     return (
-        f"{errors} of its {trials} trials were API errors: its figures rest on the {left} "
-        f"other{'' if left == 1 else 's'}"
+        f"{errors} of its {trials} trials were API errors: its figures rest on the "
+        f"{counted(left, 'other')}"
     )
 
 

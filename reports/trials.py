@@ -695,9 +695,7 @@ def outcome_text(view: TrialView) -> str:
     if view.cause and view.cause != view.outcome:
         text += f": {printable(view.cause)}"
     if view.detail:
-        detail = view.detail
-        if view.cause and detail.startswith(f"{view.cause}: "):
-            detail = detail[len(view.cause) + 2 :]
+        detail = view.detail.removeprefix(f"{view.cause}: ") if view.cause else view.detail
         text += f" — {printable(detail)}"
     return text
 

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mindledger.words import counted
 from reports._json import JsonValue
 from reports.present import (
     INVALID,
@@ -495,7 +496,7 @@ def _agent_verdict(prof: RunProfile, name: str) -> AgentVerdict:
         left = trials - errors
         figures = (
             f"{name} (agent under test): {errors} of its {trials} trials were API errors, so "
-            f"what follows rests on the {left} other{'' if left == 1 else 's'} "
+            f"what follows rests on the {counted(left, 'other')} "
             f"(`mindledger trials {prof.run.id} --agent {name} --status error` shows what "
             f"went wrong). It is {figures.removeprefix(f'{name} (agent under test) is ')}"
         )

@@ -26,7 +26,8 @@ def describe_counts(counts: JudgeCounts) -> str:
         f"judge {counts.judge}: {counted(counts.judged, 'trial')} judged",
         f"{counts.already} already judged" if counts.already else "",
         f"{counted(counts.calls, 'call')}, {counted(counts.cache_hits, 'cache hit')}",
-        f"{counts.parse_failures} unparseable repl(ies)" if counts.parse_failures else "",
+        f"{counted(counts.parse_failures, 'unparseable reply', 'unparseable replies')}"
+        if counts.parse_failures else "",
         f"{counted(counts.ungrounded, 'ungrounded quote')}, {counted(counts.dropped, 'value')} dropped"
         if counts.ungrounded else "",
         f"{counted(counts.api_errors, 'API error')} (run again to retry)" if counts.api_errors else "",

@@ -340,7 +340,7 @@ def _report(ctx: click.Context, v: Verification, as_json: bool) -> None:
             click.echo(f"  {f}", err=True)
         rest = len(v.failures) - len(first)
         if rest:
-            click.echo(f"  … and {rest} more {'problem' if rest == 1 else 'problems'} after it", err=True)
+            click.echo(f"  … and {counted(rest, 'more problem')} after it", err=True)
     ctx.exit(1)
 
 

@@ -26,6 +26,7 @@ from rich.progress import (
 )
 
 from harness.run.progress import LINE_EVERY_S, LineProgress, duration, rate, shortened
+from mindledger.words import counted
 
 __all__ = [
     "LINE_EVERY_S",
@@ -177,10 +178,10 @@ class TrialProgress:
         parts = [agent]
         errors = self.counts[agent][2] if self.accuracy else 0
         if errors:
-            parts.append(f"{errors} error{'' if errors == 1 else 's'}")
+            parts.append(counted(errors, "error"))
         retries = self.retries.get(agent, 0)
         if retries:
-            parts.append(f"{retries} {'retry' if retries == 1 else 'retries'}")
+            parts.append(counted(retries, "retry", "retries"))
         return " · ".join(parts)
 
     def stop(self) -> None:

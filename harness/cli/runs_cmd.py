@@ -117,15 +117,10 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-def status_cell(run: ListedRun, now: dt.datetime, max_failure_share: float = 1.0) -> str:
-    """The ``status`` cell (:func:`reports.present.run_status_text`)."""
-    return run_status_text(
-        run.status,
-        run.created_at,
-        run.last_trial_at,
-        now,
-        over_limit=len(over_limit(run, max_failure_share)),
-    )
+def status_cell(run: ListedRun, now: dt.datetime, over: int = 0) -> str:
+    """The ``status`` cell (:func:`reports.present.run_status_text`; ``over``: how many of its
+    agents failed over the failure limit)."""
+    return run_status_text(run.status, run.created_at, run.last_trial_at, now, over_limit=over)
 
 
 def idle_notes(runs: list[ListedRun], now: dt.datetime) -> list[str]:
@@ -187,7 +182,7 @@ def _table(
             r["suite"],
             seed_cell(run.seed, held_out=run.held_out, reveal_held_out=reveal_held_out),
             *(["yes" if r["held_out"] else ""] if "held out" in columns else []),
-            status_cell(run, now, share),
+            status_cell(run, now, len(r["over_failure_limit"])),
             r["created_at"][:16].replace("T", " "),
             str(len(r["agents"])),
             str(r["trials"]),

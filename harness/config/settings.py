@@ -482,10 +482,13 @@ def parse_agent(name: str, table: Any, *, source: str) -> AgentConfig:
         if k in ("modules", "command"):
             if isinstance(v, str) and k == "command":
                 if len(v.split()) > 1:  # "python agent.py" would run a program of that name
-                    suggested = json.dumps(shlex.split(v) if _splits(v) else v.split())
+                    try:
+                        parts = shlex.split(v)  # as a shell would split it
+                    except ValueError:  # its quotes unbalanced
+                        parts = v.split()
                     raise ConfigError(
                         f"expected a list of strings, the program and its arguments: "
-                        f"command = {suggested} (a string is one program's path; a path "
+                        f"command = {json.dumps(parts)} (a string is one program's path; a path "
                         "with spaces goes in a list of one)",
                         file=source,
                         key=f"{key}.{k}",
@@ -969,12 +972,3 @@ def _check_ranges(s: Settings) -> None:
 def with_overrides(settings: Settings, **changes: Any) -> Settings:
     """A copy of ``settings`` with some fields changed (for tests and internal use)."""
     return replace(settings, **changes)
-
-
-def _splits(text: str) -> bool:
-    """Whether ``text`` splits as a shell would split it (its quotes balanced)."""
-    try:
-        shlex.split(text)
-    except ValueError:
-        return False
-    return True

@@ -154,12 +154,17 @@ class PlanFields:
 CLI_OPTIONS = PlanFields()
 
 
+def _known_agents(settings: Settings) -> str:
+    """The agents a run may name: those declared and the built-in ones, in order."""
+    return ", ".join(sorted({*settings.agents, *BUILTIN_AGENTS}))
+
+
 def _lookup(settings: Settings, name: str, where: str, reference: str) -> AgentConfig:
     if name in settings.agents:
         return settings.agents[name]
     if name in BUILTIN_AGENTS:
         return BUILTIN_AGENTS[name]
-    known = ", ".join(sorted({*settings.agents, *BUILTIN_AGENTS}))
+    known = _known_agents(settings)
     try:
         check_policy(name)
         given = f"as {reference} {name}" if reference.startswith("--") else f"in {reference}"
@@ -248,7 +253,7 @@ def plan_agents(
         scripted = AgentSpec(AgentConfig(name, adapter="reference", policy=policy))
         add(RunAgent(name, "reference", scripted.to_json(defaults=False)))
     if not planned:
-        known = ", ".join(sorted({*settings.agents, *BUILTIN_AGENTS}))
+        known = _known_agents(settings)
         raise UserError(
             f"nothing to run: give {fields.agent} NAME (known: {known}) and/or "
             f"{fields.reference} POLICY (oracle, random, …)"
