@@ -32,7 +32,10 @@ game take 2.7 of its 3.9 KB, and every item of that game holds the same ones. A
 an item's body is parsed with its matrices cut out, and the matrices put back as the one parsed
 copy of each (equal values; the lists are shared between the items, which, like every item,
 are read and never changed). That parses a game item in about a quarter of the time, and keeps
-one matrix in memory instead of one per item.
+one matrix in memory instead of one per item. A matrix met before is recognised where it starts
+and put back where it went the last time, without searching for its end, copying or hashing
+its bytes, or walking the document: an 11–20 item is then rebuilt in 22 µs rather than 26 (2,048
+items, alone; in the runner, 49–51 µs of the loop's CPU rather than 52–54).
 
 What is stored does not change, nor what an item reads back as.
 """
@@ -40,7 +43,7 @@ What is stored does not change, nor what an item reads back as.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Container, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -70,63 +73,47 @@ _PLACEHOLDER = '"\\u0000shared-matrix:%d"'
 with ``\\u0000shared-matrix`` in it is parsed whole)."""
 
 
-def _matrices(
-    body: bytes, smallest: int, known: Container[bytes] = ()
-) -> Iterator[tuple[int, int, bytes]]:
-    """Where ``body`` (JSON) holds, as an object member's value, a matrix of numbers (an array of
-    arrays of numbers) of at least ``smallest`` bytes: (start, end, its bytes) of each.
+class _Matrix:
+    """A matrix of numbers met before: its bytes, its one parsed copy, and the keys of the
+    object member it was last put back into (``None`` until it has been)."""
 
-    Found by byte search rather than a regular expression (which took longer than parsing
-    the body). ``":[[`` is the end of a key and the start of its value when the key holds no
-    backslash (a ``"`` inside a string is escaped); the value is the bytes up to the first
-    ``]]`` when they hold nothing but numbers, commas and balanced brackets and a ``,`` or
-    ``}`` follows them. Bytes equal to one of ``known`` (matrices found so before) are not
-    checked again."""
-    at = body.find(b'":[[')
-    while at >= 0:
-        start = at + 2
-        end = body.find(b"]]", start) + 2
-        if end < 2:
-            return
-        if end - start >= smallest and body[end : end + 1] in (b",", b"}"):
-            key = body.rfind(b'"', 0, at)
-            value = body[start:end]
-            if (
-                key > 0
-                and body[key - 1 : key] in (b"{", b",")
-                and b"\\" not in body[key + 1 : at]
-                and (
-                    value in known
-                    or (
-                        not value.translate(None, _MATRIX_CHARS)
-                        and value.count(b"[") == value.count(b"]")
-                    )
-                )
-            ):
-                yield start, end, value
-        at = body.find(b'":[[', end)
+    __slots__ = ("path", "text", "value")
+
+    def __init__(self, text: bytes, value: list[Any]) -> None:
+        self.text = text
+        self.value = value
+        self.path: tuple[str, ...] | None = None
+
+
+_HEAD = 48
+"""How many of a matrix's first bytes index it among those met before."""
 
 
 class SharedMatrices:
     """A JSON reader (for :meth:`mindledger.items.Item.from_json`) that parses each distinct
     numeric matrix of at least :attr:`SMALLEST` bytes once and hands every document that holds it
     the same parsed copy; everything else is read as :func:`read_json` reads it. It keeps the
-    last :attr:`KEPT` distinct matrices."""
+    last :attr:`KEPT` distinct matrices.
+
+    A matrix met before is recognised where it starts, by its first bytes and then all of them
+    compared in place (no copy of it is made, nor its end searched for), and put back where it
+    was put back the last time (found by walking the document only when it is not there)."""
 
     SMALLEST = 512
     KEPT = 64
 
-    __slots__ = ("_parsed",)
+    __slots__ = ("_heads", "_parsed")
 
     def __init__(self) -> None:
-        self._parsed: dict[bytes, list[Any]] = {}
+        self._parsed: dict[bytes, _Matrix] = {}
+        """The matrices met, by their bytes, oldest first."""
+        self._heads: dict[bytes, list[_Matrix]] = {}
+        """The same matrices by their first :data:`_HEAD` bytes."""
 
     def __call__(self, body: bytes) -> Any:
         if len(body) < 2 * self.SMALLEST or b"\\u0000shared-matrix" in body:
             return read_json(body)
-        cut: list[tuple[int, int, list[Any]]] = []
-        for start, end, text in _matrices(body, self.SMALLEST, self._parsed):
-            cut.append((start, end, self._matrix(text)))
+        cut = list(self._matrices(body))
         if not cut:
             return read_json(body)
         parts: list[bytes] = []
@@ -136,34 +123,101 @@ class SharedMatrices:
             at = end
         parts.append(body[at:])
         parsed = read_json(b"".join(parts))
-        matrices = {f"\0shared-matrix:{n}": matrix for n, (_, _, matrix) in enumerate(cut)}
-        if type(parsed) is not dict or _put_back(parsed, matrices) != len(matrices):
+        if type(parsed) is not dict or not _put_back(parsed, [m for _, _, m in cut]):
             return read_json(body)  # a matrix inside an array: read as it is
         return parsed
 
-    def _matrix(self, text: bytes) -> list[Any]:
-        matrix = self._parsed.get(text)
-        if matrix is None:
-            if len(self._parsed) >= self.KEPT:
-                del self._parsed[next(iter(self._parsed))]
-            matrix = self._parsed[text] = read_json(text)
+    def _matrices(self, body: bytes) -> Iterator[tuple[int, int, _Matrix]]:
+        """Where ``body`` (JSON) holds, as an object member's value, a matrix of numbers (an
+        array of arrays of numbers) of at least :attr:`SMALLEST` bytes: (start, end, the matrix)
+        of each.
+
+        Found by byte search rather than a regular expression (which took longer than parsing
+        the body). ``":[[`` is the end of a key and the start of its value when the key holds no
+        backslash (a ``"`` inside a string is escaped). There, a matrix met before is the value
+        when the body holds all its bytes and a ``,`` or ``}`` follows them; any other value is
+        the bytes up to the first ``]]`` when they hold nothing but numbers, commas and
+        balanced brackets and a ``,`` or ``}`` follows them."""
+        at = body.find(b'":[[')
+        while at >= 0:
+            start = at + 2
+            key = body.rfind(b'"', 0, at)
+            if not (
+                key > 0 and body[key - 1 : key] in (b"{", b",") and b"\\" not in body[key + 1 : at]
+            ):
+                at = body.find(b'":[[', start)
+                continue
+            for known in self._heads.get(body[start : start + _HEAD], ()):
+                end = start + len(known.text)
+                if body[end : end + 1] in (b",", b"}") and body.startswith(known.text, start):
+                    yield start, end, known
+                    break
+            else:
+                end = body.find(b"]]", start) + 2
+                if end < 2:
+                    return
+                value = body[start:end]
+                if (
+                    end - start >= self.SMALLEST
+                    and body[end : end + 1] in (b",", b"}")
+                    and not value.translate(None, _MATRIX_CHARS)
+                    and value.count(b"[") == value.count(b"]")
+                ):
+                    yield start, end, self._parse(value)
+            at = body.find(b'":[[', end)
+
+    def _parse(self, text: bytes) -> _Matrix:
+        if text in self._parsed:  # not reached: a matrix met before is found by its start
+            return self._parsed[text]
+        if len(self._parsed) >= self.KEPT:
+            oldest = self._parsed.pop(next(iter(self._parsed)))
+            heads = self._heads[oldest.text[:_HEAD]]
+            heads.remove(oldest)
+            if not heads:
+                del self._heads[oldest.text[:_HEAD]]
+        matrix = self._parsed[text] = _Matrix(text, read_json(text))
+        self._heads.setdefault(text[:_HEAD], []).append(matrix)
         return matrix
 
 
-def _put_back(value: dict[str, Any], matrices: dict[str, list[Any]]) -> int:
-    """Replace each placeholder string that is a member of ``value`` (a parsed JSON object) or of
-    an object inside it, objects only (a matrix inside an array is not put back, and the body is
-    then parsed whole), by its matrix; returns how many were replaced. An item's arrays are not
-    walked: most of its values are arrays of numbers."""
+def _put_back(value: dict[str, Any], matrices: Sequence[_Matrix]) -> bool:
+    """Replace the placeholder of each of ``matrices`` (the ``n``-th's is
+    ``"\\0shared-matrix:n"``), where it is a member of ``value`` (a parsed JSON object) or of an
+    object inside it, by the matrix's parsed copy; False if one is left (a matrix inside an
+    array is not put back, and the body is then parsed whole).
+
+    Each is looked for first where it was put back the last time; the document is walked, objects
+    only, for those that are not there. An item's arrays are not walked: most of its values are
+    arrays of numbers."""
+    missing: dict[str, _Matrix] = {}
+    for number, matrix in enumerate(matrices):
+        placeholder = f"\0shared-matrix:{number}"
+        path = matrix.path
+        if path is not None:
+            holder: Any = value
+            for key in path[:-1]:
+                holder = holder.get(key) if type(holder) is dict else None
+            if type(holder) is dict and holder.get(path[-1]) == placeholder:
+                holder[path[-1]] = matrix.value
+                continue
+        missing[placeholder] = matrix
+    return not missing or _walk_back(value, missing, ()) == len(missing)
+
+
+def _walk_back(value: dict[str, Any], missing: dict[str, _Matrix], path: tuple[str, ...]) -> int:
+    """Put back the ``missing`` matrices (by placeholder) found in ``value`` at ``path`` or in an
+    object inside it, each remembering where; how many were."""
     found = 0
     for key, inner in value.items():
         kind = type(inner)
         if kind is str:
-            if inner in matrices:
-                value[key] = matrices[inner]
+            matrix = missing.get(inner)
+            if matrix is not None:
+                value[key] = matrix.value
+                matrix.path = (*path, key)
                 found += 1
         elif kind is dict:
-            found += _put_back(inner, matrices)
+            found += _walk_back(inner, missing, (*path, key))
     return found
 
 

@@ -218,6 +218,28 @@ def test_shared_matrices_keep_a_bounded_number_of_matrices() -> None:
         text = canonical_json({"m": [[n + k for k in range(200)]], "p": "x" * 600})
         assert read(text)["m"] == [[n + k for k in range(200)]]
     assert len(read._parsed) == SharedMatrices.KEPT
+    assert sum(len(known) for known in read._heads.values()) == SharedMatrices.KEPT
+
+
+def test_a_matrix_met_before_is_told_from_one_that_starts_as_it_does() -> None:
+    # the same first bytes (the index of matrices met before), then different rows or lengths,
+    # and the same matrix where the last document held it and elsewhere
+    first = [[k for k in range(1000, 1200)], [1, 2]]
+    longer = [[k for k in range(1000, 1200)], [1, 2], [3]]
+    other = [[k for k in range(1000, 1200)], [1, 3]]
+    documents = [
+        {"m": first, "p": "x" * 600},
+        {"m": longer, "p": "x" * 600},
+        {"m": other, "p": "x" * 600},
+        {"a": {"m": first}, "m": first, "p": "x" * 600},
+        {"m": [first], "n": first, "p": "x" * 600},
+        {"m": first, "p": "x" * 600},
+    ]
+    read = SharedMatrices()
+    for document in documents:
+        text = canonical_json(document)
+        assert read(text) == json.loads(text)
+    assert len(read._parsed) == 3
 
 
 def test_a_stored_run_reads_its_games_with_their_payoffs_shared(sqlite_url: str) -> None:
