@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -235,6 +235,7 @@ def run_rows(runs: Iterable[RunSummary], now: str | None = None) -> list[RunRow]
 class RunHeader:
     title: str
     detail: str
+    """The run's status and counts (:meth:`detail_line` adds what failed)."""
     notices: tuple[str, ...]
     """The profile-level notices but the INVALID ones: the verdict says each agent's validity
     once, and the agent's detail says why in full."""
@@ -242,6 +243,19 @@ class RunHeader:
     """The verdict (:mod:`reports.verdicts`), one paragraph a line, first on the run screen."""
     invalid: tuple[bool, ...] = ()
     """Per line of :attr:`verdict`: whether it is an INVALID agent's."""
+    status: str = ""
+    """The run's stored status (``complete``, ``running``, ``interrupted``…)."""
+
+    def detail_line(self, over_limit: Sequence[str] = ()) -> str:
+        """:attr:`detail`, or for a complete run with agents whose failed trials are over the
+        failure limit (``over_limit``, as ``mindledger run`` exits 3 by and the runs table
+        reads ``FAILED``), ``FAILED (garbage over the failure limit) · …`` in place of its
+        status."""
+        if not over_limit or self.status != "complete":
+            return self.detail
+        names = ", ".join(over_limit)
+        rest = self.detail.removeprefix(self.status)
+        return f"FAILED ({names} over the failure limit){rest}"
 
 
 def run_header(profile: RunProfile) -> RunHeader:
@@ -266,6 +280,7 @@ def run_header(profile: RunProfile) -> RunHeader:
         tuple(n for n in profile.notices if not n.startswith(INVALID)),
         tuple(lines),
         tuple(invalid + [False] * (len(lines) - len(invalid))),
+        run.status or "",
     )
 
 

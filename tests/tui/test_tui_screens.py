@@ -170,6 +170,27 @@ async def test_enter_opens_the_run_with_validity_first(seeded: Seeded, tmp_path:
         assert isinstance(app.screen, RunsScreen)
 
 
+async def test_the_run_screen_reads_failed_when_an_agent_is_over_the_failure_limit(
+    seeded: Seeded, tmp_path: Path
+) -> None:
+    source = seeded.source()
+    source.max_failure_share = 0.0  # piper has API errors: over a limit of none
+    app = DashboardApp(source, refresh_seconds=0, export_dir=tmp_path)
+    async with app.run_test(size=(80, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        screen = RunScreen(source, "run-a", export_dir=tmp_path)
+        app.push_screen(screen)
+        await _until(pilot, lambda: screen.is_mounted and screen.header is not None)
+        title = lambda: _text(screen.query_one("#run-title", Static))  # noqa: E731
+        await _until(pilot, lambda: "FAILED" in title())
+        over = sorted(n for n, c in seeded.store.failure_counts(["run-a"])["run-a"].items()
+                      if c.over(0.0))  # fmt: skip
+        assert "piper" in over
+        line = title().splitlines()[1]
+        assert line.startswith("FAILED (") and "over the failure limit) · " in line
+        assert sorted(line[len("FAILED ("):line.index(" over the")].split(", ")) == over
+
+
 async def test_export_keys_write_reports_and_say_where(seeded: Seeded, tmp_path: Path) -> None:
     app = _app(seeded, tmp_path)
     async with app.run_test(size=(160, 50)) as pilot:

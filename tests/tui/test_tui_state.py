@@ -197,6 +197,18 @@ def test_run_header_says_which_seeds(profile: RunProfile) -> None:
     assert len(header.invalid) == len(header.verdict)
 
 
+def test_run_header_reads_failed_for_a_complete_run_over_the_failure_limit(
+    profile: RunProfile,
+) -> None:
+    header = run_header(profile)
+    assert header.status == "complete" and header.detail.startswith("complete · ")
+    assert header.detail_line() == header.detail
+    failed = header.detail_line(["piper", "piper-control"])
+    assert failed == "FAILED (piper, piper-control over the failure limit)" + header.detail[8:]
+    running = replace(header, status="running", detail="running · 3 items")
+    assert running.detail_line(["piper"]) == "running · 3 items"  # not judged before it ends
+
+
 def _state(pid: str, seq: int, state: str, **kw: Any) -> PredictionState:
     return PredictionState(
         id=pid, predictor="piper", target="dusk", query=kw.pop("query", "q"), item=None,

@@ -72,6 +72,7 @@ class RunScreen(WorkerScreen):
         self.views: list[AgentView] = []
         self.failures: dict[str, FailureCounts] | None = None
         """Failed trials per agent, counted apart from the profile (None until counted)."""
+        self.header: RunHeader | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -130,6 +131,7 @@ class RunScreen(WorkerScreen):
         if event.worker.group == "failures":
             if event.state == WorkerState.SUCCESS:
                 self.failures = event.worker.result
+                self._show_title()
                 self._fill_agents()
             elif event.state == WorkerState.ERROR:
                 self.notify(f"Could not count the failed trials: {event.worker.error}",
@@ -142,8 +144,8 @@ class RunScreen(WorkerScreen):
 
     def show_result(self, result: tuple[RunHeader, list[AgentView]]) -> None:
         header, views = result
-        self.views = views
-        self.query_one("#run-title", Static).update(Text(f"{header.title}\n{header.detail}"))
+        self.header, self.views = header, views
+        self._show_title()
         verdict = Text()
         for i, (line, invalid) in enumerate(zip(header.verdict, header.invalid, strict=True)):
             verdict.append(("\n" if i else "") + line, style="bold red" if invalid else "")
@@ -157,6 +159,20 @@ class RunScreen(WorkerScreen):
             self.query_one(AgentDetail).agent = views[table.cursor_row]
             self.query_one(DepthChart).curve = views[table.cursor_row].curve
         table.focus()
+
+    def _show_title(self) -> None:
+        """The run's title and counts line, which reads ``FAILED`` (naming the agents) once
+        the failed trials are counted and an agent's are over the failure limit."""
+        if self.header is None:
+            return
+        share = self.source.max_failure_share
+        over = [
+            name
+            for name, counts in (self.failures or {}).items()
+            if share is not None and counts.over(share)
+        ]
+        line = self.header.detail_line(over)
+        self.query_one("#run-title", Static).update(Text(f"{self.header.title}\n{line}"))
 
     def _fill_agents(self) -> None:
         """The agents table from the profile's views and the failed trials, as far as each
