@@ -8,6 +8,7 @@ interrupted; :class:`BackgroundServer` serves the app on a thread (a real socket
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import logging.config
@@ -34,6 +35,7 @@ from harness.daemon.proxy import Draw, TransportFactory, system_draw
 from harness.daemon.scheduler import DaemonContext, DaemonScheduler
 from ledger.predictions import Ledger
 from ledger.store import Store
+from mindledger.errors import ConfigError
 
 __all__ = ["BackgroundServer", "Daemon", "JsonErrorsH11", "build_daemon"]
 
@@ -90,8 +92,9 @@ class Daemon:
         *,
         announce: Callable[[], None] | None = None,
     ) -> None:
-        """Start the scheduler and serve the API until interrupted (logging as
-        ``settings.log_format`` says: :mod:`harness.daemon.logs`): after a clean shutdown,
+        """Bind ``host``:``port`` (ConfigError, before anything is said or started, when it
+        cannot be: :func:`listen`), start the scheduler and serve the API until interrupted
+        (logging as ``settings.log_format`` says: :mod:`harness.daemon.logs`): after a clean shutdown,
         Ctrl-C (SIGINT) raises KeyboardInterrupt and SIGTERM exits 143 (SIGHUP 129), wherever
         the signal landed. From ``announce`` (the caller's "daemon on …" line) on, a signal is
         recorded rather than raised — a KeyboardInterrupt raised inside a garbage-collector
@@ -99,6 +102,9 @@ class Daemon:
         and acted on once uvicorn is up."""
         logging_config = log_config(self.settings.log_format)
         logging.config.dictConfig(logging_config)  # before the announcement: it logs too
+        host = host or self.settings.api_host
+        port = port or self.settings.api_port
+        listening = listen(host, port)  # before saying so, and before the scheduler starts
         early: list[int] = []
         in_main = threading.current_thread() is threading.main_thread()
         original = (
@@ -115,12 +121,13 @@ class Daemon:
         except BaseException:
             for sig, handler in original.items():
                 signal.signal(sig, handler)
+            listening.close()
             raise
         server = _Server(
             uvicorn.Config(
                 self.app,
-                host=host or self.settings.api_host,
-                port=port or self.settings.api_port,
+                host=host,
+                port=port,
                 log_level="info",
                 log_config=logging_config,
                 lifespan="on",
@@ -130,8 +137,9 @@ class Daemon:
         server.early = early
         server.original_handlers = original
         try:
-            server.run()
+            server.run(sockets=[listening])
         finally:
+            listening.close()
             for sig, handler in original.items():
                 signal.signal(sig, handler)
             self.close()
@@ -150,6 +158,40 @@ class Daemon:
         self.engine.dispose()
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host``:``port`` for the daemon to serve on (bound as uvicorn binds
+    one: an IPv6 address when the host holds a colon, the address reusable at once after a
+    restart), or ConfigError saying why it cannot be and what to do: the daemon says it is
+    listening only once it is, and starts nothing when it cannot."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        shown = f"[{host}]:{port}" if family == socket.AF_INET6 else f"{host}:{port}"
+        raise ConfigError(f"cannot listen on {shown}: {_why(exc, port)}") from exc
+    sock.set_inheritable(True)
+    return sock
+
+
+def _why(exc: OSError, port: int) -> str:
+    if exc.errno == errno.EADDRINUSE:
+        return (
+            "the address is already in use (another mindledger serve, or another program: "
+            f"`ss -ltnp 'sport = :{port}'` shows which); stop it, or listen elsewhere with "
+            "--port or api_port in the settings"
+        )
+    if exc.errno == errno.EACCES:
+        return "permission denied (a port below 1024 needs root): use --port 8765 or above"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return "no interface of this machine has that address: use --host or api_host"
+    if isinstance(exc, socket.gaierror):
+        return f"the host name does not resolve ({exc.strerror})"
+    return exc.strerror or str(exc)
+
+
 class _Server(uvicorn.Server):
     """uvicorn, minus its re-raising of the signal that stopped it: whether that re-raised
     signal reaches the caller depends on where the event loop is when it lands (asyncio's own
@@ -160,6 +202,15 @@ class _Server(uvicorn.Server):
     early: list[int]
     """Signals recorded before uvicorn was up (see :meth:`Daemon.serve`)."""
     original_handlers: dict[signal.Signals, Any]
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if sockets and self.started:  # uvicorn says so only for the sockets it binds itself
+            host, port = sockets[0].getsockname()[:2]
+            shown = f"[{host}]" if ":" in host else host
+            logging.getLogger("uvicorn.error").info(
+                "Uvicorn running on http://%s:%d (Press CTRL+C to quit)", shown, port
+            )
 
     @property
     def caught(self) -> list[int]:

@@ -49,6 +49,20 @@ def serve(tmp_path: Path, port: int, *args: str) -> subprocess.Popen[str]:
     )
 
 
+def test_serve_on_a_port_in_use_says_so_and_starts_nothing(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = serve(tmp_path, port)
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2, err
+    assert f"error: cannot listen on 127.0.0.1:{port}: the address is already in use" in err
+    assert "--port" in err and "Traceback" not in err
+    # it did not say it was listening, nor start the scheduler
+    assert "daemon on" not in err and "Scheduler started" not in err
+
+
 def test_serve_token_prints_a_token_once_and_stores_its_hash(tmp_path: Path) -> None:
     r = subprocess.run(
         mindledger("serve", "token", "piper", "--new"),
