@@ -7,7 +7,8 @@ and sends at most ``rate_limit`` requests per second (a token bucket). A failed 
 after an exponential backoff with full jitter drawn from a seeded ``numpy.random.Generator``,
 ``uniform(0, min(backoff_max, backoff_base · 2^(n-1)))`` before retry n, when it is:
 
-* HTTP 429 (``rate_limited``), 5xx (``server_error``), 408 (``timeout``) or 409;
+* HTTP 429 (``rate_limited``), 5xx (``server_error``) but 501 and 505 (a server that does not
+  do this at all), 408 (``timeout``) or 409;
 * a timeout: no complete reply within ``timeout`` seconds (``timeout``);
 * a connection refused, reset or closed before the reply was complete (``connection``);
 * a 2xx reply that is not JSON or has no ``choices[0].message`` (``malformed``).
@@ -25,9 +26,11 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import html
 import json
 import logging
 import math
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -615,10 +618,14 @@ class OpenAIChat:
                 attempts=attempts,
                 raw=data,
             )
-        detail = f"HTTP {status}: {_response_error(response)}"
+        reason = f" {response.reason_phrase}" if response.reason_phrase else ""
+        detail = f"HTTP {status}{reason}: {_response_error(response)}"
         if status == 429:
             retry_after = parse_retry_after(response.headers)
             raise _Failure("rate_limited", detail, status=status, retry_after=retry_after)
+        if status in (501, 505):  # the server does not do this at all: asking again cannot help
+            detail += f" ({_NOT_AN_API})"
+            raise _Failure("server_error", detail, status=status, retryable=False)
         if status >= 500:
             retry_after = parse_retry_after(response.headers) if status == 503 else None
             raise _Failure("server_error", detail, status=status, retry_after=retry_after)
@@ -628,12 +635,15 @@ class OpenAIChat:
             raise _Failure("client_error", detail, status=status)
         if status in (401, 403):
             detail += " (check the API key: it is read from the agent's api_key_env variable)"
+        elif status in (404, 405):
+            detail += f" ({_NOT_AN_API})"
         raise _Failure("client_error", detail, status=status, retryable=False)
 
     def _error(self, failure: _Failure, attempts: int) -> ChatError:
         tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
-        what = _WHAT[failure.kind]
-        message = f"POST {self.shown_url} failed after {tries}: {what}: {failure.message}"
+        # what went wrong first (a progress line shows a cause's first 100 characters); the
+        # kind, which a trial's error is prefixed with, is not said again in words
+        message = f"{failure.message} (POST {self.shown_url}, failed after {tries})"
         return ChatError(
             message, kind=failure.kind, status=failure.status, attempts=attempts, url=self.shown_url
         )
@@ -686,9 +696,34 @@ def _error_text(data: Any) -> str:
     return str(text)[:300]
 
 
+_NOT_AN_API = (
+    "is the agent's endpoint the base URL of an OpenAI-compatible API, such as "
+    "http://127.0.0.1:8000/v1? Requests go to its /chat/completions"
+)
+
+_ERROR_CHARS = 200
+"""Characters of an error reply's body said in a failure's message."""
+
+_HTML_SKIPPED = re.compile(rb"(?is)<(head|script|style)\b.*?</\1\s*>")
+_HTML_TAG = re.compile(rb"(?s)<[^>]*>")
+
+
 def _response_error(response: httpx.Response | Reply) -> str:
+    """What an error reply says, on one line: its JSON error's message, the text of an HTML
+    page (a proxy's or a web server's error page: its tags, head and scripts left out), or its
+    text; cut to :data:`_ERROR_CHARS` characters."""
+    content = response.content
     try:
-        return _error_text(json.loads(response.content))
+        text = _error_text(json.loads(content))
     except ValueError:
-        text = response.content[:200].decode("utf-8", "replace").strip()
-        return text or response.reason_phrase or "no body"
+        body = content[: 16 * _ERROR_CHARS]
+        head = body[:512].lstrip().lower()
+        if head.startswith((b"<!doctype html", b"<html")) or b"<body" in head:
+            body = _HTML_TAG.sub(b" ", _HTML_SKIPPED.sub(b" ", body))
+            text = "an HTML page: " + html.unescape(body.decode("utf-8", "replace"))
+        else:
+            text = body.decode("utf-8", "replace")
+    line = " ".join(text.split())
+    if len(line) > _ERROR_CHARS:
+        line = line[: _ERROR_CHARS - 1].rstrip() + "…"
+    return line or "no body"

@@ -150,7 +150,8 @@ def _agent_check(agent: AgentConfig, weights: str = "q8_0") -> Check:
     import httpx  # only an openai agent's endpoint is asked
 
     base = httpx.URL(agent.endpoint or "")
-    url = base.copy_with(path=base.path.rstrip("/") + "/models")
+    # the root the adapter posts under: the endpoint's path, or /v1 when it has none
+    url = base.copy_with(path=(base.path.rstrip("/") or "/v1") + "/models")
     shown = scrub(str(agent.endpoint))
     headers = {}
     if agent.api_key_env:
@@ -166,8 +167,13 @@ def _agent_check(agent: AgentConfig, weights: str = "q8_0") -> Check:
         return Check(
             name, False, scrub(f"{shown} does not answer: {exc.__class__.__name__}: {exc}")
         )
+    if r.status_code in (404, 405, 501):  # a server, without /models: the probe asks its chat
+        return Check(
+            name, True, scrub(f"{shown} answers (its /models: HTTP {r.status_code})")
+        )
     if r.status_code >= 400:
-        return Check(name, False, scrub(f"{url} answered HTTP {r.status_code}"))
+        why = " (check the API key)" if r.status_code in (401, 403) else ""
+        return Check(name, False, scrub(f"{url} answered HTTP {r.status_code}{why}"))
     return Check(name, True, f"{shown} answers")
 
 

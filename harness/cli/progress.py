@@ -169,7 +169,9 @@ class TrialProgress:
         if (agent, kind) not in self.said:
             self.said.add((agent, kind))
             self.progress.console.print(
-                f"{agent}: retrying a request: {what}", markup=False, highlight=False
+                f"{agent}: retrying a request: {shortened(what, 160)}",
+                markup=False,
+                highlight=False,
             )
 
     def _description(self, agent: str) -> str:

@@ -235,6 +235,7 @@ def check_failures(console: Console, record: dict[str, Any]) -> None:
         )
         for cause in a["causes"][:5]:
             example = str(cause["example"]).removeprefix(f"{cause['kind']}: ")
+            example = " ".join(example.split())  # one line a cause, whatever the agent wrote
             console.print(
                 f"  {cause['count']:>5} × {cause['kind']}: {readable(example, 300)}",
                 highlight=False,

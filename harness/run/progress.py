@@ -121,7 +121,7 @@ class LineProgress:
     def retried(self, agent: str, kind: str, what: str) -> None:
         with self._lock:
             self.retries += 1
-            self.last_retry = f"{agent}: {what}"
+            self.last_retry = f"{agent}: {shortened(what)}"
 
     def stop(self) -> None:
         self._stop.set()

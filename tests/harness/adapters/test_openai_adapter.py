@@ -310,8 +310,52 @@ async def test_error_kinds(reply: Reply, kind: str, code: int | None, attempts: 
 async def test_error_message_carries_the_server_message() -> None:
     reply = status(400, json={"error": {"message": "tool schema invalid"}})
     chat, _, _ = mock(script(reply))
-    with pytest.raises(ChatError, match="HTTP 400: tool schema invalid"):
+    with pytest.raises(ChatError, match="HTTP 400 Bad Request: tool schema invalid"):
         await chat.chat(USER)
+
+
+HTML_ERROR_PAGE = """<!DOCTYPE HTML>
+<html lang="en">
+    <head>
+        <meta charset="utf-8">
+        <title>Error response</title>
+        <style>body { color: red }</style>
+    </head>
+    <body>
+        <h1>Error response</h1>
+        <p>Error code: 501</p>
+        <p>Message: Unsupported method (&#x27;POST&#x27;).</p>
+    </body>
+</html>
+"""
+
+
+async def test_an_html_error_page_is_said_on_one_line_and_a_501_is_not_asked_again() -> None:
+    # a web server that is not an API (python -m http.server answers POST so)
+    chat, seen, _ = mock(script(status(501, text=HTML_ERROR_PAGE)), max_retries=5)
+    with pytest.raises(ChatError) as caught:
+        await chat.chat(USER)
+    err = caught.value
+    assert (err.kind, err.status, err.attempts, len(seen)) == ("server_error", 501, 1, 1)
+    message = str(err)
+    assert "\n" not in message and "<" not in message and "color: red" not in message
+    assert message.startswith(
+        "HTTP 501 Not Implemented: an HTML page: Error response Error code: 501 "
+        "Message: Unsupported method ('POST'). (is the agent's endpoint the base URL of an "
+        "OpenAI-compatible API"
+    )
+    assert message.endswith("/chat/completions, failed after 1 attempt)")
+
+
+async def test_a_long_error_body_is_cut_and_a_404_asks_whether_the_endpoint_is_an_api() -> None:
+    chat, seen, _ = mock(script(status(404, text="no such page\n" + "x" * 5000)), max_retries=5)
+    with pytest.raises(ChatError) as caught:
+        await chat.chat(USER)
+    message = str(caught.value)
+    assert len(seen) == 1
+    assert "HTTP 404 Not Found: no such page " + "x" * 100 in message
+    assert "x" * 200 not in message and "…" in message
+    assert "is the agent's endpoint the base URL of an OpenAI-compatible API" in message
 
 
 async def test_retries_then_success_counts_attempts() -> None:

@@ -4,8 +4,10 @@ items and marks one whose replies cannot be used. Real command agents, real SQLi
 
 from __future__ import annotations
 
+import http.server
 import json
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -175,3 +177,47 @@ def test_doctor_sends_each_agent_real_items_and_marks_unusable_replies(
     # without probes the program is only looked for
     code, out, _ = run_main(capsys, "doctor", "--no-probe")
     assert "[ok ] agent brokenbot (command): " in out and "belief question" not in out
+
+
+class _NotAnAPI(http.server.BaseHTTPRequestHandler):
+    """A web server that is not an OpenAI-compatible API: 404 for any page, 501 for a POST
+    (an HTML error page, as ``python -m http.server`` answers)."""
+
+    def do_GET(self) -> None:
+        self.send_error(404)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_an_endpoint_that_is_not_an_api_is_said_so_by_doctor_and_run(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotAnAPI)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        (isolated_home.parent / "work" / "mindledger.toml").write_text(
+            f'[agents.webpage]\nadapter = "openai"\nendpoint = "http://127.0.0.1:{port}"\n'
+            'model = "m"\n'
+        )
+        code, out, _ = run_main(capsys, "doctor")
+        assert code == 1
+        # it answers, without /models: the probe asks its chat, at the root the run posts to
+        assert f"[ERR] agent webpage (openai): http://127.0.0.1:{port} answers (its /models: " \
+            "HTTP 404), but its replies could not be used" in out  # fmt: skip
+        probe = next(line for line in out.splitlines() if "belief question:" in line)
+        assert "server_error: HTTP 501 Unsupported method ('POST'): an HTML page: " in probe
+        assert "is the agent's endpoint the base URL of an OpenAI-compatible API" in probe
+        assert f"POST http://127.0.0.1:{port}/v1/chat/completions, failed after 1 attempt" \
+            in probe  # fmt: skip
+        code, _out, err = run_main(capsys, "run", "--agent", "webpage", "--no-control",
+                                   "--progress", "lines")
+        assert code == 3
+        progress = [line for line in err.splitlines() if line.startswith("progress ")]
+        assert progress and "(last: webpage: server_error: HTTP 501" in progress[-1]
+        assert "  26 × server_error: HTTP 501 Unsupported method ('POST'): an HTML page: " in err
+        assert "<html" not in err and "retries" not in progress[-1]  # one line, never retried
+    finally:
+        server.shutdown()
+        server.server_close()
