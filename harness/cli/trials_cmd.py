@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ import click
 
 from harness.cli.common import echo_json, get_store, reads_only, resolve_run
 from harness.cli.conventions import LISTED, an_id, format_option
+from mindledger.words import counted
 
 if TYPE_CHECKING:
     from ledger.store import Store
@@ -176,6 +178,8 @@ def trials(
         click.echo(tally_line(views))
         if len(views) < views.total:
             click.echo(left_out_line(len(views), views.total, on_screen=on_screen))
+        for line in failure_lines(views, stdout_console().width):
+            click.echo(line, err=True)
         if not views[0].withheld:
             first = views[0]
             click.echo(f"one whole: mindledger trials {run_id} {_short_id(first)} "
@@ -188,6 +192,26 @@ def tally_line(listing: TrialListing) -> str:
     return f"{total:,} trial{'' if total == 1 else 's'}: " + ", ".join(
         f"{listing.matched[o]:,} {o}" for o in STATUSES if listing.matched[o]
     )
+
+
+def failure_lines(views: Sequence[TrialView], width: int, most: int = 3) -> list[str]:
+    """Why the listed trials failed (API errors and unreadable answers), which the table's
+    error column can only name: each cause with how many trials it failed and the first one's
+    whole reason, on one line cut to ``width``, the commonest ``most`` causes first."""
+    failed = [v for v in views if v.outcome in ("error", "unparsed") and v.detail]
+    if not failed:
+        return []
+    counts = Counter(v.cause or v.outcome for v in failed)
+    example: dict[str, str] = {}
+    for v in failed:
+        example.setdefault(v.cause or v.outcome, " ".join(str(v.detail).split()))
+    lines = ["why they failed:"]
+    for cause, n in counts.most_common(most):
+        line = f"  {n:>5} × {cause}: {example[cause].removeprefix(f'{cause}: ')}"
+        lines.append(line if len(line) <= width else line[: width - 1] + "…")
+    if len(counts) > most:
+        lines.append(f"  … and {counted(len(counts) - most, 'other cause')}")
+    return lines
 
 
 def left_out_line(shown: int, total: int, *, on_screen: bool) -> str:

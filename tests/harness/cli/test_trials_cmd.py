@@ -260,6 +260,15 @@ def test_the_table_fits_80_columns_with_every_header_whole(runs: Runs, cli: Cli)
     said = ", ".join(f"{tally[s]} {s}" for s in STATUSES if tally[s])
     assert f"{len(every)} trials: {said}\n" in table and "shown: " not in table  # piped: all
     hint = next(ln for ln in err.splitlines() if ln.startswith("one whole: "))
+    # the error column names a cause; under the table, each cause with its count and the first
+    # one's whole reason, on a line of the table's width
+    failed = [t for t in every if t["status"] in ("error", "unparsed")]
+    assert failed
+    why = err.split("why they failed:\n", 1)[1].split("\none whole: ")[0].splitlines()
+    assert all(len(line) <= 80 for line in why)
+    counts = Counter(line.split(" × ")[1].split(":")[0] for line in why)
+    assert sum(int(line.split(" × ")[0]) for line in why) == len(failed)
+    assert len(counts) == len(why)
     code, _, err = cli(*hint.removeprefix("one whole: mindledger ").split())
     assert code == 0, err
 
@@ -406,3 +415,27 @@ def test_runs_table_fits_80_columns_with_long_names(
     newest = json.loads(out)[0]["agents"]
     assert [(a["name"], a["failed"], a["failure_share"]) for a in newest] == [
         (agent, 1, 0.25), (control, 4, 1.0)]  # fmt: skip
+
+
+def test_why_they_failed_names_the_commonest_causes_on_lines_that_fit() -> None:
+    from reports.trials import TrialView
+
+    def view(outcome: str, cause: str | None, detail: str | None) -> TrialView:
+        return TrialView("r", "bot", "sha256:00", "nesttom", "R1 false", outcome, None, "x",
+                         None, cause, detail)  # fmt: skip
+
+    views = (
+        [view("error", "timeout", "timeout: no reply within 120 s\n(POST http://h/v1)")] * 3
+        + [view("unparsed", "unparsed", "no answer: " + "y" * 200)] * 2
+        + [view("error", kind, f"{kind}: it broke") for kind in ("connection", "malformed")]
+        + [view("wrong", "reality_leak", None), view("ok", None, None)]
+    )
+    lines = trials_cmd.failure_lines(views, 60)
+    assert lines[:2] == [
+        "why they failed:",
+        "      3 × timeout: no reply within 120 s (POST http://h/v1)",
+    ]
+    assert lines[2].startswith("      2 × unparsed: no answer: yyy") and len(lines[2]) == 60
+    assert lines[2].endswith("…") and lines[3].startswith("      1 × ")
+    assert lines[4:] == ["  … and 1 other cause"]
+    assert trials_cmd.failure_lines([view("wrong", "reality_leak", None)], 60) == []
