@@ -48,6 +48,7 @@ from reports.present import (
     contrast_label,
     depth_signals_lines,
     difference_text,
+    every_trial_failed,
     headline_columns,
     headlines,
     marked_invalid,
@@ -519,6 +520,10 @@ def _agent_markdown(name: str, a: AgentProfile, *, contrasts: bool = True,
     out = [f"## {name} ({a.role})", ""]
     for n in a.notices:
         out += [f"> **{n}**", ""]
+    failed = every_trial_failed(a)
+    if failed is not None:  # said once, not as a reason each figure is missing
+        return [*out, f"No figures: {failed} (the verdict says where to see why).", "",
+                *_api_errors_lines(a.api_errors)]  # fmt: skip
     h = agent_headline(name, a)
     d50 = a.d50
     out += [

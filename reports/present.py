@@ -37,6 +37,7 @@ __all__ = [
     "ABC_CONTRASTS",
     "CLEARLY_HIGHER",
     "CLEARLY_LOWER",
+    "EVERY_TRIAL_FAILED",
     "FALSE_BELIEF_FIGURES",
     "FIGURE_TITLES",
     "HEADLINE_COLUMNS",
@@ -700,7 +701,11 @@ def agent_headline(
         }
     true_belief = proportion_text(a.true_belief_control_accuracy, with_ci=with_ci)
     valid = _valid_text(a.valid)
-    if no_story_trials(a):  # said once a cell, short, rather than four reasons it has none
+    if every_trial_failed(a) is not None:  # not four reasons each figure cannot be estimated
+        true_belief = EVERY_TRIAL_FAILED if with_ci else "failed"
+        figures = dict.fromkeys(figures, true_belief)
+        valid = "n/a"
+    elif no_story_trials(a):  # said once a cell, short, rather than four reasons it has none
         true_belief = NO_STORY_TRIALS if with_ci else "n/a"
         figures = dict.fromkeys(figures, true_belief)
         valid = "n/a"
@@ -713,6 +718,10 @@ def agent_headline(
         **figures,
     )
 
+
+EVERY_TRIAL_FAILED = "none (every trial failed)"
+"""A headline figure of an agent whose every trial in the run failed (:func:`every_trial_failed`:
+the verdict says how many and where to see why); ``failed`` in a compact cell."""
 
 NO_STORY_TRIALS = "n/a (no NestToM trials)"
 """A headline figure of an agent that took no NestToM story in the run (:func:`no_story_trials`);

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from reports.model import RunProfile
-from reports.present import proportion_text, small_n_said_once
+from reports.present import EVERY_TRIAL_FAILED, headlines, proportion_text, small_n_said_once
 from reports.render import render_html, render_json, render_markdown
 from reports.verdicts import (
     CLEARLY_ABOVE,
@@ -346,6 +346,30 @@ def test_an_agent_whose_trials_mostly_failed_says_so_first(stored_profile: RunPr
         assert ("Its D50 " in text) and text.startswith("piper (agent under test)")
     p["agents"]["piper"]["api_errors"]["count"] = trials
     assert "has no figures: its run failed, all " in verdict(p).agents[0].figures
+
+
+def test_an_agent_whose_every_trial_failed_has_no_figures_said_once_a_cell_and_once_a_section(
+    stored_profile: RunProfile,
+) -> None:
+    """Not "not estimable" with a reason for each figure: its headline cells say none, and its
+    section says once that it has no figures (the verdict has said where to see why)."""
+    p = stored_profile.to_json()
+    errors = p["agents"]["piper"]["api_errors"]
+    errors["count"] = errors["trials"]
+    failed = RunProfile.of(p)
+    row = {h.agent: h for h in headlines(failed)}["piper"]
+    assert (row.valid, row.d50, row.false_belief, row.leakage_resistance, row.true_belief) == (
+        "n/a", *[EVERY_TRIAL_FAILED] * 4
+    )
+    assert {h.agent: h for h in headlines(failed, with_ci=False)}["piper"].d50 == "failed"
+    assert {h.agent: h for h in headlines(stored_profile)}["piper"].d50 != EVERY_TRIAL_FAILED
+    md = render_markdown(failed)
+    section = md.split("## piper (agent)", 1)[1].split("\n## ", 1)[0]
+    assert section.lstrip().startswith(
+        f"No figures: all {errors['trials']} trials were API errors (the verdict says where"
+    )
+    assert "not estimable" not in section and "D50" not in section
+    assert f"API errors: {errors['trials']} of {errors['trials']} trials" in section
 
 
 def test_a_control_whose_every_trial_failed_is_said_after_its_agent(
