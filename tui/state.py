@@ -55,6 +55,7 @@ __all__ = [
     "PREDICTION_COLUMNS",
     "PREDICTION_STATES",
     "RUN_COLUMNS",
+    "RUN_COLUMNS_LEFT_OUT",
     "SUMMARY_CELL_WIDTH",
     "AgentCount",
     "AgentView",
@@ -73,6 +74,7 @@ __all__ = [
     "agent_views",
     "calls_lines",
     "failed_cell",
+    "fitted_columns",
     "fmt_d50",
     "fmt_difference",
     "fmt_pct",
@@ -95,6 +97,32 @@ PREDICTION_STATES = ("committed", "observed", "revealed", "scored", "expired", "
 RUN_COLUMNS = (
     "Run", "Suite", "Seed", "Held-out", "Status", "Created", "Agents", "Trials", "Accuracy",
 )  # fmt: skip
+RUN_COLUMNS_LEFT_OUT = ("Seed", "Agents", "Held-out", "Created", "Suite")
+"""The runs table's columns left out, in this order, while it is wider than its screen: the
+status, trials and accuracy (what the table is for) stay."""
+
+
+def fitted_columns(
+    columns: Sequence[str],
+    widths: Sequence[int],
+    room: int,
+    *,
+    left_out: Sequence[str] = RUN_COLUMNS_LEFT_OUT,
+    padding: int = 2,
+) -> list[str]:
+    """The ``columns`` (their cells ``widths`` wide, ``padding`` more each) a table ``room``
+    cells wide shows: all of them when they fit, else without the first of ``left_out``, then
+    the next, until they fit or none is left to leave out."""
+    kept = list(columns)
+    width = dict(zip(columns, widths, strict=True))
+    for name in left_out:
+        if sum(width[c] + padding for c in kept) <= room:
+            break
+        if name in kept:
+            kept.remove(name)
+    return kept
+
+
 AGENT_COLUMNS = (
     "Valid", "Agent", "Role", "D50", "Leakage resist.", "True-belief ctrl", "False-belief", "n",
     "Failed",

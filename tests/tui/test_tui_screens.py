@@ -56,7 +56,7 @@ async def test_runs_screen_lists_runs_with_accuracy_per_agent(
     seeded: Seeded, tmp_path: Path
 ) -> None:
     app = _app(seeded, tmp_path)
-    async with app.run_test(size=(160, 40)) as pilot:
+    async with app.run_test(size=(220, 40)) as pilot:  # wide enough for every column
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert isinstance(app.screen, RunsScreen)
@@ -75,6 +75,30 @@ async def test_runs_screen_lists_runs_with_accuracy_per_agent(
         assert empty[3:5] == ["held-out", "running"] and empty[7:] == ["0", "piper —"]
         status = _text(app.screen.query_one("#runs-status", Static))
         assert status.startswith("2 runs")
+
+
+async def test_the_runs_table_fits_80_columns_leaving_out_what_it_says(
+    seeded: Seeded, tmp_path: Path
+) -> None:
+    """At 80 columns the runs table leaves out the seed, agents, held-out and created columns
+    (in that order, as many as it must) rather than push accuracy off the screen, and says so;
+    widened, it shows them again."""
+    app = _app(seeded, tmp_path)
+    async with app.run_test(size=(80, 30)) as pilot:
+        table = app.screen.query_one(RunsTable)
+        await _until(pilot, lambda: table.row_count == 2)
+        headers = [str(c.label) for c in table.columns.values()]
+        assert headers[0] == "Run" and headers[-3:] == ["Status", "Trials", "Accuracy"]
+        assert "Seed" not in headers
+        assert sum(c.get_render_width(table) for c in table.columns.values()) <= 78
+        status = app.screen.query_one("#runs-status", Static)
+        await _until(pilot, lambda: "left out at this width: " in _text(status))
+        assert "Seed" in table.left_out and "Accuracy" not in table.left_out
+        assert _text(status).endswith("left out at this width: " + ", ".join(table.left_out))
+        assert [r[-1].split()[0] for r in _cells(table)] == ["piper", "piper"]  # accuracy
+        await pilot.resize_terminal(240, 30)
+        await _until(pilot, lambda: len(table.columns) == 9)
+        await _until(pilot, lambda: "left out" not in _text(status))
 
 
 def test_a_run_over_the_failure_limit_reads_failed_in_the_runs_table(seeded: Seeded) -> None:

@@ -279,3 +279,13 @@ def test_calls_lines_say_calls_predictions_refusals_and_obligations() -> None:
         "wren: 1 calls, 0 with a prediction, 0 refused",
     )
     assert calls_lines({}) == ("no calls through the proxy",)
+
+
+def test_fitted_columns_leave_out_the_listed_ones_in_order_until_they_fit() -> None:
+    from tui.state import fitted_columns
+
+    columns, widths = ["a", "b", "c", "d"], [10, 10, 10, 10]
+    assert fitted_columns(columns, widths, 48, left_out=["c", "a"]) == columns  # 4 × 12
+    assert fitted_columns(columns, widths, 47, left_out=["c", "a"]) == ["a", "b", "d"]
+    assert fitted_columns(columns, widths, 35, left_out=["c", "a"]) == ["b", "d"]
+    assert fitted_columns(columns, widths, 5, left_out=["c", "a"]) == ["b", "d"]  # no more

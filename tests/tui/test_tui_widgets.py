@@ -43,7 +43,7 @@ def _run(key: str, status: str = "complete") -> RunRow:
 
 async def test_runs_table_shows_rows_keeps_the_cursor_and_posts_the_chosen_run() -> None:
     app = RunsHost()
-    async with app.run_test() as pilot:
+    async with app.run_test(size=(120, 24)) as pilot:  # every column fits
         table = app.query_one(RunsTable)
         table.runs = (_run("b"), _run("a"))
         await pilot.pause()

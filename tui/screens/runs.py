@@ -101,7 +101,12 @@ class RunsScreen(WorkerScreen):
                 "No runs yet: start one with `mindledger run` or `mindledger quickstart`.")
         if table.marked:
             text += " · marked for comparison: " + ", ".join(table.marked)
+        if n and table.left_out:
+            text += f" · left out at this width: {', '.join(table.left_out)}"
         self.query_one("#runs-status", Static).update(Text(text))
+
+    def on_runs_table_fitted(self) -> None:
+        self._show_status()
 
     def show_result(self, rows: list[RunRow]) -> None:
         table = self.query_one(RunsTable)
