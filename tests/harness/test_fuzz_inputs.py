@@ -352,7 +352,14 @@ def test_fuzz_api_bodies(tmp_path: Path) -> None:
                 def case(path: str, data: st.DataObject, token: str, header: str | None) -> None:
                     body = data.draw(documents(valid[path]))
                     headers = {"Authorization": f"Bearer {token}"}
-                    if header is not None and header.isascii() and header.isprintable():
+                    # a value an HTTP client can send: h11 refuses one that starts or ends
+                    # with white space before it reaches the wire
+                    if (
+                        header is not None
+                        and header.isascii()
+                        and header.isprintable()
+                        and header == header.strip()
+                    ):
                         headers["X-Mindledger-Prediction"] = header
                     r = client.post(path, content=body, headers=headers)
                     scheduler_off = r.status_code == 503 and path == "/runs"  # documented
