@@ -655,8 +655,9 @@ def _api_errors_lines(api: ApiErrors | None) -> list[str]:
     by_family = "; by family " + json.dumps(api.by_family) if api is not None and count else ""
     without = (f"; {api.ok_without_score} ok trials without a score counted as wrong"
                if api is not None and api.ok_without_score else "")
+    causes = [f"- {c.count} × {c.kind}: {c.example}" for c in (api.causes if api else [])]
     return [f"API errors: {count} of {trials} trials (excluded from accuracy){by_family}"
-            f"{without}.", ""]
+            f"{without}.", "", *causes, *([""] if causes else [])]
 
 
 @dataclass(frozen=True)

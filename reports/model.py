@@ -543,6 +543,16 @@ class Cost(_Frozen):
     definition: str | None = None
 
 
+class ErrorCause(_Frozen):
+    """One cause of an agent's API errors: its kind as the adapter named it (``timeout``,
+    ``malformed``, ``server_error``…), how many trials it failed, and the first one's message
+    (on one line, cut to 200 characters)."""
+
+    kind: str
+    count: int
+    example: str
+
+
 class ApiErrors(_Frozen):
     """API errors (left out of accuracy) and ok trials without a score (counted wrong)."""
 
@@ -554,6 +564,8 @@ class ApiErrors(_Frozen):
     excluded_from_accuracy: bool = True
     ok_without_score: int = 0
     ok_without_score_note: str | None = None
+    causes: list[ErrorCause] = Field(default_factory=list)
+    """The commonest causes of the API errors, at most three, commonest first."""
 
 
 class HitomSection(_Frozen):

@@ -54,6 +54,7 @@ __all__ = [
     "abc_contrast_rows",
     "agent_headline",
     "change_verdict",
+    "commonest_cause",
     "contrast_label",
     "d50_text",
     "depth_signals_lines",
@@ -577,6 +578,19 @@ def every_trial_failed(a: AgentProfile) -> str | None:
     if errors is None or errors.trials == 0 or errors.count < errors.trials:
         return None
     return f"all {errors.trials} trial{'' if errors.trials == 1 else 's'} were API errors"
+
+
+def commonest_cause(a: AgentProfile, limit: int = 120) -> str:
+    """`` (26 × server_error: HTTP 501 …)``: the commonest cause of the agent's API errors with
+    its count and first message (cut to ``limit`` characters), and whether there were others;
+    ``""`` when the profile names none (a profile built before causes were kept)."""
+    causes = a.api_errors.causes if a.api_errors is not None else []
+    if not causes:
+        return ""
+    top = causes[0]
+    example = top.example if len(top.example) <= limit else top.example[: limit - 1] + "…"
+    others = "; and others" if top.count < (a.api_errors.count if a.api_errors else 0) else ""
+    return f" ({top.count} × {top.kind}: {example}{others})"
 
 
 def most_trials_failed(a: AgentProfile) -> tuple[int, int] | None:

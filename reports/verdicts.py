@@ -36,6 +36,7 @@ from reports._json import JsonValue
 from reports.present import (
     INVALID,
     agent_headline,
+    commonest_cause,
     d50_text,
     depth_text,
     difference_text,
@@ -447,8 +448,8 @@ def _variants(prof: RunProfile, name: str) -> str:
     failed = {n: every_trial_failed(v) for n, v in mine}
     said = [
         f"Its {'control' if v.role == 'control' else 'ablation variant'} {n} has no figures: "
-        f"its run failed, {failed[n]} (`mindledger trials {prof.run.id} --agent {n} --status "
-        "error` shows what went wrong)."
+        f"its run failed, {failed[n]}{commonest_cause(v)}; `mindledger trials {prof.run.id} "
+        f"--agent {n} --status error` shows what went wrong."
         for n, v in mine
         if failed[n] is not None
     ]
@@ -483,7 +484,8 @@ def _agent_verdict(prof: RunProfile, name: str) -> AgentVerdict:
         return AgentVerdict(
             name,
             a.valid,
-            f"{name} (agent under test) has no figures: its run failed, {failed}. "
+            f"{name} (agent under test) has no figures: its run failed, {failed}"
+            f"{commonest_cause(a)}. "
             f"`mindledger trials {prof.run.id} --agent {name} --status error` shows what "
             "each one was asked and what went wrong.",
             "",
@@ -495,8 +497,8 @@ def _agent_verdict(prof: RunProfile, name: str) -> AgentVerdict:
         errors, trials = mostly
         left = trials - errors
         figures = (
-            f"{name} (agent under test): {errors} of its {trials} trials were API errors, so "
-            f"what follows rests on the {counted(left, 'other')} "
+            f"{name} (agent under test): {errors} of its {trials} trials were API errors"
+            f"{commonest_cause(a)}, so what follows rests on the {counted(left, 'other')} "
             f"(`mindledger trials {prof.run.id} --agent {name} --status error` shows what "
             f"went wrong). It is {figures.removeprefix(f'{name} (agent under test) is ')}"
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from reports._data import depth_sort_key
-from reports.model import ApiErrors, Cost, CostRow
+from reports.model import ApiErrors, Cost, CostRow, ErrorCause
 from reports.sections._design import BoolArray
 from reports.sections._inputs import AgentInputs, Measured
 
@@ -66,6 +66,7 @@ def _api_errors(inp: AgentInputs) -> ApiErrors:
     by_depth = Counter(str(d) for d in it.depth[bad & rd.nt].tolist())
     return ApiErrors.of(
         {
+            "causes": _causes([inp.data.trials.error[r] for r in c.rows[bad] if r >= 0]),
             "count": int(bad.sum()),
             "trials": int(c.has.sum()),
             "by_status": dict(statuses),
@@ -76,3 +77,31 @@ def _api_errors(inp: AgentInputs) -> ApiErrors:
             "ok_without_score_note": "ok trials without a score are counted as wrong",
         }
     )
+
+
+CAUSES = 3
+"""Causes of an agent's API errors its profile keeps."""
+
+EXAMPLE_CHARS = 200
+"""Characters of a cause's example message kept."""
+
+
+def _causes(errors: list[str | None]) -> list[ErrorCause]:
+    """The commonest :data:`CAUSES` causes of ``errors`` (the stored messages of the agent's
+    API errors, ``kind: message``), each with its count and first message, on one line and cut
+    to :data:`EXAMPLE_CHARS` characters."""
+    counts: Counter[str] = Counter()
+    example: dict[str, str] = {}
+    for error in errors:
+        text = " ".join(str(error or "").split())
+        kind, sep, message = text.partition(": ")
+        if not sep or not kind.isidentifier():
+            kind, message = "error", text
+        counts[kind] += 1
+        if kind not in example:
+            cut = message if len(message) <= EXAMPLE_CHARS else message[: EXAMPLE_CHARS - 1] + "…"
+            example[kind] = cut or "no message"
+    return [
+        ErrorCause(kind=kind, count=n, example=example[kind])
+        for kind, n in counts.most_common(CAUSES)
+    ]

@@ -16,7 +16,13 @@ from typing import Any
 import pytest
 
 from reports.model import RunProfile
-from reports.present import EVERY_TRIAL_FAILED, headlines, proportion_text, small_n_said_once
+from reports.present import (
+    EVERY_TRIAL_FAILED,
+    commonest_cause,
+    headlines,
+    proportion_text,
+    small_n_said_once,
+)
 from reports.render import render_html, render_json, render_markdown
 from reports.verdicts import (
     CLEARLY_ABOVE,
@@ -337,10 +343,11 @@ def test_an_agent_whose_trials_mostly_failed_says_so_first(stored_profile: RunPr
     for count, said in ((trials - 2, True), (trials // 2, False), (0, False)):
         p["agents"]["piper"]["api_errors"]["count"] = count
         text = verdict(p).agents[0].figures
+        cause = commonest_cause(RunProfile.of(p).agents["piper"])
         assert text.startswith(
-            f"piper (agent under test): {count} of its {trials} trials were API errors, so what "
-            f"follows rests on the 2 others (`mindledger trials {run_id} --agent piper --status "
-            "error` shows what went wrong). It is valid (true-belief controls "
+            f"piper (agent under test): {count} of its {trials} trials were API errors{cause}, "
+            f"so what follows rests on the 2 others (`mindledger trials {run_id} --agent piper "
+            "--status error` shows what went wrong). It is valid (true-belief controls "
         ) == said, text
         assert text.count("piper (agent under test)") == 1
         assert ("Its D50 " in text) and text.startswith("piper (agent under test)")
@@ -382,8 +389,8 @@ def test_a_control_whose_every_trial_failed_is_said_after_its_agent(
     variants = verdict(p).agents[0].variants
     assert variants.startswith(
         f"Its control piper-control has no figures: its run failed, all {errors['trials']} "
-        f"trials were API errors (`mindledger trials {stored_profile.run.id} --agent "
-        "piper-control --status error` shows what went wrong)."
+        f"trials were API errors; `mindledger trials {stored_profile.run.id} --agent "
+        "piper-control --status error` shows what went wrong."
     ), variants
     assert "Also INVALID" not in variants.split("piper-control", 2)[-1]
     assert verdict(stored_profile).agents[0].variants == ""  # a healthy control: nothing
@@ -406,3 +413,33 @@ def test_a_history_says_once_what_a_mostly_failed_run_rests_on(
     ]
     assert failed_runs(history)[0] == f"{stored_profile.run.id}: {history.runs[1].mostly_failed}."
     assert history.runs[1].to_dict()["mostly_failed"] == history.runs[1].mostly_failed
+
+
+def test_the_profile_keeps_the_commonest_causes_of_api_errors(
+    stored_profile: RunProfile,
+) -> None:
+    from reports.sections.cost import _causes
+
+    errors = stored_profile.agents["piper"].api_errors
+    assert errors is not None and errors.count > 0
+    # the synthetic run's errors name no kind: each reads as an "error"
+    assert [(c.kind, c.count) for c in errors.causes] == [("error", errors.count)]
+    assert errors.causes[0].example == "HTTP 503 from the endpoint"
+    causes = _causes(
+        ["timeout: no reply within 120 s\n  (POST http://h/v1/chat/completions)"] * 3
+        + ["malformed: " + "x" * 500, "malformed: y", "no kind here", None]
+        + [f"{k}: it broke" for k in ("connection", "server_error")]
+    )
+    assert [c.model_dump() for c in causes] == [
+        {"kind": "timeout", "count": 3,
+         "example": "no reply within 120 s (POST http://h/v1/chat/completions)"},
+        {"kind": "malformed", "count": 2, "example": "x" * 199 + "…"},
+        {"kind": "error", "count": 2, "example": "no kind here"},
+    ]  # fmt: skip
+    # the verdict says the commonest, and that there were others
+    p = stored_profile.to_json()
+    p["agents"]["piper"]["api_errors"]["count"] = p["agents"]["piper"]["api_errors"]["trials"]
+    p["agents"]["piper"]["api_errors"]["causes"] = [c.model_dump() for c in causes]
+    said = verdict(p).agents[0].figures
+    assert "were API errors (3 × timeout: no reply within 120 s (POST http://h/v1/chat/" in said
+    assert said.split("chat/completions)", 1)[1].startswith("; and others). ")
