@@ -716,7 +716,7 @@ def _response_error(response: httpx.Response | Reply) -> str:
     try:
         text = _error_text(json.loads(content))
     except ValueError:
-        body = content[: 16 * _ERROR_CHARS]
+        body = content[:65536]  # enough for an error page's head and style, which are skipped
         head = body[:512].lstrip().lower()
         if head.startswith((b"<!doctype html", b"<html")) or b"<body" in head:
             body = _HTML_TAG.sub(b" ", _HTML_SKIPPED.sub(b" ", body))

@@ -345,6 +345,13 @@ async def test_an_html_error_page_is_said_on_one_line_and_a_501_is_not_asked_aga
         "OpenAI-compatible API"
     )
     assert message.endswith("/chat/completions, failed after 1 attempt)")
+    # a proxy's error page with a long style sheet in its head says its text all the same
+    page = HTML_ERROR_PAGE.replace("color: red }", "color: red }" + " .x { margin: 0 }" * 2000)
+    chat, _, _ = mock(script(status(502, text=page)), max_retries=0)
+    with pytest.raises(ChatError) as caught:
+        await chat.chat(USER)
+    assert "HTTP 502 Bad Gateway: an HTML page: Error response Error code: 501" in str(caught.value)
+    assert "margin" not in str(caught.value)
 
 
 async def test_a_long_error_body_is_cut_and_a_404_asks_whether_the_endpoint_is_an_api() -> None:
