@@ -566,6 +566,10 @@ class ApiErrors(_Frozen):
     ok_without_score_note: str | None = None
     causes: list[ErrorCause] = Field(default_factory=list)
     """The commonest causes of the API errors, at most three, commonest first."""
+    unparsed: int = 0
+    """Trials the agent replied to but whose answer could not be read (each counted wrong)."""
+    unparsed_example: str | None = None
+    """Why the first of them could not be read (on one line, cut to 200 characters)."""
 
 
 class HitomSection(_Frozen):

@@ -69,6 +69,7 @@ __all__ = [
     "level_fit_text",
     "level_text",
     "marked_invalid",
+    "most_answers_unread",
     "most_trials_failed",
     "no_interval",
     "no_story_trials",
@@ -591,6 +592,20 @@ def commonest_cause(a: AgentProfile, limit: int = 120) -> str:
     example = top.example if len(top.example) <= limit else top.example[: limit - 1] + "…"
     others = "; and others" if top.count < (a.api_errors.count if a.api_errors else 0) else ""
     return f" ({top.count} × {top.kind}: {example}{others})"
+
+
+def most_answers_unread(a: AgentProfile) -> tuple[int, int] | None:
+    """(unread, answered) when more than half of the answers the agent gave in the run (its
+    trials but the API errors) could not be read: each counts as wrong, so its figures then say
+    more about how it replies than about what it knows, which its verdict says first; else
+    None."""
+    errors = a.api_errors
+    if errors is None:
+        return None
+    answered = errors.trials - errors.count
+    if answered <= 0 or 2 * errors.unparsed <= answered:
+        return None
+    return errors.unparsed, answered
 
 
 def most_trials_failed(a: AgentProfile) -> tuple[int, int] | None:

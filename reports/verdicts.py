@@ -41,6 +41,7 @@ from reports.present import (
     depth_text,
     difference_text,
     every_trial_failed,
+    most_answers_unread,
     most_trials_failed,
     number,
     pct,
@@ -492,17 +493,40 @@ def _agent_verdict(prof: RunProfile, name: str) -> AgentVerdict:
             "",
         )
     figures = _figures(name, a)
-    mostly = most_trials_failed(a)
-    if mostly is not None:  # said first: every figure after it rests on the few trials left
-        errors, trials = mostly
-        left = trials - errors
-        figures = (
-            f"{name} (agent under test): {errors} of its {trials} trials were API errors"
-            f"{commonest_cause(a)}, so what follows rests on the {counted(left, 'other')} "
-            f"(`mindledger trials {prof.run.id} --agent {name} --status error` shows what "
-            f"went wrong). It is {figures.removeprefix(f'{name} (agent under test) is ')}"
-        )
+    first = _said_first(prof.run.id, name, a)
+    if first:  # every figure after it rests on, or is explained by, what it says
+        figures = f"{first} It is {figures.removeprefix(f'{name} (agent under test) is ')}"
     return AgentVerdict(name, a.valid, figures, _contrasts(prof, name, a), _variants(prof, name))
+
+
+def _said_first(run_id: str, name: str, a: AgentProfile) -> str:
+    """What an agent's verdict says before its figures: that most of its trials were API
+    errors (its figures rest on the few left), else that most of its answers could not be read
+    (each counted wrong, its figures say how it replies); ``""`` when neither."""
+    see = f"`mindledger trials {run_id} --agent {name} --status"
+    mostly = most_trials_failed(a)
+    if mostly is not None:
+        errors, trials = mostly
+        return (
+            f"{name} (agent under test): {errors} of its {trials} trials were API errors"
+            f"{commonest_cause(a)}, so what follows rests on the "
+            f"{counted(trials - errors, 'other')} ({see} error` shows what went wrong)."
+        )
+    unread = most_answers_unread(a)
+    if unread is None or a.api_errors is None:
+        return ""
+    n, answered = unread
+    which = (
+        f"none of its {answered} answers could be read"
+        if n == answered
+        else f"{n} of its {answered} answers could not be read"
+    )
+    why = a.api_errors.unparsed_example
+    return (
+        f"{name} (agent under test): {which}{f' ({why})' if why else ''}, and each counts as "
+        "wrong, so its figures say more about how it replies than about what it knows "
+        f"({see} unparsed` shows them)."
+    )
 
 
 def _other_line(name: str, a: AgentProfile) -> str:

@@ -64,9 +64,15 @@ def _api_errors(inp: AgentInputs) -> ApiErrors:
     statuses = Counter(str(s) for s in c.status[bad].tolist())
     by_family = Counter(str(f) for f in it.family[bad].tolist())
     by_depth = Counter(str(d) for d in it.depth[bad & rd.nt].tolist())
+    tr = inp.data.trials
+    # answered, but no answer read (as `mindledger trials` tells an unparsed trial)
+    unread = [r for r in c.rows[c.has & c.ok] if r >= 0 and tr.answer_json[r] in (None, "null")]
+    why = (tr.details(unread[0]).get("parse_problem") or NO_ANSWER) if unread else None
     return ApiErrors.of(
         {
-            "causes": _causes([inp.data.trials.error[r] for r in c.rows[bad] if r >= 0]),
+            "causes": _causes([tr.error[r] for r in c.rows[bad] if r >= 0]),
+            "unparsed": len(unread),
+            "unparsed_example": None if why is None else _one_line(str(why)),
             "count": int(bad.sum()),
             "trials": int(c.has.sum()),
             "by_status": dict(statuses),
@@ -78,6 +84,9 @@ def _api_errors(inp: AgentInputs) -> ApiErrors:
         }
     )
 
+
+NO_ANSWER = "no answer could be read from the reply"
+"""Why an answer could not be read, when its score says nothing more."""
 
 CAUSES = 3
 """Causes of an agent's API errors its profile keeps."""
@@ -99,9 +108,14 @@ def _causes(errors: list[str | None]) -> list[ErrorCause]:
             kind, message = "error", text
         counts[kind] += 1
         if kind not in example:
-            cut = message if len(message) <= EXAMPLE_CHARS else message[: EXAMPLE_CHARS - 1] + "…"
-            example[kind] = cut or "no message"
+            example[kind] = _one_line(message) or "no message"
     return [
         ErrorCause(kind=kind, count=n, example=example[kind])
         for kind, n in counts.most_common(CAUSES)
     ]
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line, cut to :data:`EXAMPLE_CHARS` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= EXAMPLE_CHARS else line[: EXAMPLE_CHARS - 1] + "…"

@@ -34,6 +34,8 @@ from reports.verdicts import (
     verdict,
 )
 
+from .conftest import StoredRun
+
 ROOT = Path(__file__).resolve().parents[2]
 VARIANTS = ("cmdbot-no-tom", "cmdbot-no-memory")
 
@@ -443,3 +445,44 @@ def test_the_profile_keeps_the_commonest_causes_of_api_errors(
     said = verdict(p).agents[0].figures
     assert "were API errors (3 × timeout: no reply within 120 s (POST http://h/v1/chat/" in said
     assert said.split("chat/completions)", 1)[1].startswith("; and others). ")
+
+
+def test_the_profile_counts_answers_that_could_not_be_read(
+    stored_run: StoredRun, stored_profile: RunProfile
+) -> None:
+    rows = stored_run.store.trials(stored_run.run_id)
+    for name, a in stored_profile.agents.items():
+        mine = [t for t in rows if t.agent == name and t.status == "ok"]
+        unread = [t for t in mine if t.answer_json in (None, "null")]
+        assert a.api_errors is not None
+        assert a.api_errors.unparsed == len(unread), name
+        assert (a.api_errors.unparsed_example is None) == (not unread)
+
+
+def test_an_agent_whose_answers_mostly_could_not_be_read_says_so_first(
+    stored_profile: RunProfile,
+) -> None:
+    """Each unread answer counts as wrong: more than half of them, and the verdict says so
+    before the figures, with why the first could not be read and the command that shows them;
+    most trials API errors is said instead, as it comes first."""
+    p = stored_profile.to_json()
+    errors = p["agents"]["piper"]["api_errors"]
+    answered = errors["trials"] - errors["count"]
+    run_id = stored_profile.run.id
+    see = f"(`mindledger trials {run_id} --agent piper --status unparsed` shows them). It is "
+    for unread, said in (
+        (answered, f"none of its {answered} answers could be read (no ANSWER line)"),
+        (answered - 1, f"{answered - 1} of its {answered} answers could not be read (no ANSWER"),
+        (answered // 2, None),
+    ):
+        errors.update(unparsed=unread, unparsed_example="no ANSWER line")
+        text = verdict(p).agents[0].figures
+        if said is None:
+            assert text.startswith("piper (agent under test) is "), text
+            continue
+        assert text.startswith(f"piper (agent under test): {said}"), text
+        assert f", and each counts as wrong, so its figures say more about how it replies than " \
+            f"about what it knows {see}valid (true-belief controls " in text  # fmt: skip
+    errors.update(count=errors["trials"] - 2, unparsed=2)
+    assert "trials were API errors" in verdict(p).agents[0].figures
+    assert "could be read" not in verdict(p).agents[0].figures

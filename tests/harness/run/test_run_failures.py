@@ -83,7 +83,9 @@ def test_a_run_whose_agent_replies_garbage_exits_3_naming_the_cause(
     verdict = out.split("## Verdict", 1)[1].split("\n## ", 1)[0]
     assert code == 0
     assert "brokenbot (agent under test) has no figures: its run failed, all 26 trials were " \
-        f"API errors. `mindledger trials {run_id} --agent brokenbot --status error`" in verdict
+        "API errors (26 × malformed: " in verdict  # the commonest cause, with its count
+    assert "wrote no JSON reply" in verdict.split("API errors (26 × malformed: ", 1)[1]
+    assert f"). `mindledger trials {run_id} --agent brokenbot --status error`" in verdict
     assert "not estimable" not in verdict and "skill S is not measured" not in verdict
     assert "oracle: diagnosed as expected" in verdict  # the rest of the run still speaks
     points = [p for m in doc["metrics"].values() for p in m["points"]]
@@ -153,6 +155,17 @@ def test_unreadable_answers_count_as_failures_too(
     assert code == 3, err
     assert "× unparsed: submit_action.action: expected an integer" in err, err
     assert 'got the string "0"' in err
+    # the profile counts them, and its verdict says so before any figure
+    code, out, err = run_main(capsys, "report", "latest", "--format", "json")
+    assert code == 0, err
+    profile = json.loads(out)
+    errors = profile["agents"]["zero"]["api_errors"]
+    assert errors["unparsed"] == errors["trials"] - errors["count"] > 0
+    assert errors["unparsed_example"]
+    said = profile["verdict"]["paragraphs"][0]
+    assert said.startswith(f"zero (agent under test): none of its {errors['unparsed']} answers "
+                           f"could be read ({errors['unparsed_example']}), and each counts as "
+                           "wrong"), said  # fmt: skip
 
 
 def test_doctor_sends_each_agent_real_items_and_marks_unusable_replies(
