@@ -166,6 +166,21 @@ def test_unreadable_answers_count_as_failures_too(
     assert said.startswith(f"zero (agent under test): none of its {errors['unparsed']} answers "
                            f"could be read ({errors['unparsed_example']}), and each counts as "
                            "wrong"), said  # fmt: skip
+    # on held-out seeds the reply it could not read (which quotes the item) is withheld
+    code, _out, err = run_main(capsys, "run", "--agent", "zero", "--no-control", "--held-out",
+                               "--progress", "none")  # fmt: skip
+    assert code == 3, err
+    code, out, err = run_main(capsys, "report", "latest", "--format", "json")
+    assert code == 0, err
+    held = json.loads(out)
+    assert held["held_out"] and held["agents"]["zero"]["api_errors"]["unparsed"] > 0
+    assert held["agents"]["zero"]["api_errors"]["unparsed_example"] is None
+    assert held["verdict"]["paragraphs"][0].startswith(
+        f"zero (agent under test): none of its {errors['unparsed']} answers could be read, and "
+    )
+    assert "expected an integer" not in out
+    code, out, err = run_main(capsys, "report", "latest", "--format", "json", "--reveal-held-out")
+    assert json.loads(out)["agents"]["zero"]["api_errors"]["unparsed_example"]
 
 
 def test_doctor_sends_each_agent_real_items_and_marks_unusable_replies(
