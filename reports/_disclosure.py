@@ -3,7 +3,8 @@
 The profile's ``run`` block: ``seed`` becomes None and ``seed_withheld`` True (it is False
 whenever the seed is shown), and its params lose what
 :func:`~mindledger.disclosure.disclosed_params` takes out. The profile holds no item bodies, ids or expected answers of its own; the per-trial
-CSV is withheld row by row (:class:`~mindledger.disclosure.TrialRowRedactor`).
+CSV is withheld row by row (:class:`~mindledger.disclosure.TrialRowRedactor`). An agent's
+profile loses the reply it could not read (:func:`disclosed_agent`), which quotes the item.
 """
 
 from __future__ import annotations
@@ -13,9 +14,15 @@ from typing import Any
 
 from mindledger.disclosure import disclosed_params, shown_seed
 from reports._json import JsonObject
-from reports.model import RunInfo
+from reports.model import AgentProfile, RunInfo
 
-__all__ = ["disclosed_profile", "disclosed_run", "disclosed_run_info", "held_out_of"]
+__all__ = [
+    "disclosed_agent",
+    "disclosed_profile",
+    "disclosed_run",
+    "disclosed_run_info",
+    "held_out_of",
+]
 
 
 def held_out_of(profile: Mapping[str, Any]) -> bool:
@@ -59,3 +66,13 @@ def disclosed_profile(profile: Mapping[str, Any], *, reveal_held_out: bool) -> J
         **profile,
         "run": disclosed_run(run, reveal_held_out=reveal_held_out, held_out=held_out_of(profile)),
     }
+
+
+def disclosed_agent(a: AgentProfile) -> AgentProfile:
+    """An agent's profile of a held-out run as a reader may see it: without the reply it could
+    not read (``api_errors.unparsed_example``: the parse problem quotes the item's choices and
+    the answer, which ``mindledger trials`` withholds too)."""
+    errors = a.api_errors
+    if errors is None or errors.unparsed_example is None:
+        return a
+    return a.model_copy(update={"api_errors": errors.model_copy(update={"unparsed_example": None})})

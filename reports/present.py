@@ -585,12 +585,12 @@ def commonest_cause(a: AgentProfile, limit: int = 120) -> str:
     """`` (26 × server_error: HTTP 501 …)``: the commonest cause of the agent's API errors with
     its count and first message (cut to ``limit`` characters), and whether there were others;
     ``""`` when the profile names none (a profile built before causes were kept)."""
-    causes = a.api_errors.causes if a.api_errors is not None else []
-    if not causes:
+    errors = a.api_errors
+    if errors is None or not errors.causes:
         return ""
-    top = causes[0]
+    top = errors.causes[0]
     example = top.example if len(top.example) <= limit else top.example[: limit - 1] + "…"
-    others = "; and others" if top.count < (a.api_errors.count if a.api_errors else 0) else ""
+    others = "; and others" if top.count < errors.count else ""
     return f" ({top.count} × {top.kind}: {example}{others})"
 
 

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger.reader import Readable, RunAgent
 from reports._data import RunData, load_run
-from reports._disclosure import disclosed_run
+from reports._disclosure import disclosed_agent, disclosed_run
 from reports._estimates import MIN_N, MetricSample
 from reports.diagnosis import diagnose_references
 from reports.matrix_runs import accompanying_matrix
@@ -225,19 +225,9 @@ def analyse(
         for a in run.agents
     }
     if data.run.get("held_out") and not reveal_held_out:
-        agents = {name: _reply_withheld(a) for name, a in agents.items()}
+        agents = {name: disclosed_agent(a) for name, a in agents.items()}
     profile = _profile(run, agents, paired, reveal_held_out=reveal_held_out)
     return Analysis(profile, samples)
-
-
-def _reply_withheld(a: AgentProfile) -> AgentProfile:
-    """``a`` without the reply it could not read (a held-out run shows no item or answer
-    but to an operator who asks: the parse problem quotes both, as ``mindledger trials``
-    withholds it)."""
-    errors = a.api_errors
-    if errors is None or errors.unparsed_example is None:
-        return a
-    return a.model_copy(update={"api_errors": errors.model_copy(update={"unparsed_example": None})})
 
 
 def _agent(

@@ -29,7 +29,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import sqlalchemy as sa
 from sqlmodel import Session, col, select
@@ -41,6 +41,7 @@ from mindledger import family as registry
 from mindledger.errors import NotFoundError, UserError
 from mindledger.items import Item
 from reports._json import JsonObject
+from reports._outcomes import NO_ANSWER, Outcome, error_kind, outcome_of
 from reports.present import MISSING
 
 __all__ = [
@@ -68,24 +69,10 @@ __all__ = [
     "wrong_examples",
 ]
 
-Outcome = Literal["ok", "wrong", "unparsed", "error", "answered", "n/a"]
 OUTCOMES: tuple[Outcome, ...] = ("ok", "wrong", "unparsed", "error", "answered", "n/a")
 """Every outcome a trial can have, in the order listings count them."""
 FAILURES: tuple[Outcome, ...] = ("error", "unparsed")
 """The outcomes that are failures of the agent or its adapter, not of its reasoning."""
-
-
-def outcome_of(status: str, answer_json: str | None, correct: bool | None) -> Outcome:
-    """The outcome of a stored trial from its status, stored answer and correctness."""
-    if status == "api_error":
-        return "error"
-    if status == "not_applicable":
-        return "n/a"
-    if answer_json is None or answer_json == "null":
-        return "unparsed"
-    if correct is None:
-        return "answered"
-    return "ok" if correct else "wrong"
 
 
 @dataclass(frozen=True)
@@ -173,14 +160,10 @@ def _load(text: str | None) -> Any:
         return text
 
 
-_KIND = re.compile(r"^([a-z_]+): ")
-
-
 def _kind(outcome: Outcome, error: str | None, primary_error: str | None) -> str | None:
     """The cause of a trial in one word (:attr:`TrialView.cause`), from its stored columns."""
     if outcome == "error":
-        m = _KIND.match(error or "")
-        return m.group(1) if m else "error"
+        return error_kind(error)[0]
     if outcome == "unparsed":
         return "unparsed"
     if outcome == "wrong":
@@ -196,7 +179,7 @@ def _cause(row: TrialRow, outcome: Outcome, score: Mapping[str, Any]) -> tuple[s
     if outcome == "unparsed":
         details = score.get("details") if isinstance(score, Mapping) else None
         problem = details.get("parse_problem") if isinstance(details, Mapping) else None
-        return kind, str(problem) if problem else "no answer could be read from the reply"
+        return kind, str(problem) if problem else NO_ANSWER
     return kind, None
 
 

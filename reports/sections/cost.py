@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from reports._data import depth_sort_key
+from reports._outcomes import NO_ANSWER, error_kind, outcome_of
 from reports.model import ApiErrors, Cost, CostRow, ErrorCause
 from reports.sections._design import BoolArray
 from reports.sections._inputs import AgentInputs, Measured
@@ -65,8 +66,11 @@ def _api_errors(inp: AgentInputs) -> ApiErrors:
     by_family = Counter(str(f) for f in it.family[bad].tolist())
     by_depth = Counter(str(d) for d in it.depth[bad & rd.nt].tolist())
     tr = inp.data.trials
-    # answered, but no answer read (as `mindledger trials` tells an unparsed trial)
-    unread = [r for r in c.rows[c.has & c.ok] if r >= 0 and tr.answer_json[r] in (None, "null")]
+    unread = [
+        r
+        for r in c.rows[c.has & c.ok]
+        if r >= 0 and outcome_of(tr.status[r], tr.answer_json[r], None) == "unparsed"
+    ]
     why = (tr.details(unread[0]).get("parse_problem") or NO_ANSWER) if unread else None
     return ApiErrors.of(
         {
@@ -85,9 +89,6 @@ def _api_errors(inp: AgentInputs) -> ApiErrors:
     )
 
 
-NO_ANSWER = "no answer could be read from the reply"
-"""Why an answer could not be read, when its score says nothing more."""
-
 CAUSES = 3
 """Causes of an agent's API errors its profile keeps."""
 
@@ -102,10 +103,7 @@ def _causes(errors: list[str | None]) -> list[ErrorCause]:
     counts: Counter[str] = Counter()
     example: dict[str, str] = {}
     for error in errors:
-        text = " ".join(str(error or "").split())
-        kind, sep, message = text.partition(": ")
-        if not sep or not kind.isidentifier():
-            kind, message = "error", text
+        kind, message = error_kind(error)  # as `mindledger trials` names its cause
         counts[kind] += 1
         if kind not in example:
             example[kind] = _one_line(message) or "no message"
